@@ -1,0 +1,36 @@
+# Two commands from a fresh clone: `make demo` (the main job on the bundled example) and
+# `make test` (the whole suite). Both install what they need first.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+NODE_DIR := fixtures/node
+
+.PHONY: install demo test lint bench clean
+
+install: $(VENV)/.installed $(NODE_DIR)/node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+$(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && npm ci --silent --no-audit --no-fund
+	touch $@
+
+demo: install
+	$(BIN)/python fixtures/example/demo.py
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check mcptape tests bench
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) $(NODE_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache

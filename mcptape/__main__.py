@@ -1,0 +1,5 @@
+"""`python -m mcptape`: the same entry point as the `mcptape` console script."""
+
+from mcptape.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""The one exception tree of mcptape; every error that reaches the CLI belongs to it.
+
+Each class carries the exit code of DESIGN.md that it maps to, so cli.py turns any of them
+into a message on stderr and that code, never a traceback::
+
+    McptapeError                      (3, could not run)
+    ├── ConfigError                   3  invalid mcptape.yml: file:line, field, the fix
+    ├── TapeError                     3  unreadable or unknown-version tape
+    ├── ServerError                   3  a server failed to start, crashed or hung
+    │   └── ServerTimeout             3  a request or session ran past its timeout
+    ├── ReplayError                   2  a tape that cannot be replayed (say why)
+    └── SecretLeak                    4  a secret survived redaction; nothing was written
+
+Foreign exceptions are translated at the boundary where they occur, with `raise ... from e`.
+"""
+
+from __future__ import annotations
+
+# Exit codes shared by diff, play and ci (DESIGN.md).
+EXIT_OK = 0
+EXIT_OUTPUT_DRIFT = 1
+EXIT_STRUCTURAL_DRIFT = 2
+EXIT_COULD_NOT_RUN = 3
+EXIT_SECRET = 4
+
+
+class McptapeError(Exception):
+    """Base of every error mcptape reports to a user."""
+
+    exit_code = EXIT_COULD_NOT_RUN
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
+
+
+class ConfigError(McptapeError):
+    """mcptape.yml is invalid; the message names file:line, the field and what would be valid."""
+
+
+class TapeError(McptapeError):
+    """A tape cannot be read: missing, not JSONL, or written by an unknown format version."""
+
+
+class ServerError(McptapeError):
+    """A server failed to start, crashed or misbehaved so the session could not complete."""
+
+
+class ServerTimeout(ServerError):
+    """A request, step or session ran past its timeout."""
+
+
+class ReplayError(McptapeError):
+    """A tape cannot be replayed at all (as opposed to one request it cannot answer)."""
+
+    exit_code = EXIT_STRUCTURAL_DRIFT
+
+
+class SecretLeak(McptapeError):
+    """A secret survived redaction. Nothing was written or posted; the message never holds the value."""
+
+    exit_code = EXIT_SECRET

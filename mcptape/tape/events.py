@@ -1,0 +1,130 @@
+"""Tape events: turning what crossed the wire into self-contained, deterministic event dicts.
+
+Every producer of tapes (the stdio recorder, the scripted client, the HTTP proxy) feeds
+wire lines through one EventBuilder, so all tapes describe the same traffic the same way.
+
+Event kinds and their fixed key order:
+
+    request | notification   kind, dir, id?, method, msg, raw?
+    response | error         kind, dir, id, method, params, msg, raw?   (method+params echo the request)
+    garbage                  kind, dir, text | b64, bytes              (a stdout line that is not JSON-RPC)
+    stderr                   kind, dir, text                           (a server stderr line)
+    exit                     kind, code, signal?                       (the server process ended)
+    note                     kind, what, detail?                       (mcptape's own remark: timeout, ...)
+
+`dir` is "c2s" (client to server) or "s2c". `raw` holds the exact line only when it differs
+from the compact serialization of `msg`, so replay can send the recorded bytes unchanged.
+Server-to-client request ids overlap client ids, so requests are keyed by direction + id.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from mcptape.jsonrpc import classify, dumps, id_key
+
+C2S = "c2s"
+S2C = "s2c"
+MESSAGE_KINDS = frozenset({"request", "notification", "response", "error"})
+
+
+def _other(direction: str) -> str:
+    return S2C if direction == C2S else C2S
+
+
+class EventBuilder:
+    """Builds events from wire lines, remembering open requests to echo them on their answers."""
+
+    def __init__(self) -> None:
+        # (direction of the request, id key) -> (method, params)
+        self._open: dict[tuple[str, str], tuple[str, Any]] = {}
+
+    def line(self, direction: str, line: bytes) -> dict[str, Any]:
+        """The event for one newline-delimited wire line (the newline already stripped)."""
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            return garbage_event(direction, line)
+        try:
+            msg = json.loads(text)
+        except json.JSONDecodeError:
+            return garbage_event(direction, line)
+        return self.message(direction, msg, text)
+
+    def message(self, direction: str, msg: Any, text: str | None = None) -> dict[str, Any]:
+        """The event for one parsed message; `text` is its exact wire form, if known."""
+        kind = classify(msg)
+        if kind == "invalid":
+            return garbage_event(direction, (text if text is not None else dumps(msg)).encode("utf-8"))
+        event: dict[str, Any] = {"kind": kind, "dir": direction}
+        if kind in ("request", "notification"):
+            if kind == "request":
+                event["id"] = msg["id"]
+                self._open[(direction, id_key(msg["id"]))] = (msg["method"], msg.get("params"))
+            event["method"] = msg["method"]
+        else:
+            event["id"] = msg["id"]
+            method, params = self._open.pop((_other(direction), id_key(msg["id"])), (None, None))
+            if method is not None:
+                event["method"] = method
+                if params is not None:
+                    event["params"] = params
+        event["msg"] = msg
+        if text is not None and text != dumps(msg):
+            event["raw"] = text
+        return event
+
+    def open_requests(self) -> list[tuple[str, str, str]]:
+        """(direction, id key, method) of requests still unanswered, e.g. when a server died."""
+        return [(d, k, m) for (d, k), (m, _) in self._open.items()]
+
+
+def garbage_event(direction: str, line: bytes) -> dict[str, Any]:
+    event: dict[str, Any] = {"kind": "garbage", "dir": direction}
+    try:
+        event["text"] = line.decode("utf-8")
+    except UnicodeDecodeError:
+        event["b64"] = base64.b64encode(line).decode("ascii")
+    event["bytes"] = len(line)
+    return event
+
+
+def stderr_event(line: bytes) -> dict[str, Any]:
+    return {"kind": "stderr", "dir": S2C, "text": line.rstrip(b"\r\n").decode("utf-8", "backslashreplace")}
+
+
+def exit_event(returncode: int | None) -> dict[str, Any]:
+    """The server process's end: a negative Popen returncode is death by that signal."""
+    import signal as _signal
+
+    event: dict[str, Any] = {"kind": "exit"}
+    if returncode is not None and returncode < 0:
+        event["code"] = None
+        try:
+            event["signal"] = _signal.Signals(-returncode).name
+        except ValueError:
+            event["signal"] = str(-returncode)
+    else:
+        event["code"] = returncode
+    return event
+
+
+def note_event(what: str, detail: Any = None) -> dict[str, Any]:
+    event: dict[str, Any] = {"kind": "note", "what": what}
+    if detail is not None:
+        event["detail"] = detail
+    return event
+
+
+def wire_text(event: dict[str, Any]) -> str:
+    """The exact text of a message event as it crossed the wire."""
+    raw = event.get("raw")
+    return raw if isinstance(raw, str) else dumps(event["msg"])
+
+
+def is_message(event: dict[str, Any]) -> bool:
+    return event.get("kind") in MESSAGE_KINDS

@@ -1,0 +1,210 @@
+"""Tape format v1: JSONL with a header line, one event per line, and a footer marking a clean end.
+
+Owns the bytes of a tape file: serialization (deterministic: fixed key order, no wall-clock
+times, raw UTF-8), streaming writes flushed per event (rec), atomic whole-file writes (golden
+tapes), and reading with line numbers. What an event *means* is events.py's business.
+
+    {"mcptape":"tape","format":1,"version":"0.1.0","name":"calc","transport":"stdio",...}  header
+    {"kind":"request","dir":"c2s","id":1,"method":"tools/call","msg":{...}}               events
+    {"kind":"response","dir":"s2c","id":1,"method":"tools/call","params":{...},"msg":{...}}
+    {"mcptape":"end","events":2}                                                           footer
+
+A tape without its footer was cut short (crash, kill); it is still readable up to the last
+complete line, and `Tape.complete` says so. Fields a reader does not know are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from mcptape import __version__
+from mcptape.errors import TapeError
+from mcptape.jsonrpc import dumps
+
+FORMAT_VERSION = 1
+TAPE_SUFFIX = ".tape.jsonl"
+
+Event = dict[str, Any]
+
+
+def make_header(name: str, *, transport: str = "stdio", **fields: Any) -> dict[str, Any]:
+    """A header line: format version first so any reader can refuse what it does not know."""
+    header: dict[str, Any] = {
+        "mcptape": "tape",
+        "format": FORMAT_VERSION,
+        "version": __version__,
+        "name": name,
+        "transport": transport,
+    }
+    header.update({k: v for k, v in fields.items() if v is not None})
+    return header
+
+
+def make_footer(event_count: int, **fields: Any) -> dict[str, Any]:
+    footer: dict[str, Any] = {"mcptape": "end", "events": event_count}
+    footer.update({k: v for k, v in fields.items() if v is not None})
+    return footer
+
+
+def serialize(line: dict[str, Any]) -> bytes:
+    """One tape line as bytes, newline included. Key order is the producer's (fixed by design)."""
+    return (dumps(line) + "\n").encode("utf-8")
+
+
+@dataclass
+class Tape:
+    """A tape read from disk: header, events in order, footer (None if cut short)."""
+
+    header: dict[str, Any]
+    events: list[Event]
+    footer: dict[str, Any] | None = None
+    path: Path | None = None
+    # 1-based line number in the file of each event, for annotations and error messages.
+    event_lines: list[int] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.footer is not None
+
+    @property
+    def name(self) -> str:
+        return str(self.header.get("name") or (self.path.name if self.path else "tape"))
+
+    @property
+    def protocol(self) -> str | None:
+        """Negotiated protocol version: the header's, else read off the handshake response."""
+        if self.header.get("protocol"):
+            return str(self.header["protocol"])
+        for ev in self.events:
+            if ev.get("kind") == "response" and ev.get("method") == "initialize":
+                result = ev.get("msg", {}).get("result") or {}
+                version = result.get("protocolVersion")
+                return str(version) if version else None
+        return None
+
+    def line_of(self, index: int) -> int:
+        return self.event_lines[index] if index < len(self.event_lines) else index + 2
+
+
+def iter_tape_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, bytes]]:
+    """(line number, parsed line or None if unparsable, raw bytes) for every non-blank line."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                parsed = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                yield number, None, raw
+                continue
+            yield number, parsed if isinstance(parsed, dict) else None, raw
+
+
+def read_tape(path: str | os.PathLike[str]) -> Tape:
+    """Read a tape; a missing footer is allowed (cut short), an unknown format version is not."""
+    p = Path(path)
+    try:
+        lines = list(iter_tape_lines(p))
+    except OSError as e:
+        raise TapeError(f"{p}: cannot read tape: {e.strerror or e}") from e
+    if not lines:
+        raise TapeError(f"{p}: empty file, not a tape", hint="record one with `mcptape rec`")
+    number, header, raw = lines[0]
+    if header is None or header.get("mcptape") != "tape":
+        raise TapeError(
+            f"{p}:{number}: not an mcptape tape (the first line must be the tape header)",
+            hint="record one with `mcptape rec` or `mcptape ci --update-golden`",
+        )
+    fmt = header.get("format")
+    if fmt != FORMAT_VERSION:
+        raise TapeError(
+            f"{p}: tape format {fmt!r} is not one this mcptape ({__version__}) reads (format {FORMAT_VERSION})",
+            hint=f"re-record it with mcptape {__version__}, or use the mcptape version "
+            f"{header.get('version', '?')} that wrote it",
+        )
+    tape = Tape(header=header, events=[], path=p)
+    last = len(lines) - 1
+    for i, (number, parsed, raw) in enumerate(lines[1:], start=1):
+        if parsed is None:
+            if i == last and not raw.endswith(b"\n"):
+                break  # the last line was being written when the recorder died: cut short
+            raise TapeError(f"{p}:{number}: line is not a JSON object", hint="the tape is corrupt; re-record it")
+        if parsed.get("mcptape") == "end":
+            tape.footer = parsed
+            break
+        tape.events.append(parsed)
+        tape.event_lines.append(number)
+    return tape
+
+
+class TapeWriter:
+    """Streams a tape to disk, one flushed line per event, so a crash leaves a readable prefix."""
+
+    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+        self.count = 0
+        self._fh.write(serialize(header))
+        self._fh.flush()
+
+    def write(self, event: Event) -> None:
+        self._fh.write(serialize(event))
+        self._fh.flush()
+        self.count += 1
+
+    def close(self, **footer_fields: Any) -> None:
+        if self._fh.closed:
+            return
+        self._fh.write(serialize(make_footer(self.count, **footer_fields)))
+        self._fh.flush()
+        self._fh.close()
+
+    def abandon(self) -> None:
+        """Close without a footer: the tape stays marked as cut short."""
+        if not self._fh.closed:
+            self._fh.close()
+
+
+def tape_bytes(header: dict[str, Any], events: Iterable[Event], **footer_fields: Any) -> bytes:
+    """The whole tape as bytes: what write_tape_atomic writes and what redaction verifies."""
+    parts = [serialize(header)]
+    count = 0
+    for ev in events:
+        parts.append(serialize(ev))
+        count += 1
+    parts.append(serialize(make_footer(count, **footer_fields)))
+    return b"".join(parts)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write a file so readers see the old bytes or the new, never a mix: temp, fsync, rename."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        dir_fd = os.open(p.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

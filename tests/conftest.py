@@ -1,0 +1,48 @@
+"""Shared test fixtures: paths to our fixture servers and the npm reference servers.
+
+The npm servers are installed by `make install`; where they are missing a test skips locally
+but fails under CI=true, so CI can never pass by silently not running them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+CALC_SERVER = FIXTURES / "servers" / "calc_server.py"
+NODE_MODULES = FIXTURES / "node" / "node_modules" / "@modelcontextprotocol"
+
+
+def calc_command(variant: str = "identical") -> list[str]:
+    """The command line of the calc fixture server in one of its drift variants."""
+    return [sys.executable, str(CALC_SERVER), "--variant", variant]
+
+
+def mcptape_command(*args: str) -> list[str]:
+    """Run mcptape as a user would: a real process, `python -m mcptape`."""
+    return [sys.executable, "-m", "mcptape", *args]
+
+
+def node_server(name: str) -> Path:
+    """The entry point of an npm reference server (everything, filesystem, memory)."""
+    entry = NODE_MODULES / f"server-{name}" / "dist" / "index.js"
+    if not entry.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{entry} is missing: .ci/run must install the npm reference servers")
+        pytest.skip(f"npm reference server {name} not installed (run make install)")
+    return entry
+
+
+@pytest.fixture
+def calc() -> type:
+    """Access to the calc fixture server's command line from tests."""
+
+    class Calc:
+        command = staticmethod(calc_command)
+
+    return Calc
