@@ -1,0 +1,1 @@
+"""Reports: the verdict data model (model.py) and its renderings (terminal, markdown, JSON, JUnit)."""

@@ -1,0 +1,240 @@
+"""The verdict as plain data: what diff produces, what ci aggregates, what every report renders.
+
+diff/ fills DiffResult; ci.py wraps one per session in SessionResult and all of them in
+RunReport; report/terminal.py, report/markdown.py, report/junit.py and github.py only read
+these. `to_dict`/`from_dict` are the JSON report format (`mcptape ci --json`, `mcptape merge`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, EXIT_OUTPUT_DRIFT, EXIT_SECRET, EXIT_STRUCTURAL_DRIFT
+
+Severity = Literal["structural", "output", "info"]
+SEVERITY_EXIT: dict[str, int] = {"structural": EXIT_STRUCTURAL_DRIFT, "output": EXIT_OUTPUT_DRIFT, "info": EXIT_OK}
+
+# Session verdicts, worst last; `exit_code` orders them for "the worst verdict wins".
+VERDICT_EXIT: dict[str, int] = {
+    "same": EXIT_OK,
+    "updated": EXIT_OK,  # --update-golden wrote the golden tape
+    "output": EXIT_OUTPUT_DRIFT,
+    "structural": EXIT_STRUCTURAL_DRIFT,
+    "error": EXIT_COULD_NOT_RUN,
+    "secret": EXIT_SECRET,
+}
+
+
+def worst_exit(codes: list[int]) -> int:
+    """4 > 3 > 2 > 1 > 0: a leaked secret outranks a crash, a crash outranks drift."""
+    return max(codes, default=EXIT_OK)
+
+
+@dataclass
+class CallRef:
+    """The call a drift belongs to, as a reviewer names it."""
+
+    method: str
+    name: str | None = None  # tool, prompt or resource URI
+    arguments: Any = None
+    step: int | None = None  # 1-based step of the session, when ci ran it
+
+    def one_line(self) -> str:
+        from mcptape.jsonrpc import dumps
+
+        parts = [f"step {self.step}"] if self.step is not None else []
+        head = self.method + (f" {self.name}" if self.name else "")
+        if self.arguments not in (None, {}):
+            args = dumps(self.arguments)
+            head += " " + (args if len(args) <= 80 else args[:77] + "...")
+        parts.append(head)
+        return " · ".join(parts)
+
+
+@dataclass
+class Finding:
+    """One difference: its class, how bad it is, where (a path into the message) and what changed."""
+
+    category: str  # surface | schema | session | protocol | call | result | error | notification | side_effect | conformance | process
+    severity: Severity
+    path: str  # e.g. "result.content[0].text"; "" for whole-call findings
+    message: str  # one line: '"5" → "6"', "tool `divide` removed", ...
+    before: Any = None
+    after: Any = None
+    kind: str | None = None  # finer class: breaking | compatible | cosmetic | added | removed | changed
+    golden_line: int | None = None  # line in the golden (A) tape, for annotations
+    fresh_line: int | None = None
+
+
+@dataclass
+class Drift:
+    """All findings that belong to one call (or to the session as a whole when call is None)."""
+
+    call: CallRef | None
+    findings: list[Finding]
+
+    @property
+    def severity(self) -> Severity:
+        sevs = {f.severity for f in self.findings}
+        return "structural" if "structural" in sevs else "output" if "output" in sevs else "info"
+
+    def one_line(self, session: str | None = None) -> str:
+        """`arith · step 3 · tools/call add {"a":2,"b":3} · result.content[0].text "5" → "6" (output)`."""
+        first = next((f for f in self.findings if f.severity == self.severity), self.findings[0])
+        parts = [session] if session else []
+        if self.call is not None:
+            parts.append(self.call.one_line())
+        parts.append(f"{first.path} {first.message}".strip() if first.path else first.message)
+        return " · ".join(parts) + f" ({self.severity})"
+
+
+@dataclass
+class SurfaceChanges:
+    """The tool-surface table that heads a report where tools (resources, prompts) changed."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    breaking: list[str] = field(default_factory=list)
+    compatible: list[str] = field(default_factory=list)
+    cosmetic: list[str] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.breaking or self.compatible or self.cosmetic)
+
+
+@dataclass
+class DiffResult:
+    """The verdict of comparing a golden (A) with a fresh (B) tape. drifts[0] is the first drifted call."""
+
+    verdict: Literal["same", "output", "structural"]
+    drifts: list[Drift] = field(default_factory=list)
+    surface: SurfaceChanges = field(default_factory=SurfaceChanges)
+    a: str | None = None  # paths or names of the two tapes
+    b: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return VERDICT_EXIT[self.verdict]
+
+    @property
+    def first(self) -> Drift | None:
+        return self.drifts[0] if self.drifts else None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["exit_code"] = self.exit_code
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DiffResult:
+        drifts = [
+            Drift(
+                call=CallRef(**d["call"]) if d.get("call") else None,
+                findings=[Finding(**f) for f in d.get("findings", [])],
+            )
+            for d in data.get("drifts", [])
+        ]
+        return cls(
+            verdict=data["verdict"],
+            drifts=drifts,
+            surface=SurfaceChanges(**data.get("surface", {})),
+            a=data.get("a"),
+            b=data.get("b"),
+        )
+
+
+@dataclass
+class SessionResult:
+    """One session of a ci run: its verdict, the diff behind it, or the error that stopped it."""
+
+    name: str
+    verdict: Literal["same", "updated", "output", "structural", "error", "secret"]
+    diff: DiffResult | None = None
+    error: str | None = None  # for verdict error/secret: what happened, secrets already redacted
+    golden: str | None = None  # golden tape path, relative to the config's directory
+    fresh: str | None = None  # fresh tape path, if kept
+    duration_s: float | None = None
+    redactions: dict[str, int] = field(default_factory=dict)  # kind -> count, never values
+    notes: list[str] = field(default_factory=list)  # e.g. "no golden tape: run mcptape ci --update-golden"
+
+    @property
+    def exit_code(self) -> int:
+        return VERDICT_EXIT[self.verdict]
+
+    def first_drift_line(self) -> str | None:
+        if self.diff is not None and self.diff.first is not None:
+            return self.diff.first.one_line(self.name)
+        return self.error
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["diff"] = self.diff.to_dict() if self.diff else None
+        data["exit_code"] = self.exit_code
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionResult:
+        fields = {k: v for k, v in data.items() if k not in ("exit_code", "diff")}
+        return cls(diff=DiffResult.from_dict(data["diff"]) if data.get("diff") else None, **fields)
+
+
+@dataclass
+class RunReport:
+    """A whole `mcptape ci` run (or several merged shards)."""
+
+    config: str
+    sessions: list[SessionResult] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)  # golden tapes with no session
+    updated_golden: bool = False
+    shard: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return worst_exit([s.exit_code for s in self.sessions])
+
+    @property
+    def result(self) -> str:
+        """The action's `result` output: none | output | structural | error | secret."""
+        return {0: "none", 1: "output", 2: "structural", 3: "error", 4: "secret"}[self.exit_code]
+
+    def first_drift(self) -> tuple[SessionResult, Drift] | None:
+        for s in self.sessions:
+            if s.diff is not None and s.diff.first is not None:
+                return s, s.diff.first
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mcptape_report": 1,
+            "config": self.config,
+            "exit_code": self.exit_code,
+            "result": self.result,
+            "updated_golden": self.updated_golden,
+            "shard": self.shard,
+            "orphans": list(self.orphans),
+            "sessions": [s.to_dict() for s in self.sessions],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunReport:
+        return cls(
+            config=data["config"],
+            sessions=[SessionResult.from_dict(s) for s in data.get("sessions", [])],
+            orphans=list(data.get("orphans", [])),
+            updated_golden=bool(data.get("updated_golden")),
+            shard=data.get("shard"),
+        )
+
+
+__all__ = [
+    "EXIT_COULD_NOT_RUN",
+    "CallRef",
+    "DiffResult",
+    "Drift",
+    "Finding",
+    "RunReport",
+    "SessionResult",
+    "SurfaceChanges",
+    "worst_exit",
+]
