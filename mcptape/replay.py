@@ -1,0 +1,757 @@
+"""play: answer MCP requests from a tape, matched by content, strict by default; never goes live.
+
+Owns the replay engine (`ReplayEngine`: one incoming client line in, the wire lines to send
+back out — no I/O and no threads of its own, so stdio play here and HTTP play in replay_http.py share it)
+and the stdio command `mcptape play`. Leaves the tape format to tape/, framing facts to
+jsonrpc.py, and the HTTP transport to replay_http.py.
+
+How a tape is served:
+
+* Matching is by content, not position, because clients run tool calls in parallel: a request
+  matches the earliest unconsumed recorded request with the same method whose params are
+  JSON-equal, ignoring the JSON-RPC id and the top-level `params._meta` (progress tokens,
+  2026-07-28 per-request version/capabilities). Identical repeats consume in order.
+  Which comparisons apply is a per-method list of small pure matchers found by name
+  (`register_matcher`, `MATCH_ON`), as in vcrpy. `initialize` ignores clientInfo and
+  capabilities (not drift; a capability change is reported as a warning because some servers'
+  tool lists depend on it). `ping` is always answered.
+* What is sent for a match is the recorded wire text with only the id rewritten (and, for
+  `notifications/progress`, only the progress token), so replay is byte-identical.
+* Every other recorded server message (notification, server request, garbage line) is
+  anchored to the nearest preceding *anchor* — a client request, a client notification, a
+  server response, or a client's answer to a server request — and emitted when that anchor
+  is replayed: before the response if anchored to the request, after it if anchored to the
+  response, on arrival of the client notification or answer otherwise.
+* Server-initiated requests (sampling, elicitation, roots/list) are re-issued with their
+  recorded ids (which overlap client ids: answers are keyed by direction + id); the client's
+  answer is absorbed, compared with the recorded one, and never forwarded anywhere. A call
+  whose recorded response came after the client's answer waits for the live answer.
+* A request the tape cannot answer gets the JSON-RPC error MISS_CODE (-32603) whose message
+  names the nearest recorded calls and why each was rejected; `data.mcptape` is
+  "replay-miss". `--lenient` answers with the closest same-method recording instead and
+  reports the substitution (exit 0 unless a request had no same-method recording at all).
+* A server exit is replayed (the wire is closed) only when the server died in the middle of a
+  call; an exit after the session ended is what happens when the client hangs up.
+* A tape cut short (no footer) replays what it holds; a call whose response was lost answers
+  with a miss error instead of hanging.
+
+Exit codes of `mcptape play`: 0 every request answered, 1 misses, 2 the tape cannot be
+replayed (unknown format, nothing to replay, server requests that cannot be keyed).
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import json
+import os
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
+from mcptape.jsonrpc import canonical, classify, dumps, id_key, top_level_span
+from mcptape.tape import C2S, S2C, Event, Tape, read_tape, wire_text
+
+MISS_CODE = -32603
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+Matcher = Callable[[Any, Any], list[str]]
+"""(recorded params, live params) -> reasons they differ; an empty list is a match."""
+
+_MATCHERS: dict[str, Matcher] = {}
+
+# Which matchers decide a match, per method; methods not listed use DEFAULT_MATCH_ON.
+DEFAULT_MATCH_ON: tuple[str, ...] = ("params",)
+MATCH_ON: dict[str, tuple[str, ...]] = {"initialize": ("initialize",)}
+
+# Never listed as "unused": answered by timers and heartbeats, not by the session's logic.
+_NOT_REPORTED_UNUSED = frozenset({"ping"})
+_MAX_REASONS = 3
+_MAX_NEAREST = 3
+
+
+def register_matcher(name: str, matcher: Matcher) -> None:
+    """Make `matcher` available to MATCH_ON / ReplayEngine(match_on=...) under `name`."""
+    _MATCHERS[name] = matcher
+
+
+# --- pure comparison helpers -------------------------------------------------------------
+
+
+def strip_meta(params: Any) -> Any:
+    """params without its top-level `_meta`; absent params and `{}` compare equal."""
+    if params is None:
+        return {}
+    if isinstance(params, dict) and "_meta" in params:
+        return {k: v for k, v in params.items() if k != "_meta"}
+    return params
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = dumps(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def json_diff(recorded: Any, asked: Any, path: str = "", limit: int = _MAX_REASONS) -> list[str]:
+    """Where two JSON values differ, as `path differs: X recorded, Y asked` lines (at most `limit`).
+
+    JSON equality: 1 and 1.0 are equal, true and 1 are not, key order never matters.
+    """
+    out: list[str] = []
+    _diff_into(recorded, asked, path, out, limit)
+    return out
+
+
+def _diff_into(rec: Any, ask: Any, path: str, out: list[str], limit: int) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(rec, dict) and isinstance(ask, dict):
+        for key in list(rec) + [k for k in ask if k not in rec]:
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in ask:
+                out.append(f"{sub}: recorded {_short(rec[key])}, not asked")
+            elif key not in rec:
+                out.append(f"{sub}: asked {_short(ask[key])}, not recorded")
+            else:
+                _diff_into(rec[key], ask[key], sub, out, limit)
+            if len(out) >= limit:
+                return
+        return
+    if isinstance(rec, list) and isinstance(ask, list) and len(rec) == len(ask):
+        for i, (a, b) in enumerate(zip(rec, ask, strict=True)):
+            _diff_into(a, b, f"{path}[{i}]", out, limit)
+            if len(out) >= limit:
+                return
+        return
+    if not _json_equal(rec, ask):
+        out.append(f"{path or 'params'} differs: {_short(rec)} recorded, {_short(ask)} asked")
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def match_params(recorded: Any, asked: Any) -> list[str]:
+    """JSON-equal params, ignoring the top-level `_meta`."""
+    return json_diff(strip_meta(recorded), strip_meta(asked))
+
+
+def match_initialize(recorded: Any, asked: Any) -> list[str]:
+    """initialize params minus who the client is and what it can do (not drift, see module doc)."""
+    ignored = ("_meta", "clientInfo", "capabilities")
+    rec = {k: v for k, v in (recorded or {}).items() if k not in ignored} if isinstance(recorded, dict) else recorded
+    ask = {k: v for k, v in (asked or {}).items() if k not in ignored} if isinstance(asked, dict) else asked
+    return json_diff(rec, ask)
+
+
+register_matcher("params", match_params)
+register_matcher("initialize", match_initialize)
+
+
+def describe_call(method: str, params: Any, limit: int = 80) -> str:
+    """`tools/call add {"a":2,"b":3}`: a call as a reviewer reads it."""
+    if not isinstance(params, dict):
+        return method
+    params = strip_meta(params)
+    label = method
+    for key in ("name", "uri"):
+        if isinstance(params.get(key), str):
+            label += f" {params[key]}"
+            break
+    rest = params.get("arguments") if "arguments" in params else None
+    if rest is None and "name" not in params and "uri" not in params and params:
+        rest = params
+    if rest:
+        label += " " + _short(rest, limit)
+    return label
+
+
+# --- the recorded session ----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RecordedCall:
+    """One recorded client request with what the server sent for it."""
+
+    index: int  # event index of the request in the tape
+    line: int  # its line in the tape file
+    method: str
+    params: Any
+    response: int | None = None  # event index of the response, None if never answered
+    waits: set[str] = field(default_factory=set)  # server-request id keys answered before the response
+    key: str | None = None  # canonical params for the fast exact-match path
+    progress_token: str | None = None  # canonical recorded _meta.progressToken
+    consumed: bool = False
+    live_id: Any = None
+    live_token: Any = None
+
+    @property
+    def label(self) -> str:
+        return describe_call(self.method, self.params)
+
+
+@dataclass
+class Miss:
+    """A live request the tape could not answer exactly (or a client answer that diverged)."""
+
+    method: str
+    call: str  # the live call, described
+    why: str  # the near-miss explanation sent to the client
+    id: Any = None
+    substituted: str | None = None  # --lenient: the recorded call answered instead
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"method": self.method, "call": self.call, "why": self.why, "id": self.id}
+        if self.substituted is not None:
+            d["substituted"] = self.substituted
+        return d
+
+
+@dataclass
+class ReplayReport:
+    """What a replay answered, missed and left unused; exit 0 clean, 1 misses."""
+
+    tape: str
+    answered: int = 0
+    misses: list[Miss] = field(default_factory=list)
+    substitutions: list[Miss] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OUTPUT_DRIFT if self.misses else EXIT_OK
+
+    def render(self) -> str:
+        """A short plain-text report for stderr."""
+        verdict = "clean" if not self.misses else f"{len(self.misses)} miss(es)"
+        lines = [f"mcptape play: {self.tape}: {self.answered} request(s) answered from the tape, {verdict}"]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        for m in self.misses:
+            lines.append(f"  miss: {m.call}: {m.why}")
+        for m in self.substitutions:
+            lines.append(f"  lenient: {m.call} answered with {m.substituted}: {m.why}")
+        if self.unused:
+            lines.append(f"  {len(self.unused)} recorded call(s) never asked:")
+            lines += [f"    {u}" for u in self.unused]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tape": self.tape,
+            "answered": self.answered,
+            "exit_code": self.exit_code,
+            "misses": [m.to_dict() for m in self.misses],
+            "substitutions": [m.to_dict() for m in self.substitutions],
+            "unused": list(self.unused),
+            "warnings": list(self.warnings),
+        }
+
+
+def _idk(msg_id: Any) -> str:
+    """jsonrpc.id_key without a JSON encoder for the common int and str ids (hot path)."""
+    kind = type(msg_id)
+    if kind is int:
+        return str(msg_id)
+    if kind is str:
+        return '"' + msg_id + '"' if '"' not in msg_id and "\\" not in msg_id else id_key(msg_id)
+    return id_key(msg_id)
+
+
+def _id_json(msg_id: Any) -> str:
+    return str(msg_id) if type(msg_id) is int else json.dumps(msg_id, ensure_ascii=False)
+
+
+def _error_line(msg_id: Any, code: int, message: str, data: Any = None) -> str:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return dumps({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+
+def _progress_token(params: Any) -> str | None:
+    if isinstance(params, dict):
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and "progressToken" in meta:
+            return canonical(meta["progressToken"])
+    return None
+
+
+class ReplayEngine:
+    """Serves one tape to one client: `handle(line)` -> wire lines to send back.
+
+    Transport-independent and thread-safe (one lock around each call), so the stdio loop and
+    the HTTP server drive the same engine. Raises ReplayError up front for a tape that cannot
+    be replayed.
+    """
+
+    def __init__(
+        self,
+        tape: Tape,
+        lenient: bool = False,
+        match_on: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
+        self.tape = tape
+        self.lenient = lenient
+        self.match_on = dict(MATCH_ON if match_on is None else match_on)
+        for names in self.match_on.values():
+            for name in names:
+                if name not in _MATCHERS:
+                    raise ReplayError(f"unknown matcher {name!r}; registered: {', '.join(sorted(_MATCHERS))}")
+        self.events: list[Event] = tape.events
+        self.calls: list[RecordedCall] = []
+        self._by_method: dict[str, list[RecordedCall]] = {}
+        self._exact: dict[tuple[str, str], deque[RecordedCall]] = {}
+        self._exact_built: set[str] = set()
+        self._call_of_response: dict[int, RecordedCall] = {}
+        self._anchored: dict[int, list[int]] = {}  # anchor event index -> s2c event indices
+        self._startup: list[int] = []
+        self._notifications: dict[str, list[int]] = {}  # c2s notification method -> event indices
+        self._used_notifications: set[int] = set()
+        self._answer_of: dict[str, int] = {}  # server-request id key -> c2s answer event index
+        self._progress_owner: dict[int, RecordedCall] = {}  # notification index -> call
+        self._replayable_exits: set[int] = set()
+        self._outstanding: dict[str, int] = {}  # issued server requests: id key -> event index
+        self._parked: list[RecordedCall] = []  # matched calls waiting for the client's answers
+        self._answered_server: set[str] = set()  # server-request id keys the live client answered
+        self._id_spans: dict[int, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+        self.closed = False  # the recorded server died: the transport should close the wire
+        self._report = ReplayReport(tape=str(tape.path) if tape.path else tape.name)
+        self._index()
+
+    # --- loading ------------------------------------------------------------------------
+
+    def _where(self, index: int) -> str:
+        return f"{self.tape.path or self.tape.name}:{self.tape.line_of(index)}"
+
+    def _index(self) -> None:
+        open_calls: dict[str, RecordedCall] = {}  # c2s request id key -> call
+        server_ids_seen: dict[str, int] = {}
+        anchor: int | None = None
+        calls_by_token: dict[str, RecordedCall] = {}
+        for i, ev in enumerate(self.events):
+            kind, direction = ev.get("kind"), ev.get("dir")
+            if direction == C2S:
+                if kind == "request":
+                    params = ev.get("params", ev.get("msg", {}).get("params"))
+                    method = str(ev.get("method"))
+                    call = RecordedCall(index=i, line=self.tape.line_of(i), method=method, params=params)
+                    call.progress_token = _progress_token(params)
+                    if call.progress_token is not None:
+                        calls_by_token[call.progress_token] = call
+                    self.calls.append(call)
+                    self._by_method.setdefault(method, []).append(call)
+                    open_calls[_idk(ev.get("id"))] = call
+                    anchor = i
+                elif kind == "notification":
+                    self._notifications.setdefault(str(ev.get("method")), []).append(i)
+                    anchor = i
+                elif kind in ("response", "error"):
+                    self._answer_of.setdefault(_idk(ev.get("id")), i)
+                    anchor = i
+                continue
+            if kind in ("response", "error") and direction == S2C:
+                answered = open_calls.pop(_idk(ev.get("id")), None)
+                if answered is not None:
+                    call = answered
+                    call.response = i
+                    self._call_of_response[i] = call
+                    for s in self._anchored.get(call.index, []):
+                        sev = self.events[s]
+                        answer = self._answer_of.get(_idk(sev.get("id")))
+                        if sev.get("kind") == "request" and answer is not None and answer < i:
+                            call.waits.add(_idk(sev.get("id")))
+                    anchor = i
+                    continue
+                # A response to nothing we recorded: send it where it was, like any server line.
+            if kind == "request" and direction == S2C:
+                key = _idk(ev.get("id"))
+                if key in server_ids_seen:
+                    raise ReplayError(
+                        f"{self._where(i)}: the server reused request id {ev.get('id')!r} "
+                        f"(first at line {self.tape.line_of(server_ids_seen[key])}); the client's answers "
+                        "to these server requests could not be told apart, so they cannot be replayed faithfully",
+                        hint="re-record the session, or replay a tape without these server requests",
+                    )
+                server_ids_seen[key] = i
+            elif kind == "notification" and ev.get("method") == "notifications/progress":
+                notified = ev.get("msg", {}).get("params")
+                token = canonical(notified["progressToken"]) if isinstance(notified, dict) and "progressToken" in notified else None
+                if token is not None and token in calls_by_token:
+                    self._progress_owner[i] = calls_by_token[token]
+            elif kind == "exit":
+                # Replay the death only if a call was left unanswered by it (see module doc).
+                if anchor is not None and self.events[anchor].get("kind") == "request" and any(
+                    c.index == anchor for c in open_calls.values()
+                ):
+                    self._replayable_exits.add(i)
+                else:
+                    continue
+            elif kind not in ("notification", "garbage", "response", "error"):
+                continue  # stderr, notes, client-side garbage: never on the client's wire
+            if anchor is None:
+                self._startup.append(i)
+            else:
+                self._anchored.setdefault(anchor, []).append(i)
+        # Server requests recorded before the response they delay, keyed above, must be answerable.
+        for call in self.calls:
+            call.waits = {k for k in call.waits if k in self._answer_of}
+        if not self.calls:
+            raise ReplayError(
+                f"{self.tape.path or self.tape.name}: the tape holds no client requests, so there is nothing to replay",
+                hint="record a session with `mcptape rec -- <server command>`",
+            )
+
+    # --- public API ---------------------------------------------------------------------
+
+    def pending_startup(self) -> list[str]:
+        """Lines the server sent before the client said anything (sent once, at connect)."""
+        with self._lock:
+            out: list[str] = []
+            for i in self._startup:
+                self._emit(i, out)
+            self._startup = []
+            return out
+
+    def handle(self, line: str) -> list[str]:
+        """The wire lines to send for one incoming client line (without its newline)."""
+        with self._lock:
+            text = line.rstrip("\r\n")
+            if not text.strip():
+                return []
+            try:
+                msg = json.loads(text)
+            except ValueError:
+                return [_error_line(None, PARSE_ERROR, "Parse error: not JSON (mcptape play)")]
+            kind = classify(msg)
+            out: list[str] = []
+            if kind == "request":
+                self._request(msg, out)
+            elif kind == "notification":
+                self._client_notification(msg, out)
+            elif kind in ("response", "error"):
+                self._client_answer(msg, out)
+            else:
+                msg_id = msg.get("id") if isinstance(msg, dict) else None
+                out.append(_error_line(msg_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"))
+            return out
+
+    def report(self) -> ReplayReport:
+        """The replay so far: misses, lenient substitutions, recorded calls never asked."""
+        with self._lock:
+            rep = self._report
+            rep.unused = [
+                f"{c.label} (tape line {c.line})"
+                for c in self.calls
+                if not c.consumed and c.method not in _NOT_REPORTED_UNUSED
+            ]
+            return rep
+
+    # --- requests -----------------------------------------------------------------------
+
+    def _request(self, msg: dict[str, Any], out: list[str]) -> None:
+        method = msg["method"]
+        params = msg.get("params")
+        call = self._find(method, params)
+        if call is None:
+            if method == "ping":
+                out.append(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
+                self._report.answered += 1
+                return
+            why, nearest = self._explain(method, params)
+            live = describe_call(method, params)
+            if self.lenient and nearest is not None:
+                self._report.substitutions.append(
+                    Miss(method, live, why, msg["id"], substituted=f"{nearest.label} (tape line {nearest.line})")
+                )
+                call = nearest
+            else:
+                self._report.misses.append(Miss(method, live, why, msg["id"]))
+                print(f"mcptape play: miss: {live}: {why}", file=sys.stderr, flush=True)
+                out.append(
+                    _error_line(
+                        msg["id"],
+                        MISS_CODE,
+                        f"mcptape play: no recorded {live} on the tape: {why}",
+                        {"mcptape": "replay-miss", "method": method},
+                    )
+                )
+                return
+        if method == "initialize":
+            self._note_capabilities(call, params)
+        self._answer(call, msg, out)
+
+    def _answer(self, call: RecordedCall, msg: dict[str, Any], out: list[str]) -> None:
+        call.consumed = True
+        call.live_id = msg["id"]
+        if call.progress_token is not None:  # only then can a recorded progress notification need it
+            token = _progress_token(msg.get("params"))
+            call.live_token = json.loads(token) if token is not None else None
+        for i in self._anchored.get(call.index, []):
+            self._emit(i, out)
+        if call.response is None:
+            if not self.tape.complete and not self.closed:
+                why = f"the tape was cut short before the response to {call.label} (line {call.line})"
+                self._report.misses.append(Miss(call.method, call.label, why, msg["id"]))
+                out.append(_error_line(msg["id"], MISS_CODE, f"mcptape play: {why}", {"mcptape": "cut-short"}))
+            return  # a complete tape where the server never answered: neither do we
+        self._report.answered += 1
+        if call.waits - self._answered_server:
+            self._parked.append(call)
+            return
+        self._emit(call.response, out)
+
+    def _find(self, method: str, params: Any) -> RecordedCall | None:
+        names = self.match_on.get(method, DEFAULT_MATCH_ON)
+        if names == DEFAULT_MATCH_ON:
+            if method not in self._exact_built:
+                self._build_exact(method)
+            queue = self._exact.get((method, canonical(strip_meta(params))))
+            while queue:
+                if not queue[0].consumed:
+                    return queue.popleft()
+                queue.popleft()
+        # Slow path: matchers that are not plain equality, or JSON-equal but not byte-equal (1 vs 1.0).
+        for call in self._by_method.get(method, []):
+            if not call.consumed and not self._reasons(call, params):
+                return call
+        return None
+
+    def _build_exact(self, method: str) -> None:
+        # Built on a method's first request rather than at load, so start-up stays light.
+        self._exact_built.add(method)
+        for call in self._by_method.get(method, []):
+            call.key = canonical(strip_meta(call.params))
+            self._exact.setdefault((method, call.key), deque()).append(call)
+
+    def _reasons(self, call: RecordedCall, params: Any) -> list[str]:
+        reasons: list[str] = []
+        for name in self.match_on.get(call.method, DEFAULT_MATCH_ON):
+            reasons += _MATCHERS[name](call.params, params)
+        return reasons
+
+    def _explain(self, method: str, params: Any) -> tuple[str, RecordedCall | None]:
+        """Why no recorded call matched, naming the nearest ones; and the closest candidate."""
+        same = self._by_method.get(method, [])
+        if not same:
+            held = sorted({c.method for c in self.calls})
+            return f"the tape holds no {method} request at all (it holds: {', '.join(held)})", None
+        asked_name = params.get("name") if isinstance(params, dict) else None
+
+        def rank(c: RecordedCall) -> tuple[int, int, int, int]:
+            other_name = isinstance(c.params, dict) and c.params.get("name") != asked_name
+            return (int(other_name), int(c.consumed), len(self._reasons(c, params)), c.index)
+
+        ranked = sorted(same, key=rank)
+        parts: list[str] = []
+        for c in ranked[:_MAX_NEAREST]:
+            reasons = self._reasons(c, params)
+            if not reasons:
+                n = sum(1 for o in same if not self._reasons(o, params))
+                parts.append(f"{c.label} (line {c.line}): already answered (the tape holds {n} such call(s))")
+            else:
+                parts.append(f"{c.label} (line {c.line}): {'; '.join(reasons)}")
+        unconsumed = [c for c in ranked if not c.consumed]
+        closest = unconsumed[0] if unconsumed else ranked[0]
+        return "nearest: " + " | ".join(parts), closest
+
+    def _note_capabilities(self, call: RecordedCall, params: Any) -> None:
+        rec = (call.params or {}).get("capabilities") if isinstance(call.params, dict) else None
+        ask = params.get("capabilities") if isinstance(params, dict) else None
+        if canonical(rec or {}) != canonical(ask or {}):
+            self._report.warnings.append(
+                f"initialize: the client declares capabilities {_short(ask or {})}, the recording "
+                f"{_short(rec or {})}; a server whose tool list depends on them (server-everything does) "
+                "may have answered differently"
+            )
+
+    # --- notifications and answers from the client --------------------------------------
+
+    def _client_notification(self, msg: dict[str, Any], out: list[str]) -> None:
+        candidates = [i for i in self._notifications.get(msg["method"], []) if i not in self._used_notifications]
+        if not candidates:
+            return  # notifications need no answer, and a new one has nothing recorded after it
+        key = canonical(strip_meta(msg.get("params")))
+        chosen = next(
+            (i for i in candidates if canonical(strip_meta(self.events[i].get("msg", {}).get("params"))) == key),
+            candidates[0],
+        )
+        self._used_notifications.add(chosen)
+        for i in self._anchored.get(chosen, []):
+            self._emit(i, out)
+
+    def _client_answer(self, msg: dict[str, Any], out: list[str]) -> None:
+        key = _idk(msg["id"])
+        index = self._outstanding.pop(key, None)
+        if index is None:
+            self._report.warnings.append(f"the client answered id {key}, which no replayed server request holds")
+            return
+        self._answered_server.add(key)
+        request = self.events[index]
+        answer = self._answer_of.get(key)
+        if answer is not None:
+            recorded = self.events[answer].get("msg", {})
+            reasons: list[str] = []
+            for part in ("result", "error"):
+                if part in recorded or part in msg:
+                    reasons += json_diff(recorded.get(part), msg.get(part), part)
+            if reasons:
+                label = describe_call(str(request.get("method")), request.get("msg", {}).get("params"))
+                why = (
+                    f"the client answered the server's {label} differently than recorded "
+                    f"({'; '.join(reasons)}); what the tape replays after it assumed the recorded answer"
+                )
+                target = self._report.substitutions if self.lenient else self._report.misses
+                target.append(Miss(str(request.get("method")), label, why, msg["id"], substituted="the recorded answer"))
+            for i in self._anchored.get(answer, []):
+                self._emit(i, out)
+        still: list[RecordedCall] = []
+        for call in self._parked:
+            if call.waits - self._answered_server:
+                still.append(call)
+            else:
+                assert call.response is not None
+                self._emit(call.response, out)
+        self._parked = still
+
+    # --- emission -----------------------------------------------------------------------
+
+    def _emit(self, index: int, out: list[str]) -> None:
+        """Append the wire line(s) of recorded s2c event `index` (and what is anchored to it)."""
+        if self.closed:
+            return
+        ev = self.events[index]
+        kind = ev.get("kind")
+        if kind in ("response", "error"):
+            call = self._call_of_response.get(index)
+            if call is None:
+                out.append(wire_text(ev))
+            else:
+                out.append(self._with_id(index, call.live_id))
+            for i in self._anchored.get(index, []):
+                self._emit(i, out)
+        elif kind == "request":
+            key = _idk(ev.get("id"))
+            self._outstanding[key] = index
+            out.append(wire_text(ev))
+        elif kind == "notification":
+            owner = self._progress_owner.get(index)
+            text = wire_text(ev)
+            if owner is not None and owner.consumed and owner.live_token is not None:
+                text = _rewrite_progress_token(text, owner.live_token)
+            out.append(text)
+        elif kind == "garbage":
+            if "text" in ev:
+                out.append(str(ev["text"]))
+            else:  # non-UTF-8 bytes travel as lone surrogates; the stdio writer re-encodes them
+                out.append(base64.b64decode(ev.get("b64", "")).decode("utf-8", "surrogateescape"))
+        elif kind == "exit" and index in self._replayable_exits:
+            self.closed = True
+
+    def _with_id(self, index: int, live_id: Any) -> str:
+        ev = self.events[index]
+        if "raw" not in ev:
+            # The wire text is the compact form of msg: swapping the id in a copy keeps its key
+            # position, so one serialization gives the same bytes as a splice, for less work.
+            msg = dict(ev["msg"])
+            msg["id"] = live_id
+            return dumps(msg)
+        parts = self._id_spans.get(index)
+        if parts is None:
+            text = wire_text(ev)
+            span = top_level_span(text, "id")
+            if span is None:
+                return text
+            parts = (text[: span[0]], text[span[1] :])
+            self._id_spans[index] = parts
+        return parts[0] + _id_json(live_id) + parts[1]
+
+
+def _rewrite_progress_token(text: str, token: Any) -> str:
+    """`text` with params.progressToken replaced by `token`, every other byte unchanged."""
+    p = top_level_span(text, "params")
+    if p is None:
+        return text
+    inner = text[p[0] : p[1]]
+    t = top_level_span(inner, "progressToken")
+    if t is None:
+        return text
+    start, end = p[0] + t[0], p[0] + t[1]
+    return text[:start] + json.dumps(token, ensure_ascii=False) + text[end:]
+
+
+def load_tape(path: str) -> Tape:
+    """Read a tape for replay: an unreadable or unknown-format tape cannot be replayed (exit 2)."""
+    # Loading allocates many long-lived dicts and nothing cyclic: collections during it are
+    # pure cost (a quarter of the load time on big tapes).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return read_tape(path)
+    except TapeError as e:
+        raise ReplayError(e.message, hint=e.hint) from e
+    finally:
+        if enabled:
+            gc.enable()
+
+
+# --- the stdio command -------------------------------------------------------------------
+
+
+def _write(out: Any, lines: Iterable[str]) -> None:
+    # One write and one flush per batch: every line in it is a whole message that is due now.
+    data = "".join(line + "\n" for line in lines)
+    if data:
+        out.write(data.encode("utf-8", "surrogateescape"))
+        out.flush()
+
+
+def run_play(args: Any) -> int:
+    """`mcptape play TAPE [--lenient]`: serve a tape on stdin/stdout; report on stderr at EOF."""
+    if getattr(args, "listen", None):
+        from mcptape.replay_http import run_http_play
+
+        return int(run_http_play(args))
+    tape = load_tape(args.tape)
+    engine = ReplayEngine(tape, lenient=bool(getattr(args, "lenient", False)))
+    gc.freeze()  # the tape lives as long as we do: keep it out of every later collection
+    if not tape.complete:
+        print(
+            f"mcptape play: warning: {args.tape} was cut short (no footer); replaying the "
+            f"{len(tape.events)} event(s) it holds",
+            file=sys.stderr,
+        )
+    out = sys.stdout.buffer
+    try:
+        _write(out, engine.pending_startup())
+        while not engine.closed:
+            raw = sys.stdin.buffer.readline()
+            if not raw:
+                break
+            _write(out, engine.handle(raw.decode("utf-8", "surrogateescape")))
+    except BrokenPipeError:
+        pass  # the client hung up; the report below still says what happened
+    if engine.closed:
+        print("mcptape play: the recorded server exited here; closing the connection", file=sys.stderr)
+        # The client must see EOF now, as it did when the server died: point fd 1 at /dev/null
+        # (closing the pipe) rather than closing sys.stdout under the interpreter's feet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)
+    report = engine.report()
+    print(report.render(), file=sys.stderr)
+    return report.exit_code

@@ -1,0 +1,394 @@
+"""Replay engine: content matching, near misses, anchoring, server requests, byte fidelity.
+
+The engine is pure (a line in, lines out), so tapes are built here with EventBuilder from
+literal wire lines; the few tests that need the command itself spawn `mcptape play`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcptape.errors import ReplayError
+from mcptape.replay import ReplayEngine, describe_call, json_diff
+from mcptape.tape import EventBuilder, Tape, exit_event, make_header, stderr_event, tape_bytes
+from tests.conftest import mcptape_command
+
+
+def make_tape(*lines: Any, complete: bool = True) -> Tape:
+    """A tape from ("c2s"|"s2c", wire text or message) pairs; plain dicts pass as events."""
+    b = EventBuilder()
+    events = []
+    for item in lines:
+        if isinstance(item, dict):
+            events.append(item)
+            continue
+        direction, msg = item
+        text = msg if isinstance(msg, str) else json.dumps(msg, separators=(",", ":"))
+        events.append(b.line(direction, text.encode("utf-8")))
+    footer = {"mcptape": "end", "events": len(events)} if complete else None
+    return Tape(header=make_header("t"), events=events, footer=footer)
+
+
+def req(i: Any, method: str, params: Any = None) -> dict[str, Any]:
+    m: dict[str, Any] = {"jsonrpc": "2.0", "id": i, "method": method}
+    if params is not None:
+        m["params"] = params
+    return m
+
+
+def res(i: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": i, "result": result}
+
+
+def note(method: str, params: Any = None) -> dict[str, Any]:
+    m: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        m["params"] = params
+    return m
+
+
+def call(i: Any, name: str, **arguments: Any) -> dict[str, Any]:
+    return req(i, "tools/call", {"name": name, "arguments": arguments})
+
+
+def text(t: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": t}], "isError": False}
+
+
+def ask(engine: ReplayEngine, msg: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in engine.handle(json.dumps(msg))]
+
+
+def test_reordered_parallel_calls_match_by_content() -> None:
+    tape = make_tape(
+        ("c2s", call(1, "add", a=1, b=2)),
+        ("c2s", call(2, "add", a=3, b=4)),
+        ("s2c", res(2, text("7"))),
+        ("s2c", res(1, text("3"))),
+    )
+    engine = ReplayEngine(tape)
+    assert ask(engine, call(10, "add", a=3, b=4)) == [res(10, text("7"))]
+    assert ask(engine, call(11, "add", a=1, b=2)) == [res(11, text("3"))]
+    report = engine.report()
+    assert report.exit_code == 0 and report.misses == [] and report.unused == []
+
+
+def test_identical_repeats_consume_in_order_then_miss() -> None:
+    tape = make_tape(
+        ("c2s", call(1, "counter")),
+        ("s2c", res(1, text("1"))),
+        ("c2s", call(2, "counter")),
+        ("s2c", res(2, text("2"))),
+    )
+    engine = ReplayEngine(tape)
+    assert ask(engine, call("a", "counter"))[0]["result"] == text("1")
+    assert ask(engine, call("b", "counter"))[0]["result"] == text("2")
+    [third] = ask(engine, call("c", "counter"))
+    assert third["id"] == "c"
+    assert "already answered (the tape holds 2 such call(s))" in third["error"]["message"]
+    assert engine.report().exit_code == 1
+
+
+def test_near_miss_error_names_nearest_calls_and_why() -> None:
+    tape = make_tape(
+        ("c2s", call(1, "add", a=2, b=3)),
+        ("s2c", res(1, text("5"))),
+        ("c2s", call(2, "divide", a=2, b=4)),
+        ("s2c", res(2, text("0.5"))),
+    )
+    engine = ReplayEngine(tape)
+    [answer] = ask(engine, call(7, "add", a=2, b=4))
+    assert answer["id"] == 7
+    assert answer["error"]["code"] == -32603
+    assert answer["error"]["data"]["mcptape"] == "replay-miss"
+    message = answer["error"]["message"]
+    # The same tool comes first, with the argument that differs; the other tool after it.
+    assert 'tools/call add {"a":2,"b":3} (line 2): arguments.b differs: 3 recorded, 4 asked' in message
+    assert message.index("tools/call add") < message.index("tools/call divide")
+    assert "name differs" in message
+    report = engine.report()
+    assert report.exit_code == 1
+    assert report.misses[0].call == 'tools/call add {"a":2,"b":4}'
+    assert any("tools/call add" in u for u in report.unused)
+    assert "arguments.b differs" in report.render()
+
+
+def test_missing_and_extra_arguments_are_named() -> None:
+    assert json_diff({"arguments": {"a": 1, "c": 2}}, {"arguments": {"a": 1, "b": 2}}) == [
+        "arguments.c: recorded 2, not asked",
+        "arguments.b: asked 2, not recorded",
+    ]
+
+
+def test_unknown_method_miss_lists_what_the_tape_holds() -> None:
+    engine = ReplayEngine(make_tape(("c2s", req(1, "tools/list")), ("s2c", res(1, {"tools": []}))))
+    [answer] = ask(engine, req(2, "resources/list"))
+    assert "no resources/list request at all (it holds: tools/list)" in answer["error"]["message"]
+
+
+def test_lenient_answers_the_closest_same_method_recording() -> None:
+    tape = make_tape(
+        ("c2s", call(1, "add", a=2, b=3)),
+        ("s2c", res(1, text("5"))),
+        ("c2s", call(2, "echo", text="hi")),
+        ("s2c", res(2, text("hi"))),
+    )
+    engine = ReplayEngine(tape, lenient=True)
+    assert ask(engine, call(9, "add", a=2, b=4)) == [res(9, text("5"))]
+    report = engine.report()
+    assert report.exit_code == 0
+    [sub] = report.substitutions
+    assert "arguments.b differs: 3 recorded, 4 asked" in sub.why
+    assert sub.substituted is not None and sub.substituted.startswith("tools/call add")
+    # lenient does not invent methods the tape never saw
+    [answer] = ask(engine, req(10, "prompts/list"))
+    assert "error" in answer
+    assert engine.report().exit_code == 1
+
+
+def test_notifications_are_emitted_where_they_were_recorded() -> None:
+    tape = make_tape(
+        ("c2s", req(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "a"}})),
+        ("s2c", res(0, {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s"}})),
+        ("c2s", note("notifications/initialized")),
+        ("s2c", note("notifications/tools/list_changed")),
+        ("s2c", note("notifications/tools/list_changed")),
+        ("c2s", req(1, "tools/call", {"name": "slow", "arguments": {}, "_meta": {"progressToken": 1}})),
+        ("s2c", note("notifications/progress", {"progressToken": 1, "progress": 1})),
+        ("s2c", res(1, text("slept"))),
+        ("s2c", note("notifications/message", {"level": "info", "data": "done"})),
+    )
+    engine = ReplayEngine(tape)
+    assert engine.pending_startup() == []
+    [init] = ask(engine, req(5, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b"}}))
+    assert init["id"] == 5 and init["result"]["serverInfo"] == {"name": "s"}
+    got = ask(engine, note("notifications/initialized"))
+    assert [m["method"] for m in got] == ["notifications/tools/list_changed"] * 2
+    got = ask(engine, req(42, "tools/call", {"name": "slow", "arguments": {}, "_meta": {"progressToken": "tok"}}))
+    assert [m.get("method", "response") for m in got] == ["notifications/progress", "response", "notifications/message"]
+    # _meta (and the progress token in it) did not prevent the match; the token follows the live one
+    assert got[0]["params"] == {"progressToken": "tok", "progress": 1}
+    assert got[1] == res(42, text("slept"))
+    assert engine.report().exit_code == 0
+
+
+def test_meta_is_ignored_when_matching() -> None:
+    tape = make_tape(
+        ("c2s", req(1, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})),
+        ("s2c", res(1, {"tools": []})),
+    )
+    engine = ReplayEngine(tape)
+    assert ask(engine, req(2, "tools/list")) == [res(2, {"tools": []})]
+
+
+def test_json_equal_numbers_match_but_booleans_do_not() -> None:
+    tape = make_tape(
+        ("c2s", call(1, "add", a=2, b=3)),
+        ("s2c", res(1, text("5"))),
+        ("c2s", call(2, "flag", on=1)),
+        ("s2c", res(2, text("on"))),
+    )
+    engine = ReplayEngine(tape)
+    assert ask(engine, call(3, "add", a=2.0, b=3))[0]["result"] == text("5")
+    [answer] = ask(engine, call(4, "flag", on=True))
+    assert "arguments.on differs: 1 recorded, true asked" in answer["error"]["message"]
+
+
+def test_initialize_ignores_client_info_and_notes_capabilities() -> None:
+    tape = make_tape(
+        ("c2s", req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {"roots": {}}, "clientInfo": {"name": "rec", "version": "1"}})),
+        ("s2c", res(0, {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s"}})),
+    )
+    engine = ReplayEngine(tape)
+    [init] = ask(engine, req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "other", "version": "9"}}))
+    assert "result" in init
+    report = engine.report()
+    assert report.exit_code == 0
+    assert any("capabilities" in w for w in report.warnings)
+
+
+def test_initialize_with_another_protocol_version_is_a_miss() -> None:
+    tape = make_tape(
+        ("c2s", req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "a"}})),
+        ("s2c", res(0, {"protocolVersion": "2025-11-25"})),
+    )
+    [answer] = ask(ReplayEngine(tape), req(0, "initialize", {"protocolVersion": "2024-11-05", "capabilities": {}}))
+    assert 'protocolVersion differs: "2025-11-25" recorded, "2024-11-05" asked' in answer["error"]["message"]
+
+
+def test_ping_is_always_answered() -> None:
+    engine = ReplayEngine(make_tape(("c2s", req(1, "tools/list")), ("s2c", res(1, {"tools": []}))))
+    assert ask(engine, req("p", "ping")) == [res("p", {})]
+    assert engine.report().exit_code == 0
+
+
+def test_replay_is_byte_identical_with_only_the_id_rewritten() -> None:
+    raw = '{"result" : {"z": 1,  "a": ["é", 2.50], "id": 7},\t"jsonrpc":"2.0", "id" : 7 }'
+    tape = make_tape(("c2s", call(7, "odd")), ("s2c", raw))
+    engine = ReplayEngine(tape)
+    [line] = engine.handle(json.dumps(call("live-1", "odd")))
+    # Only the top-level id changed; the nested "id" in the result and all spacing stayed.
+    assert line == '{"result" : {"z": 1,  "a": ["é", 2.50], "id": 7},\t"jsonrpc":"2.0", "id" : "live-1" }'
+
+
+def test_server_requests_are_reissued_and_the_answer_absorbed() -> None:
+    sampling = req(0, "sampling/createMessage", {"messages": [], "maxTokens": 10})
+    answer = res(0, {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"})
+    tape = make_tape(
+        ("c2s", call(0, "sample")),
+        ("s2c", sampling),
+        ("c2s", answer),
+        ("s2c", note("notifications/message", {"data": "got it"})),
+        ("s2c", res(0, text("LLM said hi"))),
+    )
+    engine = ReplayEngine(tape)
+    # The server request goes out with its recorded id; the tool's answer waits for the client.
+    assert ask(engine, call(5, "sample")) == [sampling]
+    got = ask(engine, answer)
+    assert got == [note("notifications/message", {"data": "got it"}), res(5, text("LLM said hi"))]
+    assert engine.report().exit_code == 0
+
+
+def test_a_client_answer_that_differs_from_the_recording_is_reported() -> None:
+    tape = make_tape(
+        ("c2s", call(0, "roots")),
+        ("s2c", req(0, "roots/list")),
+        ("c2s", res(0, {"roots": [{"uri": "file:///a"}]})),
+        ("s2c", res(0, text("a"))),
+    )
+    engine = ReplayEngine(tape)
+    assert ask(engine, call(1, "roots")) == [req(0, "roots/list")]
+    assert ask(engine, res(0, {"roots": []})) == [res(1, text("a"))]
+    [miss] = engine.report().misses
+    assert "roots/list" in miss.why and "result.roots" in miss.why
+
+
+def test_server_reusing_request_ids_cannot_be_replayed() -> None:
+    tape = make_tape(
+        ("c2s", call(0, "x")),
+        ("s2c", req(0, "roots/list")),
+        ("c2s", res(0, {"roots": []})),
+        ("s2c", req(0, "roots/list")),
+        ("c2s", res(0, {"roots": []})),
+        ("s2c", res(0, text("x"))),
+    )
+    with pytest.raises(ReplayError, match="reused request id 0"):
+        ReplayEngine(tape)
+
+
+def test_a_tape_without_requests_cannot_be_replayed() -> None:
+    with pytest.raises(ReplayError, match="no client requests"):
+        ReplayEngine(make_tape(("s2c", note("notifications/message"))))
+
+
+def test_startup_lines_and_garbage_are_sent_where_recorded() -> None:
+    tape = make_tape(
+        ("s2c", note("notifications/message", {"data": "booting"})),
+        ("c2s", call(1, "garbage")),
+        ("s2c", "this is not json"),
+        ("s2c", res(1, text("after garbage"))),
+    )
+    engine = ReplayEngine(tape)
+    assert [json.loads(x)["method"] for x in engine.pending_startup()] == ["notifications/message"]
+    assert engine.pending_startup() == []
+    lines = engine.handle(json.dumps(call(2, "garbage")))
+    assert lines[0] == "this is not json"
+    assert json.loads(lines[1]) == res(2, text("after garbage"))
+
+
+def test_server_crash_mid_call_closes_the_wire() -> None:
+    tape = make_tape(
+        ("c2s", call(1, "add", a=1, b=1)),
+        ("s2c", res(1, text("2"))),
+        ("c2s", call(2, "crash")),
+        stderr_event(b"crashing on purpose"),
+        exit_event(3),
+    )
+    engine = ReplayEngine(tape)
+    assert ask(engine, call(1, "add", a=1, b=1))[0]["result"] == text("2")
+    assert not engine.closed
+    assert ask(engine, call(2, "crash")) == []
+    assert engine.closed
+
+
+def test_exit_after_the_session_is_not_replayed() -> None:
+    tape = make_tape(("c2s", call(1, "add", a=1, b=1)), ("s2c", res(1, text("2"))), exit_event(0))
+    engine = ReplayEngine(tape)
+    ask(engine, call(1, "add", a=1, b=1))
+    assert not engine.closed
+
+
+def test_cut_short_tape_answers_a_lost_response_with_an_error() -> None:
+    tape = make_tape(("c2s", call(1, "add", a=1, b=1)), ("s2c", res(1, text("2"))), ("c2s", call(2, "echo", text="x")), complete=False)
+    engine = ReplayEngine(tape)
+    assert ask(engine, call(1, "add", a=1, b=1))[0]["result"] == text("2")
+    [answer] = ask(engine, call(2, "echo", text="x"))
+    assert "cut short" in answer["error"]["message"]
+
+
+def test_garbage_from_the_client_gets_a_parse_error() -> None:
+    engine = ReplayEngine(make_tape(("c2s", req(1, "tools/list")), ("s2c", res(1, {}))))
+    [answer] = ask_raw(engine, "{not json")
+    assert answer["error"]["code"] == -32700 and answer["id"] is None
+
+
+def ask_raw(engine: ReplayEngine, line: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in engine.handle(line)]
+
+
+def test_describe_call() -> None:
+    assert describe_call("tools/call", {"name": "add", "arguments": {"a": 1}, "_meta": {"x": 1}}) == 'tools/call add {"a":1}'
+    assert describe_call("resources/read", {"uri": "calc://constants"}) == "resources/read calc://constants"
+    assert describe_call("tools/list", None) == "tools/list"
+
+
+# --- the command, as a real process ------------------------------------------------------
+
+
+def _write_tape(path: Path, tape: Tape) -> None:
+    path.write_bytes(tape_bytes(tape.header, tape.events))
+
+
+def test_play_unknown_tape_format_exits_2_and_says_why(tmp_path: Path) -> None:
+    tape = tmp_path / "future.tape.jsonl"
+    tape.write_text('{"mcptape":"tape","format":99,"version":"9.0.0","name":"x"}\n', encoding="utf-8")
+    proc = subprocess.run(mcptape_command("play", str(tape)), input=b"", capture_output=True, timeout=30)
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert "format 99" in err and "re-record" in err
+    assert proc.stdout == b""
+
+
+def test_play_serves_stdio_and_reports_misses_on_stderr(tmp_path: Path) -> None:
+    path = tmp_path / "calc.tape.jsonl"
+    _write_tape(
+        path,
+        make_tape(
+            ("c2s", call(1, "add", a=2, b=3)),
+            ("s2c", res(1, text("5"))),
+            ("c2s", call(2, "echo", text="unused")),
+            ("s2c", res(2, text("unused"))),
+        ),
+    )
+    stdin = (json.dumps(call(1, "add", a=2, b=3)) + "\n" + json.dumps(call(2, "add", a=2, b=4)) + "\n").encode()
+    proc = subprocess.run(mcptape_command("play", str(path)), input=stdin, capture_output=True, timeout=30)
+    assert proc.returncode == 1, proc.stderr
+    first, second = (json.loads(x) for x in proc.stdout.decode().splitlines())
+    assert first == res(1, text("5"))
+    assert "arguments.b differs: 3 recorded, 4 asked" in second["error"]["message"]
+    err = proc.stderr.decode()
+    assert "1 miss(es)" in err and 'tools/call echo {"text":"unused"}' in err
+
+    clean = subprocess.run(
+        mcptape_command("play", str(path)),
+        input=(json.dumps(call(9, "add", a=2, b=3)) + "\n").encode(),
+        capture_output=True,
+        timeout=30,
+    )
+    assert clean.returncode == 0, clean.stderr
+    assert json.loads(clean.stdout) == res(9, text("5"))
