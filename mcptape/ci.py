@@ -1,0 +1,441 @@
+"""`mcptape ci`: run mcptape.yml's sessions, compare each fresh tape with its golden, exit with the worst verdict.
+
+Owns the orchestration: choosing sessions (`--session`, `--shard`), running them in parallel
+(one server process per session, so a thread each is enough), the per-session pipeline
+(record -> redact -> normalize -> compare or write the golden), golden files and orphans,
+`--update-golden` and its safety rules, and writing the reports. It leaves the protocol to
+client.py, volatile values to normalize.py, secrets to redact.py, the verdict of one pair of
+tapes to diff/, and rendering to report/ (terminal, junit, markdown) and github.py.
+
+Every byte that leaves this module for a file or the terminal passes `_Outlet.emit`, the single
+choke point where redaction is verified (redact.py); a secret that survives fails closed (exit 4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import difflib
+import io
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcptape.client import Recording, record_session
+from mcptape.config import HttpServer, LoadedConfig, Session, load_config
+from mcptape.errors import (
+    EXIT_COULD_NOT_RUN,
+    EXIT_SECRET,
+    ConfigError,
+    McptapeError,
+    SecretLeak,
+    TapeError,
+)
+from mcptape.normalize import Normalizer, session_paths
+from mcptape.redact import Redactor
+from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult, worst_exit
+from mcptape.tape.format import (
+    TAPE_SUFFIX,
+    Tape,
+    make_footer,
+    make_header,
+    read_tape,
+    tape_bytes,
+    write_atomic,
+)
+from mcptape.transports.factory import open_transport
+
+UPDATE_HINT = "mcptape ci --update-golden"
+
+
+# -- redaction: the one choke point ---------------------------------------------------------------
+
+
+def make_redactor(loaded: LoadedConfig) -> Redactor:
+    """A fresh Redactor for one tape or report (placeholders are stable within one instance)."""
+    cfg = loaded.config
+    return Redactor(known=loaded.secrets, patterns=cfg.redact.patterns, allow=cfg.redact.allow)
+
+
+def emit(redactor: Redactor, data: bytes, where: str) -> bytes:
+    """THE choke point: every tape, report and terminal byte is verified here before it leaves."""
+    redactor.verify(data, where)
+    return data
+
+
+# -- one session ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SessionOutcome:
+    result: SessionResult
+    fresh_bytes: bytes | None = None  # the verified fresh tape, if one could be built
+    golden_change: str | None = None  # update mode: created | updated | unchanged
+
+
+@dataclass
+class RunContext:
+    loaded: LoadedConfig
+    update: bool
+    out_dir: Path | None
+    golden_dir: Path
+    messages: list[str] = field(default_factory=list)
+
+
+def golden_path(ctx: RunContext, session: Session) -> Path:
+    return ctx.golden_dir / f"{session.name}{TAPE_SUFFIX}"
+
+
+def _rel(ctx: RunContext, path: Path) -> str:
+    try:
+        return os.path.relpath(path, ctx.loaded.base_dir)
+    except ValueError:
+        return str(path)
+
+
+def golden_tools(tape: Tape) -> dict[str, Any]:
+    """name -> tool definition from the golden tape's tools/list answers (the schema it accepted)."""
+    tools: dict[str, Any] = {}
+    for event in tape.events:
+        if event.get("kind") == "response" and event.get("method") == "tools/list":
+            result = (event.get("msg") or {}).get("result") or {}
+            for tool in result.get("tools") or []:
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                    tools[tool["name"]] = tool
+    return tools
+
+
+def _normalizer(ctx: RunContext, session: Session) -> Normalizer:
+    loaded = ctx.loaded
+    extra = [loaded.resolve(d) for d in session.sandbox]
+    server = loaded.config.servers[session.server]
+    if server.cwd:
+        extra.append(loaded.resolve(server.cwd))
+    paths = session_paths(config_dir=loaded.base_dir, extra=extra)
+    return Normalizer(loaded.config.normalize, paths=paths)
+
+
+def _merge_schema_breaks(diff: DiffResult, recording: Recording) -> DiffResult:
+    """Add the client's schema findings (golden accepted the arguments, live does not) in step order."""
+    for brk in recording.schema_breaks:
+        drift = Drift(call=brk.call, findings=[brk.finding])
+        at = len(diff.drifts)
+        for i, existing in enumerate(diff.drifts):
+            if existing.call is not None and existing.call.step is not None and existing.call.step > brk.step:
+                at = i
+                break
+        diff.drifts.insert(at, drift)
+        diff.verdict = "structural"
+    return diff
+
+
+def _no_golden(ctx: RunContext, session: Session) -> DiffResult:
+    rel = _rel(ctx, golden_path(ctx, session))
+    finding = Finding(
+        category="session",
+        severity="structural",
+        path="",
+        message=f"no golden tape {rel}: record it with `{UPDATE_HINT} --session {session.name}`, review and commit it",
+    )
+    return DiffResult(verdict="structural", drifts=[Drift(call=None, findings=[finding])], b=session.name)
+
+
+def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
+    """Record one session and judge it; never raises for a session-level failure."""
+    loaded = ctx.loaded
+    cfg = loaded.config
+    started = time.monotonic()
+    gpath = golden_path(ctx, session)
+    result = SessionResult(name=session.name, verdict="error", golden=_rel(ctx, gpath))
+    redactor = make_redactor(loaded)
+
+    def fail(message: str, verdict: str = "error") -> SessionOutcome:
+        result.verdict = verdict  # type: ignore[assignment]
+        result.error = redactor.redact_text(message)
+        result.duration_s = round(time.monotonic() - started, 3)
+        return SessionOutcome(result)
+
+    golden: Tape | None = None
+    if gpath.exists():
+        try:
+            golden = read_tape(gpath)
+        except TapeError as e:
+            if not ctx.update:
+                return fail(str(e))
+    server = cfg.servers[session.server]
+    settings = cfg.client_for(session)
+    try:
+        transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
+    except McptapeError as e:
+        return fail(f"session {session.name}: server `{session.server}` failed to start: {e}")
+    recording = record_session(
+        transport,
+        session.steps,
+        settings,
+        session=session.name,
+        protocol=server.protocol,
+        step_timeout=session.step_timeout,
+        session_timeout=session.timeout,
+        golden_tools=None if (ctx.update or golden is None) else golden_tools(golden),
+    )
+    normalizer = _normalizer(ctx, session)
+    # Redaction first: a rotated token must not be drift, and nothing unredacted is normalized into a golden.
+    events = normalizer.fresh(redactor.redact_event(e) for e in recording.events)
+    header = make_header(
+        session.name,
+        transport="http" if isinstance(server, HttpServer) else "stdio",
+        server=session.server,
+        protocol=recording.protocol,
+    )
+    try:
+        fresh_bytes = emit(redactor, tape_bytes(header, events), f"fresh tape of session {session.name}")
+    except SecretLeak as e:
+        return fail(str(e), "secret")
+    result.redactions = dict(getattr(redactor, "counts", {}) or {})
+    if ctx.out_dir is not None:
+        fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
+        write_atomic(fresh_path, fresh_bytes)
+        result.fresh = str(fresh_path)
+    outcome = SessionOutcome(result, fresh_bytes=fresh_bytes)
+    result.duration_s = round(recording.duration_s, 3)
+
+    if recording.error is not None:
+        result.verdict = "error"
+        message = str(recording.error)
+        if isinstance(recording.error, ConfigError) and recording.failed_step is not None:
+            index = cfg.sessions.index(session)
+            message = f"{loaded.path}:{loaded.step_line(index, recording.failed_step - 1)}: {message}"
+        result.error = redactor.redact_text(message)
+        if ctx.update:
+            result.notes.append(f"golden tape {result.golden} left untouched: the session did not complete")
+        return outcome
+
+    if ctx.update:
+        old = gpath.read_bytes() if gpath.exists() else None
+        if old == fresh_bytes:
+            outcome.golden_change = "unchanged"
+            result.verdict = "same"
+        else:
+            write_atomic(gpath, fresh_bytes)
+            outcome.golden_change = "created" if old is None else "updated"
+            result.verdict = "updated"
+            if golden is not None:
+                result.diff = _compare(golden, header, events, normalizer, cfg, recording)
+        return outcome
+
+    if golden is None:
+        result.verdict = "structural"
+        result.diff = _no_golden(ctx, session)
+        result.notes.append(f"no golden tape yet: run `{UPDATE_HINT} --session {session.name}`")
+        return outcome
+    diff = _compare(golden, header, events, normalizer, cfg, recording)
+    diff.a = result.golden
+    diff.b = result.fresh or "(live run; --out-dir DIR keeps it)"
+    result.diff = diff
+    result.verdict = diff.verdict
+    return outcome
+
+
+def _compare(
+    golden: Tape,
+    header: dict[str, Any],
+    events: list[dict[str, Any]],
+    normalizer: Normalizer,
+    cfg: Any,
+    recording: Recording,
+) -> DiffResult:
+    from mcptape.diff import diff_tapes
+
+    # The golden is normalized again with today's rules (values only: its order is already
+    # canonical, and keeping it keeps its line numbers right for annotations).
+    golden_n = Tape(
+        header=golden.header,
+        events=normalizer.events(golden.events),
+        footer=golden.footer,
+        path=golden.path,
+        event_lines=list(golden.event_lines),
+    )
+    fresh = Tape(header=header, events=events, footer=make_footer(len(events)), path=None,
+                 event_lines=[i + 2 for i in range(len(events))])
+    diff = diff_tapes(golden_n, fresh, cfg.drift)
+    return _merge_schema_breaks(diff, recording)
+
+
+# -- selecting sessions -----------------------------------------------------------------------
+
+
+def select_sessions(loaded: LoadedConfig, names: Sequence[str], shard: str | None) -> list[Session]:
+    sessions = list(loaded.config.sessions)
+    known = [s.name for s in sessions]
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean `{close[0]}`?" if close else f"sessions in {loaded.path}: {', '.join(known)}"
+            raise ConfigError(f"--session {name}: no session of that name in {loaded.path}", hint=hint)
+    if names:
+        sessions = [s for s in sessions if s.name in names]
+    if shard:
+        index, total = parse_shard(shard)
+        ordered = sorted(sessions, key=lambda s: s.name)
+        chosen = {s.name for i, s in enumerate(ordered) if i % total == index - 1}
+        sessions = [s for s in sessions if s.name in chosen]
+    return sessions
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    try:
+        left, right = text.split("/")
+        index, total = int(left), int(right)
+    except ValueError:
+        index, total = 0, 0
+    if total < 1 or not 1 <= index <= total:
+        raise ConfigError(f"--shard {text}: expected I/N with 1 <= I <= N, e.g. --shard 1/3")
+    return index, total
+
+
+def orphan_goldens(ctx: RunContext) -> list[str]:
+    """Golden tapes in golden_dir that no session of the config (selected or not) owns."""
+    if not ctx.golden_dir.is_dir():
+        return []
+    names = {s.name for s in ctx.loaded.config.sessions}
+    return sorted(
+        _rel(ctx, p)
+        for p in ctx.golden_dir.glob(f"*{TAPE_SUFFIX}")
+        if p.name[: -len(TAPE_SUFFIX)] not in names
+    )
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+def _plain_report(report: RunReport) -> str:
+    lines = []
+    for s in report.sessions:
+        first = s.first_drift_line() or ""
+        lines.append(f"{s.verdict:>10}  {s.name}" + (f"  {first.splitlines()[0]}" if first else ""))
+    for s in report.sessions:
+        if s.error and "\n" in s.error:
+            lines.append(f"\n{s.name}: {s.error}")
+        for note in s.notes:
+            lines.append(f"  {s.name}: {note}")
+    for orphan in report.orphans:
+        lines.append(f"orphan golden tape (no session): {orphan}")
+    lines.append(f"exit {report.exit_code} ({report.result})")
+    return "\n".join(lines) + "\n"
+
+
+def render_terminal(report: RunReport) -> str:
+    """The terminal report as text (rich when report/terminal.py is there; plain otherwise)."""
+    try:
+        from mcptape.report.terminal import render_run
+    except ImportError:
+        return _plain_report(report)
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=sys.stdout.isatty(), width=120, soft_wrap=True)
+    render_run(report, console)
+    return buffer.getvalue()
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+def run_ci(args: argparse.Namespace) -> int:
+    if getattr(args, "repeat", None):
+        raise McptapeError("--repeat is not implemented yet", hint="run `mcptape ci` without --repeat")
+    update = bool(args.update_golden)
+    if update and os.environ.get("CI", "").lower() == "true" and not args.allow_update_in_ci:
+        raise McptapeError(
+            "refusing --update-golden with CI=true: golden tapes are accepted by a person, not by the gate",
+            hint="run it locally and commit the tapes, or pass --allow-update-in-ci if this job is meant to",
+        )
+    loaded = load_config(args.config)
+    sessions = select_sessions(loaded, args.session or [], args.shard)
+    out_dir = Path(args.out_dir).resolve() if args.out_dir else None
+    ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir)
+    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(sessions) or 1))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="session") as pool:
+        outcomes = list(pool.map(lambda s: run_session(ctx, s), sessions))
+
+    report = RunReport(
+        config=os.path.basename(loaded.path),
+        sessions=[o.result for o in outcomes],
+        orphans=orphan_goldens(ctx),
+        updated_golden=update,
+        shard=args.shard,
+    )
+    exit_code = report.exit_code
+    outlet = make_redactor(loaded)
+    try:
+        text = render_terminal(report)
+        if update:
+            text += "".join(_update_lines(outcomes))
+        sys.stdout.write(emit(outlet, text.encode("utf-8"), "terminal report").decode("utf-8"))
+        sys.stdout.flush()
+        _write_reports(args, report, outlet)
+    except SecretLeak as e:
+        print(f"mcptape ci: {e}", file=sys.stderr)
+        return EXIT_SECRET
+    exit_code = worst_exit([exit_code, _publish(report, loaded)])
+    return exit_code
+
+
+def _update_lines(outcomes: Sequence[SessionOutcome]) -> list[str]:
+    lines = ["\ngolden tapes:\n"]
+    for o in outcomes:
+        r = o.result
+        if o.golden_change is None:
+            lines.append(f"  not written  {r.golden}  (session {r.name}: {r.verdict})\n")
+        else:
+            lines.append(f"  {o.golden_change:<11}  {r.golden}\n")
+    if any(o.golden_change in ("created", "updated") for o in outcomes):
+        lines.append("review the changes with `git diff`, then commit the tapes\n")
+    return lines
+
+
+def _write_reports(args: argparse.Namespace, report: RunReport, outlet: Redactor) -> None:
+    if args.json_report:
+        data = json.dumps(report.to_dict(), indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
+        write_atomic(args.json_report, emit(outlet, data, f"JSON report {args.json_report}"))
+    if args.junit:
+        from mcptape.report.junit import junit_xml
+
+        data = junit_xml(report).encode("utf-8")
+        write_atomic(args.junit, emit(outlet, data, f"JUnit report {args.junit}"))
+    if getattr(args, "summary", None):
+        try:
+            from mcptape.report.markdown import render_summary
+        except ImportError as e:
+            raise McptapeError("--summary needs mcptape.report.markdown, which this install lacks") from e
+        data = render_summary(report).encode("utf-8")
+        write_atomic(args.summary, emit(outlet, data, f"summary {args.summary}"))
+
+
+def _publish(report: RunReport, loaded: LoadedConfig) -> int:
+    """In a GitHub Actions job: summary, annotations, outputs, PR comment (github.py decides how)."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return 0
+    try:
+        from mcptape.github import publish_run
+    except ImportError:
+        return 0
+    try:
+        publish_run(report, config_path=str(loaded.path))
+    except McptapeError as e:
+        print(f"mcptape ci: publishing to GitHub failed: {e}", file=sys.stderr)
+        return e.exit_code
+    return 0
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    raise McptapeError("`mcptape merge` is not implemented yet", hint="run `mcptape ci` without --shard for now")
+
+
+__all__ = ["EXIT_COULD_NOT_RUN", "run_ci", "run_merge", "run_session", "select_sessions"]

@@ -1,0 +1,447 @@
+"""The scripted MCP client: runs one session's steps against a live server and records every event.
+
+Owns the client side of the protocol as mcptape.yml scripts it: the handshake (legacy
+`initialize`; one replaceable method, `handshake`), deterministic request ids (1, 2, 3, ...),
+the step kinds of config.Step, answering server-initiated requests as the config says
+(roots, sampling, elicitation, ping; anything else -32601), per-step and per-session
+timeouts, checking `call` arguments against the tool's inputSchema, and shutting the server
+down. Every event goes through one EventBuilder and carries `"step": n` (1-based; absent on
+handshake events). Bytes and framing are the transport's (transports/); comparing is diff/'s;
+volatile values are normalize.py's; how sessions are chosen and judged is ci.py's.
+
+A failing session (timeout, crash) never loses what was seen: `record_session` returns the
+events gathered so far together with the error. stderr lines come last (their interleaving
+with stdout is unknowable); the process exit is recorded when the session failed or the server
+exited with a non-zero status, not after a clean shutdown (its timing is not behaviour).
+A `call` step checks its arguments against the tool's inputSchema; when no tools/list was seen
+yet in the session, the client lists the tools first, recorded under that step like any traffic.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcptape import __version__
+from mcptape.config import LEGACY_DEFAULT_PROTOCOL, ClientSettings, Step
+from mcptape.errors import ConfigError, McptapeError, ServerError, ServerTimeout
+from mcptape.jsonrpc import dumps
+from mcptape.report.model import CallRef, Finding
+from mcptape.tape.events import C2S, S2C, EventBuilder, exit_event, note_event, stderr_event
+from mcptape.tape.format import Event
+from mcptape.transports.factory import Transport
+
+# list step -> (method, key of the list in the result); every page is requested and recorded.
+LIST_METHODS: dict[str, tuple[str, str]] = {
+    "list_tools": ("tools/list", "tools"),
+    "list_resources": ("resources/list", "resources"),
+    "list_resource_templates": ("resources/templates/list", "resourceTemplates"),
+    "list_prompts": ("prompts/list", "prompts"),
+}
+MAX_PAGES = 1000  # a server that hands out cursors forever must not hang the gate
+DEFAULT_LISTEN_SECONDS = 1.0
+SAMPLING_DECLINED = -1  # the spec's "user rejected sampling request"
+
+
+@dataclass
+class SchemaBreak:
+    """A call the golden tool schema accepted and the live one rejects: the server's breaking change."""
+
+    step: int
+    call: CallRef
+    finding: Finding
+
+
+@dataclass
+class Recording:
+    """What one session produced: events in arrival order (partial if `error` is set)."""
+
+    events: list[Event]
+    protocol: str | None = None
+    server_info: dict[str, Any] | None = None
+    error: McptapeError | None = None
+    returncode: int | None = None
+    schema_breaks: list[SchemaBreak] = field(default_factory=list)
+    duration_s: float = 0.0
+    failed_step: int | None = None  # 1-based step the error happened in (None: handshake or none)
+
+
+def describe_step(step: Step) -> str:
+    """How a report names a step: `call add`, `read_resource calc://constants`, `list_tools`."""
+    return f"{step.action} {step.target}" if step.target else step.action
+
+
+def schema_violation(arguments: Any, schema: Any) -> str | None:
+    """The first rule of `schema` that `arguments` break, in one line, or None if they are accepted."""
+    import jsonschema  # heavy: only where a call is checked
+
+    if not isinstance(schema, dict):
+        return None
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        validator = cls(schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    except jsonschema.exceptions.SchemaError as e:
+        return f"the tool's inputSchema itself is invalid: {e.message}"
+    if error is None:
+        return None
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{error.message} (rule `{error.validator}` at arguments{where})"
+
+
+class ScriptedClient:
+    """Drives one session. Single-threaded: it reads the server's lines while it waits for answers."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        settings: ClientSettings,
+        *,
+        session: str,
+        protocol: str | None = None,
+        step_timeout: float = 30.0,
+        session_timeout: float = 120.0,
+        golden_tools: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.transport = transport
+        self.settings = settings
+        self.session = session
+        requested = protocol or settings.protocol
+        self.protocol_requested = LEGACY_DEFAULT_PROTOCOL if requested in (None, "auto") else requested
+        self.step_timeout = step_timeout
+        self.session_timeout = session_timeout
+        # None: no golden tape, so a call the live schema rejects is the config's fault.
+        self.golden_tools = golden_tools
+        self.clock = clock
+        self.events: list[Event] = []
+        self.builder = EventBuilder()
+        self.protocol: str | None = None
+        self.server_info: dict[str, Any] | None = None
+        self.schema_breaks: list[SchemaBreak] = []
+        self.live_tools: dict[str, Any] | None = None
+        self._tools_pages: dict[str, Any] = {}
+        self._next_id = 1
+        self._step: int | None = None
+        self._step_label = "initialize"
+        self._step_deadline = 0.0
+        self._step_budget = step_timeout
+        self._session_deadline = clock() + session_timeout
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def _record(self, event: Event) -> Event:
+        if self._step is not None:
+            event["step"] = self._step
+        self.events.append(event)
+        return event
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        text = dumps(msg)
+        self.transport.send(text.encode("utf-8"))
+        self._record(self.builder.message(C2S, msg, text))
+
+    def _new_id(self) -> int:
+        msg_id = self._next_id
+        self._next_id += 1
+        return msg_id
+
+    def _where(self) -> str:
+        if self._step is None:
+            return f"session {self.session}: {self._step_label}"
+        return f"session {self.session}: step {self._step} ({self._step_label})"
+
+    # -- receiving ---------------------------------------------------------------------------
+
+    def _remaining(self) -> tuple[float, str]:
+        now = self.clock()
+        step_left = self._step_deadline - now
+        session_left = self._session_deadline - now
+        if session_left < step_left:
+            return session_left, f"the session timeout ({self.session_timeout:g}s)"
+        return step_left, f"the step timeout ({self._step_budget:g}s)"
+
+    def _receive(self, *, until: float | None = None) -> dict[str, Any] | None:
+        """Read and record one server line; answers server requests. None when `until` passes."""
+        left, which = self._remaining()
+        if until is not None and until - self.clock() < left:
+            left = until - self.clock()
+            if left <= 0:
+                return None
+            which = ""
+        if left <= 0:
+            raise ServerTimeout(f"{self._where()}: no answer from the server within {which}")
+        try:
+            line = self.transport.receive(left)
+        except ServerTimeout:
+            if not which:
+                return None
+            raise ServerTimeout(
+                f"{self._where()}: no answer from the server within {which}",
+                hint="raise `timeout:` on the step or `step_timeout:`/`timeout:` on the session if it is just slow",
+            ) from None
+        if line is None:
+            if self._step is None:
+                raise ServerError(f"{self._where()}: the server exited before answering initialize (failed to start)")
+            raise ServerError(f"{self._where()}: the server closed its output (exited) before answering")
+        event = self._record(self.builder.line(S2C, line))
+        msg = event.get("msg")
+        if event["kind"] == "request" and isinstance(msg, dict):
+            self._answer_server_request(msg)
+        return event
+
+    def _await(self, msg_id: int) -> dict[str, Any]:
+        """Wait for the answer to our request `msg_id`, recording everything that arrives meanwhile."""
+        while True:
+            event = self._receive()
+            assert event is not None
+            if event["kind"] in ("response", "error") and event.get("id") == msg_id:
+                msg: dict[str, Any] = event["msg"]
+                return msg
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send a request with the next id and return the server's answer (result or error message)."""
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._new_id(), "method": method}
+        if params is not None:
+            msg["params"] = params
+        self._send(msg)
+        answer = self._await(msg["id"])
+        if method == "tools/list":
+            self._note_tools(params, answer)
+        return answer
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self._send(msg)
+
+    # -- server-initiated requests ---------------------------------------------------------------
+
+    def _answer_server_request(self, msg: dict[str, Any]) -> None:
+        method = msg.get("method")
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg.get("id")}
+        s = self.settings
+        if method == "roots/list":
+            reply["result"] = {"roots": list(s.roots)}
+        elif method == "ping":
+            reply["result"] = {}
+        elif method == "sampling/createMessage":
+            if isinstance(s.sampling, dict):
+                reply["result"] = s.sampling
+            else:
+                reply["error"] = {
+                    "code": SAMPLING_DECLINED,
+                    "message": "sampling declined by mcptape (set `client.sampling` in mcptape.yml to answer)",
+                }
+        elif method == "elicitation/create":
+            reply["result"] = s.elicitation if isinstance(s.elicitation, dict) else {"action": "decline"}
+        else:
+            reply["error"] = {"code": -32601, "message": f"Method not found: {method}"}
+        self._send(reply)
+
+    # -- tools and their schemas -------------------------------------------------------------
+
+    def _note_tools(self, params: dict[str, Any] | None, answer: dict[str, Any]) -> None:
+        if not (params or {}).get("cursor"):
+            self._tools_pages = {}
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            return
+        for tool in result.get("tools") or []:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                self._tools_pages[tool["name"]] = tool
+        self.live_tools = dict(self._tools_pages)
+
+    def _check_arguments(self, step: Step, arguments: dict[str, Any]) -> None:
+        """Config error or breaking change, decided before the call is sent (see module docstring)."""
+        name = step.target or ""
+        if self.live_tools is None:
+            self._list_all("tools/list", "tools")  # recorded like any traffic, under this step
+        tool = (self.live_tools or {}).get(name)
+        if tool is None:
+            return  # an unknown tool is the server's answer to record, and diff's to judge
+        live_rule = schema_violation(arguments, tool.get("inputSchema"))
+        if live_rule is None:
+            return
+        golden_tool = None if self.golden_tools is None else self.golden_tools.get(name)
+        golden_rule = (
+            schema_violation(arguments, golden_tool.get("inputSchema")) if isinstance(golden_tool, dict) else None
+        )
+        if self.golden_tools is None or golden_rule is not None:
+            raise ConfigError(
+                f"{self._where()}: arguments {dumps(arguments)} for tool `{name}` are rejected by its "
+                f"inputSchema: {live_rule}",
+                hint="fix `arguments:` of this step in mcptape.yml to match the tool's inputSchema",
+            )
+        call = CallRef(method="tools/call", name=name, arguments=arguments, step=self._step)
+        self.schema_breaks.append(
+            SchemaBreak(
+                step=self._step or 0,
+                call=call,
+                finding=Finding(
+                    category="schema",
+                    severity="structural",
+                    path="inputSchema",
+                    message=f"tool `{name}` no longer accepts arguments its golden schema accepted: {live_rule}",
+                    before=golden_tool.get("inputSchema") if isinstance(golden_tool, dict) else None,
+                    after=tool.get("inputSchema"),
+                    kind="breaking",
+                ),
+            )
+        )
+
+    # -- the session ------------------------------------------------------------------------
+
+    def _begin(self, step: int | None, label: str, timeout: float | None) -> None:
+        self._step = step
+        self._step_label = label
+        self._step_budget = timeout or self.step_timeout
+        self._step_deadline = self.clock() + self._step_budget
+
+    def handshake(self) -> None:
+        """Legacy handshake: initialize with our capabilities, then notifications/initialized.
+
+        One method on purpose: the 2026-07-28 `server/discover` opening replaces exactly this.
+        """
+        s = self.settings
+        self._begin(None, "initialize", self.step_timeout)
+        params = {
+            "protocolVersion": self.protocol_requested,
+            "capabilities": dict(s.capabilities),
+            "clientInfo": {"name": s.name, "version": s.version or __version__},
+        }
+        answer = self.request("initialize", params)
+        if "error" in answer:
+            raise ServerError(f"{self._where()}: the server refused initialize: {dumps(answer['error'])}")
+        result = answer.get("result") or {}
+        self.protocol = result.get("protocolVersion") if isinstance(result.get("protocolVersion"), str) else None
+        info = result.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else None
+        self.notify("notifications/initialized")
+
+    def _list_all(self, method: str, key: str) -> None:
+        cursor: Any = None
+        for _ in range(MAX_PAGES):
+            answer = self.request(method, {"cursor": cursor} if cursor is not None else None)
+            result = answer.get("result")
+            cursor = result.get("nextCursor") if isinstance(result, dict) else None
+            if not cursor:
+                return
+        raise ServerError(f"{self._where()}: {method} still returned a nextCursor after {MAX_PAGES} pages")
+
+    def _listen(self, step: Step) -> None:
+        budget = step.duration or (None if step.count else DEFAULT_LISTEN_SECONDS)
+        until = self.clock() + budget if budget is not None else None
+        seen = 0
+        while step.count is None or seen < step.count:
+            event = self._receive(until=until)
+            if event is None:
+                return
+            if event["kind"] == "notification":
+                seen += 1
+
+    def run_step(self, number: int, step: Step) -> None:
+        self._begin(number, describe_step(step), step.timeout)
+        action = step.action
+        if action in LIST_METHODS:
+            self._list_all(*LIST_METHODS[action])
+        elif action == "call":
+            arguments = dict(step.arguments or {})
+            self._check_arguments(step, arguments)
+            self.request("tools/call", {"name": step.target, "arguments": arguments})
+        elif action == "read_resource":
+            self.request("resources/read", {"uri": step.target})
+        elif action == "get_prompt":
+            params: dict[str, Any] = {"name": step.target}
+            if step.arguments is not None:
+                params["arguments"] = step.arguments
+            self.request("prompts/get", params)
+        elif action == "complete":
+            self.request("completion/complete", step.params or {})
+        elif action == "set_log_level":
+            self.request("logging/setLevel", {"level": step.target})
+        elif action == "ping":
+            self.request("ping")
+        elif action == "request":
+            self.request(step.target or "", step.params)
+        elif action == "notify":
+            self.notify(step.target or "", step.params)
+        elif action == "listen":
+            self._listen(step)
+        else:  # pragma: no cover - config.Step's Literal forbids it
+            raise ConfigError(f"session {self.session}: step {number}: unknown action {action!r}")
+
+    def run(self, steps: Sequence[Step]) -> None:
+        self.handshake()
+        for number, step in enumerate(steps, start=1):
+            self.run_step(number, step)
+        self._step = None
+
+
+def record_session(
+    transport: Transport,
+    steps: Sequence[Step],
+    settings: ClientSettings,
+    *,
+    session: str,
+    protocol: str | None = None,
+    step_timeout: float = 30.0,
+    session_timeout: float = 120.0,
+    golden_tools: Mapping[str, Any] | None = None,
+) -> Recording:
+    """Run a whole session and shut the server down; errors are returned with the partial events.
+
+    ConfigError (arguments the schema rejects, no golden) is returned too: the server was already
+    started, and the caller decides the exit code from the error's class.
+    """
+    started = time.monotonic()
+    client = ScriptedClient(
+        transport,
+        settings,
+        session=session,
+        protocol=protocol,
+        step_timeout=step_timeout,
+        session_timeout=session_timeout,
+        golden_tools=golden_tools,
+    )
+    error: McptapeError | None = None
+    try:
+        client.run(steps)
+    except McptapeError as e:
+        error = e
+    returncode = transport.close()
+    events = client.events
+    # stderr is its own stream, so its interleaving with stdout is not knowable: it goes last.
+    for raw in getattr(transport, "stderr_lines", None) or []:
+        events.append(stderr_event(raw))
+    if error is not None:
+        if isinstance(error, ServerError):
+            error = _with_stderr(error, transport.stderr_tail())
+        events.append(note_event("error", str(error.message)))
+    # How long a server takes to exit after its stdin closes is timing, not behaviour (mcp-server-git
+    # sometimes needs the SIGTERM step under load), so a clean run records the exit only when the
+    # server reported a failure status itself; a failed run always records it.
+    if error is not None or (returncode is not None and returncode > 0):
+        events.append(exit_event(returncode))
+    return Recording(
+        events=events,
+        protocol=client.protocol,
+        server_info=client.server_info,
+        error=error,
+        returncode=returncode,
+        schema_breaks=client.schema_breaks,
+        duration_s=time.monotonic() - started,
+        failed_step=client._step if error is not None else None,
+    )
+
+
+def _with_stderr(error: McptapeError, tail: str) -> McptapeError:
+    """The same error with the server's last stderr lines appended (how a user sees why it died)."""
+    if not tail:
+        return type(error)(error.message + " (the server wrote nothing to stderr)", hint=error.hint)
+    indented = "\n".join("    " + line for line in tail.splitlines())
+    return type(error)(f"{error.message}\n  server stderr (last lines):\n{indented}", hint=error.hint)
+

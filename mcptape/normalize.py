@@ -1,0 +1,371 @@
+"""Normalization: volatile values -> placeholders, and a canonical order for racing notifications.
+
+Owns what makes a fresh tape comparable with its golden and a golden byte-identical across
+runs of an unchanged server. It runs on events after redaction (redact.py) and before diff/
+compares them or ci.py writes a golden. Pure functions over plain data; no I/O.
+
+Values. Every string in a message (`msg`, the `params` echo, stderr and garbage text) goes
+through, in this order:
+  1. the user's `normalize:` path rules (a JSON path subset: `$..key`, `$.a.b`, `$.a[0]`,
+     `$.a[*].b`, `$..a.b`, `['quoted key']`), evaluated with the JSON-RPC message as `$`
+     (`$.result.structuredContent.datetime`); the `params` echo of a response is evaluated
+     as `{"params": ...}` so the same rule covers a request and the echo of it;
+  2. the built-in path rule `$..progressToken` -> `<PROGRESS_TOKEN>`;
+  3. the user's regex rules (each match replaced by the literal placeholder);
+  4. the built-in string rules: the session's known paths (config directory, repository
+     checkout, $HOME, extra directories such as a server's sandbox) -> `<CONFIG_DIR>`,
+     `<REPO>`, `<HOME>`, `<DIR>`; any other `/tmp/<name>` -> `<TMP>`; ISO-8601 date-times ->
+     `<TIMESTAMP>`; UUIDs -> `<UUID>`;
+  5. on server stderr lines only (they are logs, and log prefixes carry the clock): slash dates
+     `11/29/26` -> `<DATE>` and clock times `13:53:24` -> `<TIME>`.
+A string that holds a JSON object or array (a tool's JSON text copy of its structured result)
+is parsed, normalized the same way — descendant rules (`$..key`) and string rules apply
+inside, absolute rules do not, because their `$` is the message — and, if anything changed,
+re-serialized deterministically (indent 2 if the original had line breaks, else compact).
+An event whose message changed loses its `raw` field (the exact wire bytes held the volatile
+value; the normalized message is the truth for comparison).
+
+Order. The protocol does not fix when a server's timer-driven traffic lands relative to the
+steps: server-everything's `roots/list` fires on a ~350 ms timer, log messages and
+`*/list_changed` notifications race responses. So in a fresh tape these "floating" events —
+server notifications `notifications/message`, `notifications/*/list_changed`,
+`notifications/resources/updated`, and server requests `roots/list` and `ping` together with
+mcptape's answer to each — are taken out of whatever step they landed in, lose their `step`,
+and are placed after the last step, sorted by (method, content without ids). Everything else
+keeps its arrival order, which a single server stream fixes (progress notifications stay
+before their response, a sampling request stays inside the tool call that caused it).
+Server request ids are then renumbered 0, 1, 2, ... in that canonical order (a timer's
+request and a tool's request may swap ids between runs), on the request and on our answer.
+stderr lines come from their own pipe, so they go after the floating block, then notes, then
+the process exit. Their content and number are still compared; only their position is not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcptape.jsonrpc import canonical, id_key
+
+FLOATING_NOTIFICATIONS = frozenset(
+    {
+        "notifications/message",
+        "notifications/tools/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/roots/list_changed",
+        "notifications/resources/updated",
+    }
+)
+FLOATING_SERVER_REQUESTS = frozenset({"roots/list", "ping"})
+
+_TIMESTAMP = re.compile(
+    r"(?<![\w])\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\w])"
+)
+_UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])")
+_TMP_DIR = re.compile(r"(?<![\w.-])(?:/private)?/tmp/[^/\s\"'<>`\\]+")
+# Log prefixes on stderr: `[11/29/26 13:53:24]` (rich, the Python SDK's servers), `13:53:24,123`.
+_LOG_DATE = re.compile(r"(?<![\w/])\d{1,4}/\d{1,2}/\d{1,4}(?![\w/])")
+_LOG_TIME = re.compile(r"(?<![\w:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?![\w:])")
+_PATH_END = r"(?![\w.-])"
+_PATH_START = r"(?<![\w.-])"
+
+# -- JSON paths ---------------------------------------------------------------------------------
+
+# A path is a list of (descendant?, selector); a selector is ("key", name) | ("index", n) | ("any",).
+Selector = tuple[Any, ...]
+Segment = tuple[bool, Selector]
+
+
+
+def parse_path(path: str) -> list[Segment]:
+    """`$..a.b[0]` -> segments, with config.py's parser (one syntax, validated where it is written).
+
+    Raises ValueError saying what the supported subset is.
+    """
+    from mcptape.config import parse_json_path
+
+    segs: list[Segment] = []
+    for kind, arg in parse_json_path(path):
+        if kind == "deep":
+            segs.append((True, ("key", arg)))
+        elif kind == "any":
+            segs.append((False, ("any",)))
+        else:
+            segs.append((False, (kind, arg)))
+    return segs
+
+
+def _selects(sel: Selector, key: Any) -> bool:
+    if sel[0] == "any":
+        return True
+    if sel[0] == "key":
+        return isinstance(key, str) and key == sel[1]
+    return isinstance(key, int) and key == sel[1]
+
+
+def apply_path(node: Any, segs: Sequence[Segment], placeholder: Any, i: int = 0) -> Any:
+    """`node` with every value the path selects replaced by `placeholder` (a new object; input untouched)."""
+    if i == len(segs):
+        return placeholder
+    descend, sel = segs[i]
+    items: Iterable[tuple[Any, Any]]
+    if isinstance(node, dict):
+        items = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
+        if sel[0] == "index" and sel[1] < 0 and not descend:
+            sel = ("index", len(node) + sel[1])
+    else:
+        return node
+    out: list[tuple[Any, Any]] = []
+    for key, value in items:
+        new = value
+        if _selects(sel, key):
+            new = apply_path(new, segs, placeholder, i + 1)
+        if descend:
+            new = apply_path(new, segs, placeholder, i)
+        out.append((key, new))
+    if isinstance(node, dict):
+        return dict(out)
+    return [v for _, v in out]
+
+
+def _literal(placeholder: str) -> Callable[[re.Match[str]], str]:
+    """A re.sub replacement that inserts `placeholder` as written (no backslash or group escapes)."""
+    return lambda _match: placeholder
+
+
+# -- the normalizer -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _PathRule:
+    segs: list[Segment]
+    placeholder: str
+    descendant_only: bool
+
+
+class Normalizer:
+    """Applies the built-in and the config's rules; one per session (it knows the session's paths)."""
+
+    def __init__(
+        self,
+        rules: Sequence[Any] = (),
+        *,
+        paths: Mapping[str, str] | None = None,
+    ) -> None:
+        """`rules`: config.NormalizeRule-like objects (path | pattern, replace).
+
+        `paths`: absolute directory -> placeholder, e.g. {"/tmp/x/proj": "<CONFIG_DIR>"}.
+        """
+        self.path_rules: list[_PathRule] = []
+        self.regex_rules: list[tuple[re.Pattern[str], str]] = []
+        for rule in rules:
+            if getattr(rule, "path", None):
+                segs = parse_path(rule.path)
+                self.path_rules.append(_PathRule(segs, rule.replace, segs[0][0]))
+            elif getattr(rule, "pattern", None):
+                self.regex_rules.append((re.compile(rule.pattern), rule.replace))
+        self.path_rules.append(_PathRule([(True, ("key", "progressToken"))], "<PROGRESS_TOKEN>", True))
+        known: dict[str, str] = {}
+        for directory, placeholder in (paths or {}).items():
+            for variant in {directory, os.path.realpath(directory)}:
+                variant = variant.rstrip("/")
+                if variant.count("/") >= 1 and len(variant) > 1:
+                    known.setdefault(variant, placeholder)
+        self.known_paths: list[tuple[re.Pattern[str], str]] = [
+            (re.compile(_PATH_START + re.escape(p) + _PATH_END), ph)
+            for p, ph in sorted(known.items(), key=lambda kv: -len(kv[0]))
+        ]
+
+    # strings ----------------------------------------------------------------------------------
+
+    def text(self, s: str) -> str:
+        """A free-standing string (stderr line, garbage text) through the regex and built-in rules."""
+        for pattern, placeholder in self.regex_rules:
+            s = pattern.sub(_literal(placeholder), s)
+        if "/" in s:
+            for pattern, placeholder in self.known_paths:
+                s = pattern.sub(_literal(placeholder), s)
+            s = _TMP_DIR.sub("<TMP>", s)
+        if "-" in s:
+            s = _TIMESTAMP.sub("<TIMESTAMP>", s)
+            s = _UUID.sub("<UUID>", s)
+        return s
+
+    def _string(self, s: str) -> str:
+        stripped = s.lstrip()
+        if stripped[:1] in ("{", "[") and len(stripped) > 1:
+            try:
+                doc = json.loads(s)
+            except ValueError:
+                doc = None
+            if isinstance(doc, (dict, list)):
+                new = self.value(doc, embedded=True)
+                if new == doc:
+                    return s
+                if "\n" in s:
+                    return json.dumps(new, ensure_ascii=False, indent=2)
+                return json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+        return self.text(s)
+
+    def _strings(self, node: Any) -> Any:
+        if isinstance(node, str):
+            return self._string(node)
+        if isinstance(node, dict):
+            return {k: self._strings(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self._strings(v) for v in node]
+        return node
+
+    def value(self, node: Any, *, embedded: bool = False) -> Any:
+        """A JSON value with path rules (all, or only descendant ones inside embedded JSON) then strings."""
+        for rule in self.path_rules:
+            if embedded and not rule.descendant_only:
+                continue
+            node = apply_path(node, rule.segs, rule.placeholder)
+        return self._strings(node)
+
+    # events -----------------------------------------------------------------------------------
+
+    def event(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        """One event with its values normalized (order untouched)."""
+        out = dict(event)
+        if "msg" in out:
+            out["msg"] = self.value(out["msg"])
+            if out["msg"] != event["msg"]:
+                out.pop("raw", None)
+        if "params" in out and out.get("kind") in ("response", "error"):
+            out["params"] = self.value({"params": out["params"]})["params"]
+        for key in ("text", "detail"):
+            if isinstance(out.get(key), str):
+                out[key] = self.text(out[key])
+        if out.get("kind") == "stderr" and isinstance(out.get("text"), str):
+            out["text"] = _LOG_TIME.sub("<TIME>", _LOG_DATE.sub("<DATE>", out["text"]))
+        return out
+
+    def events(self, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Values only, order kept: what is applied to a golden tape before it is compared."""
+        return [self.event(e) for e in events]
+
+    def fresh(self, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """A fresh recording made comparable and golden-ready: values, then canonical order."""
+        return canonical_order(self.events(events))
+
+
+# -- canonical order ----------------------------------------------------------------------------
+
+
+def _is_floating_start(event: Mapping[str, Any]) -> bool:
+    if event.get("dir") != "s2c":
+        return False
+    if event.get("kind") == "notification":
+        return event.get("method") in FLOATING_NOTIFICATIONS
+    if event.get("kind") == "request":
+        return event.get("method") in FLOATING_SERVER_REQUESTS
+    return False
+
+
+def _content_key(event: Mapping[str, Any]) -> str:
+    msg = event.get("msg")
+    if isinstance(msg, dict):
+        msg = {k: v for k, v in msg.items() if k not in ("id", "jsonrpc")}
+    return canonical(msg)
+
+
+def canonical_order(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The order rule of the module docstring. Idempotent: a canonical tape maps to itself."""
+    main: list[dict[str, Any]] = []
+    units: dict[str, list[dict[str, Any]]] = {}  # s2c request id key -> [request, our answer]
+    floating: list[list[dict[str, Any]]] = []
+    stderr: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    exits: list[dict[str, Any]] = []
+    for original in events:
+        event = dict(original)
+        kind = event.get("kind")
+        if kind == "stderr":
+            stderr.append(event)
+        elif kind == "exit":
+            exits.append(event)
+        elif kind == "note" and "step" not in event:
+            notes.append(event)
+        elif _is_floating_start(event):
+            event.pop("step", None)
+            unit = [event]
+            floating.append(unit)
+            if kind == "request":
+                units[id_key(event.get("id"))] = unit
+        elif (
+            kind in ("response", "error")
+            and event.get("dir") == "c2s"
+            and id_key(event.get("id")) in units
+        ):
+            event.pop("step", None)
+            units.pop(id_key(event.get("id"))).append(event)
+        else:
+            main.append(event)
+    floating.sort(key=lambda unit: (unit[0].get("kind", ""), unit[0].get("method", ""), _content_key(unit[0])))
+    ordered = main + [e for unit in floating for e in unit] + stderr + notes + exits
+    return _renumber_server_requests(ordered)
+
+
+def _renumber_server_requests(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    mapping: dict[str, int] = {}
+    for event in events:
+        if event.get("kind") == "request" and event.get("dir") == "s2c":
+            mapping.setdefault(id_key(event.get("id")), len(mapping))
+    if all(json.loads(k) == v for k, v in mapping.items()):
+        return events
+    out = []
+    for event in events:
+        is_server_request = event.get("kind") == "request" and event.get("dir") == "s2c"
+        is_our_answer = event.get("kind") in ("response", "error") and event.get("dir") == "c2s"
+        key = id_key(event.get("id"))
+        if (is_server_request or is_our_answer) and key in mapping:
+            event = dict(event)
+            new_id = mapping[key]
+            event["id"] = new_id
+            if isinstance(event.get("msg"), dict):
+                event["msg"] = {**event["msg"], "id": new_id}
+            event.pop("raw", None)
+        out.append(event)
+    return out
+
+
+# -- the paths a session should not leak into a golden ---------------------------------------
+
+
+def session_paths(
+    *,
+    config_dir: Path,
+    extra: Iterable[Path] = (),
+    environ: Mapping[str, str] | None = None,
+    find_repo: Callable[[Path], Path | None] | None = None,
+) -> dict[str, str]:
+    """Absolute directories -> placeholders for Normalizer(paths=...): config dir, repo, HOME, extras."""
+    env = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    home = env.get("HOME")
+    if home and home.rstrip("/"):
+        out[home] = "<HOME>"
+    repo = (find_repo or _git_toplevel)(config_dir)
+    if repo is not None:
+        out[str(repo)] = "<REPO>"
+    out[str(config_dir)] = "<CONFIG_DIR>"
+    for directory in extra:
+        out.setdefault(str(directory), "<DIR>")
+    return out
+
+
+def _git_toplevel(start: Path) -> Path | None:
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None

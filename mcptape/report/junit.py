@@ -1,0 +1,70 @@
+"""JUnit XML rendering of a RunReport: sessions as test cases, so any CI system lists them.
+
+Reads report/model.py only. Drifted sessions are <failure> (message: the first drifted call),
+sessions that could not run or leaked a secret are <error>. ci.py passes the text through the
+redaction choke point before writing it.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from mcptape.report.model import RunReport, SessionResult
+
+_FAILING = ("output", "structural")
+_ERRORS = ("error", "secret")
+
+
+def _case(suite: ET.Element, session: SessionResult, classname: str) -> None:
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        name=session.name,
+        classname=classname,
+        time=f"{session.duration_s or 0:.3f}",
+    )
+    first = session.first_drift_line() or ""
+    if session.verdict in _FAILING:
+        details = []
+        if session.diff is not None:
+            details = [d.one_line(session.name) for d in session.diff.drifts]
+        details += session.notes
+        failure = ET.SubElement(
+            case,
+            "failure",
+            message=first.splitlines()[0] if first else f"{session.verdict} drift",
+            type=f"{session.verdict}_drift",
+        )
+        failure.text = "\n".join(details) + ("\naccept with: mcptape ci --update-golden" if details else "")
+    elif session.verdict in _ERRORS:
+        error = ET.SubElement(
+            case,
+            "error",
+            message=(session.error or session.verdict).splitlines()[0],
+            type="secret_leak" if session.verdict == "secret" else "could_not_run",
+        )
+        error.text = session.error or ""
+    if session.notes and session.verdict not in _FAILING:
+        ET.SubElement(case, "system-out").text = "\n".join(session.notes)
+
+
+def junit_xml(report: RunReport) -> str:
+    """The report as a JUnit XML document (one <testsuite> named after the config file)."""
+    suites = ET.Element("testsuites", name="mcptape")
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"mcptape ci ({report.config})" + (f" shard {report.shard}" if report.shard else ""),
+        tests=str(len(report.sessions)),
+        failures=str(sum(s.verdict in _FAILING for s in report.sessions)),
+        errors=str(sum(s.verdict in _ERRORS for s in report.sessions)),
+        skipped="0",
+        time=f"{sum(s.duration_s or 0 for s in report.sessions):.3f}",
+    )
+    classname = "mcptape." + report.config.rsplit(".", 1)[0].replace(" ", "_")
+    for session in report.sessions:
+        _case(suite, session, classname)
+    if report.orphans:
+        ET.SubElement(suite, "system-out").text = "golden tapes without a session: " + ", ".join(report.orphans)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

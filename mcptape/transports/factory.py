@@ -1,0 +1,50 @@
+"""Open the transport a config's server entry describes: a stdio process or an HTTP endpoint.
+
+Owns only the choice and the launch details that come from mcptape.yml (minimal environment,
+cwd relative to the config file). Framing is stdio.py's; HTTP is http.py's (open_http_transport).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from mcptape.config import HttpServer, StdioServer
+from mcptape.errors import ServerError
+from mcptape.transports.stdio import StdioTransport, minimal_env
+
+
+class Transport(Protocol):
+    """What the scripted client needs from any transport (see transports/__init__.py)."""
+
+    def send(self, line: bytes) -> None: ...
+
+    def receive(self, timeout: float | None = None) -> bytes | None: ...
+
+    def close(self) -> int | None: ...
+
+    def stderr_tail(self) -> str: ...
+
+
+def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str]) -> Transport:
+    """Start/connect to `server`. `env` is the entry's interpolated `env:`; nothing else leaks through."""
+    if isinstance(server, StdioServer):
+        cwd = base_dir / server.cwd if server.cwd else base_dir
+        if not cwd.is_dir():
+            raise ServerError(
+                f"server working directory {cwd} does not exist",
+                hint="fix `cwd:` of the server in mcptape.yml (it is relative to the config file)",
+            )
+        return StdioTransport(server.command, env=minimal_env(env), cwd=cwd)
+    try:
+        http = importlib.import_module("mcptape.transports.http")
+        opener = http.open_http_transport
+    except (ImportError, AttributeError) as e:
+        raise ServerError(
+            f"HTTP server {server.url}: this mcptape cannot speak streamable HTTP yet (no mcptape.transports.http)",
+            hint="use a stdio server entry (`command:`) for now",
+        ) from e
+    transport: Transport = opener(server, base_dir=base_dir, env=dict(env))
+    return transport

@@ -1,0 +1,233 @@
+"""normalize.py: volatile values -> placeholders, and the canonical order of racing events."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcptape.config import NormalizeRule
+from mcptape.normalize import Normalizer, apply_path, canonical_order, parse_path, session_paths
+
+
+def rule(**kw: str) -> NormalizeRule:
+    return NormalizeRule(**kw)
+
+
+# -- JSON paths -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "doc", "expected"),
+    [
+        ("$..ts", {"a": {"ts": 1, "b": [{"ts": 2}]}, "ts": 3}, {"a": {"ts": "X", "b": [{"ts": "X"}]}, "ts": "X"}),
+        ("$.a.b", {"a": {"b": 1, "c": 2}, "b": 3}, {"a": {"b": "X", "c": 2}, "b": 3}),
+        ("$.a[0]", {"a": [1, 2]}, {"a": ["X", 2]}),
+        ("$.a[-1]", {"a": [1, 2]}, {"a": [1, "X"]}),
+        ("$.a[*].b", {"a": [{"b": 1, "c": 1}, {"b": 2}]}, {"a": [{"b": "X", "c": 1}, {"b": "X"}]}),
+        ("$..a.b", {"x": {"a": {"b": 1}}, "b": 2, "a": {"c": 3}}, {"x": {"a": {"b": "X"}}, "b": 2, "a": {"c": 3}}),
+        ("$['key.with.dots']", {"key.with.dots": 1, "key": {"with": 2}}, {"key.with.dots": "X", "key": {"with": 2}}),
+        ("$.a.*", {"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"x": "X", "y": "X"}, "b": 1}),
+    ],
+)
+def test_json_path_subset_selects_what_it_says(path: str, doc: object, expected: object) -> None:
+    before = json.dumps(doc)
+    assert apply_path(doc, parse_path(path), "X") == expected
+    assert json.dumps(doc) == before  # the input is never mutated
+
+
+def test_a_path_that_selects_nothing_changes_nothing() -> None:
+    doc = {"a": [1, {"b": 2}]}
+    assert apply_path(doc, parse_path("$.a.b"), "X") == doc
+    assert apply_path(doc, parse_path("$.a[5]"), "X") == doc
+
+
+def test_path_rules_are_relative_to_the_message_and_cover_the_params_echo() -> None:
+    n = Normalizer([rule(path="$.result.structuredContent.datetime", replace="<NOW>"), rule(path="$.params.seed")])
+    response = {
+        "kind": "response",
+        "dir": "s2c",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "t", "seed": 42},
+        "msg": {"jsonrpc": "2.0", "id": 3, "result": {"structuredContent": {"datetime": "now", "x": 1}}},
+        "raw": '{"jsonrpc": "2.0", ...}',
+    }
+    out = n.event(response)
+    assert out["msg"]["result"]["structuredContent"] == {"datetime": "<NOW>", "x": 1}
+    assert out["params"] == {"name": "t", "seed": "<NORMALIZED>"}
+    assert "raw" not in out  # the exact bytes held the volatile value
+    assert response["msg"]["result"]["structuredContent"]["datetime"] == "now"
+
+
+def test_unchanged_event_keeps_its_raw_bytes() -> None:
+    event = {"kind": "response", "dir": "s2c", "id": 1, "msg": {"id": 1, "result": {}}, "raw": '{"id": 1, "result": {}}'}
+    assert Normalizer().event(event) == event
+
+
+# -- built-in string rules ------------------------------------------------------------------------
+
+
+def test_builtin_rules_replace_timestamps_uuids_and_temp_paths_but_not_protocol_versions() -> None:
+    n = Normalizer()
+    text = "at 2026-11-29T13:44:48+00:00 task 123e4567-e89b-12d3-a456-426614174000 in /tmp/tmpab_12/out.txt"
+    assert n.text(text) == "at <TIMESTAMP> task <UUID> in <TMP>/out.txt"
+    assert n.text("2024-11-05") == "2024-11-05"
+    assert n.text("2024-01-02 03:04:05.123456") == "<TIMESTAMP>"
+    assert n.text("2024-01-02T03:04Z") == "<TIMESTAMP>"
+    assert n.text("/var/tmp/x and /home/tmp/y") == "/var/tmp/x and /home/tmp/y"
+
+
+def test_known_session_paths_win_over_the_generic_temp_rule_and_respect_path_boundaries() -> None:
+    paths = {"/tmp/pytest-1/proj": "<CONFIG_DIR>", "/home/dev": "<HOME>", "/tmp/pytest-1/proj/repo": "<REPO>"}
+    n = Normalizer(paths=paths)
+    assert n.text("/tmp/pytest-1/proj/tapes/x") == "<CONFIG_DIR>/tapes/x"
+    assert n.text("file:///tmp/pytest-1/proj/repo/a.py") == "file://<REPO>/a.py"
+    assert n.text("/home/dev/.cache and /home/developer") == "<HOME>/.cache and /home/developer"
+    assert n.text("'/tmp/pytest-1/proj'") == "'<CONFIG_DIR>'"
+
+
+def test_session_paths_names_config_dir_repo_home_and_extras(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    cfg = repo / "ci"
+    cfg.mkdir()
+    paths = session_paths(config_dir=cfg, extra=[tmp_path / "sandbox"], environ={"HOME": "/home/u"})
+    assert paths == {"/home/u": "<HOME>", str(repo): "<REPO>", str(cfg): "<CONFIG_DIR>", str(tmp_path / "sandbox"): "<DIR>"}
+
+
+def test_progress_tokens_are_placeholders() -> None:
+    n = Normalizer()
+    msg = {"method": "notifications/progress", "params": {"progressToken": "tok-93ab", "progress": 1}}
+    assert n.value(msg)["params"] == {"progressToken": "<PROGRESS_TOKEN>", "progress": 1}
+
+
+def test_regex_rules_apply_to_every_string_with_a_literal_placeholder() -> None:
+    n = Normalizer([rule(pattern=r"pid \d+", replace=r"pid <\1>")])
+    assert n.value({"a": ["pid 4242 done"], "b": {"c": "pid 1"}}) == {"a": ["pid <\\1> done"], "b": {"c": "pid <\\1>"}}
+
+
+def test_json_inside_text_is_normalized_and_reserialized_deterministically() -> None:
+    n = Normalizer([rule(path="$..datetime", replace="<NOW>"), rule(path="$.result.x")])
+    pretty = json.dumps({"timezone": "UTC", "datetime": "2026-01-01T00:00:00+00:00", "x": 1}, indent=2)
+    compact = json.dumps({"list": [{"datetime": "a"}], "x": 2}, separators=(",", ":"))
+    msg = {"result": {"content": [{"type": "text", "text": pretty}, {"type": "text", "text": compact}], "x": 3}}
+    out = n.value(msg)
+    first, second = out["result"]["content"][0]["text"], out["result"]["content"][1]["text"]
+    assert json.loads(first) == {"timezone": "UTC", "datetime": "<NOW>", "x": 1}  # absolute rule not applied inside
+    assert first == json.dumps(json.loads(first), indent=2)
+    assert second == '{"list":[{"datetime":"<NOW>"}],"x":2}'
+    assert out["result"]["x"] == "<NORMALIZED>"
+    unchanged = '{ "a" :1}'
+    assert n.value({"t": unchanged}) == {"t": unchanged}  # nothing volatile: the text is kept as it was
+
+
+def test_stderr_and_garbage_text_are_normalized() -> None:
+    n = Normalizer()
+    assert n.event({"kind": "stderr", "dir": "s2c", "text": "started 2026-01-01T00:00:00Z"})["text"] == "started <TIMESTAMP>"
+
+
+def test_normalization_is_idempotent() -> None:
+    n = Normalizer([rule(path="$..id2"), rule(pattern="x+")], paths={"/srv/app": "<CONFIG_DIR>"})
+    msg = {"id2": 5, "t": "xx /srv/app/f 2026-01-01T00:00:00Z", "j": '{"id2": 1, "u": "/tmp/tmpq/f"}'}
+    once = n.value(msg)
+    assert n.value(once) == once
+
+
+# -- canonical order ----------------------------------------------------------------------------
+
+
+def req(step: int | None, msg_id: int, method: str, direction: str = "c2s") -> dict:
+    e = {"kind": "request", "dir": direction, "id": msg_id, "method": method, "msg": {"id": msg_id, "method": method}}
+    if step is not None:
+        e["step"] = step
+    return e
+
+
+def resp(step: int | None, msg_id: int, method: str, direction: str = "s2c", result: object = None) -> dict:
+    e = {"kind": "response", "dir": direction, "id": msg_id, "method": method, "msg": {"id": msg_id, "result": result or {}}}
+    if step is not None:
+        e["step"] = step
+    return e
+
+
+def note(step: int | None, method: str, data: str) -> dict:
+    e = {"kind": "notification", "dir": "s2c", "method": method, "msg": {"method": method, "params": {"data": data}}}
+    if step is not None:
+        e["step"] = step
+    return e
+
+
+def test_floating_events_land_in_one_canonical_place_whatever_step_they_raced_into() -> None:
+    # Run A: the roots/list timer fired during step 1 and a log line came in step 2.
+    run_a = [
+        req(1, 2, "tools/call"),
+        req(1, 0, "roots/list", "s2c"),
+        resp(1, 0, "roots/list", "c2s", {"roots": []}),
+        resp(1, 2, "tools/call"),
+        req(2, 3, "tools/call"),
+        note(2, "notifications/message", "b"),
+        note(2, "notifications/message", "a"),
+        resp(2, 3, "tools/call"),
+        {"kind": "stderr", "dir": "s2c", "text": "hello"},
+        {"kind": "exit", "code": 0},
+    ]
+    # Run B: the same traffic, the timer fired later, the log lines in the other order.
+    run_b = [
+        req(1, 2, "tools/call"),
+        resp(1, 2, "tools/call"),
+        note(1, "notifications/message", "a"),
+        req(2, 3, "tools/call"),
+        req(2, 0, "roots/list", "s2c"),
+        note(2, "notifications/message", "b"),
+        resp(2, 0, "roots/list", "c2s", {"roots": []}),
+        resp(2, 3, "tools/call"),
+        {"kind": "stderr", "dir": "s2c", "text": "hello"},
+        {"kind": "exit", "code": 0},
+    ]
+    a, b = canonical_order(run_a), canonical_order(run_b)
+    assert a == b
+    assert [e.get("method") or e["kind"] for e in a] == [
+        "tools/call", "tools/call", "tools/call", "tools/call",
+        "notifications/message", "notifications/message", "roots/list", "roots/list", "stderr", "exit",
+    ]  # fmt: skip
+    assert [e["msg"]["params"]["data"] for e in a if e["kind"] == "notification"] == ["a", "b"]
+    assert all("step" not in e for e in a[4:8])
+    assert canonical_order(a) == a  # idempotent: a golden maps to itself
+
+
+def test_step_bound_events_keep_their_arrival_order() -> None:
+    progress = [
+        req(1, 2, "tools/call"),
+        note(1, "notifications/progress", "2"),
+        note(1, "notifications/progress", "1"),
+        req(1, 0, "sampling/createMessage", "s2c"),
+        resp(1, 0, "sampling/createMessage", "c2s"),
+        resp(1, 2, "tools/call"),
+    ]
+    assert canonical_order(progress) == progress
+
+
+def test_server_request_ids_are_renumbered_in_canonical_order() -> None:
+    events = [
+        req(1, 2, "tools/call"),
+        req(1, 0, "roots/list", "s2c"),
+        resp(1, 0, "roots/list", "c2s"),
+        req(1, 1, "sampling/createMessage", "s2c"),
+        resp(1, 1, "sampling/createMessage", "c2s"),
+        resp(1, 2, "tools/call"),
+    ]
+    out = canonical_order(events)
+    sampling = [e for e in out if e.get("method") == "sampling/createMessage"]
+    roots = [e for e in out if e.get("method") == "roots/list"]
+    assert [e["id"] for e in sampling] == [0, 0] and [e["msg"]["id"] for e in sampling] == [0, 0]
+    assert [e["id"] for e in roots] == [1, 1]
+    assert [e["id"] for e in out if e.get("method") == "tools/call"] == [2, 2]  # client ids untouched
+
+
+def test_log_clock_prefixes_on_stderr_are_placeholders_but_not_in_messages() -> None:
+    n = Normalizer()
+    line = "[11/29/26 13:53:24] INFO     Tool failed at 13:53:24.123"
+    assert n.event({"kind": "stderr", "dir": "s2c", "text": line})["text"] == "[<DATE> <TIME>] INFO     Tool failed at <TIME>"
+    msg = {"kind": "response", "dir": "s2c", "id": 1, "msg": {"id": 1, "result": {"text": "12:00:00 on 1/2/24"}}}
+    assert n.event(msg) == msg  # a tool's answer is content, not a log
