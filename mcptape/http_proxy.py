@@ -1,0 +1,343 @@
+"""`mcptape rec --listen HOST:PORT --upstream URL`: an HTTP reverse proxy that records MCP traffic.
+
+Owns forwarding every request (POST, GET, DELETE, ...) to the upstream server and streaming
+each answer back chunk by chunk (an SSE stream keeps flowing: every chunk is flushed as it
+arrives), while the JSON-RPC messages in both directions go to a tape. The stdio recorder is
+proxy.py's; the tape format is tape/'s; SSE parsing is transports/http.py's.
+
+Tapes stay transport-independent: message events are built by the same EventBuilder from the
+same message text as over stdio, so one server recorded both ways diffs as identical. HTTP
+details (session ids, SSE event ids, statuses, headers) are left out of message events; only
+what went wrong at the HTTP level (a status >= 400, a dropped upstream connection) becomes a
+`note` event with `what: "http"` — never a header value. Header values that are credentials
+(Authorization, Cookie, ...) are fed to the redactor as known secrets so a server echoing
+one into a message cannot write it to the tape.
+
+Wire first: the bytes are forwarded before they are parsed, and tape writes happen on a
+writer thread, so disk never slows the wire.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import threading
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from mcptape.errors import EXIT_OK, ConfigError, SecretLeak
+from mcptape.http_serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, say, serve_until_stopped
+from mcptape.tape import C2S, S2C, TAPE_SUFFIX, EventBuilder, TapeWriter, make_header, note_event, serialize
+from mcptape.transports.http import SseParser, new_client, parse_json_messages
+
+if TYPE_CHECKING:
+    import httpx
+
+# Request/response headers whose values are credentials: redaction knows them, tapes never hold them.
+SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key")
+
+
+def _redactor_for(secrets: dict[str, str]) -> Any:
+    """The redactor (redact.py) for these known secrets; None while redact.py does not exist."""
+    try:
+        from mcptape.redact import Redactor
+    except ImportError:
+        return None
+    return Redactor(known=secrets)
+
+
+class HttpRecorder:
+    """Turns forwarded traffic into tape events; a writer thread redacts, verifies and writes them."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        self.path = path
+        self.writer = TapeWriter(path, make_header(name, transport="http"))
+        self._builder = EventBuilder()
+        self._lock = threading.Lock()
+        self._secrets: dict[str, str] = {}
+        self._redactor: Any = _redactor_for({})
+        self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        self.leak: SecretLeak | None = None
+        self.messages = 0
+        self._thread = threading.Thread(target=self._write_loop, name="http-rec-writer", daemon=True)
+        self._thread.start()
+
+    def learn_secrets(self, headers: Any) -> None:
+        """Header values that are credentials become known secrets of the redactor."""
+        found: dict[str, str] = {}
+        for name, value in headers.items():
+            if name.lower() not in SECRET_HEADERS or not value:
+                continue
+            found[f"headers.{name.title()}"] = value
+            scheme, _, credential = value.partition(" ")
+            if credential.strip() and scheme.isalpha():
+                # "Bearer X": a server echoing X alone must not get it onto the tape either.
+                found[f"headers.{name.title()}.credential"] = credential.strip()
+        with self._lock:
+            new = {k: v for k, v in found.items() if self._secrets.get(k) != v}
+            if new:
+                self._secrets.update(new)
+                self._redactor = _redactor_for(dict(self._secrets))
+
+    def messages_from(self, direction: str, text: str) -> None:
+        """Record the message(s) of one body or SSE data field (a batch array is split)."""
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            with self._lock:
+                self._queue.put(self._builder.line(direction, text.encode("utf-8")))
+            return
+        items = parsed if isinstance(parsed, list) else [parsed]
+        with self._lock:
+            for item in items:
+                exact = text.strip() if len(items) == 1 else None
+                self._queue.put(self._builder.message(direction, item, exact))
+
+    def note(self, detail: dict[str, Any]) -> None:
+        self._queue.put(note_event("http", detail))
+
+    def _write_loop(self) -> None:
+        while True:
+            event = self._queue.get()
+            if event is None:
+                return
+            if self.leak is not None:
+                continue
+            with self._lock:
+                redactor = self._redactor
+            # The single redaction choke point of HTTP recording: redact, verify, then write.
+            if redactor is not None:
+                event = redactor.redact_event(event)
+                try:
+                    redactor.verify(serialize(event), where=str(self.path))
+                except SecretLeak as e:
+                    self.leak = e
+                    continue
+            self.writer.write(event)
+            if event.get("kind") in ("request", "notification", "response", "error"):
+                self.messages += 1
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=10.0)
+        if self.leak is not None:
+            # Fail closed: a tape that held a secret is not left behind, not even in part.
+            self.writer.abandon()
+            self.path.unlink(missing_ok=True)
+            return
+        self.writer.close()
+
+
+class _Proxy(Server):
+    upstream: str
+    origin: str
+    recorder: HttpRecorder
+    client: httpx.Client
+    open_responses: set[httpx.Response]
+    lock: threading.Lock
+
+
+class ProxyHandler(BaseHTTPRequestHandler):
+    """Forwards one HTTP exchange to the upstream and tees its JSON-RPC messages to the recorder."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and each chunk go out at once, not after a delayed ACK
+    server: _Proxy
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # request lines may carry tokens in query strings; we log nothing per request
+
+    def do_POST(self) -> None:
+        self._forward()
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    def do_DELETE(self) -> None:
+        self._forward()
+
+    def do_PUT(self) -> None:
+        self._forward()
+
+    def do_PATCH(self) -> None:
+        self._forward()
+
+    def do_OPTIONS(self) -> None:
+        self._forward()
+
+    def do_HEAD(self) -> None:
+        self._forward()
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            parts: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _target(self) -> str:
+        # The request path is forwarded as is; a bare "/" means the upstream's own path.
+        path = self.path
+        if path == "/" and urlsplit(self.server.upstream).path not in ("", "/"):
+            return self.server.upstream
+        return self.server.origin + path
+
+    def _forward(self) -> None:
+        import httpx
+
+        srv = self.server
+        body = self._read_body()
+        srv.recorder.learn_secrets(self.headers)
+        headers = [(k, v) for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP | {"host", "content-length"}]
+        headers = [(k, v) for k, v in headers if k.lower() != "accept-encoding"]
+        # Identity encoding upstream: the recorder must read the bytes it forwards.
+        headers.append(("Accept-Encoding", "identity"))
+        if self.command == "POST" and body.strip():
+            srv.recorder.messages_from(C2S, body.decode("utf-8", "replace"))
+        try:
+            request = srv.client.build_request(self.command, self._target(), content=body or None, headers=headers)
+            resp = srv.client.send(request, stream=True)
+        except httpx.HTTPError as e:
+            srv.recorder.note({"request": self.command, "status": 502, "error": type(e).__name__})
+            self._send_plain(502, f"mcptape rec: upstream {_safe(srv.upstream)} unreachable: {type(e).__name__}\n")
+            return
+        with srv.lock:
+            srv.open_responses.add(resp)
+        try:
+            self._relay(resp)
+        finally:
+            resp.close()
+            with srv.lock:
+                srv.open_responses.discard(resp)
+
+    def _relay(self, resp: httpx.Response) -> None:
+        import httpx
+
+        srv = self.server
+        srv.recorder.learn_secrets(resp.headers)
+        if resp.status_code >= 400:
+            srv.recorder.note({"request": self.command, "status": resp.status_code})
+        ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+        length = resp.headers.get("content-length")
+        self.send_response_only(resp.status_code, resp.reason_phrase)
+        for key, value in resp.headers.multi_items():
+            if key.lower() not in HOP_BY_HOP | {"content-length"}:
+                self.send_header(key, value)
+        chunked = length is None and self.command != "HEAD" and resp.status_code not in (204, 304)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        elif length is not None:
+            self.send_header("Content-Length", length)
+        self.end_headers()
+        self.wfile.flush()
+        out = ChunkedBody(self) if chunked else None
+        sse = SseParser() if ctype == "text/event-stream" else None
+        collected: list[bytes] = []
+        try:
+            for chunk in resp.iter_raw():
+                # Forward first, then parse: the recorder never delays the wire.
+                if out is not None:
+                    out.write(chunk)
+                else:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                if sse is not None:
+                    for ev in sse.feed(chunk):
+                        if ev.event == "message":
+                            srv.recorder.messages_from(S2C, ev.data)
+                elif ctype == "application/json":
+                    collected.append(chunk)
+        except httpx.HTTPError as e:
+            # The upstream dropped mid-answer: drop the client's connection too (no final
+            # chunk), so the client sees exactly what it would have seen without us.
+            srv.recorder.note({"request": self.command, "dropped": "upstream connection", "error": type(e).__name__})
+            self.close_connection = True
+            return
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client hung up (e.g. closed its GET stream)
+            return
+        if collected:
+            for line in parse_json_messages(b"".join(collected)):
+                srv.recorder.messages_from(S2C, line.decode("utf-8", "replace"))
+        if out is not None:
+            try:
+                out.end()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+    def _send_plain(self, status: int, text: str) -> None:
+        data = text.encode("utf-8")
+        self.send_response_only(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _safe(url: str) -> str:
+    """A URL fit for a terminal: no userinfo, no query (either may hold a credential)."""
+    p = urlsplit(url)
+    port = f":{p.port}" if p.port else ""
+    return f"{p.scheme}://{p.hostname or ''}{port}{p.path}"
+
+
+def _tape_path(args: argparse.Namespace) -> tuple[Path, str]:
+    if args.out:
+        out = Path(args.out)
+        name = args.name or out.name.removesuffix(TAPE_SUFFIX).removesuffix(".jsonl")
+        return out, name
+    name = args.name or "session"
+    return Path("tapes") / f"{name}{TAPE_SUFFIX}", name
+
+
+def run_http_rec(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
+    """Record over HTTP until SIGINT/SIGTERM; the tape gets its footer when the proxy stops."""
+    import httpx
+
+    if not args.upstream:
+        raise ConfigError("rec --listen needs --upstream URL (the server's MCP endpoint)")
+    if getattr(args, "server", None) and [a for a in args.server if a != "--"]:
+        raise ConfigError("rec --listen records an HTTP server: give --upstream URL, not a server command")
+    upstream = args.upstream
+    parts = urlsplit(upstream)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"--upstream {_safe(upstream)!r}: expected an http(s) URL, e.g. http://127.0.0.1:3001/mcp")
+    host, port = parse_listen(args.listen)
+    out, name = _tape_path(args)
+    server = _Proxy((host, port), ProxyHandler)
+    server.upstream = upstream
+    server.origin = f"{parts.scheme}://{parts.netloc}"
+    server.client = new_client(httpx.Timeout(30.0, read=None))
+    server.open_responses = set()
+    server.lock = threading.Lock()
+    server.recorder = HttpRecorder(out, name)
+    try:
+        serve_until_stopped(
+            server,
+            lambda: say(
+                f"mcptape rec: listening on {server.url_base} -> {_safe(upstream)}; recording to {out} "
+                "(stop with Ctrl-C)"
+            ),
+            stop,
+        )
+    finally:
+        with server.lock:
+            responses = list(server.open_responses)
+        for resp in responses:
+            resp.close()
+        server.client.close()
+        server.recorder.close()
+    if server.recorder.leak is not None:
+        raise server.recorder.leak
+    say(f"mcptape rec: wrote {server.recorder.messages} message(s) to {out}")
+    return EXIT_OK

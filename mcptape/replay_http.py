@@ -1,0 +1,295 @@
+"""`mcptape play TAPE --listen HOST:PORT`: serve a tape as a streamable HTTP MCP server, offline.
+
+Owns the HTTP framing of replay only: sessions (`Mcp-Session-Id`, one ReplayEngine each),
+answering a POSTed request as JSON (one message) or SSE (when notifications or server requests
+come with the answer), 202 for notifications and answers, the GET stream for server-initiated
+messages, DELETE. What to answer is replay.py's ReplayEngine, the same one stdio play uses.
+Stdlib only: `mcptape play` must not import httpx.
+
+Routing of the lines an engine returns: an answer goes to the stream of the POST that asked;
+a notification or server request goes with the POST that triggered it if that POST is a
+request still open, else to the newest open request stream, else to the GET stream, else it
+waits for a GET stream to open (a real server would drop it; keeping it loses nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from mcptape.errors import EXIT_OK
+from mcptape.http_serve import ChunkedBody, Server, parse_listen, say, serve_until_stopped
+from mcptape.jsonrpc import classify, id_key
+from mcptape.replay import ReplayEngine, load_tape
+from mcptape.tape import Tape
+from mcptape.transports.http import SESSION_HEADER, format_sse
+
+_END = None  # marks the end of a request stream in its queue
+_POLL = 0.2
+
+
+class ReplaySession:
+    """One client's replay: its engine and the streams its messages can go out on."""
+
+    def __init__(self, engine: ReplayEngine, session_id: str | None) -> None:
+        self.engine = engine
+        self.session_id = session_id
+        self.lock = threading.Lock()
+        self.streams: dict[str, queue.SimpleQueue[str | None]] = {}  # request id key -> its stream
+        self.get_stream: queue.SimpleQueue[str | None] | None = None
+        self.backlog: list[str] = list(engine.pending_startup())
+        self.closed = False
+
+    def route(self, lines: list[str], own: str | None) -> None:
+        """Send each line where it belongs (see the module docstring)."""
+        with self.lock:
+            for line in lines:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    msg = None
+                kind = classify(msg)
+                if kind in ("response", "error") and id_key(msg["id"]) in self.streams:
+                    stream = self.streams.pop(id_key(msg["id"]))
+                    stream.put(line)
+                    stream.put(_END)
+                elif own is not None and own in self.streams:
+                    self.streams[own].put(line)
+                elif self.streams:
+                    next(reversed(self.streams.values())).put(line)
+                elif self.get_stream is not None:
+                    self.get_stream.put(line)
+                else:
+                    self.backlog.append(line)
+
+    def open_get(self) -> queue.SimpleQueue[str | None]:
+        with self.lock:
+            if self.get_stream is not None:
+                self.get_stream.put(_END)  # one GET stream per session: the newest wins
+            stream: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+            for line in self.backlog:
+                stream.put(line)
+            self.backlog = []
+            self.get_stream = stream
+            return stream
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            for stream in self.streams.values():
+                stream.put(_END)
+            self.streams.clear()
+            if self.get_stream is not None:
+                self.get_stream.put(_END)
+                self.get_stream = None
+
+
+class _PlayServer(Server):
+    tape: Tape
+    lenient: bool
+    spare: ReplayEngine | None
+    sessions: dict[str, ReplaySession]
+    default: ReplaySession | None
+    engines: list[ReplayEngine]
+    has_server_messages: bool
+    stopping: threading.Event
+    lock: threading.Lock
+
+    def new_engine(self) -> ReplayEngine:
+        with self.lock:
+            engine = self.spare or ReplayEngine(self.tape, lenient=self.lenient)
+            self.spare = None
+            self.engines.append(engine)
+            return engine
+
+
+class PlayHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and each SSE event go out at once
+    server: _PlayServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    # -- helpers --
+
+    def _reply(self, status: int, body: bytes = b"", ctype: str | None = None, session: str | None = None) -> None:
+        self.send_response(status)
+        if ctype:
+            self.send_header("Content-Type", ctype)
+        if session:
+            self.send_header(SESSION_HEADER, session)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if body:
+            self.wfile.write(body)
+
+    def _error(self, status: int, message: str, msg_id: Any = None) -> None:
+        body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32600, "message": message}})
+        self._reply(status, body.encode("utf-8"), "application/json")
+
+    def _session(self, create: bool) -> ReplaySession | None:
+        srv = self.server
+        sid = self.headers.get(SESSION_HEADER)
+        if create:
+            session = ReplaySession(srv.new_engine(), uuid.uuid4().hex)
+            with srv.lock:
+                srv.sessions[str(session.session_id)] = session
+            return session
+        if sid:
+            with srv.lock:
+                return srv.sessions.get(sid)
+        # No session id: a stateless (2026-07-28) client, or one that skipped initialize.
+        with srv.lock:
+            if srv.default is not None:
+                return srv.default
+        session = ReplaySession(srv.new_engine(), None)
+        with srv.lock:
+            if srv.default is None:
+                srv.default = session
+            return srv.default
+
+    def _stream(self, stream: queue.SimpleQueue[str | None], first: list[str], session: ReplaySession) -> None:
+        """Write an SSE body: the lines already due, then whatever the stream gets until it ends."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        if session.session_id:
+            self.send_header(SESSION_HEADER, session.session_id)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        body = ChunkedBody(self)
+        try:
+            for line in first:
+                body.write(format_sse(line))
+            while not self.server.stopping.is_set():
+                try:
+                    item = stream.get(timeout=_POLL)
+                except queue.Empty:
+                    continue
+                if item is _END:
+                    break
+                body.write(format_sse(item))
+            body.end()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    # -- methods --
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        text = self.rfile.read(length).decode("utf-8", "surrogateescape") if length else ""
+        try:
+            msg = json.loads(text)
+        except ValueError:
+            msg = None
+        kind = classify(msg)
+        if kind == "invalid":
+            self._error(400, "Bad Request: the body is not one JSON-RPC message (mcptape play)")
+            return
+        assert isinstance(msg, dict)
+        is_init = kind == "request" and msg["method"] == "initialize"
+        session = self._session(create=is_init)
+        if session is None:
+            self._error(404, "Session not found (mcptape play): initialize a new session", msg.get("id"))
+            return
+        if kind != "request":
+            session.route(session.engine.handle(text), None)
+            self._reply(202, session=session.session_id)
+            return
+        own = id_key(msg["id"])
+        stream: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        with session.lock:
+            session.streams[own] = stream
+        session.route(session.engine.handle(text), own)
+        due: list[str] = []
+        ended = False
+        while True:
+            try:
+                line = stream.get_nowait()
+            except queue.Empty:
+                break
+            if line is _END:
+                ended = True
+                break
+            due.append(line)
+        if session.engine.closed and not ended:
+            # The recorded server died in this call: the client sees the connection drop.
+            with session.lock:
+                session.streams.pop(own, None)
+            self.close_connection = True
+            return
+        if ended and len(due) == 1:
+            self._reply(200, due[0].encode("utf-8", "surrogateescape"), "application/json", session.session_id)
+            return
+        if ended:
+            stream.put(_END)
+        self._stream(stream, due, session)
+
+    def do_GET(self) -> None:
+        session = self._session(create=False)
+        if session is None:
+            self._reply(404)
+            return
+        if not self.server.has_server_messages and not session.backlog:
+            # The tape holds nothing the server sent unasked: no GET stream, as the spec allows.
+            self._reply(405)
+            return
+        self._stream(session.open_get(), [], session)
+
+    def do_DELETE(self) -> None:
+        sid = self.headers.get(SESSION_HEADER)
+        srv = self.server
+        with srv.lock:
+            session = srv.sessions.pop(sid, None) if sid else None
+        if session is None:
+            self._reply(404)
+            return
+        session.close()
+        self._reply(200)
+
+
+def _has_server_messages(tape: Tape) -> bool:
+    return any(ev.get("dir") == "s2c" and ev.get("kind") in ("request", "notification") for ev in tape.events)
+
+
+def run_http_play(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
+    """Serve the tape over streamable HTTP until SIGINT/SIGTERM, then report like stdio play."""
+    tape = load_tape(args.tape)
+    spare = ReplayEngine(tape, lenient=bool(getattr(args, "lenient", False)))  # fails early on a bad tape
+    host, port = parse_listen(args.listen)
+    server = _PlayServer((host, port), PlayHandler)
+    server.tape = tape
+    server.lenient = bool(getattr(args, "lenient", False))
+    server.spare = spare
+    server.sessions = {}
+    server.default = None
+    server.engines = []
+    server.has_server_messages = _has_server_messages(tape)
+    server.stopping = threading.Event()
+    server.lock = threading.Lock()
+    if not tape.complete:
+        say(f"mcptape play: warning: {args.tape} was cut short (no footer); replaying the {len(tape.events)} event(s) it holds")
+    try:
+        serve_until_stopped(
+            server, lambda: say(f"mcptape play: serving {args.tape} on {server.url_base}/mcp (stop with Ctrl-C)"), stop
+        )
+    finally:
+        server.stopping.set()
+        for session in list(server.sessions.values()):
+            session.close()
+    if not server.engines:
+        say("mcptape play: no client connected")
+        return EXIT_OK
+    code = EXIT_OK
+    for engine in server.engines:
+        report = engine.report()
+        say(report.render())
+        code = max(code, report.exit_code)
+    return code
+

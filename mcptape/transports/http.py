@@ -1,0 +1,741 @@
+"""HTTP transports: streamable HTTP and the legacy HTTP+SSE transport, plus an optional `start:` server.
+
+Same tiny interface as StdioTransport (`send`, `receive`, `close`, `stderr_tail`), so the
+scripted client does not know which wire it talks over. Owns HTTP framing only: POST per
+message, JSON or SSE answers (parsed incrementally), `Mcp-Session-Id`, `MCP-Protocol-Version`,
+the GET stream for server-initiated messages, DELETE on close, and the legacy `endpoint`
+handshake. It knows no MCP method beyond the three facts HTTP framing needs: which message is
+`initialize` (its answer carries the session id and protocol version), that
+`notifications/initialized` opens the GET stream, and which request a response answers (so a
+stream that ends early can be named). What the messages mean is client.py's business.
+
+Every incoming message, from every POST answer and the GET/SSE stream, lands in one queue
+that `receive` reads. Errors of the background readers (HTTP status, dropped connection) are
+queued as ServerError and raised by `receive`, in order with the messages received before them.
+Configured `headers:` are secrets: they are sent, never logged or put in an error message.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import queue
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from mcptape.errors import ServerError, ServerTimeout
+from mcptape.transports.stdio import ServerProcess, minimal_env
+
+if TYPE_CHECKING:
+    import httpx
+
+    from mcptape.config import HttpServer
+
+ACCEPT_BOTH = "application/json, text/event-stream"
+SESSION_HEADER = "Mcp-Session-Id"
+PROTOCOL_HEADER = "MCP-Protocol-Version"
+METHOD_HEADER = "Mcp-Method"
+NAME_HEADER = "Mcp-Name"
+# Stateless revisions (2026-07-28 on) carry their version in each request's _meta and
+# speak without a session; the HTTP layer mirrors them in headers (see message_headers).
+META_PROTOCOL_KEY = "io.modelcontextprotocol/protocolVersion"
+NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+CONNECT_TIMEOUT = 10.0
+OUTPUT_TAIL_LINES = 40
+ERROR_BODY_CHARS = 500
+
+
+# --- SSE parsing (pure) ----------------------------------------------------------------------
+
+
+@dataclass
+class SseEvent:
+    """One dispatched server-sent event. `data` lines are joined with "\\n" as the spec says."""
+
+    data: str
+    event: str = "message"
+    id: str | None = None
+    retry: int | None = None
+
+
+class SseParser:
+    """Incremental text/event-stream parser: feed bytes as they arrive, get whole events back.
+
+    Works on bytes so a UTF-8 character or a CRLF split across two chunks is reassembled
+    before decoding; a lone CR at the end of a chunk is held back because the next chunk may
+    start with the LF that completes it.
+    """
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+        self.last_event_id: str | None = None
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        self._buf += chunk
+        events: list[SseEvent] = []
+        for line in self._lines():
+            ev = self._line(line)
+            if ev is not None:
+                events.append(ev)
+        return events
+
+    def _lines(self) -> Iterator[bytes]:
+        buf = self._buf
+        start = 0
+        n = len(buf)
+        i = 0
+        while i < n:
+            c = buf[i]
+            if c == 0x0A:  # LF
+                yield buf[start:i]
+                i += 1
+                start = i
+            elif c == 0x0D:  # CR, CRLF
+                if i + 1 == n:
+                    break  # maybe half of a CRLF: wait for the next chunk
+                yield buf[start:i]
+                i += 2 if buf[i + 1] == 0x0A else 1
+                start = i
+            else:
+                nl = min((p for p in (buf.find(b"\n", i), buf.find(b"\r", i)) if p >= 0), default=n)
+                i = nl
+        self._buf = buf[start:]
+
+    def _line(self, raw: bytes) -> SseEvent | None:
+        if not raw:
+            return self._dispatch()
+        line = raw.decode("utf-8", "replace")
+        if line.startswith(":"):
+            return None  # comment / keep-alive
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
+        return None
+
+    def _dispatch(self) -> SseEvent | None:
+        if self._id is not None:
+            self.last_event_id = self._id
+        data = "\n".join(self._data)
+        if not data.strip():
+            # Blank data carries no message: MCP servers send such events only to prime
+            # resumption with an id (a browser would dispatch them; we have nothing to deliver).
+            self._data, self._event, self._id, self._retry = [], "", None, None
+            return None
+        ev = SseEvent(data=data, event=self._event or "message", id=self._id, retry=self._retry)
+        self._data, self._event, self._id, self._retry = [], "", None, None
+        return ev
+
+
+def format_sse(data: str, *, event: str = "message", event_id: str | None = None) -> bytes:
+    """One SSE event as bytes (multi-line data split into data lines)."""
+    parts = []
+    if event != "message":
+        parts.append(f"event: {event}\n")
+    else:
+        parts.append("event: message\n")
+    if event_id is not None:
+        parts.append(f"id: {event_id}\n")
+    for line in data.split("\n"):
+        parts.append(f"data: {line}\n")
+    parts.append("\n")
+    return "".join(parts).encode("utf-8")
+
+
+# --- header handling (pure) ------------------------------------------------------------------
+
+
+def encode_header_value(value: str) -> str:
+    """A header-safe form of `value`: printable ASCII as is, anything else base64 in a sentinel."""
+    import base64
+
+    if all(0x20 <= ord(c) <= 0x7E for c in value) and value == value.strip() and not value.startswith("=?base64?"):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def message_headers(
+    msg: Any,
+    *,
+    configured: Mapping[str, str],
+    session_id: str | None,
+    protocol: str | None,
+) -> dict[str, str]:
+    """The headers of the POST carrying `msg`.
+
+    Legacy sessions: the session id and negotiated protocol version once known (never on
+    `initialize` itself). A request stamped with a stateless revision in its `_meta` gets that
+    version, `Mcp-Method` and `Mcp-Name` instead, and no session id: those revisions have none.
+    Configured headers go first so the MCP ones cannot be overridden by accident.
+    """
+    headers = dict(configured)
+    headers["Accept"] = ACCEPT_BOTH
+    headers["Content-Type"] = "application/json"
+    stateless = _stateless_version(msg)
+    if stateless is not None:
+        headers[PROTOCOL_HEADER] = stateless
+        method = msg.get("method")
+        if isinstance(method, str):
+            headers[METHOD_HEADER] = method
+            key = NAME_BEARING.get(method)
+            value = (msg.get("params") or {}).get(key) if key else None
+            if isinstance(value, str):
+                headers[NAME_HEADER] = encode_header_value(value)
+        return headers
+    is_initialize = isinstance(msg, dict) and msg.get("method") == "initialize"
+    if session_id and not is_initialize:
+        headers[SESSION_HEADER] = session_id
+    if protocol and not is_initialize:
+        headers[PROTOCOL_HEADER] = protocol
+    return headers
+
+
+def _stateless_version(msg: Any) -> str | None:
+    if not isinstance(msg, dict):
+        return None
+    params = msg.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(META_PROTOCOL_KEY) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def parse_json_messages(body: bytes) -> list[bytes]:
+    """A JSON answer body as message lines: one message, or each element of a batch array."""
+    text = body.strip()
+    if text.startswith(b"["):
+        try:
+            items = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return [text]
+        from mcptape.jsonrpc import dumps
+
+        return [dumps(item).encode("utf-8") for item in items]
+    return [text] if text else []
+
+
+def _parse(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def _describe(msg: Any) -> str:
+    """'request 3 (tools/call)' — for error messages; never payloads (they may hold secrets)."""
+    if not isinstance(msg, dict):
+        return "a message that is not JSON"
+    if "method" in msg:
+        kind = "request" if "id" in msg else "notification"
+        ident = f" {json.dumps(msg['id'])}" if "id" in msg else ""
+        return f"{kind}{ident} ({msg['method']})"
+    return f"response {json.dumps(msg.get('id'))}"
+
+
+def _body_snippet(body: bytes) -> str:
+    text = body.decode("utf-8", "replace").strip()
+    return text[:ERROR_BODY_CHARS] + ("..." if len(text) > ERROR_BODY_CHARS else "")
+
+
+def new_client(timeout: httpx.Timeout) -> httpx.Client:
+    """An httpx client for MCP traffic: no redirects, identity encoding, Nagle off.
+
+    httpcore writes a request's headers and body in separate sends; with Nagle on, the body
+    waits for the peer's delayed ACK (~20-40 ms per round trip on Linux loopback).
+    """
+    import httpx
+
+    transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    return httpx.Client(
+        transport=transport,
+        timeout=timeout,
+        follow_redirects=False,
+        headers={"Accept-Encoding": "identity"},
+    )
+
+
+# --- the optional `start:` server ------------------------------------------------------------
+
+
+class StartedServer:
+    """A server launched by `start:`: its output drained into a tail, stopped with its process group."""
+
+    def __init__(self, command: list[str], *, env: Mapping[str, str], cwd: str | os.PathLike[str] | None) -> None:
+        self.process = ServerProcess(command, env=env, cwd=cwd)
+        self._tail: collections.deque[bytes] = collections.deque(maxlen=OUTPUT_TAIL_LINES)
+        self._lock = threading.Lock()
+        self._threads = []
+        for pipe in (self.process.popen.stdout, self.process.popen.stderr):
+            t = threading.Thread(target=self._drain, args=(pipe,), name="http-start-out", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _drain(self, pipe: Any) -> None:
+        try:
+            for line in iter(pipe.readline, b""):
+                with self._lock:
+                    self._tail.append(line)
+        except (OSError, ValueError):
+            pass
+
+    def output_tail(self, lines: int = 20) -> str:
+        with self._lock:
+            tail = list(self._tail)[-lines:]
+        return b"".join(tail).decode("utf-8", "backslashreplace").rstrip()
+
+    def wait_ready(self, url: str, timeout: float) -> None:
+        """Poll the URL's port until it accepts a connection; ServerError with the output if not."""
+        parts = urlsplit(url)
+        host = parts.hostname or "127.0.0.1"
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self.process.popen.poll()
+            if code is not None:
+                for t in self._threads:
+                    t.join(timeout=1.0)
+                raise ServerError(
+                    f"the `start:` command {' '.join(self.process.command)!r} exited with code {code} "
+                    f"before {host}:{port} accepted connections; its output:\n{self.output_tail() or '(none)'}",
+                    hint="run the start command by hand to see why it stops",
+                )
+            try:
+                with socket.create_connection((host, port), timeout=0.5):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() >= deadline:
+                self.stop()
+                raise ServerError(
+                    f"the server started by `start:` did not accept connections on {host}:{port} "
+                    f"within {timeout:g}s; its output:\n{self.output_tail() or '(none)'}",
+                    hint="check that `url:` names the port the server listens on, or raise `ready_timeout:`",
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> int | None:
+        """SIGTERM the process group at once (an HTTP server does not read stdin), then SIGKILL."""
+        code = self.process.shutdown(grace=0.0)
+        for t in self._threads:
+            t.join(timeout=1.0)
+        return code
+
+
+# --- the transports --------------------------------------------------------------------------
+
+_Item = bytes | ServerError | None
+
+
+class _HttpTransportBase:
+    """What both HTTP transports share: the client, the incoming queue, the sender thread, close."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], *, started: StartedServer | None = None) -> None:
+        import httpx
+
+        self.url = url
+        self._configured = dict(headers)
+        self._started = started
+        self._client = new_client(httpx.Timeout(CONNECT_TIMEOUT, read=None))
+        self._incoming: queue.SimpleQueue[_Item] = queue.SimpleQueue()
+        self._outgoing: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._closing = threading.Event()
+        self._lock = threading.Lock()
+        self._responses: set[httpx.Response] = set()
+        self._threads: list[threading.Thread] = []
+        self.returncode: int | None = None
+        self._spawn(self._send_loop, "http-send")
+
+    # -- interface --
+
+    def send(self, line: bytes) -> None:
+        """Queue one message for POSTing; HTTP failures surface at the next `receive`."""
+        if self._closing.is_set():
+            raise ServerError(f"the HTTP transport to {self.url} is closed")
+        self._outgoing.put(line)
+
+    def receive(self, timeout: float | None = None) -> bytes | None:
+        """The next message from any stream; None at the end; ServerError for a failed exchange."""
+        try:
+            item = self._incoming.get(timeout=timeout)
+        except queue.Empty:
+            raise ServerTimeout(f"no message from {self.url} within {timeout:g}s") from None
+        if isinstance(item, ServerError):
+            raise item
+        return item
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        return self._started.output_tail(lines) if self._started else ""
+
+    def close(self, grace: float = 2.0) -> int | None:
+        """End the exchange (DELETE the session where there is one), then stop a started server."""
+        if self._closing.is_set():
+            return self.returncode
+        self._outgoing.put(None)
+        deadline = time.monotonic() + grace
+        for t in self._threads[:1]:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._closing.set()
+        self._terminate()
+        with self._lock:
+            responses = list(self._responses)
+        for resp in responses:
+            resp.close()
+        self._client.close()
+        if self._started is not None:
+            self.returncode = self._started.stop()
+        self._incoming.put(None)
+        return self.returncode
+
+    # -- for subclasses --
+
+    def _terminate(self) -> None:
+        """Hook: end the server-side session before the connections close."""
+
+    def _post(self, line: bytes, msg: Any) -> None:
+        raise NotImplementedError
+
+    def _spawn(self, target: Any, name: str, *args: Any) -> None:
+        t = threading.Thread(target=target, args=args, name=name, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def _send_loop(self) -> None:
+        # One sender keeps messages in the order the client wrote them; it waits only for
+        # each answer's headers (a streamed body is read by its own thread), so a request
+        # whose answer streams on does not hold back the client's reply to a server request.
+        import httpx
+
+        while True:
+            line = self._outgoing.get()
+            if line is None or self._closing.is_set():
+                return
+            msg = _parse(line)
+            try:
+                self._post(line, msg)
+            except httpx.HTTPError as e:
+                if not self._closing.is_set():
+                    self._fail(f"POST {self._safe_url()} for {_describe(msg)} failed: {type(e).__name__}: {e}")
+
+    def _fail(self, message: str, hint: str | None = None) -> None:
+        tail = self.stderr_tail()
+        if tail:
+            message += f"\nserver output:\n{tail}"
+        self._incoming.put(ServerError(message, hint=hint))
+
+    def _safe_url(self, url: str | None = None) -> str:
+        """The URL without query or userinfo: either may carry a credential."""
+        p = urlsplit(url or self.url)
+        host = p.hostname or ""
+        port = f":{p.port}" if p.port else ""
+        return f"{p.scheme}://{host}{port}{p.path}"
+
+    def _track(self, resp: httpx.Response, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._responses.add(resp)
+            else:
+                self._responses.discard(resp)
+
+    def _deliver(self, data: bytes) -> None:
+        self._incoming.put(data)
+
+    def _read_sse(self, resp: httpx.Response, what: str, answers: Any, on_event: Any = None) -> bool:
+        """Read an SSE body to its end, delivering messages. True if the request was answered.
+
+        `answers` is the id of the request this stream must answer (None for the GET stream).
+        A connection that drops, or a stream that ends before its answer, is a ServerError
+        queued after everything received up to that point.
+        """
+        import httpx
+
+        parser = SseParser()
+        answered = answers is None
+        want = json.dumps(answers) if answers is not None else None
+        try:
+            for chunk in resp.iter_raw():
+                for ev in parser.feed(chunk):
+                    if on_event is not None and on_event(ev):
+                        continue
+                    if ev.event != "message":
+                        continue
+                    data = ev.data.encode("utf-8")
+                    if not answered and _answers(data, want):
+                        answered = True
+                    self._deliver(data)
+        except httpx.HTTPError as e:
+            if not self._closing.is_set():
+                self._fail(
+                    f"the connection to {self._safe_url()} dropped while reading {what}: {type(e).__name__}: {e}",
+                    hint="the server closed the stream mid-answer; everything received before is kept",
+                )
+            return answered
+        finally:
+            resp.close()
+            self._track(resp, False)
+        if not answered and not self._closing.is_set():
+            self._fail(
+                f"{self._safe_url()} ended the SSE stream of {what} before answering it",
+                hint="the server closed the stream early (crashed or restarted?)",
+            )
+        return answered
+
+
+def _answers(data: bytes, want: str | None) -> bool:
+    if want is None or b'"id"' not in data:
+        return False
+    msg = _parse(data)
+    return isinstance(msg, dict) and "method" not in msg and json.dumps(msg.get("id")) == want
+
+
+class StreamableHttpTransport(_HttpTransportBase):
+    """MCP streamable HTTP: POST each message, answers as JSON or SSE, GET stream for the server's own."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], *, started: StartedServer | None = None) -> None:
+        self.session_id: str | None = None
+        self.protocol: str | None = None
+        self._initialize_id: str | None = None  # json.dumps of the initialize request's id
+        self._get_opened = False
+        super().__init__(url, headers, started=started)
+
+    def _deliver(self, data: bytes) -> None:
+        # The negotiated version is read off the initialize answer as it passes through,
+        # before the client sees it, so every later POST already carries the header.
+        if self._initialize_id is not None and _answers(data, self._initialize_id):
+            msg = _parse(data)
+            result = msg.get("result") if isinstance(msg, dict) else None
+            if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+                self.protocol = result["protocolVersion"]
+            self._initialize_id = None
+        super()._deliver(data)
+
+    def _post(self, line: bytes, msg: Any) -> None:
+        is_request = isinstance(msg, dict) and "method" in msg and "id" in msg
+        if is_request and msg["method"] == "initialize":
+            self._initialize_id = json.dumps(msg["id"])
+            self.session_id = None
+        headers = message_headers(msg, configured=self._configured, session_id=self.session_id, protocol=self.protocol)
+        request = self._client.build_request("POST", self.url, content=line, headers=headers)
+        resp = self._client.send(request, stream=True)
+        self._track(resp, True)
+        sid = resp.headers.get(SESSION_HEADER)
+        if sid and is_request and msg["method"] == "initialize":
+            self.session_id = sid
+        what = _describe(msg)
+        if resp.status_code >= 300:
+            self._http_error(resp, what, msg if is_request else None)
+            return
+        ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+        if resp.status_code == 202 or not is_request:
+            resp.close()
+            self._track(resp, False)
+            if isinstance(msg, dict) and msg.get("method") == "notifications/initialized":
+                self._open_get_stream()
+            return
+        if ctype == "text/event-stream":
+            self._spawn(self._read_sse, "http-post-sse", resp, what, msg["id"])
+        else:
+            self._spawn(self._read_json, "http-post-json", resp, what, msg["id"])
+
+    def _read_json(self, resp: httpx.Response, what: str, answers: Any) -> None:
+        import httpx
+
+        try:
+            body = resp.read()
+        except httpx.HTTPError as e:
+            if not self._closing.is_set():
+                self._fail(f"the connection to {self._safe_url()} dropped while reading the answer to {what}: {e}")
+            return
+        finally:
+            resp.close()
+            self._track(resp, False)
+        lines = parse_json_messages(body)
+        want = json.dumps(answers)
+        for data in lines:
+            self._deliver(data)
+        if not any(_answers(data, want) for data in lines) and not self._closing.is_set():
+            self._fail(f"{self._safe_url()} answered {what} with a JSON body that holds no answer to it")
+
+    def _http_error(self, resp: httpx.Response, what: str, request: Any) -> None:
+        import httpx
+
+        try:
+            body = resp.read()
+        except httpx.HTTPError:
+            body = b""
+        finally:
+            resp.close()
+            self._track(resp, False)
+        # A JSON-RPC error answering the request is the server's answer: pass it on as one.
+        if request is not None and resp.headers.get("content-type", "").startswith("application/json"):
+            want = json.dumps(request["id"])
+            lines = parse_json_messages(body)
+            if any(_answers(d, want) for d in lines):
+                for data in lines:
+                    self._deliver(data)
+                return
+        hint = None
+        if resp.status_code == 404 and self.session_id:
+            hint = "the server no longer knows this session (restarted or expired)"
+        elif resp.status_code in (401, 403):
+            hint = "check the `headers:` of this server (credentials)"
+        elif resp.status_code == 406:
+            hint = "the server refused the Accept header; is this URL an MCP streamable HTTP endpoint?"
+        self._fail(
+            f"{self._safe_url()} answered {what} with HTTP {resp.status_code}: {_body_snippet(body) or '(empty body)'}",
+            hint=hint,
+        )
+
+    def _open_get_stream(self) -> None:
+        if self._get_opened:
+            return
+        self._get_opened = True
+        self._spawn(self._get_stream, "http-get-sse")
+
+    def _get_stream(self) -> None:
+        import httpx
+
+        headers = dict(self._configured)
+        headers["Accept"] = "text/event-stream"
+        if self.session_id:
+            headers[SESSION_HEADER] = self.session_id
+        if self.protocol:
+            headers[PROTOCOL_HEADER] = self.protocol
+        try:
+            request = self._client.build_request("GET", self.url, headers=headers)
+            resp = self._client.send(request, stream=True)
+        except httpx.HTTPError:
+            return  # optional stream: the session works without it
+        self._track(resp, True)
+        ctype = resp.headers.get("content-type", "")
+        if resp.status_code != 200 or not ctype.startswith("text/event-stream"):
+            # 405: the server offers no GET stream, which the spec allows.
+            resp.close()
+            self._track(resp, False)
+            return
+        self._read_sse(resp, "the GET stream", None)
+
+    def _terminate(self) -> None:
+        import httpx
+
+        if not self.session_id:
+            return
+        headers = dict(self._configured)
+        headers[SESSION_HEADER] = self.session_id
+        if self.protocol:
+            headers[PROTOCOL_HEADER] = self.protocol
+        # The server may already be gone; ending the session is a courtesy.
+        with contextlib.suppress(httpx.HTTPError):
+            self._client.request("DELETE", self.url, headers=headers, timeout=5.0)
+
+
+class SseTransport(_HttpTransportBase):
+    """The legacy HTTP+SSE transport: one GET stream names a POST endpoint and carries every answer."""
+
+    ENDPOINT_TIMEOUT = 10.0
+
+    def __init__(self, url: str, headers: Mapping[str, str], *, started: StartedServer | None = None) -> None:
+        self.endpoint: str | None = None
+        self._endpoint_ready = threading.Event()
+        super().__init__(url, headers, started=started)
+        self._spawn(self._stream, "http-sse-stream")
+
+    def _stream(self) -> None:
+        import httpx
+
+        headers = dict(self._configured)
+        headers["Accept"] = "text/event-stream"
+        try:
+            request = self._client.build_request("GET", self.url, headers=headers)
+            resp = self._client.send(request, stream=True)
+        except httpx.HTTPError as e:
+            if not self._closing.is_set():
+                self._fail(f"GET {self._safe_url()} (the SSE stream) failed: {type(e).__name__}: {e}")
+            self._endpoint_ready.set()
+            return
+        self._track(resp, True)
+        if resp.status_code != 200:
+            body = resp.read()
+            resp.close()
+            self._track(resp, False)
+            self._fail(f"GET {self._safe_url()} (the SSE stream) answered HTTP {resp.status_code}: {_body_snippet(body)}")
+            self._endpoint_ready.set()
+            return
+        self._read_sse(resp, "the SSE stream", None, on_event=self._on_event)
+        if not self._closing.is_set():
+            self._fail(f"{self._safe_url()} closed the SSE stream", hint="the server ended the session or crashed")
+            self._incoming.put(None)
+        self._endpoint_ready.set()
+
+    def _on_event(self, ev: SseEvent) -> bool:
+        if ev.event != "endpoint":
+            return False
+        endpoint = urljoin(self.url, ev.data.strip())
+        mine, theirs = urlsplit(self.url), urlsplit(endpoint)
+        if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
+            # Never send messages (and our headers) to another origin than the one configured.
+            self._fail(f"the SSE endpoint event names another origin ({self._safe_url(endpoint)}); refusing it")
+        else:
+            self.endpoint = endpoint
+        self._endpoint_ready.set()
+        return True
+
+    def _post(self, line: bytes, msg: Any) -> None:
+        if not self._endpoint_ready.wait(self.ENDPOINT_TIMEOUT) or self.endpoint is None:
+            if self.endpoint is None and not self._closing.is_set():
+                self._fail(
+                    f"{self._safe_url()} sent no `endpoint` event within {self.ENDPOINT_TIMEOUT:g}s; "
+                    f"cannot send {_describe(msg)}",
+                    hint="is this URL a legacy HTTP+SSE endpoint? use `transport: streamable-http` otherwise",
+                )
+            return
+        headers = dict(self._configured)
+        headers["Content-Type"] = "application/json"
+        resp = self._client.post(self.endpoint, content=line, headers=headers)
+        if resp.status_code >= 300:
+            self._fail(
+                f"{self._safe_url(self.endpoint)} answered {_describe(msg)} with HTTP {resp.status_code}: "
+                f"{_body_snippet(resp.content) or '(empty body)'}"
+            )
+
+
+Transport = StreamableHttpTransport | SseTransport
+
+
+def open_http_transport(server: HttpServer, *, base_dir: Path, env: dict[str, str]) -> Transport:
+    """Start the server if it has `start:`, wait until its port answers, and open its transport."""
+    started: StartedServer | None = None
+    if server.start:
+        cwd = Path(base_dir) / server.cwd if server.cwd else Path(base_dir)
+        started = StartedServer(list(server.start), env=minimal_env(env), cwd=cwd)
+        try:
+            started.wait_ready(server.url, server.ready_timeout)
+        except BaseException:
+            started.stop()
+            raise
+    cls = SseTransport if server.transport == "sse" else StreamableHttpTransport
+    try:
+        return cls(server.url, server.headers, started=started)
+    except BaseException:
+        if started is not None:
+            started.stop()
+        raise
