@@ -83,9 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     # --- schema / comment / merge ----------------------------------------------------------
     sub.add_parser("schema", help="print the JSON Schema of mcptape.yml")
     comment = sub.add_parser("comment", help="post or update the PR comment from a saved body")
-    comment.add_argument("--body", required=True, metavar="FILE", help="markdown body saved by a ci run")
+    comment.add_argument("--body", required=True, metavar="FILE", help="JSON report or markdown body saved by a ci run")
     comment.add_argument("--pr", type=int, help="pull request number (default: from GITHUB_EVENT_PATH)")
     comment.add_argument("--repo", help="owner/name (default: GITHUB_REPOSITORY)")
+    comment.add_argument("--head-sha", metavar="SHA", help="refuse unless the PR's head is this commit (fork pattern)")
+    comment.add_argument("--key", help="marker key (default: the config path of the report, or the body's marker)")
     merge = sub.add_parser("merge", help="combine JSON reports of sharded ci runs into one verdict")
     merge.add_argument("reports", nargs="+", help="JSON reports written by `mcptape ci --json`")
     merge.add_argument("--json", dest="json_report", metavar="FILE", help="write the merged JSON report here")

@@ -9,6 +9,7 @@ into a message on stderr and that code, never a traceback::
     ├── ServerError                   3  a server failed to start, crashed or hung
     │   └── ServerTimeout             3  a request or session ran past its timeout
     ├── ReplayError                   2  a tape that cannot be replayed (say why)
+    ├── GitHubError                   3  a GitHub API call failed (which call, HTTP status, the fix)
     └── SecretLeak                    4  a secret survived redaction; nothing was written
 
 Foreign exceptions are translated at the boundary where they occur, with `raise ... from e`.
@@ -58,6 +59,14 @@ class ReplayError(McptapeError):
     """A tape cannot be replayed at all (as opposed to one request it cannot answer)."""
 
     exit_code = EXIT_STRUCTURAL_DRIFT
+
+
+class GitHubError(McptapeError):
+    """A GitHub API call failed: names the call, the HTTP status (`status`, None if none) and the fix."""
+
+    def __init__(self, message: str, *, hint: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
 
 
 class SecretLeak(McptapeError):

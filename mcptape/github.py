@@ -1,0 +1,519 @@
+"""GitHub: the only module that knows GitHub — job summary, annotations, step outputs, PR comment.
+
+`publish_run` is called by ci.py at the end of a run when GITHUB_ACTIONS=true; `run_comment` is
+`mcptape comment`, the second stage of the fork-PR pattern (docs/github-action.md). What the
+summary and the comment *say* is report/markdown.py's; the verdict is ci.py's and diff/'s.
+
+Publishing never changes the verdict: a comment that cannot be posted (fork PR, read-only token,
+GitHub down) is a `::warning::` plus a saved body, and the job's exit code stays the gate's.
+Only a secret surviving redaction stops it (SecretLeak, exit 4) — and then nothing is written.
+
+The PR comment is sticky: exactly one per config, found by its hidden first-line marker AND by
+being written by this token's own user, so a comment someone else pastes the marker into is never
+taken over. When drift goes away the existing comment is turned green; a PR that never drifted
+gets no comment at all (no noise on clean PRs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import re
+import sys
+import tempfile
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcptape.errors import GitHubError, McptapeError
+from mcptape.report.model import RunReport, SessionResult
+
+DEFAULT_API_URL = "https://api.github.com"
+# The login GitHub gives comments made with a workflow's GITHUB_TOKEN; such a token cannot call
+# GET /user (403 "Resource not accessible by integration"), so this is the fallback identity.
+ACTIONS_BOT = "github-actions[bot]"
+MAX_ANNOTATIONS = 10  # GitHub shows at most 10 error annotations per step
+PER_PAGE = 100
+
+
+# --- workflow commands and files -----------------------------------------------------------------
+
+
+def escape_data(value: str) -> str:
+    """Escape the message part of a workflow command (`::error ...::<data>`)."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    """Escape a property value of a workflow command (`file=`, `title=`): also `:` and `,`."""
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(name: str, message: str, **props: str | int | None) -> str:
+    """One workflow command line, e.g. `::error file=tapes/a.tape.jsonl,line=7::...`."""
+    ps = ",".join(f"{k}={escape_property(str(v))}" for k, v in props.items() if v is not None)
+    return f"::{name}{' ' + ps if ps else ''}::{escape_data(message)}"
+
+
+def _emit(line: str) -> None:
+    print(line, flush=True)
+
+
+def format_outputs(outputs: Mapping[str, str]) -> str:
+    """`$GITHUB_OUTPUT` text: `name=value`, or the heredoc form with a random delimiter when multiline."""
+    parts = []
+    for name, value in outputs.items():
+        if "\n" in value or "\r" in value:
+            delim = f"ghadelimiter_{uuid.uuid4().hex}"
+            while delim in value:  # practically never; a value chosen to contain it must not end it early
+                delim = f"ghadelimiter_{uuid.uuid4().hex}"
+            parts.append(f"{name}<<{delim}\n{value}\n{delim}\n")
+        else:
+            parts.append(f"{name}={value}\n")
+    return "".join(parts)
+
+
+def _append(path: str, text: str, what: str) -> None:
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise GitHubError(f"{path}: cannot write the {what}: {e.strerror}") from e
+
+
+# --- where we are ---------------------------------------------------------------------------------
+
+
+@dataclass
+class PullRequest:
+    number: int
+    repo: str  # owner/name of the base repository, where the comment goes
+    fork: bool  # head repository differs from the base (the token of a `pull_request` run is read-only)
+    event: str
+
+
+def pull_request_from_event(env: Mapping[str, str]) -> PullRequest | None:
+    """The PR of this run from GITHUB_EVENT_PATH; None when the event is not about a PR."""
+    event_name = env.get("GITHUB_EVENT_NAME", "")
+    path = env.get("GITHUB_EVENT_PATH")
+    if event_name not in ("pull_request", "pull_request_target") or not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            event = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise GitHubError(f"{path}: cannot read the GitHub event file: {e}") from e
+    pr = event.get("pull_request") or {}
+    number = pr.get("number") or event.get("number")
+    if not isinstance(number, int):
+        return None
+    base = ((pr.get("base") or {}).get("repo") or {}).get("full_name") or env.get("GITHUB_REPOSITORY", "")
+    head = ((pr.get("head") or {}).get("repo") or {}).get("full_name")
+    # A deleted fork has head.repo null; treat it as a fork: its token is read-only too.
+    fork = event_name == "pull_request" and head != base
+    return PullRequest(number=number, repo=str(base), fork=fork, event=event_name)
+
+
+def comment_key(config_path: str, workspace: str | None = None) -> str:
+    """The marker key of a config: its path relative to the workspace, so two configs get two comments."""
+    root = Path(workspace or os.getcwd()).resolve()
+    path = Path(config_path)
+    full = (path if path.is_absolute() else Path.cwd() / path).resolve()
+    try:
+        return full.relative_to(root).as_posix()
+    except ValueError:
+        return full.name
+
+
+def _golden_for_annotation(s: SessionResult, config_path: str, workspace: str) -> str | None:
+    if not s.golden:
+        return None
+    base = Path(config_path).resolve().parent
+    golden = (base / s.golden).resolve()
+    try:
+        return golden.relative_to(Path(workspace).resolve()).as_posix()
+    except ValueError:
+        return None  # outside the checkout: GitHub could not place it on the Files tab anyway
+
+
+def _first_line_number(s: SessionResult) -> int | None:
+    """golden_line of the first drifted finding (the one the one-line summary names)."""
+    if s.diff is None or s.diff.first is None:
+        return None
+    drift = s.diff.first
+    ordered = [f for f in drift.findings if f.severity == drift.severity] + drift.findings
+    return next((f.golden_line for f in ordered if f.golden_line is not None), None)
+
+
+def annotation_lines(report: RunReport, *, config_path: str, workspace: str) -> list[str]:
+    """`::error` lines: one per drifted session at its first drifted event, one per failed session."""
+    from mcptape.report.markdown import one_line
+
+    lines = []
+    for s in report.sessions:
+        if s.verdict in ("output", "structural") and s.diff is not None and s.diff.first is not None:
+            kind = "structural drift" if s.verdict == "structural" else "output drift"
+            lines.append(
+                command(
+                    "error",
+                    one_line(s.diff.first.one_line(s.name), 1000),
+                    file=_golden_for_annotation(s, config_path, workspace),
+                    line=_first_line_number(s),
+                    title=f"mcptape: {kind} in {s.name}",
+                )
+            )
+        elif s.verdict in ("error", "secret"):
+            what = "a secret survived redaction" if s.verdict == "secret" else "could not run"
+            lines.append(command("error", one_line(s.error or what, 1000), title=f"mcptape: {s.name} {what}"))
+    if len(lines) > MAX_ANNOTATIONS:
+        extra = len(lines) - MAX_ANNOTATIONS + 1
+        lines = lines[: MAX_ANNOTATIONS - 1] + [command("error", f"{extra} more sessions drifted or failed; see the job summary")]
+    return lines
+
+
+def run_outputs(report: RunReport, *, report_path: str | None) -> dict[str, str]:
+    from mcptape.report.markdown import one_line
+
+    first = report.first_drift()
+    drifted = [s.name for s in report.sessions if s.verdict in ("output", "structural")]
+    return {
+        "result": report.result,
+        "exit-code": str(report.exit_code),
+        "first-drift": one_line(first[1].one_line(first[0].name), 1000) if first else "",
+        "drifted-sessions": "\n".join(drifted),
+        "report": report_path or "",
+    }
+
+
+# --- the PR comment -------------------------------------------------------------------------------
+
+
+def _api_error_status(e: BaseException) -> int | None:
+    status = getattr(e, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+class CommentClient:
+    """The three issue-comment calls and GET /user, over ghapi, with errors translated here."""
+
+    def __init__(self, repo: str, token: str, api_url: str) -> None:
+        from ghapi.core import GhApi
+
+        owner, _, name = repo.partition("/")
+        if not owner or not name:
+            raise GitHubError(f"repository {repo!r} is not owner/name", hint="set GITHUB_REPOSITORY or pass --repo")
+        self.api = GhApi(owner, name, token=token, gh_host=api_url.rstrip("/"), sync=True, timeout=30.0)  # type: ignore[no-untyped-call]
+        # ghapi opens a new HTTP client (and TLS context) per request unless given one: keep one.
+        import httpx2
+
+        self._http = httpx2.Client(timeout=30.0, follow_redirects=True)
+        self.api.transport.client = self._http
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> CommentClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from fasttransport.errors import APIError
+
+        try:
+            return fn(*args, **kwargs)
+        except APIError as e:
+            status = _api_error_status(e)
+            message = getattr(e, "message", "") or type(e).__name__
+            raise GitHubError(
+                f"GitHub API: {what} failed" + (f" with HTTP {status}" if status else "") + f": {message}", status=status
+            ) from e
+
+    def own_login(self, override: str | None = None) -> str:
+        """Who our comments are written by: GET /user, or the Actions bot for a GITHUB_TOKEN."""
+        if override:
+            return override
+        try:
+            user = self._call("GET /user", self.api.users.get_authenticated)
+        except GitHubError as e:
+            if e.status in (401, 403, 404):
+                return ACTIONS_BOT
+            raise
+        login = user.get("login") if hasattr(user, "get") else None
+        return str(login) if login else ACTIONS_BOT
+
+    def list_comments(self, number: int) -> list[Any]:
+        """All comments of the PR, following pagination to the end (Link rel="next")."""
+        from ghapi.page import parse_link_hdr
+
+        out: list[Any] = []
+        page = 1
+        while True:
+            batch = self._call(
+                f"GET issues/{number}/comments page {page}",
+                self.api.issues.list_comments,
+                issue_number=number,
+                per_page=PER_PAGE,
+                page=page,
+            )
+            batch = list(batch or [])
+            out.extend(batch)
+            link = self.api.recv_hdrs.get("Link") or self.api.recv_hdrs.get("link") or ""
+            # Follow rel="next" as GitHub sends it; without a Link header a full page means "maybe more".
+            links = parse_link_hdr(link) if link else None  # type: ignore[no-untyped-call]
+            has_next = "next" in links if links is not None else len(batch) == PER_PAGE
+            if not batch or not has_next or page >= 1000:
+                return out
+            page += 1
+
+    def create(self, number: int, body: str) -> Any:
+        return self._call(f"POST issues/{number}/comments", self.api.issues.create_comment, issue_number=number, body=body)
+
+    def pull_head_sha(self, number: int) -> str:
+        pr = self._call(f"GET pulls/{number}", self.api.pulls.get, pull_number=number)
+        return str(((pr.get("head") or {}).get("sha")) or "")
+
+    def update(self, comment_id: int, body: str) -> Any:
+        return self._call(f"PATCH issues/comments/{comment_id}", self.api.issues.update_comment, comment_id=comment_id, body=body)
+
+
+def find_own_comment(comments: list[Any], marker: str, login: str) -> Any | None:
+    """The oldest comment that starts with our marker and was written by us; others are never ours."""
+    for c in comments:
+        body = str(c.get("body") or "")
+        author = str((c.get("user") or {}).get("login") or "")
+        if body.split("\n", 1)[0].strip() == marker and author.lower() == login.lower():
+            return c
+    return None
+
+
+def upsert_comment(
+    client: CommentClient, number: int, marker: str, body: str, *, create: bool, login_override: str | None = None
+) -> tuple[str, str]:
+    """Update our comment in place or create it; returns (action, html_url). `create=False` only updates."""
+    login = client.own_login(login_override)
+    existing = find_own_comment(client.list_comments(number), marker, login)
+    if existing is not None:
+        if str(existing.get("body") or "") == body:
+            return "unchanged", str(existing.get("html_url") or "")
+        res = client.update(int(existing["id"]), body)
+        return "updated", str(res.get("html_url") or existing.get("html_url") or "")
+    if not create:
+        return "skipped", ""
+    res = client.create(number, body)
+    return "created", str(res.get("html_url") or "")
+
+
+def _redactor(config_path: str) -> Any:
+    """One Redactor for everything this run publishes, knowing the config's secrets when it can."""
+    try:
+        redact = importlib.import_module("mcptape.redact")
+    except ModuleNotFoundError as e:
+        if e.name != "mcptape.redact":
+            raise
+        return None
+    config_mod = importlib.import_module("mcptape.config")
+    load = getattr(config_mod, "load_config", None)
+    if load is not None:
+        try:
+            loaded = load(config_path)
+            settings = loaded.config.redact
+            return redact.Redactor(known=loaded.secrets, patterns=settings.patterns, allow=settings.allow)
+        except McptapeError:
+            pass  # ci already reported the config; still scrub with the built-in detectors
+    return redact.Redactor()
+
+
+def _save_body(body: str, key: str, env: Mapping[str, str]) -> str:
+    directory = env.get("RUNNER_TEMP") or tempfile.gettempdir()
+    path = Path(directory) / f"mcptape-comment-{re.sub(r'[^A-Za-z0-9._-]', '_', key)}.md"
+    try:
+        path.write_text(body, encoding="utf-8")
+    except OSError as e:
+        raise GitHubError(f"{path}: cannot save the PR comment body: {e.strerror}") from e
+    return str(path)
+
+
+def publish_run(
+    report: RunReport, *, config_path: str, report_path: str | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Publish a ci run to GitHub Actions; returns the step outputs it wrote (plus `comment`: what happened).
+
+    Order matters for fail-closed redaction: everything is rendered and guarded first, and only
+    then written or posted, so a SecretLeak leaves no summary, output or comment behind.
+    """
+    from mcptape.report.markdown import comment_marker, guard, render_comment, render_summary
+
+    env = os.environ if env is None else env
+    workspace = env.get("GITHUB_WORKSPACE") or os.getcwd()
+    report_path = report_path or env.get("MCPTAPE_REPORT") or None
+    key = comment_key(config_path, workspace)
+    marker = comment_marker(key)
+    redactor = _redactor(config_path)
+
+    summary = render_summary(report, redactor=redactor)
+    body = render_comment(report, marker, redactor=redactor)
+    outputs = run_outputs(report, report_path=report_path)
+    notes = annotation_lines(report, config_path=config_path, workspace=workspace)
+    # Only what comes from tapes is checked: paths such as `report` legitimately hold the runner's
+    # home directory, which the redactor would rewrite to <HOME>.
+    from_tapes = "\n".join([*notes, outputs["first-drift"], outputs["drifted-sessions"]])
+    if guard(from_tapes, "workflow annotations and outputs", redactor) != from_tapes:
+        # Something needed scrubbing: re-derive both from the scrubbed text rather than risk a leak.
+        notes = [command("error", "drift details withheld: they contained a secret; see the job summary")] if notes else []
+        outputs["first-drift"] = "(withheld: contained a secret)" if outputs["first-drift"] else ""
+
+    body_path = _save_body(body, key, env)
+    outputs["comment-body"] = body_path
+    if env.get("GITHUB_STEP_SUMMARY"):
+        _append(env["GITHUB_STEP_SUMMARY"], summary + "\n", "job summary")
+    for line in notes:
+        _emit(line)
+
+    comment_url, action = "", "skipped"
+    pr = pull_request_from_event(env)
+    if env.get("MCPTAPE_COMMENT", "true").strip().lower() in ("false", "0", "no", "off"):
+        action = "disabled"
+    elif report.shard:
+        action = "skipped: shard"
+        _emit(command("notice", "PR comment skipped for a shard; post it after `mcptape merge` with `mcptape comment`"))
+    elif pr is None:
+        action = "skipped: not a pull request"
+    elif pr.fork:
+        action = "skipped: fork"
+        _emit(
+            command(
+                "warning",
+                f"PR comment not posted: a pull_request run from a fork has a read-only token. The body was saved to "
+                f"{body_path}; post it from a workflow_run job (docs/github-action.md).",
+                title="mcptape",
+            )
+        )
+    else:
+        token = env.get("MCPTAPE_GITHUB_TOKEN") or env.get("GITHUB_TOKEN") or ""
+        if not token:
+            action = "skipped: no token"
+            _emit(command("warning", f"PR comment not posted: no github-token. Body saved to {body_path}.", title="mcptape"))
+        else:
+            drifted_or_failed = report.exit_code != 0
+            try:
+                with CommentClient(pr.repo, token, env.get("GITHUB_API_URL") or DEFAULT_API_URL) as client:
+                    action, comment_url = upsert_comment(
+                        client, pr.number, marker, body, create=drifted_or_failed,
+                        login_override=env.get("MCPTAPE_COMMENT_AUTHOR"),
+                    )
+            except GitHubError as e:
+                action = "failed"
+                why = (
+                    "the token may not write to this PR (give the job `permissions: pull-requests: write`)"
+                    if e.status in (401, 403, 404)
+                    else "GitHub did not accept it"
+                )
+                _emit(command("warning", f"PR comment not posted: {e.message}; {why}. Body saved to {body_path}.", title="mcptape"))
+    outputs["comment-url"] = comment_url
+    if env.get("GITHUB_OUTPUT"):
+        _append(env["GITHUB_OUTPUT"], format_outputs(outputs), "step outputs")
+    return {**outputs, "comment": action}
+
+
+# --- mcptape comment --------------------------------------------------------------------------------
+
+
+def _load_body(path: str, key: str | None, workspace: str) -> tuple[str, str, bool]:
+    """(marker, body, drifted) from a JSON report (re-rendered here, safely) or a saved markdown body.
+
+    A JSON report is the safe input for the fork pattern: it comes from an untrusted run, and
+    re-rendering it applies all of markdown.py's escaping here. A markdown body is posted as is,
+    so it must come from a trusted run; it is still checked to carry exactly one valid marker.
+    """
+    from mcptape.report.markdown import MARKER_RE, comment_marker, render_comment
+
+    try:
+        raw = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise GitHubError(f"{path}: cannot read the comment body: {e}", hint="pass the file a ci run saved") from e
+    if raw.lstrip().startswith("{"):
+        try:
+            report = RunReport.from_dict(json.loads(raw))
+        except (ValueError, KeyError, TypeError) as e:
+            raise GitHubError(f"{path}: not an mcptape JSON report: {e}", hint="use the file `mcptape ci --json` wrote") from e
+        marker = comment_marker(key or comment_key(report.config, workspace))
+        return marker, render_comment(report, marker), report.exit_code != 0
+    first = raw.split("\n", 1)[0].strip()
+    if not MARKER_RE.match(first):
+        raise GitHubError(
+            f"{path}:1: the body does not start with an mcptape marker",
+            hint="post a body saved by `mcptape ci` (the comment-body output) or its JSON report",
+        )
+    if key is not None and first != comment_marker(key):
+        raise GitHubError(f"{path}:1: marker {first} does not match --key {key}")
+    if raw.count("<!-- mcptape:") != 1:
+        raise GitHubError(f"{path}: the body carries more than one mcptape marker; refusing to post it")
+    parts = raw.split("\n\n", 2)
+    green = len(parts) > 1 and parts[1].startswith("### mcptape: ✅")  # render_comment's clean headline
+    return first, raw, not green
+
+
+def run_comment(args: argparse.Namespace) -> int:
+    """`mcptape comment --body FILE [--pr N] [--repo owner/name]`: post or update the sticky comment.
+
+    The second stage of the fork-PR pattern (a `workflow_run` job with a write token). With
+    `--head-sha` the PR's current head must be that commit, so an artifact from an untrusted run
+    cannot aim the comment at another PR.
+    """
+    from mcptape.report.markdown import guard
+
+    env = os.environ
+    workspace = env.get("GITHUB_WORKSPACE") or os.getcwd()
+    marker, body, drifted = _load_body(args.body, getattr(args, "key", None), workspace)
+    body = guard(body, "PR comment")
+    number = args.pr
+    repo = args.repo or env.get("GITHUB_REPOSITORY", "")
+    if number is None:
+        pr = pull_request_from_event(env)
+        if pr is None:
+            raise GitHubError("no pull request: this event is not a pull_request", hint="pass --pr N")
+        number, repo = pr.number, args.repo or pr.repo
+    token = env.get("MCPTAPE_GITHUB_TOKEN") or env.get("GITHUB_TOKEN")
+    if not token:
+        raise GitHubError("no GitHub token", hint="set GITHUB_TOKEN (e.g. env: GITHUB_TOKEN: ${{ github.token }})")
+    client = CommentClient(repo, token, env.get("GITHUB_API_URL") or DEFAULT_API_URL)
+    try:
+        head_sha = getattr(args, "head_sha", None)
+        if head_sha and client.pull_head_sha(number) != head_sha:
+            raise GitHubError(
+                f"PR #{number} is not at commit {head_sha}; refusing to comment",
+                hint="take --pr and --head-sha from the same run (github.event.workflow_run.head_sha)",
+            )
+        action, url = upsert_comment(
+            client, number, marker, body, create=drifted, login_override=env.get("MCPTAPE_COMMENT_AUTHOR")
+        )
+    except GitHubError as e:
+        if e.status in (401, 403, 404) and not e.hint:
+            e.hint = "the token cannot write to the PR: give the job `permissions: pull-requests: write`"
+        raise
+    finally:
+        client.close()
+    print(f"mcptape comment: {action} {url}".rstrip(), file=sys.stderr)
+    if env.get("GITHUB_OUTPUT"):
+        _append(env["GITHUB_OUTPUT"], format_outputs({"comment-url": url}), "step outputs")
+    return 0
+
+
+__all__ = [
+    "GitHubError",
+    "annotation_lines",
+    "command",
+    "comment_key",
+    "escape_data",
+    "escape_property",
+    "format_outputs",
+    "publish_run",
+    "pull_request_from_event",
+    "run_comment",
+]

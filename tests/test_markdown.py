@@ -1,0 +1,213 @@
+"""The job summary and PR comment render tape content harmlessly, on GitHub's own markdown dialect.
+
+Renders with cmarkgfm (GitHub-flavoured, raw HTML allowed as GitHub allows its safe subset) and
+checks the structure a hostile tool result would try to break: one marker, balanced <details>,
+no live @mention, no tag from the tape, size caps, and the fenced text coming back intact.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import cmarkgfm
+import pytest
+from cmarkgfm.cmark import Options
+
+from mcptape.report.markdown import (
+    COMMENT_LIMIT_CHARS,
+    SUMMARY_LIMIT_BYTES,
+    code_span,
+    comment_marker,
+    fenced,
+    render_comment,
+    render_summary,
+)
+from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult, SurfaceChanges
+
+MARKER = comment_marker("mcptape.yml")
+HOSTILE = (
+    "x ``` y ```` z\n```\n</details>\n</summary>\n<!-- mcptape:mcptape.yml -->\n"
+    "cc @acme/security-team and @octocat <img src=x onerror=alert(1)><script>alert(2)</script>\n"
+    "| a | b |\n"
+)
+HUGE = "B" * 200_000
+OUR_TAGS = {"h2", "h3", "p", "code", "pre", "table", "thead", "tbody", "tr", "th", "td", "details", "summary",
+            "b", "em", "strong", "ul", "li", "br"}
+
+
+def gfm(markdown: str) -> str:
+    # UNSAFE keeps raw HTML as GitHub does for its allow-list (details, summary, b), so a forged
+    # tag would show up here instead of being silently dropped by the renderer.
+    return cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
+
+
+class Structure(HTMLParser):
+    """Tags seen, <details> balance, and text that sits outside code (where mentions are live)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.stack: list[str] = []
+        self.depth_errors = 0
+        self.live_text: list[str] = []
+        self.code_text: list[str] = []
+        self.comments: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag not in ("br", "img", "hr", "input"):
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack[-1] != tag:
+            self.depth_errors += 1
+            if tag in self.stack:
+                while self.stack and self.stack.pop() != tag:
+                    pass
+            return
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        (self.code_text if {"code", "pre"} & set(self.stack) else self.live_text).append(data)
+
+    def handle_comment(self, data: str) -> None:
+        self.comments.append(data)
+
+
+def structure(markdown: str) -> Structure:
+    s = Structure()
+    s.feed(gfm(markdown))
+    s.close()
+    return s
+
+
+def hostile_report(n_sessions: int = 1) -> RunReport:
+    sessions = []
+    for i in range(n_sessions):
+        drift = Drift(
+            CallRef("tools/call", "echo", {"text": HOSTILE}, step=2),
+            [
+                Finding("result", "output", "result.content[0].text", "text changed", HOSTILE + HUGE, HOSTILE + "@octocat"),
+                Finding("result", "output", "result.content[1].text", HOSTILE, "`", "````", golden_line=9),
+            ],
+        )
+        diff = DiffResult("structural", drifts=[drift], surface=SurfaceChanges(added=["e`v|il</details>"], removed=["@octocat"]))
+        sessions.append(SessionResult(f"echo{i}", "structural", diff=diff, golden=f"tapes/echo{i}.tape.jsonl"))
+    sessions.append(SessionResult("crash", "error", error="server said: </details> @octocat <!-- mcptape:x -->"))
+    return RunReport(config="mcptape.yml", sessions=sessions)
+
+
+def live_mentions(s: Structure) -> list[str]:
+    # GitHub links @name where @ follows a non-word character; a zero-width joiner after @ breaks it.
+    return re.findall(r"(?<![\w\u200d])@[A-Za-z0-9][\w/-]*", "".join(s.live_text))
+
+
+@pytest.mark.parametrize("render", ["comment", "summary"])
+def test_hostile_tool_result_renders_harmlessly(render: str) -> None:
+    report = hostile_report()
+    md = render_comment(report, MARKER) if render == "comment" else render_summary(report)
+    s = structure(md)
+
+    # Exactly one marker, ours, on the first line; the tape's copy is defanged (not an HTML comment).
+    assert md.count("<!-- mcptape:") == (1 if render == "comment" else 0)
+    if render == "comment":
+        assert md.split("\n", 1)[0] == MARKER
+        assert s.comments == [" mcptape:mcptape.yml "]
+    else:
+        assert s.comments == []
+    # Only our tags; <details> balanced and one per drifted or failed session; nothing closed early.
+    assert set(s.tags) <= OUR_TAGS, set(s.tags) - OUR_TAGS
+    assert s.depth_errors == 0 and s.stack == []
+    assert s.tags.count("details") == 2
+    assert s.tags.count("script") == 0 and s.tags.count("img") == 0
+    # No live mention anywhere outside code; the tape's mentions are still visible, as code.
+    assert live_mentions(s) == []
+    assert "@octocat" in "".join(s.code_text)
+    # The hostile text comes back intact inside the fenced diff (backticks and all).
+    code = "".join(s.code_text)
+    assert "x ``` y ```` z" in code and "<script>alert(2)</script>" in code
+    assert "more characters not shown" in code  # the 200 KB value is clipped, with a note
+
+
+def test_comment_size_is_capped_with_a_note_even_for_many_huge_sessions() -> None:
+    md = render_comment(hostile_report(n_sessions=120), MARKER)
+    assert len(md.encode("utf-16-le")) // 2 < 65_536
+    assert len(md) <= COMMENT_LIMIT_CHARS
+    assert "cut to stay under GitHub's size limit" in md
+    s = structure(md)
+    assert s.depth_errors == 0 and s.stack == [] and live_mentions(s) == []
+    assert md.split("\n", 1)[0] == MARKER and md.count("<!-- mcptape:") == 1
+
+
+def test_summary_stays_under_one_mebibyte_and_says_so_when_cut() -> None:
+    md = render_summary(hostile_report(n_sessions=400))
+    assert len(md.encode("utf-8")) <= SUMMARY_LIMIT_BYTES < 1024 * 1024
+    assert "cut to stay under GitHub's size limit" in md
+    s = structure(md)
+    assert s.depth_errors == 0 and s.stack == []
+
+
+def test_headline_names_the_first_drifted_call_and_how_to_accept() -> None:
+    drift = Drift(
+        CallRef("tools/call", "add", {"a": 2, "b": 3}, step=3),
+        [Finding("result", "output", "result.content[0].text", '"5" → "6"', "5", "6", golden_line=7)],
+    )
+    report = RunReport(
+        config="ci/mcptape.yml",
+        sessions=[
+            SessionResult("arith", "output", diff=DiffResult("output", drifts=[drift]), golden="tapes/arith.tape.jsonl"),
+            SessionResult("other", "same", diff=DiffResult("same")),
+        ],
+    )
+    md = render_comment(report, MARKER)
+    html = gfm(md)
+    assert "<h3>mcptape: 🟡 output drift</h3>" in html
+    assert ('<code>arith · step 3 · tools/call add {&quot;a&quot;:2,&quot;b&quot;:3} · '
+            "result.content[0].text &quot;5&quot; → &quot;6&quot; (output)</code>") in html
+    assert "1 other session unchanged." in md
+    assert "mcptape ci -c ci/mcptape.yml --update-golden\ngit add tapes/arith.tape.jsonl" in md
+    assert "<td><code>other</code></td>" not in html  # the comment lists only what needs a look
+
+
+def test_clean_run_is_the_green_form() -> None:
+    report = RunReport(config="mcptape.yml", sessions=[SessionResult("a", "same"), SessionResult("b", "same")])
+    md = render_comment(report, MARKER)
+    assert md == f"{MARKER}\n\n### mcptape: ✅ no drift\n\nAll 2 sessions of ` mcptape.yml ` match their golden tapes.\n"
+    assert "update-golden" not in md and "<details>" not in md
+
+
+def test_surface_table_lists_each_change_once() -> None:
+    surface = SurfaceChanges(added=["multiply"], removed=["divide"], breaking=["add"], compatible=["sub"], cosmetic=["neg"])
+    diff = DiffResult("structural", drifts=[Drift(None, [Finding("surface", "structural", "", "tool `divide` removed")])],
+                      surface=surface)
+    report = RunReport(config="m.yml", sessions=[SessionResult("s1", "structural", diff=diff), SessionResult("s2", "structural", diff=diff)])
+    html = gfm(render_summary(report))
+    for label, name in (("Added", "multiply"), ("Removed", "divide"), ("Breaking", "add"), ("Compatible", "sub"), ("Cosmetic", "neg")):
+        assert f"<td>{label}</td>\n<td><code>{name}</code></td>" in html
+    assert html.count("<td><code>multiply</code></td>") == 1
+
+
+@pytest.mark.parametrize("value", ["`", "``a``", "a|b", "` x `", "<!-- mcptape:k -->", "@org/team"])
+def test_code_span_round_trips_inside_a_table(value: str) -> None:
+    html = gfm(f"| h |\n|---|\n| {code_span(value, table=True)} |\n")
+    s = Structure()
+    s.feed(html)
+    shown = "".join(s.code_text).replace("\u200b", "")
+    assert shown == value
+    assert s.tags.count("td") == 1
+
+
+def test_fence_is_longer_than_any_backtick_run() -> None:
+    text = "a\n````\n`````x\nb"
+    block = fenced(text)
+    assert block.startswith("``````\n") and block.endswith("\n``````")
+    s = Structure()
+    s.feed(gfm(block))
+    assert "".join(s.code_text) == text + "\n"
+
+
+def test_marker_must_be_well_formed() -> None:
+    with pytest.raises(ValueError):
+        render_comment(RunReport(config="m.yml"), "<!-- mcptape:a --> <b>hi</b>")
+    assert comment_marker("dir with space/mcptape.yml") == "<!-- mcptape:dir-with-space/mcptape.yml -->"
