@@ -1,0 +1,131 @@
+"""Planted secrets for the redaction tests, generated at test time (no real-looking token is committed).
+
+Each `Planted` is one secret shape: `carrier` is the text that holds it (as a server would print
+it), `values` are the parts that must never appear in any output, in any encoding. `forms(...)`
+lists every encoding under which a value might leak, for grepping outputs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+from dataclasses import dataclass
+from urllib.parse import quote, quote_plus
+
+ALNUM = string.ascii_letters + string.digits
+KNOWN_SOURCE = "env.CALC_TOKEN"
+USER_PATTERN = "ACME-[A-Z0-9]{24}"
+
+
+@dataclass(frozen=True)
+class Planted:
+    kind: str  # the kind we expect in placeholders / counts
+    carrier: str
+    values: tuple[str, ...]
+
+
+def _r(n: int, alphabet: str = ALNUM, rng: random.Random | None = None) -> str:
+    rng = rng or random.Random()
+    # Make sure every class appears, so entropy-based rules see a real token.
+    while True:
+        s = "".join(rng.choice(alphabet) for _ in range(n))
+        if n < 8 or alphabet != ALNUM or (any(c.isdigit() for c in s) and any(c.isupper() for c in s)):
+            return s
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def corpus(seed: int | None = None) -> list[Planted]:
+    """At least 20 secret shapes, fresh random characters each time (seeded for reproducible runs)."""
+    rng = random.Random(seed)
+
+    def r(n: int, alphabet: str = ALNUM) -> str:
+        return _r(n, alphabet, rng)
+
+    upper_num = string.ascii_uppercase + string.digits
+    b64 = string.ascii_letters + string.digits + "+/"
+    url = ALNUM + "-_"
+    jwt = (
+        _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+        + "."
+        + _b64url(json.dumps({"sub": r(12), "iat": rng.randint(10**9, 2 * 10**9)}).encode())
+        + "."
+        + r(43, url)
+    )
+    pem_body = [r(64, b64) for _ in range(4)] + [r(20, b64) + "=="]
+    pem = "-----BEGIN " + "RSA PRIVATE KEY-----\n" + "\n".join(pem_body) + "\n-----END RSA " + "PRIVATE KEY-----"
+    aws_id = "AK" + "IA" + r(16, upper_num)
+    aws_secret = r(40, ALNUM + "/+")
+    while not (any(c.isupper() for c in aws_secret) and any(c.islower() for c in aws_secret)):
+        aws_secret = r(40, ALNUM + "/+")
+    pw = r(14)
+    known = r(10) + "-" + r(10, url)
+    items = [
+        Planted("github-token", "token " + "gh" + "p_" + (v := r(36)), ("ghp_" + v,)),
+        Planted("github-token", "oauth " + "gh" + "o_" + (v := r(36)), ("gho_" + v,)),
+        Planted("github-token", "app " + "gh" + "s_" + (v := r(36)), ("ghs_" + v,)),
+        Planted("github-pat", "pat " + "github" + "_pat_" + (v := r(22) + "_" + r(59)), ("github_pat_" + v,)),
+        Planted("openai-key", "key " + "s" + "k-" + (v := r(48)), ("sk-" + v,)),
+        Planted("openai-key", "key " + "s" + "k-proj-" + (v := r(56, url)), ("sk-proj-" + v,)),
+        Planted("anthropic-key", "key " + "s" + "k-ant-api03-" + (v := r(93, url)), ("sk-ant-api03-" + v,)),
+        Planted("aws-access-key-id", "id " + aws_id, (aws_id,)),
+        Planted("aws-secret-key", f"aws {aws_id} secret {aws_secret}", (aws_id, aws_secret)),
+        Planted("slack-token", "slack " + "xo" + "xb-" + (v := f"{rng.randint(10**10, 10**11)}-{r(24)}"), ("xoxb-" + v,)),
+        Planted("slack-token", "slack " + "xa" + "pp-1-" + (v := f"A{r(10, upper_num)}-{r(30)}"), ("xapp-1-" + v,)),
+        Planted(
+            "slack-webhook",
+            "hook https://hooks.slack.com/services/" + (v := f"T{r(8, upper_num)}/B{r(8, upper_num)}/{r(24)}"),
+            (v,),
+        ),
+        Planted("google-api-key", "gkey " + "AI" + "za" + (v := r(35, url)), ("AIza" + v,)),
+        Planted("stripe-key", "stripe " + "sk" + "_live_" + (v := r(24)), ("sk_live_" + v,)),
+        Planted("stripe-key", "stripe " + "rk" + "_test_" + (v := r(24)), ("rk_test_" + v,)),
+        Planted("stripe-webhook-secret", "hook " + "wh" + "sec_" + (v := r(32)), ("whsec_" + v,)),
+        Planted("gitlab-token", "gitlab " + "gl" + "pat-" + (v := r(20, url)), ("glpat-" + v,)),
+        Planted("npm-token", "npm " + "np" + "m_" + (v := r(36)), ("npm_" + v,)),
+        Planted("pypi-token", "pypi " + "py" + "pi-AgEIcHlwaS5vcmc" + (v := r(70, url)), ("pypi-AgEIcHlwaS5vcmc" + v,)),
+        Planted("huggingface-token", "hf " + "h" + "f_" + (v := r(34)), ("hf_" + v,)),
+        Planted("jwt", "jwt " + jwt, (jwt,)),
+        Planted("private-key", pem, tuple(pem_body)),
+        Planted("bearer-token", "Authorization: Bearer " + (v := r(40, url + ".")), (v,)),
+        Planted("url-password", f"db postgres://app:{pw}@db.internal:5432/x", (pw,)),
+        Planted("access-token", "callback ?access" + "_token=" + (v := r(32)) + "&page=2", (v,)),
+        Planted("password", '{"pass' + 'word": "' + (v := r(9, string.ascii_lowercase) + "1") + '"}', (v,)),
+        Planted(KNOWN_SOURCE, "conf " + known, (known,)),
+        Planted("pattern", "acme " + "ACME-" + (v := r(24, upper_num)), ("ACME-" + v,)),
+    ]
+    return items
+
+
+def forms(value: str) -> set[str]:
+    """Every encoding under which `value` (or a telling part of it) could leak into output."""
+    out = {value}
+    raw = value.encode()
+    out |= {quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1]}
+    out.add("".join(f"\\u{ord(c):04x}" for c in value))
+    for k in range(3):  # base64 at every alignment, std and urlsafe: the characters fixed by the value
+        enc = base64.b64encode(b"\0" * k + raw).decode()
+        core = enc[-(-8 * k // 6) : (8 * (k + len(raw))) // 6]
+        if len(core) >= 12:
+            out |= {core, core.replace("+", "-").replace("/", "_")}
+    # A middle slice: a partial leak is a leak.
+    if len(value) >= 24:
+        mid = len(value) // 2
+        out.add(value[mid - 8 : mid + 8])
+    return out
+
+
+def leaks(output: str, planted: list[Planted]) -> list[str]:
+    """Descriptions (never the values) of planted secrets found in `output`, in any form."""
+    found = []
+    for p in planted:
+        for v in p.values:
+            for f in forms(v):
+                if f in output:
+                    found.append(f"{p.kind}: a form of length {len(f)}")
+                    break
+    return found
