@@ -78,18 +78,38 @@ class Tape:
 
     @property
     def protocol(self) -> str | None:
-        """Negotiated protocol version: the header's, else read off the handshake response."""
+        """Negotiated protocol version: the header's, else read off the handshake.
+
+        Legacy: the `initialize` result's protocolVersion (it wins: a session that initialized is
+        legacy, whatever a discover probe before it got). 2026-07-28 (no handshake): the version
+        the client's requests carry in `_meta` — the answered `server/discover`'s first, else the
+        first request that has one (a tape recorded without discover).
+        """
         if self.header.get("protocol"):
             return str(self.header["protocol"])
+        discovered: str | None = None
+        stamped: str | None = None
         for ev in self.events:
-            if ev.get("kind") == "response" and ev.get("method") == "initialize":
+            kind, method = ev.get("kind"), ev.get("method")
+            if kind == "response" and method == "initialize":
                 result = ev.get("msg", {}).get("result") or {}
                 version = result.get("protocolVersion")
                 return str(version) if version else None
-        return None
+            if kind == "response" and method == "server/discover" and discovered is None:
+                discovered = _meta_version(ev.get("params"))
+            elif stamped is None and kind == "request" and ev.get("dir") == "c2s" and method != "server/discover":
+                stamped = _meta_version((ev.get("msg") or {}).get("params"))
+        return discovered or stamped
 
     def line_of(self, index: int) -> int:
         return self.event_lines[index] if index < len(self.event_lines) else index + 2
+
+
+def _meta_version(params: Any) -> str | None:
+    """`params._meta["io.modelcontextprotocol/protocolVersion"]` of a 2026-07-28 request, if any."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+    return version if isinstance(version, str) and version else None
 
 
 def iter_tape_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, bytes]]:
@@ -156,6 +176,12 @@ class TapeWriter:
 
     def write(self, event: Event) -> None:
         self._fh.write(serialize(event))
+        self._fh.flush()
+        self.count += 1
+
+    def write_line(self, data: bytes) -> None:
+        """Write one event already serialized (newline included), e.g. by Redactor.line_bytes."""
+        self._fh.write(data)
         self._fh.flush()
         self.count += 1
 

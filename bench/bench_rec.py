@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Benchmark: round-trip latency added by `mcptape rec`, against direct and a bare relay.
+
+N sequential `tools/call` round trips (calc's `echo`) from a raw JSON-lines client (no SDK,
+so client overhead stays out), three ways in the same run, interleaved in rounds:
+
+    direct   client -> calc_server.py
+    relay    client -> a bare relay (two threads of os.read/os.write; records nothing) -> server
+    rec      client -> mcptape rec -> server
+
+The relay is the floor any proxy pays (two extra pipe hops per round trip). Reported: p50/p99
+per mode, rec's added latency vs direct (p50, p99) and its ratio to the relay's, for a tiny,
+a 1 KB and a ~5 MB message. Each figure is the median over rounds; a nice-19 spinner per core
+keeps the CPUs out of idle states whose wake-up latency would otherwise swamp microseconds.
+
+    python bench/bench_rec.py [--calls 2000] [--rounds 7] [--sizes tiny,1k,5m] [--json FILE]
+
+`run()` returns the results as a dict, for a bench runner collecting bench/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CALC = ROOT / "fixtures" / "servers" / "calc_server.py"
+SIZES = {"tiny": 1, "1k": 1000, "5m": 5_000_000}
+# Fewer calls for big messages: each one moves megabytes through three processes.
+CALLS_FOR = {"tiny": 1.0, "1k": 1.0, "5m": 0.01}
+
+
+NO_REDACT_SHIM = """\
+import sys
+
+
+class _NoRedact:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcptape.redact":
+            raise ImportError("mcptape.redact disabled by bench_rec.py (rec-raw mode)")
+        return None
+
+
+sys.meta_path.insert(0, _NoRedact())
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# the bare relay (this file runs itself as one)
+
+
+def relay_main(command: list[str]) -> int:
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def pump(src: int, dst: int, close: Any) -> None:
+        while True:
+            data = os.read(src, 1 << 20)
+            if not data:
+                break
+            view = memoryview(data)
+            while view:
+                view = view[os.write(dst, view) :]
+        close()
+
+    to_server = threading.Thread(target=pump, args=(0, proc.stdin.fileno(), proc.stdin.close), daemon=True)
+    to_server.start()
+    pump(proc.stdout.fileno(), 1, lambda: None)
+    return proc.wait(10)
+
+
+# --------------------------------------------------------------------------------------------
+# the client
+
+
+class Session:
+    """A raw JSON-lines client on one long-lived process; times each round trip."""
+
+    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+            cwd=ROOT,
+            env=env,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.w = self.proc.stdin.fileno()
+        self.r = self.proc.stdout.fileno()
+        self.next_id = 0
+        self.rest = b""
+        self.round_trip(
+            b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+            b'"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}\n'
+        )
+        os.write(self.w, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+
+    def call_line(self, text: str) -> bytes:
+        self.next_id += 1
+        msg = {
+            "jsonrpc": "2.0",
+            "id": self.next_id,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": text}},
+        }
+        return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
+
+    def round_trip(self, line: bytes) -> int:
+        """Send one line, read one answer line; nanoseconds from first byte out to last byte in."""
+        t0 = time.perf_counter_ns()
+        view = memoryview(line)
+        while view:
+            view = view[os.write(self.w, view) :]
+        while True:
+            chunk = os.read(self.r, 1 << 20)
+            if not chunk:
+                raise RuntimeError("the server closed its output")
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                t1 = time.perf_counter_ns()
+                self.rest = chunk[nl + 1 :]
+                return t1 - t0
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def spinners() -> list[subprocess.Popen[bytes]]:
+    """One lowest-priority busy loop per core: cores stay awake, real work always preempts it."""
+    code = "import os\nos.nice(19)\nwhile True: pass\n"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]
+
+
+def pct(values: list[int], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000.0  # µs
+
+
+def run(
+    calls: int = 2000, rounds: int = 7, sizes: list[str] | None = None, spin: bool = True
+) -> dict[str, Any]:
+    sizes = sizes or list(SIZES)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-rec-"))
+    server = [sys.executable, str(CALC)]
+    commands = {
+        "direct": server,
+        "relay": [sys.executable, str(Path(__file__).resolve()), "--relay", "--", *server],
+        "rec": [
+            sys.executable,
+            "-m",
+            "mcptape",
+            "rec",
+            "--out",
+            str(tmp / "bench.tape.jsonl"),
+            "--",
+            *server,
+        ],
+        "rec-raw": [
+            sys.executable,
+            "-m",
+            "mcptape",
+            "rec",
+            "--out",
+            str(tmp / "raw.tape.jsonl"),
+            "--",
+            *server,
+        ],
+    }
+    shim = tmp / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(NO_REDACT_SHIM, encoding="utf-8")
+    envs: dict[str, dict[str, str] | None] = {m: None for m in commands}
+    envs["rec-raw"] = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), str(ROOT)])}
+    spin_procs = spinners() if spin else []
+    results: dict[str, Any] = {
+        "calls": calls,
+        "rounds": rounds,
+        "cpus": os.cpu_count(),
+        "spinner": spin,
+        "sizes": {},
+    }
+    try:
+        for size_name in sizes:
+            n = max(5, int(calls * CALLS_FOR[size_name]))
+            per_round: dict[str, list[tuple[float, float]]] = {m: [] for m in commands}
+            sessions = {m: Session(c, envs[m]) for m, c in commands.items()}
+            try:
+                text = "x" * SIZES[size_name]
+                for s in sessions.values():  # warm-up: caches, allocator, branch predictors
+                    for _ in range(max(3, n // 10)):
+                        s.round_trip(s.call_line(text))
+                order = list(commands)
+                for _ in range(rounds):
+                    random.shuffle(order)
+                    for mode in order:
+                        s = sessions[mode]
+                        lines = [s.call_line(text) for _ in range(n)]
+                        times = [s.round_trip(line) for line in lines]
+                        per_round[mode].append((pct(times, 0.50), pct(times, 0.99)))
+            finally:
+                for s in sessions.values():
+                    s.close()
+            row: dict[str, Any] = {"calls_per_round": n}
+            for mode, stats in per_round.items():
+                row[mode] = {
+                    "p50_us": statistics.median(p for p, _ in stats),
+                    "p99_us": statistics.median(q for _, q in stats),
+                }
+            for mode in ("relay", "rec", "rec-raw"):
+                row[f"{mode}_added_p50_us"] = statistics.median(
+                    a[0] - d[0] for a, d in zip(per_round[mode], per_round["direct"], strict=True)
+                )
+                row[f"{mode}_added_p99_us"] = statistics.median(
+                    a[1] - d[1] for a, d in zip(per_round[mode], per_round["direct"], strict=True)
+                )
+            floor = row["relay_added_p50_us"]
+            for mode in ("rec", "rec-raw"):
+                row[f"{mode}_vs_relay_p50"] = row[f"{mode}_added_p50_us"] / floor if floor > 0 else None
+            results["sizes"][size_name] = row
+    finally:
+        for p in spin_procs:
+            p.kill()
+            p.wait(10)
+    return results
+
+
+def print_table(results: dict[str, Any]) -> None:
+    modes = ("direct", "relay", "rec", "rec-raw")
+    print(
+        f"mcptape rec round-trip latency, µs (median of {results['rounds']} interleaved rounds; "
+        f"{results['cpus']} CPUs; spinner {'on' if results['spinner'] else 'off'})"
+    )
+    for name, row in results["sizes"].items():
+        print(f"\n{name} message, {row['calls_per_round']} calls per mode per round")
+        print(f"  {'mode':<8} {'p50':>9} {'p99':>9} {'+p50':>9} {'+p99':>9} {'+p50 / relay +p50':>18}")
+        for m in modes:
+            line = f"  {m:<8} {row[m]['p50_us']:>9.1f} {row[m]['p99_us']:>9.1f}"
+            if m != "direct":
+                line += f" {row[f'{m}_added_p50_us']:>9.1f} {row[f'{m}_added_p99_us']:>9.1f}"
+                ratio = row.get(f"{m}_vs_relay_p50")
+                line += f" {(f'{ratio:.2f}x' if ratio else '-'):>18}"
+            print(line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--relay"]:
+        return relay_main(argv[2:] if argv[1:2] == ["--"] else argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000, help="round trips per mode per round (tiny/1k)")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--sizes", default=",".join(SIZES), help="comma-separated: " + ",".join(SIZES))
+    parser.add_argument("--no-spin", action="store_true", help="measure without the idle-state spinner")
+    parser.add_argument("--json", metavar="FILE", help="also write the results here")
+    args = parser.parse_args(argv)
+    results = run(args.calls, args.rounds, [s for s in args.sizes.split(",") if s], spin=not args.no_spin)
+    print_table(results)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

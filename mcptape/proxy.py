@@ -1,0 +1,1012 @@
+"""rec: a transparent stdio proxy between an MCP client and a server that records a tape.
+
+Owns the byte path of `mcptape rec` and the recorder process behind it. Leaves the tape's
+bytes to tape/format.py, what an event means to tape/events.py, spawning and the shutdown
+ladder to transports/stdio.py, scrubbing secrets to redact.py (if present) and HTTP recording
+to http_proxy.py.
+
+Two processes, so recording can never slow or block the wire:
+
+    client ──stdin──▶ ┌────────────────────┐ ──stdin──▶ server
+    client ◀─stdout── │ relay (this proc)  │ ◀─stdout── server
+    stderr ◀───────── │ poll loop, os.read │ ◀─stderr── server
+                      └─────────┬──────────┘
+                                │ tee pipe (non-blocking; overflow waits in memory)
+                      ┌─────────▼──────────┐
+                      │ writer (forked)    │  lines -> events -> transform -> TapeWriter
+                      └────────────────────┘
+
+The relay moves every chunk unchanged the moment it arrives and tees a copy, framed as
+(direction, length, bytes), into a pipe to the writer. Nothing on the relay parses JSON or
+touches the tape: a 20 MB line is parsed in the writer, which holds its own GIL.
+
+Endings (the tape always says which one happened):
+- the client closes our stdin: the server's stdin is closed, then SIGTERM, then SIGKILL
+  (while still relaying what it writes); exit event + footer; exit 0.
+- the server dies or closes its stdout first: our stdout is closed so the client sees EOF;
+  exit event + note `server_exited_mid_session` + footer; exit 3 (DESIGN.md: crashed).
+- SIGINT / SIGTERM / SIGHUP to rec: the server is shut down the same way; note
+  `interrupted` + footer; exit 130 / 143 / 129.
+- rec itself is SIGKILLed: the writer sees EOF on the tee pipe without an end record, writes
+  the events it has, then a note `recorder_killed`, and NO footer: a footer means a clean end,
+  so `Tape.complete` is False and the tape reads fine up to the last complete event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import select
+import signal
+import struct
+import sys
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, SecretLeak, TapeError
+from mcptape.tape.events import (
+    C2S,
+    S2C,
+    EventBuilder,
+    exit_event,
+    note_event,
+    stderr_event,
+)
+from mcptape.tape.format import TAPE_SUFFIX, Event, TapeWriter, make_header, serialize
+from mcptape.transports.stdio import ServerProcess
+
+# Big reads: a 20 MB line crosses in ~20 syscalls instead of ~300 (the pipes are enlarged to match).
+READ_SIZE = 1 << 20
+PIPE_SIZE = 1 << 20
+# Above this many bytes waiting for the server's stdin we stop reading the client, so memory
+# stays bounded; we never stop reading the server's stdout for it (that would deadlock a server
+# that writes a big answer while a big request arrives, which a direct connection would not).
+C2S_HIGH_WATER = 16 << 20
+
+# How far the tape writer may fall behind before recording is given up (never the wire).
+TEE_BACKLOG_MAX = 256 << 20
+
+# Shutdown ladder after the server's stdin is closed (same steps as ServerProcess.shutdown,
+# driven from the poll loop so the server's last words are still relayed).
+GRACE = 2.0
+TERM_GRACE = 2.0
+KILL_GRACE = 3.0
+# After the server process is gone, how long its pipes may stay open (a grandchild holding them).
+DRAIN_AFTER_EXIT = 1.0
+# The writer may need a while for a big backlog; past this we stop waiting for it.
+WRITER_WAIT = 120.0
+# The writer runs below the wire's processes so that on a busy box it yields the core to them.
+WRITER_NICE = 19
+
+EXIT_SIGNALS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+# Tee frame: tag, payload length, payload.
+TAG_C2S = 1
+TAG_S2C = 2
+TAG_ERR = 3
+TAG_CTL = 4
+FRAME = struct.Struct("<BI")
+_TAG_DIR = {TAG_C2S: C2S, TAG_S2C: S2C}
+
+REDACTED = "<redacted>"
+
+
+# --------------------------------------------------------------------------------------------
+# pure parts
+
+
+class LineAssembler:
+    """Splits a byte stream into newline-terminated lines, linear in the stream's size.
+
+    A partial line is kept as a list of pieces and joined once when its newline arrives,
+    so a 20 MB line fed in 1 MiB chunks costs one copy, not twenty growing ones.
+    """
+
+    __slots__ = ("_pieces", "pending_bytes")
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []
+        self.pending_bytes = 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The lines completed by `data`, without their newline."""
+        lines: list[bytes] = []
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                break
+            if self._pieces:
+                self._pieces.append(data[start:nl])
+                lines.append(b"".join(self._pieces))
+                self._pieces.clear()
+                self.pending_bytes = 0
+            else:
+                lines.append(data[start:nl])
+            start = nl + 1
+        if start < len(data):
+            rest = data[start:] if start else data
+            self._pieces.append(rest)
+            self.pending_bytes += len(rest)
+        return lines
+
+    def finish(self) -> bytes | None:
+        """The unterminated last line at end of stream, if any."""
+        if not self._pieces:
+            return None
+        line = b"".join(self._pieces)
+        self._pieces.clear()
+        self.pending_bytes = 0
+        return line
+
+
+_SECRET_NAME = re.compile(
+    r"(?i)(api[_-]?key|apikey|access[_-]?key|token|secret|passw(or)?d|passwd|pwd|credential|auth|bearer|private[_-]?key)"
+)
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@/\s]+)@")
+_QUERY_SECRET = re.compile(r"(?i)([?&][^=&#\s]*(?:key|token|secret|password|sig)[^=&#\s]*=)([^&#\s]+)")
+
+
+def strip_command_secrets(command: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """The command with secret values replaced, and the values found (source name -> value).
+
+    Catches `--token=X`, `--api-key X`, `-p X` never (too ambiguous), `API_KEY=X` (as `env`
+    takes it), `scheme://user:pass@host` and `?token=X` in URLs. The values found are
+    handed to the redactor so they are scrubbed from the traffic as well.
+    """
+    clean: list[str] = []
+    found: dict[str, str] = {}
+    take_next: str | None = None
+    for arg in command:
+        if take_next is not None:
+            if arg.startswith("-") and len(arg) > 1:
+                take_next = None  # a flag without a value; look at this one normally
+            else:
+                found[f"argv.{take_next}"] = arg
+                clean.append(REDACTED)
+                take_next = None
+                continue
+        if arg.startswith("-") and len(arg) > 1:
+            flag, eq, value = arg.partition("=")
+            if _SECRET_NAME.search(flag.lstrip("-")):
+                if eq:
+                    if value:
+                        found[f"argv.{flag}"] = value
+                    clean.append(f"{flag}={REDACTED}" if value else arg)
+                else:
+                    take_next = flag
+                    clean.append(arg)
+                continue
+            clean.append(_strip_url_secrets(arg, found))
+            continue
+        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", arg, flags=re.S)
+        if m and _SECRET_NAME.search(m.group(1)) and m.group(2):
+            found[f"argv.{m.group(1)}"] = m.group(2)
+            clean.append(f"{m.group(1)}={REDACTED}")
+            continue
+        clean.append(_strip_url_secrets(arg, found))
+    return clean, found
+
+
+def _strip_url_secrets(arg: str, found: dict[str, str]) -> str:
+    def userinfo(m: re.Match[str]) -> str:
+        found[f"argv.url-password.{len(found)}"] = m.group("pw")
+        return f"{m.group('scheme')}{m.group('user')}:{REDACTED}@"
+
+    def query(m: re.Match[str]) -> str:
+        found[f"argv.url-query.{len(found)}"] = m.group(2)
+        return f"{m.group(1)}{REDACTED}"
+
+    return _QUERY_SECRET.sub(query, _URL_USERINFO.sub(userinfo, arg))
+
+
+_LAUNCHERS = re.compile(
+    r"^(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|npx|uvx|uv|pipx|env|sh|bash|zsh|ruby|java|docker|podman|run)$"
+)
+_GENERIC_FILES = {"index", "main", "server", "__main__", "cli", "app"}
+_BUILD_DIRS = {"dist", "build", "lib", "src", "bin", "out"}
+
+
+def default_name(command: Sequence[str]) -> str:
+    """A session name from a server command: the program, or the script a launcher runs.
+
+    `python calc_server.py` -> calc_server; `python -m mcp_server_time` -> mcp_server_time;
+    `node .../server-everything/dist/index.js stdio` -> server-everything.
+    """
+    args = list(command)
+    chosen: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        base = os.path.basename(arg)
+        if arg == "-m" and i + 1 < len(args):
+            chosen = args[i + 1]
+            break
+        if arg.startswith("-") or "=" in arg or (i == 0 and _LAUNCHERS.match(base) and len(args) > 1):
+            i += 1
+            continue
+        if _LAUNCHERS.match(base) and i + 1 < len(args):
+            i += 1
+            continue
+        path = Path(arg)
+        stem = path.name
+        for ext in (".py", ".js", ".mjs", ".cjs", ".ts", ".sh", ".exe"):
+            if stem.endswith(ext):
+                stem = stem[: -len(ext)]
+                break
+        parent = path.parent
+        while stem in _GENERIC_FILES or stem in _BUILD_DIRS:
+            if parent.name in ("", ".", ".."):
+                break
+            stem, parent = parent.name, parent.parent
+        chosen = stem
+        break
+    if not chosen:
+        chosen = os.path.basename(args[0]) if args else "session"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", chosen).strip(".-")
+    return name or "session"
+
+
+def _env_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """Values of environment variables named like secrets (the server inherits them)."""
+    return {
+        f"env.{k}": v
+        for k, v in env.items()
+        if _SECRET_NAME.search(k) and len(v) >= 8 and not k.startswith(("XDG_", "SSH_AUTH_SOCK"))
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# CLI entry
+
+
+def run_rec(args: argparse.Namespace) -> int:
+    """`mcptape rec [--out TAPE] [--name NAME] -- <server command...>`; returns the exit code."""
+    if getattr(args, "listen", None) or getattr(args, "upstream", None):
+        from mcptape.http_proxy import run_http_rec  # type: ignore[import-not-found,unused-ignore]
+
+        return int(run_http_rec(args))
+    command = list(args.server or [])
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise McptapeError(
+            "mcptape rec: no server command given",
+            hint="mcptape rec [--out TAPE] [--name NAME] -- python server.py",
+        )
+    name = args.name or default_name(command)
+    out = Path(args.out) if args.out else Path("tapes") / f"{name}{TAPE_SUFFIX}"
+    clean_command, secrets = strip_command_secrets(command)
+    secrets.update(_env_secrets(os.environ))
+    header = make_header(name, transport="stdio", server={"command": clean_command})
+    return record(command, out, header, secrets=secrets)
+
+
+def record(
+    command: Sequence[str],
+    out: Path,
+    header: dict[str, Any],
+    *,
+    secrets: Mapping[str, str] | None = None,
+) -> int:
+    """Spawn `command`, relay stdio both ways, record to `out`. Returns rec's exit code."""
+    try:
+        writer = TapeWriter(out, header)
+    except OSError as e:
+        raise TapeError(
+            f"{out}: cannot write the tape: {e.strerror or e}",
+            hint="choose another path with --out, or check the directory's permissions",
+        ) from e
+    try:
+        server = ServerProcess(command)
+    except McptapeError:
+        writer.abandon()
+        with contextlib.suppress(OSError):
+            out.unlink()
+        raise
+    for f in (server.popen.stdout, server.popen.stdin):
+        if f is not None:
+            _grow_pipe(f.fileno())
+
+    tee_r, tee_w = os.pipe()
+    _grow_pipe(tee_w)
+    # Fork before any thread exists: the child is a plain copy of a single-threaded process.
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, covered by the integration tests
+        os.close(tee_w)
+        _writer_child(tee_r, writer, server, dict(secrets or {}), str(out))
+    os.close(tee_r)
+    writer.abandon()  # the child owns the tape now; this closes only our copy of the file
+    print(
+        f"mcptape rec: recording {' '.join(header['server']['command'])} -> {out}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    relay = _Relay(server, tee_w)
+    code = relay.run()
+    writer_code = _wait_child(pid)
+    if code == 0 and writer_code == EXIT_SECRET:
+        return EXIT_SECRET
+    if code == 0 and writer_code != 0:
+        return EXIT_COULD_NOT_RUN
+    return code
+
+
+def _grow_pipe(fd: int) -> None:
+    """Enlarge a pipe so big messages cross in few syscalls; the kernel may refuse (fine)."""
+    with contextlib.suppress(OSError, AttributeError):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+
+
+def _wait_child(pid: int) -> int:
+    """The writer's exit code once it has written everything; it may take a while on a backlog."""
+    deadline = time.monotonic() + WRITER_WAIT
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return EXIT_COULD_NOT_RUN
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() >= deadline:
+            print(
+                f"mcptape rec: the tape writer is still busy after {WRITER_WAIT:g}s; it finishes in the background",
+                file=sys.stderr,
+            )
+            return EXIT_COULD_NOT_RUN
+        time.sleep(0.002)
+
+
+# --------------------------------------------------------------------------------------------
+# the relay (hot path)
+
+
+class _Tee:
+    """Non-blocking framed writes to the writer; what the pipe cannot take waits here, in order.
+
+    The backlog is bounded: a writer that falls TEE_BACKLOG_MAX behind (a slow disk, a very
+    slow redactor) costs the recording, never the wire nor unbounded memory. The frames not
+    yet handed over are dropped, an `overflow` control record tells the writer, and the
+    tape ends with a note and without a footer.
+    """
+
+    __slots__ = ("fd", "pending", "pending_bytes", "partial", "broken", "overflowed")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        os.set_blocking(fd, False)
+        # Items alternate head, data; the first `partial` items finish a frame already begun.
+        self.pending: deque[bytes | memoryview] = deque()
+        self.pending_bytes = 0
+        self.partial = 0
+        self.broken = False
+        self.overflowed = False
+
+    def send(self, tag: int, data: bytes) -> None:
+        if self.broken or (self.overflowed and tag != TAG_CTL):
+            return
+        head = FRAME.pack(tag, len(data))
+        if self.pending:
+            self.pending.append(head)
+            self.pending.append(data)
+            self.pending_bytes += len(head) + len(data)
+            if self.pending_bytes > TEE_BACKLOG_MAX and not self.overflowed:
+                self._overflow()
+            return
+        try:
+            n = os.writev(self.fd, (head, data))
+        except BlockingIOError:
+            n = 0
+        except OSError:
+            self._break()
+            return
+        if n == len(head) + len(data):
+            return
+        if n < len(head):
+            self.pending.append(head[n:])
+            self.pending.append(data)
+            self.partial = 2 if n else 0
+        else:
+            self.pending.append(memoryview(data)[n - len(head) :])
+            self.partial = 1
+        self.pending_bytes = len(head) + len(data) - n
+
+    def flush(self) -> None:
+        """Write what is pending, as much as the pipe takes now."""
+        pending = self.pending
+        while pending:
+            parts = [pending[i] for i in range(min(len(pending), 512))]
+            try:
+                n = os.writev(self.fd, parts)
+            except BlockingIOError:
+                return
+            except OSError:
+                self._break()
+                return
+            self.pending_bytes -= n
+            while n:
+                first = pending[0]
+                if n >= len(first):
+                    n -= len(first)
+                    pending.popleft()
+                    # a whole head gone with no frame in progress: its data is now in progress
+                    self.partial = self.partial - 1 if self.partial else 1
+                else:
+                    pending[0] = memoryview(first)[n:]
+                    n = 0
+                    if not self.partial:
+                        self.partial = 2
+
+    def _overflow(self) -> None:
+        keep = [self.pending[i] for i in range(self.partial)]
+        dropped = self.pending_bytes - sum(len(x) for x in keep)
+        self.pending.clear()
+        self.pending.extend(keep)
+        self.pending_bytes -= dropped
+        self.overflowed = True
+        print(
+            f"mcptape rec: the tape writer fell {TEE_BACKLOG_MAX >> 20} MiB behind; recording stopped, still relaying",
+            file=sys.stderr,
+        )
+        self.send(TAG_CTL, json.dumps({"overflow": dropped}).encode("utf-8"))
+
+    def finish(self) -> None:
+        """Hand everything to the writer (blocking now: the wire is done) and close the pipe."""
+        if not self.broken:
+            os.set_blocking(self.fd, True)
+            self.flush()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def _break(self) -> None:
+        # The writer died: recording stops, the wire goes on (it must never block on us).
+        if not self.broken:
+            print("mcptape rec: the tape writer died; recording stopped, still relaying", file=sys.stderr)
+        self.broken = True
+        self.pending.clear()
+        self.pending_bytes = 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    n = os.write(fd, data)
+    if n != len(data):
+        view = memoryview(data)[n:]
+        while view:
+            view = view[os.write(fd, view) :]
+
+
+class _Relay:
+    """The single-threaded poll loop that moves bytes and drives the server's shutdown."""
+
+    def __init__(self, server: ServerProcess, tee_fd: int) -> None:
+        self.server = server
+        popen = server.popen
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        self.srv_in = popen.stdin.fileno()
+        self.srv_out = popen.stdout.fileno()
+        self.srv_err = popen.stderr.fileno()
+        os.set_blocking(self.srv_in, False)
+        self.tee = _Tee(tee_fd)
+        self.c2s_pending: deque[bytes | memoryview] = deque()
+        self.c2s_size = 0
+        self.stdin_open = True
+        self.stdout_open = True
+        self.srv_in_open = True
+        self.srv_out_open = True
+        self.srv_err_open = True
+        self.reason: str | None = None  # client_closed | server_exited | interrupted
+        self.signum: int | None = None
+        self.signal_count = 0
+        self.closing_at: float | None = None
+        self.ladder = 0
+        self.exited_at: float | None = None
+        self.pidfd: int | None = None
+        self.poller = select.poll()
+        self.masks: dict[int, int] = {}
+
+    # -- poll registration ------------------------------------------------------------------
+    def _want(self, fd: int, mask: int) -> None:
+        old = self.masks.get(fd)
+        if mask == old:
+            return
+        if mask:
+            if old is None:
+                self.poller.register(fd, mask)
+            else:
+                self.poller.modify(fd, mask)
+            self.masks[fd] = mask
+        elif old is not None:
+            self.poller.unregister(fd)
+            del self.masks[fd]
+
+    def _update_masks(self) -> None:
+        read_client = self.stdin_open and self.c2s_size < C2S_HIGH_WATER
+        self._want(0, select.POLLIN if read_client else 0)
+        self._want(self.srv_out, select.POLLIN if self.srv_out_open else 0)
+        self._want(self.srv_err, select.POLLIN if self.srv_err_open else 0)
+        self._want(self.srv_in, select.POLLOUT if (self.srv_in_open and self.c2s_pending) else 0)
+        self._want(self.tee.fd, select.POLLOUT if (self.tee.pending and not self.tee.broken) else 0)
+
+    # -- main loop --------------------------------------------------------------------------
+    def run(self) -> int:
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        old_handlers = {s: signal.signal(s, self._on_signal) for s in EXIT_SIGNALS}
+        self.poller.register(wake_r, select.POLLIN)
+        with contextlib.suppress(OSError, AttributeError):
+            self.pidfd = os.pidfd_open(self.server.pid)
+            self.poller.register(self.pidfd, select.POLLIN)
+        returncode: int | None = None
+        try:
+            self._loop(wake_r)
+        finally:
+            # Whatever happened, the client must see EOF and the server must not outlive us.
+            self._close_stdout()
+            returncode = self.server.shutdown(grace=0.5, term_grace=TERM_GRACE)
+            self._drain_server_tail()
+            ctl: dict[str, Any] = {"returncode": returncode, "reason": self.reason or "recorder_error"}
+            if self.signum is not None:
+                ctl["signal"] = signal.Signals(self.signum).name
+            self.tee.send(TAG_CTL, json.dumps(ctl).encode("utf-8"))
+            self.tee.finish()
+            signal.set_wakeup_fd(old_wakeup)
+            for s, h in old_handlers.items():
+                signal.signal(s, h)
+            for fd in (wake_r, wake_w, self.pidfd):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+        if self.reason == "interrupted" and self.signum is not None:
+            return EXIT_SIGNALS.get(signal.Signals(self.signum), 130)
+        if self.reason == "server_exited":
+            return EXIT_COULD_NOT_RUN
+        return 0
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        # The C handler has already written to the wakeup fd; poll returns and _loop acts.
+        if self.signum is None:
+            self.signum = signum
+        self.signal_count += 1
+
+    def _loop(self, wake_r: int) -> None:
+        srv_out, srv_err, tee = self.srv_out, self.srv_err, self.tee
+        poll = self.poller.poll
+        # Poll masks change only when state does; the hot path (a chunk read and forwarded)
+        # leaves them alone unless something is left pending, so an idle round costs nothing.
+        dirty = True
+        while self.srv_out_open or self.srv_err_open:
+            if self.signal_count:
+                if self.reason != "interrupted":
+                    self.reason = "interrupted"
+                    self.stdin_open = False
+                    self._begin_closing(drop_pending=True)
+                if self.signal_count > 1 and self.closing_at is not None:
+                    # A second Ctrl-C: no more patience, straight down the ladder to SIGKILL.
+                    self.closing_at = min(self.closing_at, time.monotonic() - GRACE - TERM_GRACE)
+                dirty = True
+            if dirty or tee.pending or self.c2s_pending:
+                self._update_masks()
+                dirty = False
+            timeout = None
+            if self.closing_at is not None or self.exited_at is not None:
+                timeout = self._timeout_ms()
+                if timeout == 0:
+                    break
+            for fd, _ev in poll(timeout):
+                if fd == srv_out:
+                    data = _read(fd)
+                    if data:
+                        if self.stdout_open:
+                            try:
+                                _write_all(1, data)
+                            except OSError:
+                                # The client stopped reading our stdout: it is gone.
+                                self._close_stdout()
+                                self._client_gone()
+                                dirty = True
+                        tee.send(TAG_S2C, data)
+                    elif data is not None:
+                        self.srv_out_open = False
+                        self._server_stdout_closed()
+                        dirty = True
+                elif fd == 0:
+                    data = _read(0)
+                    if data:
+                        self._to_server(data)
+                        tee.send(TAG_C2S, data)
+                    elif data is not None:
+                        self.stdin_open = False
+                        self._client_gone()
+                        dirty = True
+                else:
+                    dirty = True
+                    if fd == srv_err:
+                        data = _read(fd)
+                        if data:
+                            with contextlib.suppress(OSError):
+                                _write_all(2, data)
+                            tee.send(TAG_ERR, data)
+                        elif data is not None:
+                            self.srv_err_open = False
+                    elif fd == self.srv_in:
+                        self._flush_c2s()
+                    elif fd == tee.fd:
+                        tee.flush()
+                    elif fd == wake_r:
+                        with contextlib.suppress(OSError):
+                            os.read(wake_r, 512)
+                    elif fd == self.pidfd:
+                        # The server process is gone; its pipes may still hold its last words.
+                        self.exited_at = time.monotonic()
+                        self.poller.unregister(fd)
+                        if self.reason is None:
+                            self.reason = "server_exited"
+                        self.stdin_open = False
+                        if self.closing_at is None:
+                            self._begin_closing(drop_pending=True)
+
+    def _timeout_ms(self) -> int | None:
+        """How long poll may sleep: forever while the session runs (no wake-ups on the wire)."""
+        now = time.monotonic()
+        deadlines: list[float] = []
+        if self.exited_at is not None:
+            deadlines.append(self.exited_at + DRAIN_AFTER_EXIT)
+        if self.closing_at is not None:
+            steps = (GRACE, GRACE + TERM_GRACE, GRACE + TERM_GRACE + KILL_GRACE)
+            while self.ladder < len(steps) and now >= self.closing_at + steps[self.ladder]:
+                self._escalate(self.ladder)
+                self.ladder += 1
+            deadlines.append(self.closing_at + steps[self.ladder] if self.ladder < len(steps) else now)
+        if not deadlines:
+            return None
+        left = min(deadlines) - now
+        return 0 if left <= 0 else max(1, int(left * 1000) + 1)
+
+    def _escalate(self, step: int) -> None:
+        if step == 0:
+            self._signal_group(signal.SIGTERM)
+        elif step == 1:
+            self._signal_group(signal.SIGKILL)
+        # step 2: give up waiting for the pipes (a grandchild may hold them); the loop ends.
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        if self.server.popen.poll() is not None:
+            return
+        try:
+            os.killpg(self.server.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            with contextlib.suppress(ProcessLookupError):
+                self.server.popen.send_signal(sig)
+
+    # -- directions -------------------------------------------------------------------------
+    def _to_server(self, data: bytes) -> None:
+        if not self.srv_in_open:
+            return
+        if self.c2s_pending:
+            self.c2s_pending.append(data)
+            self.c2s_size += len(data)
+            return
+        try:
+            n = os.write(self.srv_in, data)
+        except BlockingIOError:
+            n = 0
+        except OSError:
+            self._server_stdin_broken()
+            return
+        if n < len(data):
+            self.c2s_pending.append(memoryview(data)[n:] if n else data)
+            self.c2s_size += len(data) - n
+
+    def _flush_c2s(self) -> None:
+        while self.c2s_pending:
+            first = self.c2s_pending[0]
+            try:
+                n = os.write(self.srv_in, first)
+            except BlockingIOError:
+                return
+            except OSError:
+                self._server_stdin_broken()
+                return
+            self.c2s_size -= n
+            if n == len(first):
+                self.c2s_pending.popleft()
+            else:
+                self.c2s_pending[0] = memoryview(first)[n:]
+                return
+        if not self.stdin_open and self.closing_at is None:
+            self._begin_closing(drop_pending=False)
+
+    def _server_stdin_broken(self) -> None:
+        self.c2s_pending.clear()
+        self.c2s_size = 0
+        self._close_server_stdin()
+
+    def _client_gone(self) -> None:
+        if self.reason is None:
+            self.reason = "client_closed"
+        self.stdin_open = False
+        if not self.c2s_pending:
+            self._begin_closing(drop_pending=False)
+
+    def _server_stdout_closed(self) -> None:
+        if self.reason is None:
+            self.reason = "server_exited"
+        self._close_stdout()
+        self.stdin_open = False
+        if self.closing_at is None:
+            self._begin_closing(drop_pending=True)
+
+    def _begin_closing(self, *, drop_pending: bool) -> None:
+        if drop_pending:
+            self.c2s_pending.clear()
+            self.c2s_size = 0
+        if self.c2s_pending:
+            return  # _flush_c2s comes back here once the client's last bytes are delivered
+        self._close_server_stdin()
+        if self.closing_at is None:
+            self.closing_at = time.monotonic()
+
+    def _close_server_stdin(self) -> None:
+        if self.srv_in_open:
+            self.srv_in_open = False
+            self._want(self.srv_in, 0)
+            stdin = self.server.popen.stdin
+            if stdin is not None:
+                with contextlib.suppress(OSError):
+                    stdin.close()
+
+    def _close_stdout(self) -> None:
+        """Make the client see EOF: point fd 1 at /dev/null (fd 1 stays valid for Python)."""
+        if not self.stdout_open:
+            return
+        self.stdout_open = False
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+        except OSError:
+            return
+        with contextlib.suppress(OSError):
+            os.dup2(null, 1)
+        os.close(null)
+
+    def _drain_server_tail(self) -> None:
+        """After the server is reaped, record what is still in its pipes (no more waiting)."""
+        for fd, tag, is_open in (
+            (self.srv_out, TAG_S2C, self.srv_out_open),
+            (self.srv_err, TAG_ERR, self.srv_err_open),
+        ):
+            if not is_open:
+                continue
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, False)
+            while True:
+                try:
+                    data = os.read(fd, READ_SIZE)
+                except (BlockingIOError, OSError):
+                    break
+                if not data:
+                    break
+                if tag == TAG_ERR:
+                    with contextlib.suppress(OSError):
+                        _write_all(2, data)
+                self.tee.send(tag, data)
+
+
+def _read(fd: int) -> bytes | None:
+    """A chunk, b"" at EOF, None if nothing is there after all (a non-blocking fd we share)."""
+    try:
+        return os.read(fd, READ_SIZE)
+    except BlockingIOError:
+        return None
+    except OSError as e:
+        if e.errno in (errno.EIO, errno.EBADF, errno.ECONNRESET):
+            return b""
+        raise
+
+
+# --------------------------------------------------------------------------------------------
+# the writer child
+
+
+def _make_line_writer(secrets: dict[str, str]) -> Callable[[Event, str], bytes]:
+    """The single choke point between the wire and the tape: event -> redacted, verified bytes.
+
+    Redactor.line_bytes scrubs, serializes and verifies (raising SecretLeak); it also knows the
+    secret values stripped from the command line and the environment, so they are scrubbed
+    from the traffic too. Without mcptape.redact the event is only serialized.
+    """
+    try:
+        from mcptape.redact import Redactor  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return lambda event, where: serialize(event)
+    redactor = Redactor(known=secrets)
+    return redactor.line_bytes  # type: ignore[no-any-return,unused-ignore]
+
+
+def _writer_child(
+    tee_r: int, writer: TapeWriter, server: ServerProcess, secrets: dict[str, str], where: str
+) -> None:
+    """Body of the forked writer; never returns (os._exit), whatever happens."""
+    code = EXIT_COULD_NOT_RUN
+    try:
+        # Our copies of the wire must go, or the client would not see EOF when the relay
+        # closes stdout, nor the server when the relay closes its stdin.
+        for f in (server.popen.stdin, server.popen.stdout, server.popen.stderr):
+            if f is not None:
+                with contextlib.suppress(OSError):
+                    os.close(f.fileno())
+        # Our own session: a client that kills rec's process group on shutdown (the SDK does,
+        # 2 s after closing stdin) must not cut the tape short while a backlog is written.
+        with contextlib.suppress(OSError):
+            os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.close(null)
+        # Ctrl-C reaches the whole foreground group; the writer ends on the relay's EOF instead.
+        for s in EXIT_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        with contextlib.suppress(OSError):
+            os.nice(WRITER_NICE)
+        code = TapeRecorder(writer, secrets, where).run(tee_r)
+    except BaseException:  # noqa: BLE001 - a forked child must reach os._exit, never the parent's stack
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stderr.flush()
+        os._exit(code)
+
+
+class TapeRecorder:
+    """Turns tee frames into tape events: per-direction line reassembly, events, transform, write."""
+
+    def __init__(
+        self, writer: TapeWriter, secrets: dict[str, str] | None = None, where: str = "tape"
+    ) -> None:
+        self.writer = writer
+        self.where = where
+        self.builder = EventBuilder()
+        self.lines = {TAG_C2S: LineAssembler(), TAG_S2C: LineAssembler(), TAG_ERR: LineAssembler()}
+        self.to_line = _make_line_writer(secrets or {})
+        self.failed: str | None = None
+        self.leaked = False
+        self.end: dict[str, Any] | None = None
+        self.overflowed = False
+
+    def run(self, fd: int) -> int:
+        buf = bytearray()
+        while True:
+            try:
+                chunk = os.read(fd, READ_SIZE)
+            except InterruptedError:
+                continue
+            if not chunk:
+                break
+            buf += chunk
+            pos = 0
+            size = len(buf)
+            while size - pos >= FRAME.size:
+                tag, n = FRAME.unpack_from(buf, pos)
+                start = pos + FRAME.size
+                if size - start < n:
+                    break
+                self.frame(tag, bytes(buf[start : start + n]))
+                pos = start + n
+            if pos:
+                del buf[:pos]
+        self.finish()
+        if self.leaked:
+            return EXIT_SECRET
+        return EXIT_COULD_NOT_RUN if self.failed else 0
+
+    def frame(self, tag: int, payload: bytes) -> None:
+        if tag == TAG_CTL:
+            ctl = json.loads(payload)
+            if "overflow" in ctl:
+                # The relay dropped frames: whatever lines were in progress are lost too.
+                self.overflowed = True
+                for partial in self.lines.values():
+                    partial.finish()
+                self.emit(note_event("recording_overflow", {"dropped_bytes": ctl["overflow"]}))
+            else:
+                self.end = ctl
+            return
+        if self.overflowed:
+            return
+        assembler = self.lines.get(tag)
+        if assembler is None:
+            return
+        for line in assembler.feed(payload):
+            self.line(tag, line)
+
+    def line(self, tag: int, line: bytes) -> None:
+        if tag == TAG_ERR:
+            self.emit(stderr_event(line))
+            return
+        if not line.strip():
+            return  # blank lines carry no message; peers skip them and so does the tape
+        self.emit(self.builder.line(_TAG_DIR[tag], line))
+
+    def emit(self, event: Event) -> None:
+        if self.failed:
+            return
+        where = f"{self.where}:{self.writer.count + 2}"  # the line this event will land on
+        try:
+            data = self.to_line(event, where)
+        except SecretLeak as e:
+            # Fail closed: this event is not written (the message names place and kind, never
+            # the value); the tape says something was withheld and rec exits 4.
+            self.leaked = True
+            print(f"mcptape rec: {e}; the event was not written", file=sys.stderr)
+            data = serialize(note_event("event_withheld", {"kind": event.get("kind")}))
+        try:
+            self.writer.write_line(data)
+        except OSError as e:
+            # Keep draining the tee so the relay never backs up; just stop writing.
+            self.failed = f"{self.where}: cannot write the tape: {e.strerror or e}"
+            print(f"mcptape rec: {self.failed}; still relaying, the tape is cut short", file=sys.stderr)
+
+    def finish(self) -> None:
+        end = self.end
+        if end is None:
+            # The relay vanished without its end record: it was killed. Keep what we have and
+            # leave the footer off, so the tape says it was cut short.
+            partial = {
+                C2S if t == TAG_C2S else S2C if t == TAG_S2C else "stderr": a.pending_bytes
+                for t, a in self.lines.items()
+                if a.pending_bytes
+            }
+            self.emit(note_event("recorder_killed", {"partial_bytes": partial} if partial else None))
+            self._summary("recorder killed; tape cut short")
+            self.writer.abandon()
+            return
+        for tag in (TAG_C2S, TAG_S2C, TAG_ERR):
+            rest = self.lines[tag].finish()
+            if rest is not None:
+                self.line(tag, rest)
+        unanswered = [
+            {"dir": d, "id": json.loads(k), "method": m} for d, k, m in self.builder.open_requests()
+        ]
+        if unanswered:
+            self.emit(note_event("unanswered", unanswered))
+        returncode = end.get("returncode")
+        self.emit(exit_event(returncode))
+        reason = end.get("reason")
+        if reason == "server_exited":
+            self.emit(note_event("server_exited_mid_session"))
+        elif reason == "interrupted":
+            self.emit(note_event("interrupted", {"signal": end.get("signal")}))
+        elif reason == "recorder_error":
+            self.emit(note_event("recorder_error"))
+        if self.overflowed:
+            self.writer.abandon()  # events are missing: no footer, the tape is not a clean record
+            self._summary("writer fell behind; tape incomplete")
+            return
+        try:
+            self.writer.close()
+        except OSError as e:
+            self.failed = f"{self.where}: cannot finish the tape: {e.strerror or e}"
+        status = "server exited " + (
+            f"{returncode}"
+            if returncode is None or returncode >= 0
+            else f"by {exit_event(returncode).get('signal')}"
+        )
+        self._summary(status)
+
+    def _summary(self, status: str) -> None:
+        print(
+            f"mcptape rec: {self.writer.count} events -> {self.writer.path} ({status})",
+            file=sys.stderr,
+            flush=True,
+        )
