@@ -1,0 +1,555 @@
+"""Classifiers: small pure functions that turn one difference into Findings, found by name.
+
+Three registries, so later work plugs in without touching the engine (STYLE.md 4):
+- RESULT_CLASSIFIERS, keyed by method: compare the `result` of two paired calls
+  ("tools/list" -> surface + schema, "initialize" -> session, anything else -> `generic`);
+- CALL_CHECKS, run on every paired call in order (arguments, answer, notifications, garbage)
+  — a conformance or side-effect check registers here with `register_call_check`;
+- SESSION_CHECKS, run once per pair of tapes (server requests, process events, protocol).
+
+Categories and kinds emitted (severity before DriftSettings are applied):
+    call          added | removed (structural) · arguments (output) ·
+                  server_request_added | server_request_removed (output)
+    surface       added (DriftSettings.added_surface, default structural) | removed (structural)
+    schema        breaking (structural) | compatible (output) | cosmetic (output)
+    session       protocol (structural) · capability_removed (structural) · capability_added (output) ·
+                  capability_changed (structural if a feature went from true to false, else output) ·
+                  server_info | changed (output)
+    result        changed | added | removed (output)
+    error         result_to_error | error_to_result | is_error | code (structural) · message | data (output)
+    notification  added | removed | changed | order (output)
+    process       no_answer | answered | crash (structural: crashed, or fresh tape cut short) ·
+                  exit | garbage | note (output)
+Every Finding carries golden_line/fresh_line: the tape line of the event it is about.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcptape.diff.calls import Call, TapeCalls
+from mcptape.diff.schema import (
+    Role,
+    SchemaChange,
+    annotation_changes,
+    prompt_argument_changes,
+    schema_changes,
+)
+from mcptape.diff.values import Change, changes, clip, describe, fast_same, join, show
+from mcptape.jsonrpc import canonical
+from mcptape.report.model import Finding, Severity
+
+SCHEMA_SEVERITY: dict[str, Severity] = {"breaking": "structural", "compatible": "output", "cosmetic": "output"}
+
+
+@dataclass
+class SurfaceNote:
+    """A finding that puts a name into a column of the tool-surface table (kept only if the finding is)."""
+
+    finding: Finding
+    column: str  # added | removed | breaking | compatible | cosmetic
+    name: str
+
+
+@dataclass
+class Pair:
+    """Two paired calls and their tapes: what every call classifier gets."""
+
+    golden: Call
+    fresh: Call
+    g: TapeCalls
+    f: TapeCalls
+    added_surface: Severity = "structural"
+    surface: list[SurfaceNote] = field(default_factory=list)
+
+    def finding(
+        self,
+        category: str,
+        severity: Severity,
+        path: str,
+        message: str,
+        before: Any = None,
+        after: Any = None,
+        kind: str | None = None,
+        *,
+        g_event: int | None = None,
+        f_event: int | None = None,
+    ) -> Finding:
+        g_ev = g_event if g_event is not None else _answer_or_request(self.golden)
+        f_ev = f_event if f_event is not None else _answer_or_request(self.fresh)
+        return Finding(category, severity, path, message, clip(before), clip(after), kind, self.g.line(g_ev), self.f.line(f_ev))
+
+
+def _answer_or_request(call: Call) -> int | None:
+    return call.answer_event if call.answer_event is not None else call.request_event
+
+
+ResultClassifier = Callable[[Pair, Any, Any], list[Finding]]
+CallCheck = Callable[[Pair], list[Finding]]
+# A session check returns (fresh event index that places it, finding) pairs.
+SessionCheck = Callable[[TapeCalls, TapeCalls], list[tuple[int, Finding]]]
+
+RESULT_CLASSIFIERS: dict[str, ResultClassifier] = {}
+CALL_CHECKS: dict[str, CallCheck] = {}
+SESSION_CHECKS: dict[str, SessionCheck] = {}
+
+
+def register_result_classifier(*methods: str) -> Callable[[ResultClassifier], ResultClassifier]:
+    def deco(fn: ResultClassifier) -> ResultClassifier:
+        for method in methods:
+            RESULT_CLASSIFIERS[method] = fn
+        return fn
+
+    return deco
+
+
+def register_call_check(name: str) -> Callable[[CallCheck], CallCheck]:
+    def deco(fn: CallCheck) -> CallCheck:
+        CALL_CHECKS[name] = fn
+        return fn
+
+    return deco
+
+
+def register_session_check(name: str) -> Callable[[SessionCheck], SessionCheck]:
+    def deco(fn: SessionCheck) -> SessionCheck:
+        SESSION_CHECKS[name] = fn
+        return fn
+
+    return deco
+
+
+def _more(pair: Pair, found: list[Change], category: str, prefix_findings: list[Finding]) -> list[Finding]:
+    from mcptape.diff.values import MAX_DIFFS
+
+    if len(found) > MAX_DIFFS:
+        prefix_findings = prefix_findings[:MAX_DIFFS]
+        prefix_findings.append(pair.finding(category, "output", "", "… and more differences (list cut short)",
+                                            kind="changed"))
+    return prefix_findings
+
+
+# --- per call --------------------------------------------------------------------------------
+
+
+@register_call_check("arguments")
+def check_arguments(pair: Pair) -> list[Finding]:
+    """Calls paired by identity whose params differ: the client asked something else."""
+    if fast_same(pair.golden.params, pair.fresh.params):
+        return []
+    found = changes(_params(pair.golden), _params(pair.fresh), "params")
+    out = [pair.finding("call", "output", c.path, describe(c), c.before, c.after, "arguments",
+                        g_event=pair.golden.request_event, f_event=pair.fresh.request_event) for c in found]
+    return _more(pair, found, "call", out)
+
+
+def _params(call: Call) -> Any:
+    from mcptape.diff.calls import _strip_meta
+
+    params = _strip_meta(call.params)
+    if call.method in ("initialize", "server/discover") and isinstance(params, dict):
+        params = {k: v for k, v in params.items() if k != "clientInfo"}
+    return params
+
+
+@register_call_check("answer")
+def check_answer(pair: Pair) -> list[Finding]:
+    """Result vs result (by method's classifier), result vs error, error vs error, answer vs none."""
+    g, f = pair.golden, pair.fresh
+    if g.notify or f.notify:
+        return []
+    if g.answer is None and f.answer is None:
+        return []
+    if f.answer is None:
+        return [pair.finding("process", "structural", "", "no answer (the server did not respond)",
+                             _answer_summary(g.answer), None, "no_answer")]
+    if g.answer is None:
+        return [pair.finding("process", "structural", "", "answered now, had no answer in the golden tape",
+                             None, _answer_summary(f.answer), "answered")]
+    ga, fa = g.answer, f.answer
+    if "error" in ga and "error" not in fa:
+        return [pair.finding("error", "structural", "", f"error {_error_brief(ga)} → result",
+                             ga.get("error"), clip(fa.get("result")), "error_to_result")]
+    if "error" in fa and "error" not in ga:
+        return [pair.finding("error", "structural", "", f"result → error {_error_brief(fa)}",
+                             clip(ga.get("result")), fa.get("error"), "result_to_error")]
+    if "error" in ga:
+        return _error_changes(pair, ga.get("error"), fa.get("error"))
+    ra, rb = ga.get("result"), fa.get("result")
+    if fast_same(ra, rb):
+        return []
+    classifier = RESULT_CLASSIFIERS.get(g.method, classify_result)
+    return classifier(pair, ra, rb)
+
+
+def _error_brief(answer: dict[str, Any]) -> str:
+    err = answer.get("error") if isinstance(answer.get("error"), dict) else {}
+    assert isinstance(err, dict)
+    return f"{err.get('code')} {show(err.get('message'))}"
+
+
+def _answer_summary(answer: dict[str, Any] | None) -> Any:
+    if answer is None:
+        return None
+    return {"error": answer["error"]} if "error" in answer else {"result": clip(answer.get("result"), 200)}
+
+
+def _error_changes(pair: Pair, ea: Any, eb: Any) -> list[Finding]:
+    ea = ea if isinstance(ea, dict) else {}
+    eb = eb if isinstance(eb, dict) else {}
+    out: list[Finding] = []
+    if not fast_same(ea.get("code"), eb.get("code")):
+        out.append(pair.finding("error", "structural", "error.code", f"{show(ea.get('code'))} → {show(eb.get('code'))}",
+                                ea.get("code"), eb.get("code"), "code"))
+    if not fast_same(ea.get("message"), eb.get("message")):
+        out.append(pair.finding("error", "output", "error.message",
+                                f"{show(ea.get('message'))} → {show(eb.get('message'))}",
+                                ea.get("message"), eb.get("message"), "message"))
+    rest_a = {k: v for k, v in ea.items() if k not in ("code", "message")}
+    rest_b = {k: v for k, v in eb.items() if k not in ("code", "message")}
+    found = changes(rest_a, rest_b, "error")
+    out.extend(pair.finding("error", "output", c.path, describe(c), c.before, c.after, "data") for c in found)
+    return out
+
+
+def classify_result(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
+    """Any result: path-level differences; a tool result flipping `isError` is an error drift."""
+    out: list[Finding] = []
+    if pair.golden.method == "tools/call" and isinstance(ra, dict) and isinstance(rb, dict):
+        ia, ib = bool(ra.get("isError")), bool(rb.get("isError"))
+        if ia != ib:
+            out.append(pair.finding("error", "structural", "result.isError",
+                                    "tool result became an error" if ib else "tool error became a result",
+                                    ra.get("isError"), rb.get("isError"), "is_error"))
+    found = changes(ra, rb, "result")
+    for c in found:
+        if c.path == "result.isError" and out:
+            continue
+        out.append(pair.finding("result", "output", c.path, describe(c), c.before, c.after, c.kind))
+    return _more(pair, found, "result", out)
+
+
+# --- surface and schema ----------------------------------------------------------------------
+
+# list method -> (result key, item identity field, noun, surface-table prefix)
+SURFACE_LISTS = {
+    "tools/list": ("tools", "name", "tool", ""),
+    "prompts/list": ("prompts", "name", "prompt", "prompt:"),
+    "resources/list": ("resources", "uri", "resource", "resource:"),
+    "resources/templates/list": ("resourceTemplates", "uriTemplate", "resource template", "template:"),
+}
+
+
+@register_result_classifier(*SURFACE_LISTS)
+def classify_surface(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
+    """Items added/removed (surface), and per item the schema classification of what changed."""
+    list_key, id_field, noun, prefix = SURFACE_LISTS[pair.golden.method]
+    ra = ra if isinstance(ra, dict) else {}
+    rb = rb if isinstance(rb, dict) else {}
+    la, lb = ra.get(list_key), rb.get(list_key)
+    items_a = _by_id(la, id_field)
+    items_b = _by_id(lb, id_field)
+    out: list[Finding] = []
+    base = join("result", list_key)
+    for name, item in items_a.items():
+        if name not in items_b:
+            f = pair.finding("surface", "structural", f"{base}[{name}]", f"{noun} `{name}` removed", item, None, "removed")
+            out.append(f)
+            pair.surface.append(SurfaceNote(f, "removed", prefix + name))
+    for name, item in items_b.items():
+        if name not in items_a:
+            f = pair.finding("surface", pair.added_surface, f"{base}[{name}]", f"{noun} `{name}` added", None, item, "added")
+            out.append(f)
+            pair.surface.append(SurfaceNote(f, "added", prefix + name))
+    for name, item_a in items_a.items():
+        item_b = items_b.get(name)
+        if item_b is None or fast_same(item_a, item_b):
+            continue
+        for change in _item_changes(pair.golden.method, item_a, item_b, f"{base}[{name}]"):
+            f = pair.finding("schema", SCHEMA_SEVERITY[change.kind], change.path, f"{noun} `{name}`: {change.message}",
+                             change.before, change.after, change.kind)
+            out.append(f)
+            pair.surface.append(SurfaceNote(f, change.kind, prefix + name))
+    # Everything beside the list (nextCursor, _meta): a plain result difference.
+    rest_a = {k: v for k, v in ra.items() if k != list_key}
+    rest_b = {k: v for k, v in rb.items() if k != list_key}
+    out.extend(pair.finding("result", "output", c.path, describe(c), c.before, c.after, c.kind)
+               for c in changes(rest_a, rest_b, "result"))
+    if not isinstance(la, list) or not isinstance(lb, list):
+        out.extend(classify_result(pair, {list_key: la}, {list_key: lb}))
+    return out
+
+
+def _by_id(items: Any, id_field: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict):
+                out.setdefault(str(item.get(id_field)), item)
+    return out
+
+
+def _item_changes(method: str, a: dict[str, Any], b: dict[str, Any], path: str) -> Iterable[SchemaChange]:
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key), b.get(key)
+        if fast_same(va, vb):
+            continue
+        p = join(path, key)
+        if method == "tools/list" and key in ("inputSchema", "outputSchema"):
+            role: Role = "input" if key == "inputSchema" else "output"
+            if va is None:
+                yield SchemaChange(p, "compatible", f"{key} added", None, vb)
+            elif vb is None:
+                yield SchemaChange(p, "breaking", f"{key} removed", va, None)
+            else:
+                yield from schema_changes(va, vb, p, role)
+        elif method == "tools/list" and key == "annotations":
+            yield from annotation_changes(va, vb, p)
+        elif method == "prompts/list" and key == "arguments":
+            yield from prompt_argument_changes(va, vb, p)
+        elif key in ("description", "title", "icons", "_meta"):
+            yield SchemaChange(p, "cosmetic", f"{key} {show(va)} → {show(vb)}", va, vb)
+        else:
+            # name/uri never differ here (they are the key); mimeType, size, execution, ...
+            yield SchemaChange(p, "compatible", f"{key} {show(va)} → {show(vb)}", va, vb)
+
+
+# --- session ---------------------------------------------------------------------------------
+
+
+@register_result_classifier("initialize", "server/discover")
+def classify_session(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
+    """The handshake: protocol version and lost capabilities are structural; serverInfo is output."""
+    ra = ra if isinstance(ra, dict) else {}
+    rb = rb if isinstance(rb, dict) else {}
+    out: list[Finding] = []
+    for key in ("protocolVersion", "supportedVersions"):
+        if not fast_same(ra.get(key), rb.get(key)):
+            out.append(pair.finding("session", "structural", f"result.{key}",
+                                    f"protocol version {show(ra.get(key))} → {show(rb.get(key))}",
+                                    ra.get(key), rb.get(key), "protocol"))
+    out.extend(_capabilities(pair, ra.get("capabilities"), rb.get("capabilities"), "result.capabilities"))
+    for c in changes(ra.get("serverInfo"), rb.get("serverInfo"), "result.serverInfo"):
+        out.append(pair.finding("session", "output", c.path, f"server {describe(c)}", c.before, c.after, "server_info"))
+    rest = ("protocolVersion", "supportedVersions", "capabilities", "serverInfo")
+    for c in changes({k: v for k, v in ra.items() if k not in rest}, {k: v for k, v in rb.items() if k not in rest},
+                     "result"):
+        out.append(pair.finding("session", "output", c.path, describe(c), c.before, c.after, "changed"))
+    return out
+
+
+def _capabilities(pair: Pair, a: Any, b: Any, path: str) -> list[Finding]:
+    out: list[Finding] = []
+    for c in changes(a, b, path):
+        if c.kind == "removed":
+            out.append(pair.finding("session", "structural", c.path, f"capability removed {show(c.before)}",
+                                    c.before, None, "capability_removed"))
+        elif c.kind == "added":
+            out.append(pair.finding("session", "output", c.path, f"capability added {show(c.after)}",
+                                    None, c.after, "capability_added"))
+        else:
+            lost = c.before is True and c.after is not True
+            out.append(pair.finding("session", "structural" if lost else "output", c.path,
+                                    f"capability {describe(c)}", c.before, c.after, "capability_changed"))
+    return out
+
+
+# --- notifications and garbage within a call -------------------------------------------------
+
+
+@register_call_check("notifications")
+def check_notifications(pair: Pair) -> list[Finding]:
+    """Per call, per method, as multisets: identical ones pair first, the rest pair in order."""
+    return compare_notifications(pair, pair.golden.notifications, pair.fresh.notifications)
+
+
+def compare_notifications(pair: Pair, g_events: list[int], f_events: list[int]) -> list[Finding]:
+    if not g_events and not f_events:
+        return []
+    g_evs, f_evs = pair.g.tape.events, pair.f.tape.events
+    out: list[Finding] = []
+    g_by: dict[str, list[int]] = defaultdict(list)
+    f_by: dict[str, list[int]] = defaultdict(list)
+    for i in g_events:
+        g_by[str(g_evs[i].get("method"))].append(i)
+    for i in f_events:
+        f_by[str(f_evs[i].get("method"))].append(i)
+    for method in list(dict.fromkeys([*f_by, *g_by])):
+        gl, fl = g_by.get(method, []), f_by.get(method, [])
+        pool: dict[str, list[int]] = defaultdict(list)
+        for i in gl:
+            pool[canonical(g_evs[i]["msg"].get("params"))].append(i)
+        used: set[int] = set()
+        rest_f: list[int] = []
+        for i in fl:
+            candidates = pool.get(canonical(f_evs[i]["msg"].get("params")))
+            if candidates:
+                used.add(candidates.pop(0))
+            else:
+                rest_f.append(i)
+        rest_g = [i for i in gl if i not in used]
+        path = f"notifications[{method}]"
+        for gi, fi in zip(rest_g, rest_f, strict=False):
+            for c in changes(g_evs[gi]["msg"].get("params"), f_evs[fi]["msg"].get("params"), path + ".params"):
+                out.append(pair.finding("notification", "output", c.path, describe(c), c.before, c.after, "changed",
+                                        g_event=gi, f_event=fi))
+        for gi in rest_g[len(rest_f):]:
+            out.append(pair.finding("notification", "output", path, f"{method} no longer sent",
+                                    g_evs[gi]["msg"].get("params"), None, "removed", g_event=gi))
+        for fi in rest_f[len(rest_g):]:
+            out.append(pair.finding("notification", "output", path, f"{method} sent now",
+                                    None, f_evs[fi]["msg"].get("params"), "added", f_event=fi))
+    out.extend(_progress_order(pair))
+    return out
+
+
+def _progress_order(pair: Pair) -> list[Finding]:
+    """Progress must precede the response of its request (the one order the protocol fixes)."""
+    def late(call: Call, events: list[dict[str, Any]]) -> bool:
+        if call.answer_event is None:
+            return False
+        return any(events[i].get("method") == "notifications/progress" and i > call.answer_event
+                   for i in call.notifications)
+
+    g_late, f_late = late(pair.golden, pair.g.tape.events), late(pair.fresh, pair.f.tape.events)
+    if f_late and not g_late:
+        return [pair.finding("notification", "output", "notifications[notifications/progress]",
+                             "progress sent after the response", kind="order")]
+    return []
+
+
+@register_call_check("garbage")
+def check_garbage(pair: Pair) -> list[Finding]:
+    if not pair.golden.garbage and not pair.fresh.garbage:
+        return []
+    return compare_garbage(pair.g, pair.f, pair.golden.garbage, pair.fresh.garbage, pair)
+
+
+def compare_garbage(g: TapeCalls, f: TapeCalls, g_idx: list[int], f_idx: list[int], pair: Pair | None) -> list[Finding]:
+    def text(tc: TapeCalls, i: int) -> str:
+        ev = tc.tape.events[i]
+        return str(ev.get("text") if "text" in ev else "b64:" + str(ev.get("b64")))
+
+    pool: dict[str, list[int]] = defaultdict(list)
+    for i in g_idx:
+        pool[text(g, i)].append(i)
+    added: list[int] = []
+    for i in f_idx:
+        if pool.get(text(f, i)):
+            pool[text(f, i)].pop()
+        else:
+            added.append(i)
+    removed = [i for lst in pool.values() for i in lst]
+    out: list[Finding] = []
+    for i in added:
+        out.append(Finding("process", "output", "stdout", f"non-JSON stdout line now: {show(text(f, i))}",
+                           None, clip(text(f, i)), "garbage", None, f.line(i)))
+    for i in removed:
+        out.append(Finding("process", "output", "stdout", f"non-JSON stdout line gone: {show(text(g, i))}",
+                           clip(text(g, i)), None, "garbage", g.line(i), None))
+    return out
+
+
+# --- session-wide ----------------------------------------------------------------------------
+
+
+@register_session_check("server_requests")
+def check_server_requests(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
+    """Server-initiated requests as a multiset over the session: their timing races the calls."""
+    pool: dict[str, list[int]] = defaultdict(list)
+    for k, sreq in enumerate(g.server_requests):
+        pool[sreq.key].append(k)
+    out: list[tuple[int, Finding]] = []
+    for sreq in f.server_requests:
+        if pool.get(sreq.key):
+            pool[sreq.key].pop(0)
+            continue
+        out.append((sreq.event, Finding("call", "output", f"server_request[{sreq.method}]",
+                                        f"server now sends {sreq.method} {show(sreq.params)}", None, clip(sreq.params),
+                                        "server_request_added", None, f.line(sreq.event))))
+    for ks in pool.values():
+        for k in ks:
+            sreq = g.server_requests[k]
+            out.append((len(f.tape.events), Finding("call", "output", f"server_request[{sreq.method}]",
+                                                    f"server no longer sends {sreq.method}", clip(sreq.params), None,
+                                                    "server_request_removed", g.line(sreq.event), None)))
+    return out
+
+
+def _exit_status(tc: TapeCalls) -> tuple[Any, Any] | None:
+    if not tc.exits:
+        return None
+    ev = tc.tape.events[tc.exits[-1]]
+    return ev.get("code"), ev.get("signal")
+
+
+def _abnormal(status: tuple[Any, Any] | None) -> bool:
+    # mcptape's own shutdown ends servers with EOF, SIGTERM or SIGKILL; anything else is the server's doing.
+    if status is None:
+        return False
+    code, sig = status
+    return (code not in (0, None)) or (sig is not None and sig not in ("SIGTERM", "SIGKILL"))
+
+
+@register_session_check("process")
+def check_process(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
+    """Exit status, garbage before any call, and mcptape's own notes (timeouts, ...)."""
+    out: list[tuple[int, Finding]] = []
+    gs, fs = _exit_status(g), _exit_status(f)
+    if gs != fs and (gs is not None or _abnormal(fs)):
+        where = f.exits[-1] if f.exits else len(f.tape.events)
+        crash = _abnormal(fs) and not _abnormal(gs)
+        out.append((where, Finding(
+            "process", "structural" if crash else "output", "exit",
+            f"server {'crashed' if crash else 'exited'}: {_status_text(gs)} → {_status_text(fs)}",
+            _status_text(gs), _status_text(fs), "crash" if crash else "exit",
+            g.line(g.exits[-1]) if g.exits else None, f.line(f.exits[-1]) if f.exits else None)))
+    for finding in compare_garbage(g, f, g.prelude_garbage, f.prelude_garbage, None):
+        out.append((0, finding))
+    g_notes = defaultdict(list)
+    for i in g.notes:
+        g_notes[str(g.tape.events[i].get("what"))].append(i)
+    for i in f.notes:
+        what = str(f.tape.events[i].get("what"))
+        if g_notes.get(what):
+            g_notes[what].pop(0)
+            continue
+        out.append((i, Finding("process", "output", "note", f"mcptape noted: {what} {show(f.tape.events[i].get('detail'))}",
+                               None, clip(f.tape.events[i].get("detail")), "note", None, f.line(i))))
+    for what, idx in g_notes.items():
+        for i in idx:
+            out.append((len(f.tape.events), Finding("process", "output", "note", f"no longer noted: {what}",
+                                                    clip(g.tape.events[i].get("detail")), None, "note", g.line(i), None)))
+    return out
+
+
+def _status_text(status: tuple[Any, Any] | None) -> str:
+    if status is None:
+        return "still running at the end of the tape"
+    code, sig = status
+    return f"signal {sig}" if sig else f"exit code {code}"
+
+
+@register_session_check("protocol")
+def check_protocol(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
+    """A protocol change the handshake did not already show (2026-07-28 tapes have none)."""
+    gp, fp = g.tape.protocol, f.tape.protocol  # may scan the tape when the header lacks it: once each
+    if gp == fp:
+        return []
+    handshakes = {"initialize", "server/discover"}
+    if any(c.method in handshakes for c in g.calls) and any(c.method in handshakes for c in f.calls):
+        return []  # the session classifier compares protocolVersion on the paired handshake
+    return [(0, Finding("session", "structural", "protocol", f"protocol version {show(gp)} → {show(fp)}",
+                        gp, fp, "protocol"))]
+
+
+@register_session_check("complete")
+def check_complete(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
+    """A fresh tape cut short (no footer: the recorder died) where the golden one is whole."""
+    if g.tape.complete and not f.tape.complete:
+        return [(len(f.tape.events), Finding("process", "structural", "tape", "fresh tape was cut short (no footer)",
+                                             True, False, "crash", None, None))]
+    return []

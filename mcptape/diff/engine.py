@@ -1,0 +1,225 @@
+"""diff_tapes: golden + fresh tape -> DiffResult. Pure: no I/O, no clock, no heavy imports.
+
+Builds the calls of both tapes (calls.py), pairs them (align.py), runs the registered
+classifiers (classify.py) on each pair and the session checks once, applies the project's
+DriftSettings, and groups what is left per call in fresh-tape order.
+
+DriftSettings, as read here (config.py holds the model):
+- `added_surface`: severity of a tool/resource/prompt that appeared (default structural).
+- `fail_on`: {"category" or "category.kind": severity} overrides the severity of matching
+  findings; "category.kind" wins over "category". E.g. {"schema.cosmetic": "info",
+  "notification": "structural"}. Severity "info" reports without failing.
+- `ignore`: a list of rules; a finding matching every key a rule gives is dropped. Keys:
+  `path` (a glob over the finding path; matches the path or anything beneath it, so
+  "result.content[0].text" also drops "result.content[0].text(json).time"),
+  `category` (a glob over "category.kind", e.g. "schema.cosmetic" or "notification*"),
+  `method` (a glob over the call's method) and `name` (a glob over the tool/prompt/URI).
+  In globs `*` matches any run of characters (dots and brackets included), `?` one character;
+  everything else is literal (so `[0]` means the index 0, not a character class).
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcptape.diff import classify, protocol
+from mcptape.diff.align import align
+from mcptape.diff.calls import Call, TapeCalls, build_calls
+from mcptape.diff.classify import Pair, SurfaceNote
+from mcptape.errors import ConfigError
+from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, SurfaceChanges
+from mcptape.tape.format import Tape
+
+if TYPE_CHECKING:
+    from mcptape.config import DriftSettings
+
+IGNORE_KEYS = ("path", "category", "method", "name")
+_RANK = {"info": 0, "output": 1, "structural": 2}
+
+
+def _glob(pattern: str, *, subtree: bool = False) -> re.Pattern[str]:
+    parts = []
+    for ch in pattern:
+        parts.append(".*" if ch == "*" else "." if ch == "?" else re.escape(ch))
+    tail = r"(?:[.\[(].*)?" if subtree else ""
+    return re.compile("".join(parts) + tail + r"\Z", re.DOTALL)
+
+
+@dataclass
+class _Rule:
+    path: re.Pattern[str] | None
+    category: re.Pattern[str] | None
+    method: re.Pattern[str] | None
+    name: re.Pattern[str] | None
+
+    def matches(self, finding: Finding, call: Call | None) -> bool:
+        if self.path is not None and not self.path.match(finding.path):
+            return False
+        if self.category is not None and not self.category.match(f"{finding.category}.{finding.kind or ''}") \
+                and not self.category.match(finding.category):
+            return False
+        if self.method is not None and (call is None or not self.method.match(call.method)):
+            return False
+        return not (self.name is not None and (call is None or not self.name.match(call.name or "")))
+
+
+@dataclass
+class Policy:
+    added_surface: Severity
+    fail_on: dict[str, Severity]
+    rules: list[_Rule]
+
+    @classmethod
+    def from_settings(cls, drift: DriftSettings | None) -> Policy:
+        if drift is None:
+            return cls("structural", {}, [])
+        rules = []
+        for i, rule in enumerate(drift.ignore):
+            unknown = sorted(set(rule) - set(IGNORE_KEYS))
+            if unknown or not rule:
+                raise ConfigError(
+                    f"drift.ignore[{i}]: {'unknown key(s) ' + ', '.join(unknown) if unknown else 'empty rule'}; "
+                    f"a rule uses one or more of: {', '.join(IGNORE_KEYS)}"
+                )
+            rules.append(_Rule(
+                _glob(rule["path"], subtree=True) if "path" in rule else None,
+                _glob(rule["category"]) if "category" in rule else None,
+                _glob(rule["method"]) if "method" in rule else None,
+                _glob(rule["name"]) if "name" in rule else None,
+            ))
+        return cls(drift.added_surface, dict(drift.fail_on), rules)
+
+    def apply(self, findings: Iterable[Finding], call: Call | None) -> list[Finding]:
+        out = []
+        for f in findings:
+            if any(rule.matches(f, call) for rule in self.rules):
+                continue
+            override = self.fail_on.get(f"{f.category}.{f.kind}") or self.fail_on.get(f.category)
+            if override is not None:
+                f.severity = override
+            out.append(f)
+        return out
+
+
+def call_ref(tc: TapeCalls, call: Call) -> CallRef:
+    step = None
+    if call.request_event is not None:
+        step = tc.tape.events[call.request_event].get("step")
+    if not isinstance(step, int):
+        step = call.ordinal
+    return CallRef(method=call.method, name=call.name, arguments=call.arguments, step=step)
+
+
+def diff_tapes(golden: Tape, fresh: Tape, drift: DriftSettings | None = None) -> DiffResult:
+    """Compare a golden (A) and a fresh (B) tape; drifts[0] is the first drifted call."""
+    # Diffing creates ~3 objects per event and no cycles; with a few million live objects from
+    # the tapes, the cyclic GC's full passes would cost more than the diff itself (2.5x measured).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _diff(golden, fresh, drift)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None) -> DiffResult:
+    policy = Policy.from_settings(drift)
+    golden, fresh = protocol.prepare(golden, fresh)  # 2026-07-28 envelope out, handshakes paired (protocol.py)
+    g, f = build_calls(golden), build_calls(fresh)
+    steps = align(g.calls, f.calls)
+    end = len(fresh.events)
+
+    # (position in the fresh tape, tie-breaker, drift)
+    placed: list[tuple[int, int, Drift]] = []
+    surface_notes: list[SurfaceNote] = []
+    next_pos = [end] * (len(steps) + 1)
+    for k in range(len(steps) - 1, -1, -1):
+        fc = steps[k].fresh
+        next_pos[k] = fc.position if fc is not None else next_pos[k + 1]
+
+    for k, step in enumerate(steps):
+        g_call, fc = step.golden, step.fresh
+        if g_call is not None and fc is not None:
+            pair = Pair(g_call, fc, g, f, added_surface=policy.added_surface)
+            raw: list[Finding] = []
+            for check in classify.CALL_CHECKS.values():
+                raw.extend(check(pair))
+            if not raw:
+                continue
+            kept = policy.apply(raw, fc)
+            kept_ids = {id(x) for x in kept}
+            surface_notes.extend(n for n in pair.surface if id(n.finding) in kept_ids)
+            if kept:
+                placed.append((fc.position, k, Drift(call_ref(f, fc), kept)))
+        elif fc is not None:
+            finding = Finding("call", "structural", "", "call added (not in the golden tape)", None,
+                              _answer_brief(fc), "added", None, f.line(fc.position))
+            kept = policy.apply([finding], fc)
+            if kept:
+                placed.append((fc.position, k, Drift(call_ref(f, fc), kept)))
+        elif g_call is not None:
+            finding = Finding("call", "structural", "", "call removed (not in the fresh tape)", _answer_brief(g_call),
+                              None, "removed", g.line(g_call.position), None)
+            kept = policy.apply([finding], g_call)
+            if kept:
+                placed.append((next_pos[k], k, Drift(call_ref(g, g_call), kept)))
+
+    # Notifications and garbage that came before any client message.
+    if g.prelude_notifications or f.prelude_notifications:
+        pre_g = Call(-1, "(before the first call)", None, True, None, notifications=g.prelude_notifications)
+        pre_f = Call(-1, "(before the first call)", None, True, None, notifications=f.prelude_notifications)
+        found = classify.compare_notifications(Pair(pre_g, pre_f, g, f), pre_g.notifications, pre_f.notifications)
+        kept = policy.apply(found, None)
+        if kept:
+            placed.append((0, -1, Drift(None, kept)))
+
+    for session_check in classify.SESSION_CHECKS.values():
+        for pos, finding in session_check(g, f):
+            kept = policy.apply([finding], None)
+            if kept:
+                placed.append((pos, len(steps), Drift(None, kept)))
+
+    placed.sort(key=lambda t: (t[0], t[1]))
+    real = [d for _, _, d in placed if d.severity != "info"]
+    info = [d for _, _, d in placed if d.severity == "info"]
+    worst = max((_RANK[d.severity] for d in real), default=0)
+    verdict: Any = {0: "same", 1: "output", 2: "structural"}[worst]
+    return DiffResult(
+        verdict=verdict,
+        drifts=real + info,
+        surface=_surface(surface_notes),
+        a=str(golden.path) if golden.path else golden.name,
+        b=str(fresh.path) if fresh.path else fresh.name,
+    )
+
+
+def _answer_brief(call: Call) -> Any:
+    if call.notify:
+        return {"notification": call.method}
+    if call.answer is None:
+        return None
+    from mcptape.diff.values import clip
+
+    return {"error": call.answer["error"]} if "error" in call.answer else {"result": clip(call.answer.get("result"), 300)}
+
+
+def _surface(notes: list[SurfaceNote]) -> SurfaceChanges:
+    """Each name once per column; a changed item sits in its worst column only."""
+    surface = SurfaceChanges()
+    changed_rank = {"breaking": 3, "compatible": 2, "cosmetic": 1}
+    worst: dict[str, str] = {}
+    for note in notes:
+        if note.column in ("added", "removed"):
+            column = getattr(surface, note.column)
+            if note.name not in column:
+                column.append(note.name)
+        elif changed_rank[note.column] > changed_rank.get(worst.get(note.name, ""), 0):
+            worst[note.name] = note.column
+    for name, column_name in worst.items():
+        getattr(surface, column_name).append(name)
+    return surface

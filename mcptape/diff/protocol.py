@@ -1,0 +1,330 @@
+"""Cross-version diff: the 2026-07-28 envelope kept out of the behaviour verdict, the handshake as "the session".
+
+Owns what changes when a server moves between the legacy MCP revisions (2024-11-05 ...
+2025-11-25, opened with `initialize`) and the stateless 2026-07-28 (`server/discover`,
+per-request `_meta`, input-required round trips): pure functions over plain data, applied to
+both tapes before diff/engine.py pairs their calls (`prepare`), and the one session check that
+reports the change (`check_protocol`, registered under C's name "protocol" and delegating to
+C's check for everything that is not a change of era). Pairing and classifying stay calls.py's,
+align.py's and classify.py's.
+
+Envelope (never behaviour, in any pair of tapes):
+- results: `resultType: "complete"`, `cacheScope`, `ttlMs`, `_meta["io.modelcontextprotocol/serverInfo"]`
+  (a `server/discover` result's serverInfo moves to `result.serverInfo`, where classify.py's
+  session classifier reports a changed one, as it does for `initialize`);
+- requests: `_meta` keys `io.modelcontextprotocol/protocolVersion`, `clientCapabilities`,
+  `clientInfo`, `logLevel` (params left empty by that are absent params, as on legacy).
+A change of era (one tape legacy, the other 2026-07-28) is ONE structural finding, category
+"protocol", placed first; beneath it the tapes are compared call by call as usual, except that
+- the handshakes (`initialize`, `server/discover`, `notifications/initialized`) are "the
+  session": they leave the call list and their results are compared here (serverInfo, an output
+  finding if it changed; capabilities differ by era by design — list-changed moved to
+  `subscriptions/listen` — and are named in the protocol finding, not judged);
+- a 2026-07-28 input-required round trip becomes what the legacy wire did for the same question:
+  the interim call disappears, its `inputRequests` become server requests answered with the
+  `inputResponses` of the retry, and the retry loses `inputResponses`/`requestState`. So the
+  question the server asks is still compared (classify.check_server_requests), by content
+  (the SDK 2.3 renders an elicitation schema with a `title` on legacy and without on 2026-07-28:
+  that shows as a changed server request, output, because it is what the user is asked);
+- a `listen` step's stream mechanics (`subscriptions/listen`, its acknowledgement, the
+  `notifications/cancelled` that ends it) leave; the notifications received stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcptape.diff import classify
+from mcptape.diff.calls import TapeCalls
+from mcptape.diff.values import clip, show
+from mcptape.report.model import Finding
+from mcptape.tape.format import Event, Tape
+
+MODERN = "2026-07-28"
+NS = "io.modelcontextprotocol/"
+REQUEST_META_ENVELOPE = frozenset(
+    NS + k for k in ("protocolVersion", "clientCapabilities", "clientInfo", "logLevel")
+)
+RESULT_META_ENVELOPE = frozenset({NS + "serverInfo"})
+HANDSHAKE_METHODS = frozenset({"initialize", "server/discover"})
+INPUT_KEYS = ("inputResponses", "requestState")
+# Where prepare() leaves what the session check needs, in its private copies of the headers.
+_SESSION_KEY = "_mcptape_session"
+
+
+def era(version: str | None) -> str | None:
+    """"modern" (2026-07-28 on), "legacy" (dated before), None (unknown). Dates compare as strings."""
+    if not version:
+        return None
+    return "modern" if str(version) >= MODERN else "legacy"
+
+
+# --- envelope stripping (pure) ---------------------------------------------------------------
+
+
+def strip_meta_keys(meta: Any, keys: frozenset[str]) -> Any:
+    """`_meta` without the envelope `keys`; None when nothing else was in it."""
+    if not isinstance(meta, dict):
+        return meta
+    rest = {k: v for k, v in meta.items() if k not in keys}
+    return rest or None
+
+
+def strip_request_params(params: Any) -> Any:
+    """Request params without the 2026-07-28 envelope keys of `_meta`; None when nothing is left."""
+    if not isinstance(params, dict) or "_meta" not in params:
+        return params
+    out = {k: v for k, v in params.items() if k != "_meta"}
+    meta = strip_meta_keys(params["_meta"], REQUEST_META_ENVELOPE)
+    if meta is not None:
+        out["_meta"] = meta
+    return out or None
+
+
+def strip_result(result: Any, method: str | None = None) -> Any:
+    """A result without its envelope; a discover result's serverInfo moves to `result.serverInfo`."""
+    if not isinstance(result, dict):
+        return result
+    if not ("resultType" in result or "cacheScope" in result or "ttlMs" in result or "_meta" in result):
+        return result
+    out = {k: v for k, v in result.items() if k not in ("cacheScope", "ttlMs", "_meta")}
+    if out.get("resultType") == "complete":
+        del out["resultType"]
+    meta = result.get("_meta")
+    if isinstance(meta, dict):
+        info = meta.get(NS + "serverInfo")
+        if method == "server/discover" and info is not None and "serverInfo" not in out:
+            out["serverInfo"] = info
+        rest = strip_meta_keys(meta, RESULT_META_ENVELOPE)
+        if rest is not None:
+            out["_meta"] = rest
+    elif "_meta" in result:
+        out["_meta"] = meta
+    return out
+
+
+def strip_event(event: Event) -> Event:
+    """One event without envelope fields; the same object when it has none (big tapes stay cheap)."""
+    kind = event.get("kind")
+    msg = event.get("msg")
+    if not isinstance(msg, dict) or kind not in ("request", "response"):
+        return event
+    out: Event | None = None
+    if kind == "request" and event.get("dir") == "c2s":
+        params = msg.get("params")
+        new = strip_request_params(params)
+        if new is not params:
+            out = dict(event)
+            out["msg"] = _with(msg, "params", new)
+    elif kind == "response" and event.get("dir") == "s2c":
+        result = msg.get("result")
+        new = strip_result(result, event.get("method"))
+        echo = event.get("params")
+        new_echo = strip_request_params(echo)
+        if new is not result or new_echo is not echo:
+            out = dict(event)
+            out["msg"] = _with(msg, "result", new)
+            if new_echo is None:
+                out.pop("params", None)
+            else:
+                out["params"] = new_echo
+    if out is None:
+        return event
+    out.pop("raw", None)  # the wire bytes held the envelope; the message is the truth for comparison
+    return out
+
+
+def _with(msg: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    out = dict(msg)
+    if value is None:
+        out.pop(key, None)
+    else:
+        out[key] = value
+    return out
+
+
+# --- the handshake as the session, input-required as server requests (pure) -------------------
+
+
+def handshake_summary(events: list[Event]) -> dict[str, Any]:
+    """How a tape opened: {"method", "protocol"?, "serverInfo"?, "capabilities"?, "instructions"?}."""
+    for ev in events:
+        if ev.get("kind") in ("response", "error") and ev.get("dir") == "s2c" and ev.get("method") in HANDSHAKE_METHODS:
+            result = (ev.get("msg") or {}).get("result")
+            if not isinstance(result, dict):
+                continue  # a refused probe (auto's discover before initialize): not how it opened
+            out: dict[str, Any] = {"method": ev["method"]}
+            meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+            info = result.get("serverInfo", meta.get(NS + "serverInfo"))
+            for key, value in (("capabilities", result.get("capabilities")), ("serverInfo", info),
+                               ("instructions", result.get("instructions"))):
+                if value is not None:
+                    out[key] = value
+            return out
+    return {}
+
+
+def _is_handshake(ev: Event) -> bool:
+    method = ev.get("method")
+    if method in HANDSHAKE_METHODS:
+        return ev.get("kind") in ("request", "response", "error")
+    return method == "notifications/initialized" and ev.get("dir") == "c2s"
+
+
+def session_mechanics(events: list[Event]) -> set[int]:
+    """Indices of events that only open or end a 2026-07-28 listen stream (`subscriptions/listen`,
+    its acknowledgement, the `notifications/cancelled` that ends it, its closing answer): a legacy
+    session receives the same notifications without them. The notifications themselves stay."""
+    listen_ids: set[str] = set()
+    out: set[int] = set()
+    for i, ev in enumerate(events):
+        method, kind, direction = ev.get("method"), ev.get("kind"), ev.get("dir")
+        if method == "subscriptions/listen" and kind in ("request", "response", "error"):
+            listen_ids.add(repr(ev.get("id")))
+            out.add(i)
+        elif method == "notifications/subscriptions/acknowledged" and direction == "s2c":
+            out.add(i)
+        elif method == "notifications/cancelled" and direction == "c2s":
+            params = (ev.get("msg") or {}).get("params")
+            if isinstance(params, dict) and repr(params.get("requestId")) in listen_ids:
+                out.add(i)
+    return out
+
+
+def collapse_input_rounds(events: list[Event], lines: list[int]) -> tuple[list[Event], list[int]]:
+    """Input-required round trips as the legacy wire shows the same exchange (module docstring).
+
+    Each interim call (its result is `resultType: "input_required"`) leaves; its input requests
+    become s2c requests (ids `input:<key>`) answered by the next round's `inputResponses`,
+    placed where the interim answer was. `lines` (tape line per event) is kept in step.
+    """
+    by_id: dict[str, int] = {}
+    interim: dict[int, int] = {}  # request index -> response index, for interim rounds
+    for i, ev in enumerate(events):
+        key = repr(ev.get("id"))
+        if ev.get("kind") == "request" and ev.get("dir") == "c2s":
+            by_id[key] = i
+        elif ev.get("kind") == "response" and ev.get("dir") == "s2c" and key in by_id:
+            result = (ev.get("msg") or {}).get("result")
+            if isinstance(result, dict) and result.get("resultType") == "input_required":
+                interim[by_id[key]] = i
+    if not interim:
+        return events, lines
+    drop = set(interim) | set(interim.values())
+    asked_at = {resp: req for req, resp in interim.items()}
+    out: list[Event] = []
+    out_lines: list[int] = []
+    pending: dict[str, tuple[str, Any]] = {}  # input key -> (method, params) waiting for its answer
+    for i, ev in enumerate(events):
+        if i in asked_at:
+            result = ev["msg"]["result"]
+            for key, req in (result.get("inputRequests") or {}).items():
+                if not isinstance(req, dict):
+                    continue
+                sid = f"input:{key}"
+                msg = {"jsonrpc": "2.0", "id": sid, "method": req.get("method"), "params": req.get("params")}
+                synthetic: Event = {"kind": "request", "dir": "s2c", "id": sid, "method": req.get("method"), "msg": msg}
+                if "step" in ev:
+                    synthetic["step"] = ev["step"]
+                out.append(synthetic)
+                out_lines.append(lines[i] if i < len(lines) else i + 2)
+                pending[key] = (str(req.get("method")), req.get("params"))
+            continue
+        if i in drop:
+            continue
+        params = (ev.get("msg") or {}).get("params")
+        if ev.get("kind") == "request" and ev.get("dir") == "c2s" and isinstance(params, dict) and any(
+            k in params for k in INPUT_KEYS
+        ):
+            for key, answer in (params.get("inputResponses") or {}).items():
+                method, asked = pending.pop(key, (None, None))
+                sid = f"input:{key}"
+                reply: Event = {"kind": "response", "dir": "c2s", "id": sid, "method": method, "params": asked,
+                                "msg": {"jsonrpc": "2.0", "id": sid, "result": answer}}
+                out.append(reply)
+                out_lines.append(lines[i] if i < len(lines) else i + 2)
+            ev = dict(ev)
+            ev["msg"] = _with(ev["msg"], "params", {k: v for k, v in params.items() if k not in INPUT_KEYS})
+            ev.pop("raw", None)
+        elif ev.get("kind") == "response" and ev.get("dir") == "s2c" and isinstance(ev.get("params"), dict) and any(
+            k in ev["params"] for k in INPUT_KEYS
+        ):
+            ev = dict(ev)
+            ev["params"] = {k: v for k, v in ev["params"].items() if k not in INPUT_KEYS}
+        out.append(ev)
+        out_lines.append(lines[i] if i < len(lines) else i + 2)
+    return out, out_lines
+
+
+# --- preparing a pair of tapes ---------------------------------------------------------------
+
+
+def prepare(golden: Tape, fresh: Tape) -> tuple[Tape, Tape]:
+    """Both tapes as diff/engine.py should see them (module docstring); untouched tapes are returned as is."""
+    g_era, f_era = era(golden.protocol), era(fresh.protocol)
+    cross = g_era is not None and f_era is not None and g_era != f_era
+    return _prepare(golden, cross), _prepare(fresh, cross)
+
+
+def _prepare(tape: Tape, cross: bool) -> Tape:
+    lines = list(tape.event_lines) or [i + 2 for i in range(len(tape.events))]
+    events = tape.events
+    changed = False
+    header = tape.header
+    if cross:
+        header = dict(tape.header)
+        header["protocol"] = tape.protocol
+        header[_SESSION_KEY] = handshake_summary(events)
+        mechanics = session_mechanics(events)
+        keep = [i for i, ev in enumerate(events) if not _is_handshake(ev) and i not in mechanics]
+        events = [events[i] for i in keep]
+        lines = [lines[i] for i in keep]
+        events, lines = collapse_input_rounds(events, lines)
+        changed = True
+    stripped = [strip_event(ev) for ev in events]
+    if not changed and all(a is b for a, b in zip(stripped, events, strict=True)):
+        return tape
+    return Tape(header=header, events=stripped, footer=tape.footer, path=tape.path, event_lines=lines)
+
+
+# --- the finding -----------------------------------------------------------------------------
+
+
+def protocol_findings(g_header: dict[str, Any], f_header: dict[str, Any]) -> list[Finding]:
+    """The change of era as one structural finding (+ a changed serverInfo, output), from prepared headers."""
+    g_session = g_header.get(_SESSION_KEY) or {}
+    f_session = f_header.get(_SESSION_KEY) or {}
+    g_proto, f_proto = g_header.get("protocol"), f_header.get("protocol")
+
+    def opened(session: dict[str, Any]) -> str:
+        return str(session.get("method") or "no handshake")
+
+    before = {"protocol": g_proto, "handshake": opened(g_session), "capabilities": g_session.get("capabilities")}
+    after = {"protocol": f_proto, "handshake": opened(f_session), "capabilities": f_session.get("capabilities")}
+    message = (
+        f"{g_proto} ({opened(g_session)}) → {f_proto} ({opened(f_session)}); the 2026-07-28 envelope "
+        "(resultType, cacheScope, ttlMs, _meta serverInfo) is not compared, the calls are"
+    )
+    out = [Finding("protocol", "structural", "protocol", message, clip(before), clip(after), "changed")]
+    g_info, f_info = g_session.get("serverInfo"), f_session.get("serverInfo")
+    if g_info != f_info:
+        out.append(Finding("session", "output", "serverInfo", f"server {show(g_info)} → {show(f_info)}",
+                           clip(g_info), clip(f_info), "server_info"))
+    return out
+
+
+_legacy_check: Callable[[TapeCalls, TapeCalls], list[tuple[int, Finding]]] = classify.SESSION_CHECKS.get(
+    "protocol", lambda g, f: []
+)
+
+
+def check_protocol(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
+    """A change of era: the findings above, first in the report; anything else: classify.py's check."""
+    if _SESSION_KEY in g.tape.header and _SESSION_KEY in f.tape.header:
+        return [(0, finding) for finding in protocol_findings(g.tape.header, f.tape.header)]
+    return _legacy_check(g, f)
+
+
+if classify.SESSION_CHECKS.get("protocol") is not check_protocol:
+    classify.register_session_check("protocol")(check_protocol)

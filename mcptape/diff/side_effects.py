@@ -1,0 +1,87 @@
+"""Side-effect drift: files the server created, changed or deleted in its sandbox, golden vs fresh.
+
+One session check (registered in classify.SESSION_CHECKS). It reads the optional
+`side_effect` events that sandbox.py records after each step (`{"kind": "side_effect",
+"step": n, "changes": [{"path", "change", "size", "sha256"}]}`) and compares them per
+(step, file): a side effect that is new, missing, or different (another change kind, size or
+content hash) is structural by default — a tool that starts writing where it did not is the
+drift reviewers fear most (`drift.fail_on: {side_effect: output}` relaxes it). Each finding
+names the file and the step (and the call of that step) that caused it. Snapshots are
+sandbox.py's; this module only compares what the tapes hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcptape.diff.calls import TapeCalls
+from mcptape.diff.classify import register_session_check
+from mcptape.report.model import Finding
+
+KIND = "side_effect"
+
+
+def _effects(tc: TapeCalls) -> dict[tuple[Any, str], tuple[int, dict[str, Any]]]:
+    """(step, path) -> (event index, change) for every side-effect change in the tape."""
+    out: dict[tuple[Any, str], tuple[int, dict[str, Any]]] = {}
+    for i, event in enumerate(tc.tape.events):
+        if event.get("kind") != KIND:
+            continue
+        for change in event.get("changes") or []:
+            if isinstance(change, dict):
+                out[(event.get("step"), str(change.get("path")))] = (i, change)
+    return out
+
+
+def _step_call(tc: TapeCalls, step: Any) -> str:
+    """`step 3 (tools/call note)`: the step and the last call the client made in it."""
+    if not isinstance(step, int):
+        return "after the steps"
+    label = ""
+    for event in tc.tape.events:
+        if event.get("step") == step and event.get("dir") == "c2s" and event.get("kind") == "request":
+            params = (event.get("msg") or {}).get("params")
+            name = params.get("name") or params.get("uri") if isinstance(params, dict) else None
+            label = str(event.get("method")) + (f" {name}" if name else "")
+    return f"step {step}" + (f" ({label})" if label else "")
+
+
+def _what(change: dict[str, Any]) -> str:
+    kind = str(change.get("change"))
+    if kind == "deleted":
+        return "deleted"
+    sha = str(change.get("sha256") or "")[:12]
+    return f"{kind} ({change.get('size')} bytes, sha256 {sha}…)"
+
+
+@register_session_check("side_effects")
+def check_side_effects(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
+    gs, fs = _effects(g), _effects(f)
+    if not gs and not fs:
+        return []
+    out: list[tuple[int, Finding]] = []
+    end = len(f.tape.events)
+    for key in sorted(set(gs) | set(fs), key=lambda k: (k[0] if isinstance(k[0], int) else 1 << 30, k[1])):
+        step, path = key
+        g_hit, f_hit = gs.get(key), fs.get(key)
+        g_line = g.line(g_hit[0]) if g_hit else None
+        f_line = f.line(f_hit[0]) if f_hit else None
+        fpath = f"side_effects[{path}]"
+        if g_hit is None and f_hit is not None:
+            where = _step_call(f, step)
+            out.append((f_hit[0], Finding(
+                "side_effect", "structural", fpath,
+                f"new side effect: {where} now touches {path}: {_what(f_hit[1])}", None, f_hit[1], "added", None, f_line)))
+        elif f_hit is None and g_hit is not None:
+            where = _step_call(g, step)
+            out.append((end, Finding(
+                "side_effect", "structural", fpath,
+                f"missing side effect: {where} no longer touches {path} (golden: {_what(g_hit[1])})", g_hit[1], None, "removed",
+                g_line, None)))
+        elif g_hit is not None and f_hit is not None and g_hit[1] != f_hit[1]:
+            where = _step_call(f, step)
+            out.append((f_hit[0], Finding(
+                "side_effect", "structural", fpath,
+                f"different side effect: {where} on {path}: {_what(g_hit[1])} → {_what(f_hit[1])}",
+                g_hit[1], f_hit[1], "changed", g_line, f_line)))
+    return out

@@ -1,0 +1,158 @@
+"""Path-level differences between two JSON values: `result.content[0].text(json).datetime`.
+
+Strict about JSON types (1, 1.0 and true are three values), looks inside strings that hold
+JSON objects or arrays so the path points at the field that changed, and stops after a few
+dozen differences per value (a reviewer reads the first ones; the count says the rest).
+Knows nothing about MCP; classify.py decides what each difference means.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from mcptape.jsonrpc import dumps
+
+MAX_DIFFS = 25
+_SHOW = 60  # characters of a value shown in a one-line message
+
+
+@dataclass
+class Change:
+    path: str
+    before: Any
+    after: Any
+    kind: str  # changed | added | removed
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality: Python's == plus the types JSON tells apart (bool/int/float)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        if a.keys() != b.keys():
+            return False
+        return all(same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def fast_same(a: Any, b: Any) -> bool:
+    """`same` at C speed: == first, then repr (which tells 1, 1.0 and True apart, and sees key
+    order); only values equal but differently ordered get the Python walk. 2x on big tapes."""
+    return a == b and (repr(a) == repr(b) or same(a, b))
+
+
+def join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if key.replace("_", "").replace("-", "").isalnum() and not key[:1].isdigit():
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def parse_json_text(text: str) -> Any:
+    """The JSON object/array a string holds, or None: only strings that look like containers."""
+    stripped = text.lstrip()
+    if not stripped or stripped[0] not in "{[":
+        return None
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict | list) else None
+
+
+def changes(a: Any, b: Any, path: str = "") -> list[Change]:
+    """Up to MAX_DIFFS (+1 marker) differences between a and b, in document order."""
+    out: list[Change] = []
+    for change in _walk(a, b, path):
+        out.append(change)
+        if len(out) > MAX_DIFFS:
+            break
+    return out
+
+
+def _walk(a: Any, b: Any, path: str) -> Iterator[Change]:
+    if fast_same(a, b):
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key, value in a.items():
+            if key not in b:
+                yield Change(join(path, key), value, None, "removed")
+            else:
+                yield from _walk(value, b[key], join(path, key))
+        for key, value in b.items():
+            if key not in a:
+                yield Change(join(path, key), None, value, "added")
+        return
+    if isinstance(a, list) and isinstance(b, list):
+        common = min(len(a), len(b))
+        for i in range(common):
+            yield from _walk(a[i], b[i], join(path, i))
+        for i in range(common, len(a)):
+            yield Change(join(path, i), a[i], None, "removed")
+        for i in range(common, len(b)):
+            yield Change(join(path, i), None, b[i], "added")
+        return
+    if isinstance(a, str) and isinstance(b, str):
+        ja, jb = parse_json_text(a), parse_json_text(b)
+        if ja is not None and jb is not None:
+            inner = list(_walk(ja, jb, path + "(json)"))
+            if inner:
+                yield from inner
+                return
+            # Same JSON, other formatting (spaces, key order): still a different text.
+    yield Change(path, a, b, "changed")
+
+
+def show(value: Any) -> str:
+    """A value as a short one-line literal for messages."""
+    text = dumps(value)
+    return text if len(text) <= _SHOW else text[: _SHOW - 1] + "…"
+
+
+def describe(change: Change) -> str:
+    """The one-line message of a change: `"5" → "6"`, `added 7`, `removed {"a":1}`."""
+    if change.kind == "added":
+        return f"added {show(change.after)}"
+    if change.kind == "removed":
+        return f"removed {show(change.before)}"
+    a, b = change.before, change.after
+    if isinstance(a, str) and isinstance(b, str) and (len(a) > _SHOW or len(b) > _SHOW):
+        at = first_difference(a, b)
+        start = max(0, at - 10)
+        return (
+            f"{show(a[start:start + 25])} → {show(b[start:start + 25])} "
+            f"(first difference at character {at}; {len(a)} → {len(b)} characters)"
+        )
+    return f"{show(a)} → {show(b)}"
+
+
+def first_difference(a: str, b: str) -> int:
+    """Index of the first differing character: a binary search over C-speed slice compares, so a
+    20 MB result costs milliseconds, not a Python loop per character."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def clip(value: Any, limit: int = 2000) -> Any:
+    """A value small enough for a report: long strings are cut and say how long they were."""
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit] + f"…({len(value)} characters)"
+    if isinstance(value, dict | list):
+        text = dumps(value)
+        if len(text) > limit:
+            return text[:limit] + f"…({len(text)} characters of JSON)"
+    return value

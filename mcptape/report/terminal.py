@@ -1,0 +1,309 @@
+"""Terminal reports with rich: the diff verdict, the ci run, and the `ls` / `show` tables.
+
+Reads the verdict model (model.py) and tapes; decides nothing about drift (that is diff/'s).
+rich is imported inside functions so `mcptape --version` and `mcptape play` never load it.
+Where the command is a wire command the caller hands in a stderr console; `diff`, `ls` and
+`show` print to stdout. All text from tapes goes through rich.text.Text, never markup, so a
+tool result holding "[red]" prints as written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from mcptape.jsonrpc import dumps
+from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+MAX_DETAILED_DRIFTS = 20
+MAX_FINDINGS_PER_DRIFT = 12
+_STYLE = {"structural": "bold red", "output": "yellow", "info": "dim", "same": "green", "updated": "cyan",
+          "error": "bold magenta", "secret": "bold magenta"}
+
+
+def make_console(file: IO[str] | None = None) -> Console:
+    """A console on `file` (stdout by default); wide when not a terminal so lines stay whole in logs."""
+    from rich.console import Console
+
+    target = file if file is not None else sys.stdout
+    is_tty = hasattr(target, "isatty") and target.isatty()
+    width = None if is_tty else int(os.environ.get("COLUMNS", "160"))
+    return Console(file=target, highlight=False, width=width, soft_wrap=False)
+
+
+def _text(*parts: tuple[str, str] | str) -> Any:
+    from rich.text import Text
+
+    out = Text()
+    for part in parts:
+        if isinstance(part, tuple):
+            out.append(part[0], style=part[1])
+        else:
+            out.append(part)
+    return out
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = value if isinstance(value, str) else dumps(value)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- diff --------------------------------------------------------------------------------------
+
+
+def render_diff(result: DiffResult, console: Console, *, session: str | None = None) -> None:
+    """The first drifted call in one line, the tool-surface table, then details with context."""
+    verdict = result.verdict
+    if result.first is None or verdict == "same":
+        console.print(_text(("same", _STYLE["same"]), f" · {result.a} ↔ {result.b} · no drift"), soft_wrap=True)
+        _render_info(result, console)
+        return
+    console.print(_text((verdict, _STYLE[verdict]), " drift · first drifted call:"), soft_wrap=True)
+    console.print(_text("  ", result.first.one_line(session)), soft_wrap=True)
+    if not result.surface.empty():
+        console.print(surface_table(result))
+    _render_details(result, console)
+
+
+def surface_table(result: DiffResult) -> Any:
+    from rich.table import Table
+
+    s = result.surface
+    table = Table(title="tool surface", title_justify="left")
+    columns = (("Added", s.added), ("Removed", s.removed), ("Breaking", s.breaking),
+               ("Compatible", s.compatible), ("Cosmetic", s.cosmetic))
+    for title, _ in columns:
+        table.add_column(title)
+    depth = max(len(names) for _, names in columns)
+    for i in range(depth):
+        table.add_row(*[_text(names[i]) if i < len(names) else "" for _, names in columns])
+    return table
+
+
+def _render_details(result: DiffResult, console: Console) -> None:
+    drifts = [d for d in result.drifts if d.severity != "info"]
+    console.print(_text(("details", "bold"), f" ({len(drifts)} drifted call{'s' if len(drifts) != 1 else ''}, "
+                        f"golden {result.a} → fresh {result.b})"), soft_wrap=True)
+    for n, drift in enumerate(drifts[:MAX_DETAILED_DRIFTS]):
+        _render_drift(drift, console, context=n == 0)
+    if len(drifts) > MAX_DETAILED_DRIFTS:
+        console.print(f"  … {len(drifts) - MAX_DETAILED_DRIFTS} more drifted calls (use --json for all)")
+    _render_info(result, console)
+
+
+def _render_drift(drift: Drift, console: Console, *, context: bool) -> None:
+    head = drift.call.one_line() if drift.call is not None else "session"
+    console.print(_text("  ", (drift.severity, _STYLE[drift.severity]), f"  {head}"), soft_wrap=True)
+    for finding in drift.findings[:MAX_FINDINGS_PER_DRIFT]:
+        console.print(_finding_line(finding), soft_wrap=True)
+        if context and (finding.before is not None or finding.after is not None):
+            # The first drift gets its values in full-ish: the reviewer's starting point.
+            console.print(_text(("      golden: ", "dim"), _short(finding.before, 200)), soft_wrap=True)
+            console.print(_text(("      fresh:  ", "dim"), _short(finding.after, 200)), soft_wrap=True)
+    if len(drift.findings) > MAX_FINDINGS_PER_DRIFT:
+        console.print(f"      … {len(drift.findings) - MAX_FINDINGS_PER_DRIFT} more differences in this call")
+
+
+def _finding_line(finding: Finding) -> Any:
+    where = []
+    if finding.golden_line is not None:
+        where.append(f"golden:{finding.golden_line}")
+    if finding.fresh_line is not None:
+        where.append(f"fresh:{finding.fresh_line}")
+    label = finding.category + (f".{finding.kind}" if finding.kind else "")
+    return _text("    - ", (f"{finding.path} " if finding.path else "", "bold"), finding.message,
+                 (f"  [{label}, {finding.severity}{'; ' + ' '.join(where) if where else ''}]", "dim"))
+
+
+def _render_info(result: DiffResult, console: Console) -> None:
+    info = [d for d in result.drifts if d.severity == "info"]
+    if info:
+        console.print(_text(("not failing (info)", "dim"), f": {len(info)} call(s)"))
+        for drift in info[:MAX_DETAILED_DRIFTS]:
+            console.print(_text("    ", (drift.one_line(), "dim")), soft_wrap=True)
+
+
+# --- ci run --------------------------------------------------------------------------------------
+
+
+def render_run(report: RunReport, console: Console) -> None:
+    """One line per session (verdict + first drifted call), then details per drifted session."""
+    from rich.table import Table
+
+    table = Table(title=f"mcptape ci · {report.config}", title_justify="left")
+    table.add_column("verdict")
+    table.add_column("session")
+    table.add_column("first drifted call / error")
+    for s in report.sessions:
+        table.add_row(_text((s.verdict, _STYLE.get(s.verdict, ""))), _text(s.name), _text(_session_line(s)))
+    console.print(table)
+    for s in report.sessions:
+        if s.diff is not None and s.verdict in ("output", "structural"):
+            console.print(_text(("── ", "dim"), (s.name, "bold"), f" ({s.verdict})", f" golden: {s.golden}" if s.golden else ""),
+                          soft_wrap=True)
+            render_diff(s.diff, console, session=s.name)
+    errors = [s for s in report.sessions if s.verdict in ("error", "secret")]
+    for s in errors:
+        console.print(_text(("── ", "dim"), (s.name, "bold"), " ", (s.verdict, _STYLE[s.verdict]), f": {s.error or ''}"),
+                      soft_wrap=True)
+    for s in report.sessions:
+        for note in s.notes:
+            console.print(_text(f"note · {s.name}: {note}"), soft_wrap=True)
+    if report.orphans:
+        console.print(_text(("golden tapes with no session", "bold"), ": ", ", ".join(report.orphans)), soft_wrap=True)
+    counts: dict[str, int] = {}
+    for s in report.sessions:
+        counts[s.verdict] = counts.get(s.verdict, 0) + 1
+    summary = ", ".join(f"{n} {v}" for v, n in counts.items()) or "no sessions"
+    console.print(_text(("result: ", "bold"), (report.result, _STYLE.get(report.result, "")),
+                        f" (exit {report.exit_code}) · {summary}"), soft_wrap=True)
+
+
+def _session_line(s: SessionResult) -> str:
+    if s.verdict == "same":
+        return "no drift"
+    if s.verdict == "updated":
+        return "golden tape written"
+    if s.diff is not None and s.diff.first is not None:
+        return s.diff.first.one_line()
+    return s.error or ""
+
+
+# --- ls / show -------------------------------------------------------------------------------
+
+
+def _find_tapes(paths: list[str]) -> list[Path]:
+    from mcptape.tape.format import TAPE_SUFFIX
+
+    found: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found.extend(sorted(x for x in p.rglob(f"*{TAPE_SUFFIX}") if ".git" not in x.parts
+                                and "node_modules" not in x.parts))
+        elif p.exists():
+            found.append(p)
+        else:
+            from mcptape.errors import TapeError
+
+            raise TapeError(f"{p}: no such file or directory", hint="give directories or tape files to `mcptape ls`")
+    return found
+
+
+def run_ls(args: argparse.Namespace) -> int:
+    """`mcptape ls [PATH...]`: a table of the tapes under the paths."""
+    from rich.table import Table
+
+    from mcptape.diff.calls import build_calls
+    from mcptape.errors import TapeError
+    from mcptape.tape.format import read_tape
+
+    console = make_console(sys.stdout)
+    tapes = _find_tapes(list(args.paths or ["."]))
+    if not tapes:
+        console.print(f"no tapes (*.tape.jsonl) under {', '.join(args.paths or ['.'])}")
+        return 0
+    table = Table()
+    for col, justify in (("name", "left"), ("path", "left"), ("events", "right"), ("calls", "right"),
+                         ("protocol", "left"), ("complete", "left"), ("size", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for path in tapes:
+        size = _size(path.stat().st_size)
+        try:
+            tape = read_tape(path)
+        except TapeError as e:
+            table.add_row(_text(path.name), _text(str(path)), "", "", "", _text((f"unreadable: {e.message}", "red")), size)
+            continue
+        calls = sum(1 for c in build_calls(tape).calls if not c.notify)
+        table.add_row(_text(tape.name), _text(str(path)), str(len(tape.events)), str(calls), _text(tape.protocol or "?"),
+                      _text(("yes", "green") if tape.complete else ("no (cut short)", "red")), size)
+    console.print(table)
+    return 0
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def message_summary(event: dict[str, Any], limit: int | None = 80) -> str:
+    """What one event says, in one line: tool + arguments, result text, error code and message, ..."""
+    kind = event.get("kind")
+    msg = event.get("msg") if isinstance(event.get("msg"), dict) else {}
+    assert isinstance(msg, dict)
+    if kind in ("request", "notification"):
+        params = msg.get("params")
+        if isinstance(params, dict) and event.get("method") == "tools/call":
+            text = f"{params.get('name')} {dumps(params.get('arguments') or {})}"
+        else:
+            text = dumps(params) if params is not None else ""
+    elif kind == "response":
+        result = msg.get("result")
+        content = result.get("content") if isinstance(result, dict) else None
+        if isinstance(content, list) and content and isinstance(content[0], dict) and "text" in content[0]:
+            text = ("error: " if result.get("isError") else "") + str(content[0]["text"])  # type: ignore[union-attr]
+        else:
+            text = dumps(result)
+    elif kind == "error":
+        err = msg.get("error") if isinstance(msg.get("error"), dict) else {}
+        assert isinstance(err, dict)
+        text = f"{err.get('code')} {err.get('message')}"
+    elif kind == "garbage":
+        text = str(event.get("text", f"<{event.get('bytes')} bytes, not UTF-8>"))
+    elif kind == "stderr":
+        text = str(event.get("text", ""))
+    elif kind == "exit":
+        text = f"signal {event['signal']}" if event.get("signal") else f"exit code {event.get('code')}"
+    elif kind == "note":
+        text = f"{event.get('what')} {dumps(event.get('detail'))}" if "detail" in event else str(event.get("what"))
+    else:
+        text = dumps(event)
+    text = text.replace("\n", "\\n")
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + f"… ({len(text)} chars)"
+    return text
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """`mcptape show TAPE [--full]`: one row per event."""
+    from rich.table import Table
+
+    from mcptape.tape.format import read_tape
+
+    tape = read_tape(args.tape)
+    console = make_console(sys.stdout)
+    header = tape.header
+    console.print(_text((tape.name, "bold"), f" · protocol {tape.protocol or '?'} · {len(tape.events)} events · "
+                        f"{'complete' if tape.complete else 'cut short (no footer)'} · recorded by mcptape "
+                        f"{header.get('version', '?')}"), soft_wrap=True)
+    table = Table()
+    table.add_column("#", justify="right")
+    table.add_column("line", justify="right")
+    table.add_column("dir")
+    table.add_column("kind")
+    table.add_column("id")
+    table.add_column("method")
+    table.add_column("summary", overflow="fold" if args.full else "ellipsis")
+    limit = None if getattr(args, "full", False) else 80
+    for i, ev in enumerate(tape.events):
+        table.add_row(
+            str(i + 1),
+            str(tape.line_of(i)),
+            _text(str(ev.get("dir", ""))),
+            _text((str(ev.get("kind")), "red" if ev.get("kind") in ("error", "garbage", "exit") else "")),
+            _text(dumps(ev["id"]) if "id" in ev else ""),
+            _text(str(ev.get("method", ""))),
+            _text(message_summary(ev, limit)),
+        )
+    console.print(table)
+    return 0

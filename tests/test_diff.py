@@ -1,0 +1,401 @@
+"""diff_tapes on hand-built tapes: alignment, classification, settings. Pure, no processes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from recording import ADD, TapeBuilder
+
+from mcptape.config import DriftSettings
+from mcptape.diff import diff_tapes
+from mcptape.diff.schema import schema_changes
+from mcptape.errors import ConfigError
+from mcptape.report.model import DiffResult
+from mcptape.tape.events import C2S, S2C
+from mcptape.tape.format import Tape
+
+
+def base(**kw: Any) -> TapeBuilder:
+    return TapeBuilder(**kw).call("tools/list", None, {"tools": [ADD]})
+
+
+def kinds(result: DiffResult) -> list[tuple[str, str | None]]:
+    return [(f.category, f.kind) for d in result.drifts for f in d.findings]
+
+
+# --- alignment ---------------------------------------------------------------------------------
+
+
+def test_identical_tapes_are_same() -> None:
+    g = base().tool("add", {"a": 2, "b": 3}, "5").tape()
+    f = base(client="another-client").tool("add", {"a": 2, "b": 3}, "5").tape()
+    result = diff_tapes(g, f)
+    assert result.verdict == "same" and result.drifts == [] and result.exit_code == 0
+
+
+def test_one_call_inserted_early_reports_only_that_call() -> None:
+    g = base()
+    f = base().tool("echo", {"text": "hi"}, "hi")
+    for n in range(20):
+        g.tool("add", {"a": n, "b": 1}, str(n + 1))
+        f.tool("add", {"a": n, "b": 1}, str(n + 1))
+    result = diff_tapes(g.tape(), f.tape())
+    assert result.verdict == "structural"
+    assert len(result.drifts) == 1
+    first = result.drifts[0]
+    assert first.call is not None and first.call.name == "echo"
+    assert kinds(result) == [("call", "added")]
+    assert first.findings[0].fresh_line == 7  # header, init req/resp, initialized, list req/resp, then the echo request
+
+
+def test_one_call_removed_reports_only_that_call() -> None:
+    g = base().tool("add", {"a": 1, "b": 1}, "2").tool("divide", {"a": 1, "b": 1}, "1").tool("add", {"a": 2, "b": 2}, "4")
+    f = base().tool("add", {"a": 1, "b": 1}, "2").tool("add", {"a": 2, "b": 2}, "4")
+    result = diff_tapes(g.tape(), f.tape())
+    assert kinds(result) == [("call", "removed")]
+    assert result.first is not None and result.first.call is not None and result.first.call.name == "divide"
+    assert result.first.findings[0].golden_line is not None
+
+
+def test_reordered_parallel_calls_are_not_drift() -> None:
+    def parallel(order: list[int]) -> Tape:
+        tb = base()
+        ids = {n: tb.request("tools/call", {"name": "add", "arguments": {"a": n, "b": n}}) for n in order}
+        for n in reversed(order):  # answers arrive out of order too
+            tb.answer(ids[n], {"content": [{"type": "text", "text": str(2 * n)}]})
+        return tb.tape()
+
+    assert diff_tapes(parallel([1, 2, 3]), parallel([3, 1, 2])).verdict == "same"
+
+
+def test_repeated_identical_calls_pair_in_order() -> None:
+    g = base().tool("add", {"a": 1, "b": 1}, "2").tool("add", {"a": 1, "b": 1}, "2").tool("add", {"a": 1, "b": 1}, "2")
+    f = base().tool("add", {"a": 1, "b": 1}, "2").tool("add", {"a": 1, "b": 1}, "3").tool("add", {"a": 1, "b": 1}, "2")
+    result = diff_tapes(g.tape(), f.tape())
+    assert result.verdict == "output"
+    assert len(result.drifts) == 1
+    assert result.drifts[0].findings[0].fresh_line == 10  # the second add's response
+
+
+def test_changed_arguments_pair_with_the_same_tool() -> None:
+    g = base().tool("add", {"a": 2, "b": 3}, "5").tool("echo", {"text": "x"}, "x")
+    f = base().tool("add", {"a": 2, "b": 4}, "6").tool("echo", {"text": "x"}, "x")
+    result = diff_tapes(g.tape(), f.tape())
+    assert len(result.drifts) == 1
+    assert ("call", "arguments") in kinds(result) and ("result", "changed") in kinds(result)
+    assert result.verdict == "output"
+    paths = [f.path for f in result.drifts[0].findings]
+    assert "params.arguments.b" in paths and "result.content[0].text" in paths
+
+
+def test_drifts_are_in_fresh_order_and_first_is_first() -> None:
+    g = base().tool("add", {"a": 1, "b": 1}, "2").tool("divide", {"a": 1, "b": 0}, error={"code": -32602, "message": "x"})
+    f = base().tool("add", {"a": 1, "b": 1}, "3").tool("divide", {"a": 1, "b": 0}, error={"code": -32000, "message": "x"})
+    result = diff_tapes(g.tape(), f.tape())
+    assert result.verdict == "structural"
+    assert [d.call.name for d in result.drifts if d.call] == ["add", "divide"]
+    assert result.first is not None
+    assert result.first.one_line("arith") == 'arith · step 2 · tools/call add {"a":1,"b":1} · result.content[0].text "2" → "3" (output)'
+
+
+# --- result ------------------------------------------------------------------------------------
+
+
+def test_json_in_text_is_compared_as_json() -> None:
+    g = base().tool("now", {}, '{"datetime": "2024-01-01T00:00:00", "tz": "UTC"}').tape()
+    f = base().tool("now", {}, '{"tz": "UTC", "datetime": "2025-02-02T00:00:00"}').tape()
+    result = diff_tapes(g, f)
+    assert [fd.path for fd in result.drifts[0].findings] == ["result.content[0].text(json).datetime"]
+    assert result.drifts[0].findings[0].message == '"2024-01-01T00:00:00" → "2025-02-02T00:00:00"'
+
+
+def test_structured_content_compared_structurally_and_types_are_strict() -> None:
+    g = base().tool("t", {}, result={"content": [], "structuredContent": {"n": 1, "ok": True, "items": [1, 2]}}).tape()
+    f = base().tool("t", {}, result={"content": [], "structuredContent": {"n": 1.0, "ok": 1, "items": [1, 2, 3]}}).tape()
+    result = diff_tapes(g, f)
+    got = {(fd.path, fd.kind) for fd in result.drifts[0].findings}
+    assert got == {("result.structuredContent.n", "changed"), ("result.structuredContent.ok", "changed"),
+                   ("result.structuredContent.items[2]", "added")}
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("golden", "fresh", "expected", "verdict"),
+    [
+        ({"error": {"code": -32602, "message": "m"}}, {"error": {"code": -32000, "message": "m"}}, ("error", "code"), "structural"),
+        ({"error": {"code": -32602, "message": "m"}}, {"error": {"code": -32602, "message": "n"}}, ("error", "message"), "output"),
+        ({"error": {"code": 1, "message": "m", "data": {"x": 1}}}, {"error": {"code": 1, "message": "m", "data": {"x": 2}}},
+         ("error", "data"), "output"),
+        ({"text": "5"}, {"error": {"code": -32603, "message": "broken"}}, ("error", "result_to_error"), "structural"),
+        ({"error": {"code": -32603, "message": "broken"}}, {"text": "5"}, ("error", "error_to_result"), "structural"),
+        ({"result": {"content": [], "isError": False}}, {"result": {"content": [], "isError": True}}, ("error", "is_error"),
+         "structural"),
+    ],
+)
+def test_error_drift(golden: dict[str, Any], fresh: dict[str, Any], expected: tuple[str, str], verdict: str) -> None:
+    result = diff_tapes(base().tool("t", {}, **golden).tape(), base().tool("t", {}, **fresh).tape())
+    assert kinds(result)[0] == expected
+    assert result.verdict == verdict
+
+
+def test_crash_in_fresh_is_structural() -> None:
+    g = base().tool("add", {"a": 1, "b": 1}, "2").tape(exit_code=0)
+    tb = base()
+    tb.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+    f = tb.tape(exit_code=3)
+    result = diff_tapes(g, f)
+    assert result.verdict == "structural"
+    assert ("process", "no_answer") in kinds(result) and ("process", "crash") in kinds(result)
+    assert result.first is not None and result.first.call is not None and result.first.call.name == "add"
+
+
+def test_cut_short_fresh_tape_is_structural() -> None:
+    g = base().tape()
+    f = base().tape(complete=False)
+    assert ("process", "crash") in kinds(diff_tapes(g, f))
+
+
+# --- notifications -----------------------------------------------------------------------------
+
+
+def log(data: str) -> tuple[str, Any]:
+    return ("notifications/message", {"level": "info", "data": data})
+
+
+def test_log_messages_compare_as_a_multiset_per_call() -> None:
+    g = base().tool("t", {}, "ok", notes=[log("a"), log("b")]).tape()
+    f = base().tool("t", {}, "ok", notes=[log("b"), log("a")]).tape()
+    assert diff_tapes(g, f).verdict == "same"
+
+
+def test_notification_added_removed_changed_are_output() -> None:
+    g = base().tool("t", {}, "ok", notes=[log("a"), ("notifications/resources/updated", {"uri": "x"})]).tape()
+    f = base().tool("t", {}, "ok", notes=[log("z"), ("notifications/tools/list_changed", {})]).tape()
+    result = diff_tapes(g, f)
+    assert result.verdict == "output"
+    assert set(kinds(result)) == {("notification", "changed"), ("notification", "added"), ("notification", "removed")}
+    changed = next(fd for fd in result.drifts[0].findings if fd.kind == "changed")
+    assert changed.path == "notifications[notifications/message].params.data"
+
+
+def test_progress_after_the_response_is_an_order_drift() -> None:
+    def run(late: bool) -> Tape:
+        tb = base()
+        msg_id = tb.request("tools/call", {"name": "t", "arguments": {}, "_meta": {"progressToken": 7}})
+        progress = {"progressToken": 7, "progress": 1}
+        if not late:
+            tb.notify("notifications/progress", progress)
+        tb.answer(msg_id, {"content": []})
+        if late:
+            tb.notify("notifications/progress", progress)
+        return tb.tape()
+
+    result = diff_tapes(run(False), run(True))
+    assert kinds(result) == [("notification", "order")]
+
+
+# --- session -----------------------------------------------------------------------------------
+
+
+def test_session_changes() -> None:
+    changed = {
+        "protocolVersion": "2025-03-26",
+        "capabilities": {"logging": {}, "prompts": {}},
+        "serverInfo": {"name": "calc", "version": "1.1.0"},
+    }
+    result = diff_tapes(base().tape(), base(init_result=changed).tape())
+    found = {(fd.path, fd.kind, fd.severity) for fd in result.drifts[0].findings}
+    assert found == {
+        ("result.protocolVersion", "protocol", "structural"),
+        ("result.capabilities.tools", "capability_removed", "structural"),
+        ("result.capabilities.prompts", "capability_added", "output"),
+        ("result.serverInfo.version", "server_info", "output"),
+    }
+    assert result.drifts[0].call is not None and result.drifts[0].call.method == "initialize"
+
+
+# --- surface and schema ------------------------------------------------------------------------
+
+
+def test_surface_added_removed_and_setting() -> None:
+    mul = dict(ADD, name="mul")
+    g = TapeBuilder().call("tools/list", None, {"tools": [ADD]}).tape()
+    f = TapeBuilder().call("tools/list", None, {"tools": [mul]}).tape()
+    result = diff_tapes(g, f)
+    assert result.surface.added == ["mul"] and result.surface.removed == ["add"]
+    assert result.verdict == "structural"
+    only_added = diff_tapes(g, TapeBuilder().call("tools/list", None, {"tools": [ADD, mul]}).tape(),
+                            DriftSettings(added_surface="output"))
+    assert only_added.verdict == "output" and kinds(only_added) == [("surface", "added")]
+
+
+def S(props: dict[str, Any], required: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": props, **extra}
+    if required is not None:
+        out["required"] = required
+    return out
+
+
+NUM = {"type": "number"}
+SCHEMA_TABLE = [
+    # (golden, fresh, role, expected kind, fragment of the message)
+    (S({"a": NUM}, ["a"]), S({"a": NUM, "c": NUM}, ["a", "c"]), "input", "breaking", "required property `c` added"),
+    (S({"a": NUM}, ["a"]), S({"a": NUM, "c": NUM}, ["a"]), "input", "compatible", "optional property `c` added"),
+    (S({"a": NUM, "b": NUM}), S({"a": NUM}), "input", "breaking", "property `b` removed"),
+    (S({"a": NUM}), S({"a": NUM}, ["a"]), "input", "breaking", "became required"),
+    (S({"a": NUM}, ["a"]), S({"a": NUM}), "input", "compatible", "no longer required"),
+    (S({"a": NUM}), S({"a": {"type": "integer"}}), "input", "breaking", "type narrowed"),
+    (S({"a": {"type": "integer"}}), S({"a": NUM}), "input", "compatible", "type widened"),
+    (S({"a": {"type": "string"}}), S({"a": {"type": ["string", "null"]}}), "input", "compatible", "type widened"),
+    (S({"a": {"type": "string"}}), S({"a": NUM}), "input", "breaking", "type changed"),
+    (S({"u": {"enum": ["a", "b"]}}), S({"u": {"enum": ["a"]}}), "input", "breaking", "enum value(s) removed"),
+    (S({"u": {"enum": ["a"]}}), S({"u": {"enum": ["a", "b"]}}), "input", "compatible", "enum value(s) added"),
+    (S({"a": NUM}), S({"a": NUM}, additionalProperties=False), "input", "breaking", "additionalProperties closed"),
+    (S({"a": NUM}, additionalProperties=False), S({"a": NUM}), "input", "compatible", "additionalProperties opened"),
+    (S({"a": {"type": "number", "description": "x"}}), S({"a": {"type": "number", "description": "y"}}), "input",
+     "cosmetic", "description"),
+    (S({"a": {"type": "string"}}), S({"a": {"type": "string", "maxLength": 5}}), "input", "breaking", "maxLength"),
+    (S({"a": {"type": "array", "items": NUM}}), S({"a": {"type": "array", "items": {"type": "integer"}}}), "input",
+     "breaking", "type narrowed"),
+    # Output schemas read the other way round for values.
+    (S({"r": NUM}), S({"r": {"type": ["number", "string"]}}), "output", "breaking", "type widened"),
+    (S({"r": NUM, "s": NUM}), S({"r": NUM}), "output", "breaking", "property `s` removed"),
+    (S({"r": NUM}), S({"r": NUM, "s": NUM}, ["s"]), "output", "compatible", "property `s` added"),
+    (S({"u": {"enum": ["a"]}}), S({"u": {"enum": ["a", "b"]}}), "output", "breaking", "enum value(s) added"),
+]
+
+
+@pytest.mark.parametrize(("golden", "fresh", "role", "kind", "fragment"), SCHEMA_TABLE)
+def test_schema_classification(golden: Any, fresh: Any, role: Any, kind: str, fragment: str) -> None:
+    found = schema_changes(golden, fresh, "s", role)
+    assert [c.kind for c in found] == [kind], found
+    assert fragment in found[0].message
+
+
+def test_schema_rules_end_to_end_fill_the_surface_table() -> None:
+    def tools(*ts: dict[str, Any]) -> Tape:
+        return TapeBuilder().call("tools/list", None, {"tools": list(ts)}).tape()
+
+    breaking = dict(ADD, name="b1", inputSchema=S({"a": NUM}, ["a"]))
+    compatible = dict(ADD, name="c1", inputSchema=S({"a": NUM}))
+    cosmetic = dict(ADD, name="d1", title="x")
+    g = tools(dict(breaking, inputSchema=S({"a": NUM})), dict(compatible, inputSchema=S({"a": NUM}, ["a"])),
+              dict(cosmetic, title="old"))
+    f = tools(breaking, compatible, cosmetic)
+    result = diff_tapes(g, f)
+    assert (result.surface.breaking, result.surface.compatible, result.surface.cosmetic) == (["b1"], ["c1"], ["d1"])
+    assert result.verdict == "structural"
+
+
+@pytest.mark.parametrize(
+    ("golden", "fresh", "kind"),
+    [
+        ({"readOnlyHint": True}, {"destructiveHint": True}, "breaking"),
+        ({"readOnlyHint": True}, {}, "breaking"),
+        ({"title": "Add"}, {"title": "Sum"}, "cosmetic"),
+        ({"idempotentHint": True}, {"idempotentHint": False}, "compatible"),
+    ],
+)
+def test_annotation_changes(golden: dict[str, Any], fresh: dict[str, Any], kind: str) -> None:
+    g = TapeBuilder().call("tools/list", None, {"tools": [dict(ADD, annotations=golden)]}).tape()
+    f = TapeBuilder().call("tools/list", None, {"tools": [dict(ADD, annotations=fresh)]}).tape()
+    result = diff_tapes(g, f)
+    assert {fd.kind for fd in result.drifts[0].findings} == {kind}
+    assert getattr(result.surface, kind) == ["add"]
+
+
+@pytest.mark.parametrize(
+    ("golden", "fresh", "kind"),
+    [
+        ([{"name": "topic", "required": True}], [{"name": "topic", "required": True}, {"name": "lang", "required": True}],
+         "breaking"),
+        ([{"name": "topic", "required": True}], [{"name": "topic", "required": True}, {"name": "lang"}], "compatible"),
+        ([{"name": "topic"}], [], "breaking"),
+        ([{"name": "topic"}], [{"name": "topic", "required": True}], "breaking"),
+        ([{"name": "topic", "description": "a"}], [{"name": "topic", "description": "b"}], "cosmetic"),
+    ],
+)
+def test_prompt_arguments(golden: list[Any], fresh: list[Any], kind: str) -> None:
+    g = TapeBuilder().call("prompts/list", None, {"prompts": [{"name": "explain", "arguments": golden}]}).tape()
+    f = TapeBuilder().call("prompts/list", None, {"prompts": [{"name": "explain", "arguments": fresh}]}).tape()
+    result = diff_tapes(g, f)
+    assert [fd.kind for fd in result.drifts[0].findings] == [kind]
+    assert getattr(result.surface, kind) == ["prompt:explain"]
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+
+def cosmetic_and_result() -> tuple[Tape, Tape]:
+    g = TapeBuilder().call("tools/list", None, {"tools": [ADD]}).tool("add", {"a": 1, "b": 1}, "2").tape()
+    f = TapeBuilder().call("tools/list", None, {"tools": [dict(ADD, description="Sum.")]}) \
+        .tool("add", {"a": 1, "b": 1}, "3").tape()
+    return g, f
+
+
+def test_fail_on_by_category_and_kind() -> None:
+    g, f = cosmetic_and_result()
+    result = diff_tapes(g, f, DriftSettings(fail_on={"schema.cosmetic": "info", "result": "structural"}))
+    assert result.verdict == "structural"
+    assert result.first is not None and result.first.call is not None and result.first.call.name == "add"
+    # The info finding is still reported, after the failing ones, and does not fail.
+    assert result.drifts[-1].severity == "info"
+
+
+def test_ignore_rules_by_category_and_path_glob() -> None:
+    g, f = cosmetic_and_result()
+    result = diff_tapes(g, f, DriftSettings(ignore=[{"category": "schema.cosmetic"}, {"path": "result.content[*].text"}]))
+    assert result.verdict == "same" and result.drifts == [] and result.surface.empty()
+    # `[0]` is the index, not a character class; a path also ignores what lies beneath it.
+    g2 = base().tool("now", {}, '{"t": 1}').tape()
+    f2 = base().tool("now", {}, '{"t": 2}').tape()
+    assert diff_tapes(g2, f2, DriftSettings(ignore=[{"path": "result.content[0].text"}])).verdict == "same"
+    assert diff_tapes(g2, f2, DriftSettings(ignore=[{"path": "result.content0.text"}])).verdict == "output"
+    assert diff_tapes(g2, f2, DriftSettings(ignore=[{"method": "tools/call", "name": "now"}])).verdict == "same"
+    assert diff_tapes(g2, f2, DriftSettings(ignore=[{"method": "tools/call", "name": "other"}])).verdict == "output"
+
+
+def test_bad_ignore_rule_is_a_config_error() -> None:
+    g, f = cosmetic_and_result()
+    with pytest.raises(ConfigError, match=r"drift.ignore\[0\]: unknown key\(s\) paht"):
+        diff_tapes(g, f, DriftSettings(ignore=[{"paht": "x"}]))
+
+
+def test_result_round_trips_through_json() -> None:
+    g, f = cosmetic_and_result()
+    result = diff_tapes(g, f)
+    again = DiffResult.from_dict(result.to_dict())
+    assert again == result
+
+
+def test_server_requests_compare_over_the_session_not_per_call() -> None:
+    def with_roots(where: int, count: int = 1) -> Tape:
+        tb = base()
+        for n in range(3):
+            if n == where:
+                for k in range(count):
+                    tb.send(S2C, {"jsonrpc": "2.0", "id": k, "method": "roots/list"})
+                    tb.send(C2S, {"jsonrpc": "2.0", "id": k, "result": {"roots": []}})
+            tb.tool("add", {"a": n, "b": n}, str(2 * n))
+        return tb.tape()
+
+    assert diff_tapes(with_roots(0), with_roots(2)).verdict == "same"  # a timer fired at another moment
+    result = diff_tapes(with_roots(0), with_roots(0, count=2))
+    assert kinds(result) == [("call", "server_request_added")] and result.verdict == "output"
+
+
+def test_long_text_change_names_the_first_differing_character() -> None:
+    g = base().tool("big", {}, "x" * 100_000 + "a").tape()
+    f = base().tool("big", {}, "x" * 100_000 + "b").tape()
+    finding = diff_tapes(g, f).drifts[0].findings[0]
+    assert "first difference at character 100000" in finding.message
+    assert len(str(finding.before)) < 2100  # reports carry a clipped value, not 100 kB
+
+
+def test_handshake_is_lenient_about_the_client() -> None:
+    g = TapeBuilder(client="claude").tape()
+    f = TapeBuilder(client="cursor").tape()
+    assert diff_tapes(g, f).verdict == "same"
