@@ -121,3 +121,21 @@ def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
     write_atomic(path, b"two\n")
     assert path.read_bytes() == b"two\n"
     assert [p.name for p in path.parent.iterdir()] == ["g.tape.jsonl"]
+
+
+def test_corrupt_line_in_the_middle_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "corrupt.tape.jsonl"
+    good = tape_bytes(make_header("calc"), _session()).split(b"\n")
+    good.insert(2, b"1,2")  # valid JSON fragments: must not shift the events after it
+    path.write_bytes(b"\n".join(good))
+    with pytest.raises(TapeError, match=r"corrupt.tape.jsonl:3: line is not a JSON object"):
+        read_tape(path)
+
+
+def test_blank_lines_keep_line_numbers_true(tmp_path: Path) -> None:
+    path = tmp_path / "blank.tape.jsonl"
+    lines = tape_bytes(make_header("calc"), _session()).split(b"\n")
+    lines.insert(1, b"")
+    path.write_bytes(b"\n".join(lines))
+    tape = read_tape(path)
+    assert tape.complete and tape.line_of(0) == 3 and tape.events[0]["kind"] == "request"
