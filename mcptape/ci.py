@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcptape.client import Recording, record_session
 from mcptape.config import HttpServer, LoadedConfig, Session, load_config
@@ -49,6 +49,9 @@ from mcptape.tape.format import (
     write_atomic,
 )
 from mcptape.transports.factory import open_transport
+
+if TYPE_CHECKING:
+    from mcptape.sandbox import Sandbox
 
 UPDATE_HINT = "mcptape ci --update-golden"
 
@@ -120,6 +123,37 @@ def _normalizer(ctx: RunContext, session: Session) -> Normalizer:
     return Normalizer(loaded.config.normalize, paths=paths)
 
 
+# -- side effects: the session's sandbox directories (sandbox.py) ----------------------------------
+
+
+def open_sandbox(ctx: RunContext, session: Session) -> Sandbox | None:
+    """Snapshot the session's `sandbox:` directories before its server starts (None if it declares none)."""
+    if not session.sandbox:
+        return None
+    from mcptape.sandbox import Sandbox
+
+    roots = [ctx.loaded.resolve(d) for d in session.sandbox]
+    # File names pass the session's normalizer: a timestamp in a name must not be drift.
+    sandbox = Sandbox(roots, label=_normalizer(ctx, session).text)
+    try:
+        sandbox.start()
+    except OSError as e:
+        sandbox.restore()
+        raise ConfigError(
+            f"session {session.name}: cannot snapshot its sandbox {e.filename or ''}: {e.strerror or e}",
+            hint="`sandbox:` names scratch directories the server may write to; check they are readable",
+        ) from e
+    return sandbox
+
+
+def _last_side_effects(sandbox: Sandbox | None, recording: Recording) -> None:
+    """Changes after the last step (during shutdown) or in the step that failed: recorded, not lost."""
+    if sandbox is None:
+        return
+    step = recording.failed_step if recording.error is not None else None
+    recording.events.extend(sandbox.step(step))
+
+
 def _merge_schema_breaks(diff: DiffResult, recording: Recording) -> DiffResult:
     """Add the client's schema findings (golden accepted the arguments, live does not) in step order."""
     for brk in recording.schema_breaks:
@@ -170,19 +204,29 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     server = cfg.servers[session.server]
     settings = cfg.client_for(session)
     try:
-        transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
+        sandbox = open_sandbox(ctx, session)
     except McptapeError as e:
-        return fail(f"session {session.name}: server `{session.server}` failed to start: {e}")
-    recording = record_session(
-        transport,
-        session.steps,
-        settings,
-        session=session.name,
-        protocol=server.protocol,
-        step_timeout=session.step_timeout,
-        session_timeout=session.timeout,
-        golden_tools=None if (ctx.update or golden is None) else golden_tools(golden),
-    )
+        return fail(str(e))
+    try:
+        try:
+            transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
+        except McptapeError as e:
+            return fail(f"session {session.name}: server `{session.server}` failed to start: {e}")
+        recording = record_session(
+            transport,
+            session.steps,
+            settings,
+            session=session.name,
+            protocol=server.protocol,
+            step_timeout=session.step_timeout,
+            session_timeout=session.timeout,
+            golden_tools=None if (ctx.update or golden is None) else golden_tools(golden),
+            after_step=sandbox.step if sandbox is not None else None,
+        )
+        _last_side_effects(sandbox, recording)
+    finally:
+        if sandbox is not None:
+            sandbox.restore()
     normalizer = _normalizer(ctx, session)
     # Redaction first: a rotated token must not be drift, and nothing unredacted is normalized into a golden.
     events = normalizer.fresh(redactor.redact_event(e) for e in recording.events)
@@ -191,6 +235,7 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         transport="http" if isinstance(server, HttpServer) else "stdio",
         server=session.server,
         protocol=recording.protocol,
+        negotiation=recording.negotiation,
     )
     try:
         fresh_bytes = emit(redactor, tape_bytes(header, events), f"fresh tape of session {session.name}")
@@ -347,8 +392,8 @@ def render_terminal(report: RunReport) -> str:
 
 
 def run_ci(args: argparse.Namespace) -> int:
-    if getattr(args, "repeat", None):
-        raise McptapeError("--repeat is not implemented yet", hint="run `mcptape ci` without --repeat")
+    if getattr(args, "repeat", None) is not None:
+        return run_repeat(args)
     update = bool(args.update_golden)
     if update and os.environ.get("CI", "").lower() == "true" and not args.allow_update_in_ci:
         raise McptapeError(
@@ -434,8 +479,176 @@ def _publish(report: RunReport, loaded: LoadedConfig) -> int:
     return 0
 
 
-def run_merge(args: argparse.Namespace) -> int:
-    raise McptapeError("`mcptape merge` is not implemented yet", hint="run `mcptape ci` without --shard for now")
+# -- the nondeterminism check: `mcptape ci --repeat N` -----------------------------------------------
+#
+# Exit codes: 0 every session gave the same normalized tape in all N runs; 1 volatile values or
+# events were found (the suggested rules and advice are printed); 3 a session failed in a run
+# (or the config is invalid). Goldens are never written, and no tape is compared with them.
 
 
-__all__ = ["EXIT_COULD_NOT_RUN", "run_ci", "run_merge", "run_session", "select_sessions"]
+@dataclass
+class _Repeated:
+    """N runs of one session: normalized tapes (as ci compares them), redacted raw ones, errors."""
+
+    session: Session
+    normalized: list[list[dict[str, Any]]] = field(default_factory=list)
+    raw: list[list[dict[str, Any]]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _record_once(ctx: RunContext, session: Session) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | str:
+    """One live run: (normalized events, redacted events in canonical order), or the error (redacted)."""
+    from mcptape.normalize import canonical_order
+
+    loaded = ctx.loaded
+    cfg = loaded.config
+    server = cfg.servers[session.server]
+    redactor = make_redactor(loaded)
+    try:
+        sandbox = open_sandbox(ctx, session)
+    except McptapeError as e:
+        return redactor.redact_text(str(e))
+    try:
+        try:
+            transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
+        except McptapeError as e:
+            return redactor.redact_text(f"server `{session.server}` failed to start: {e}")
+        recording = record_session(
+            transport,
+            session.steps,
+            cfg.client_for(session),
+            session=session.name,
+            protocol=server.protocol,
+            step_timeout=session.step_timeout,
+            session_timeout=session.timeout,
+            after_step=sandbox.step if sandbox is not None else None,
+        )
+        _last_side_effects(sandbox, recording)
+    finally:
+        if sandbox is not None:
+            sandbox.restore()
+    if recording.error is not None:
+        return redactor.redact_text(str(recording.error))
+    redacted = [redactor.redact_event(e) for e in recording.events]
+    return _normalizer(ctx, session).fresh(redacted), canonical_order(redacted)
+
+
+def _repeat_session(ctx: RunContext, session: Session, runs: int) -> _Repeated:
+    # One run after the other, not side by side: a clock that ticks in seconds looks constant to
+    # runs that start together, and a sandbox is restored between runs. Sessions run in parallel.
+    out = _Repeated(session)
+    for run in range(1, runs + 1):
+        got = _record_once(ctx, session)
+        if isinstance(got, str):
+            out.errors.append(f"run {run}: {got}")
+            continue
+        out.normalized.append(got[0])
+        out.raw.append(got[1])
+    return out
+
+
+def _yaml_rule(rule: dict[str, Any]) -> str:
+    key = "path" if rule.get("path") else "pattern"
+    lines = []
+    if rule.get("seen"):
+        lines.append(f"  # seen: {', '.join(rule['seen'])}")
+    lines.append(f"  - {key}: {json.dumps(rule[key], ensure_ascii=False)}")
+    lines.append(f"    replace: {json.dumps(rule['replace'], ensure_ascii=False)}")
+    lines.append(f"    reason: {json.dumps(rule['reason'], ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def analyse_repeats(results: Sequence[_Repeated], runs: int) -> tuple[str, int]:
+    """The `--repeat` report text and its exit code (pure over the recorded runs)."""
+    from mcptape.config import NormalizeRule
+    from mcptape.nondeterminism import find_volatile, suggest_rules, unfixed
+    from mcptape.normalize import Normalizer
+
+    def tapes(events_per_run: list[list[dict[str, Any]]]) -> list[Tape]:
+        return [Tape(header={}, events=events) for events in events_per_run]
+
+    lines = [f"mcptape ci --repeat {runs}: each session ran {runs} times; normalized tapes compared run by run", ""]
+    rules: dict[tuple[str, str], dict[str, Any]] = {}
+    advice: list[str] = []
+    exit_code = 0
+    for rep in results:
+        name = rep.session.name
+        if rep.errors:
+            exit_code = EXIT_COULD_NOT_RUN
+            lines.append(f"{name}: FAILED in {len(rep.errors)} of {runs} runs")
+            lines.extend(f"    {e.splitlines()[0]}" for e in rep.errors)
+        if len(rep.normalized) < 2:
+            if not rep.errors:
+                lines.append(f"{name}: fewer than 2 runs, nothing to compare")
+            continue
+        volatiles = find_volatile(tapes(rep.normalized))
+        suggested = suggest_rules(volatiles)
+        # Check the rules the way ci will apply them (validated as config rules, normalizer on top).
+        checked = [NormalizeRule(**{k: r[k] for k in ("path", "pattern", "replace", "reason") if k in r})
+                   for r in suggested]
+        again = Normalizer(checked, paths={})
+        left = [v for v in find_volatile(tapes([again.fresh(e) for e in rep.normalized])) if v.kind == "value"]
+        left += [v for v in unfixed(volatiles, suggested) if (v.where, v.path) not in {(x.where, x.path) for x in left}]
+        known = {(v.where, v.path) for v in volatiles}
+        covered = [v for v in find_volatile(tapes(rep.raw)) if v.kind == "value" and (v.where, v.path) not in known]
+        values = [v for v in volatiles if v.kind == "value"]
+        others = [v for v in volatiles if v.kind != "value"]
+        if values or others:
+            exit_code = max(exit_code, 1)
+            lines.append(f"{name}: {len(values)} volatile value(s), {len(others)} difference(s) no rule can fix")
+            lines.extend(f"    {v.line()}" for v in values)
+        elif not rep.errors:
+            lines.append(f"{name}: stable in {len(rep.normalized)} runs")
+        if covered:
+            lines.append(f"    already normalized (built-in rules or yours), {len(covered)} place(s):")
+            lines.extend(f"      {v.line()}" for v in covered[:10])
+        for rule in suggested:
+            key = ("path" if rule.get("path") else "pattern", str(rule.get("path") or rule.get("pattern")))
+            if key in rules:
+                rules[key]["reason"] += f"; also in session {name}"
+            else:
+                rules[key] = {**rule, "reason": f"{name}: {rule['reason']}"}
+        for v in others:
+            advice.append(f"  {name} · {v.line()}\n    → {v.advice}")
+        for v in left:
+            advice.append(f"  {name} · {v.line()}\n    → no normalize rule found that makes it stable; "
+                          f"ignore it with drift: {{ignore: [{{path: \"{v.path}\"}}]}} if it is expected to vary")
+    if rules:
+        lines += ["", "Paste into mcptape.yml (append the items to an existing `normalize:` list):", "", "normalize:"]
+        lines += [_yaml_rule(r) for r in rules.values()]
+    if advice:
+        lines += ["", "Not fixable by a normalize rule:", *advice]
+    lines.append("")
+    if exit_code == EXIT_COULD_NOT_RUN:
+        lines.append("exit 3: a session failed in some runs (see above); fix that first")
+    elif exit_code == 1:
+        lines.append("exit 1: volatile values found; paste the rules, then `mcptape ci --update-golden`, review, commit")
+    else:
+        lines.append("exit 0: every session is stable")
+    return "\n".join(lines) + "\n", exit_code
+
+
+def run_repeat(args: argparse.Namespace) -> int:
+    """`mcptape ci --repeat N`: run each selected session N times live and suggest normalize rules."""
+    runs = int(args.repeat)
+    if runs < 2:
+        raise ConfigError(f"--repeat {runs}: compare at least 2 runs, e.g. --repeat 5")
+    if args.update_golden:
+        raise ConfigError("--repeat never writes golden tapes; run it without --update-golden")
+    loaded = load_config(args.config)
+    sessions = select_sessions(loaded, args.session or [], args.shard)
+    ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
+    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(sessions) or 1))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="repeat") as pool:
+        results = list(pool.map(lambda s: _repeat_session(ctx, s, runs), sessions))
+    text, exit_code = analyse_repeats(results, runs)
+    try:
+        sys.stdout.write(emit(make_redactor(loaded), text.encode("utf-8"), "--repeat report").decode("utf-8"))
+        sys.stdout.flush()
+    except SecretLeak as e:
+        print(f"mcptape ci: {e}", file=sys.stderr)
+        return EXIT_SECRET
+    return exit_code
+
+
+__all__ = ["EXIT_COULD_NOT_RUN", "run_ci", "run_session", "select_sessions"]

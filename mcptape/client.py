@@ -1,7 +1,7 @@
 """The scripted MCP client: runs one session's steps against a live server and records every event.
 
-Owns the client side of the protocol as mcptape.yml scripts it: the handshake (legacy
-`initialize`; one replaceable method, `handshake`), deterministic request ids (1, 2, 3, ...),
+Owns the client side of the protocol as mcptape.yml scripts it: the handshake and the choice of
+protocol revision (see "Protocol revisions" below), deterministic request ids (1, 2, 3, ...),
 the step kinds of config.Step, answering server-initiated requests as the config says
 (roots, sampling, elicitation, ping; anything else -32601), per-step and per-session
 timeouts, checking `call` arguments against the tool's inputSchema, and shutting the server
@@ -15,6 +15,26 @@ with stdout is unknowable); the process exit is recorded when the session failed
 exited with a non-zero status, not after a clean shutdown (its timing is not behaviour).
 A `call` step checks its arguments against the tool's inputSchema; when no tools/list was seen
 yet in the session, the client lists the tools first, recorded under that step like any traffic.
+
+Protocol revisions. `protocol:` (server entry, else the client block) is `auto` or a version.
+- `auto` (default): `server/discover` first (id 0, 2026-07-28 `_meta`). A result whose
+  `supportedVersions` holds 2026-07-28 makes the session stateless; an error (-32601 from
+  every legacy server, -32022, anything else) or a result without 2026-07-28 falls back to
+  `initialize` with LEGACY_DEFAULT_PROTOCOL. The refused probe is not kept in the events: a
+  legacy server's tape stays what it was before mcptape knew 2026-07-28 (golden tapes
+  recorded then still compare clean); `Recording.negotiation` says what happened, and ci.py
+  writes it into the tape header (`"negotiation": "fallback: initialize after -32601"`).
+- a legacy version (2024-11-05 ... 2025-11-25): `initialize` with it, as before ("initialize").
+- 2026-07-28: `server/discover` only, no `initialize`, no `notifications/initialized`
+  ("discover"); a refusal is a ServerError.
+On 2026-07-28 every request carries `_meta` with the protocol version, the config's
+capabilities and clientInfo. A result with `resultType: "input_required"` is answered from
+the config's canned roots/sampling/elicitation answers and the request is sent again with
+`inputResponses` and the echoed `requestState`, under the same step (every round trip is
+recorded); a sampling request with no canned answer ends the step with a note. `listen` is
+`subscriptions/listen` (all list-changed kinds), ended by `notifications/cancelled` after
+`count`/`duration`; `set_log_level` sets `io.modelcontextprotocol/logLevel` on later requests
+(2026-07-28 has no logging/setLevel).
 """
 
 from __future__ import annotations
@@ -44,6 +64,22 @@ MAX_PAGES = 1000  # a server that hands out cursors forever must not hang the ga
 DEFAULT_LISTEN_SECONDS = 1.0
 SAMPLING_DECLINED = -1  # the spec's "user rejected sampling request"
 
+MODERN_PROTOCOL = "2026-07-28"  # the stateless revision: server/discover, per-request _meta
+META_PROTOCOL = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+DISCOVER_ID = 0  # the probe comes before the session's 1, 2, 3: a legacy fallback keeps its old ids
+MAX_INPUT_ROUNDS = 10  # a server that keeps asking must not hang the gate
+STATE_ONLY_WAIT = 0.05  # an input_required result with only requestState: retry after this pause
+LISTEN_FILTER = {"toolsListChanged": True, "resourcesListChanged": True, "promptsListChanged": True}
+
+
+def is_modern(version: str | None) -> bool:
+    """Does `version` name a stateless revision (2026-07-28 or later)? Dates compare as strings."""
+    return bool(version) and str(version) >= MODERN_PROTOCOL
+
 
 @dataclass
 class SchemaBreak:
@@ -61,6 +97,7 @@ class Recording:
     events: list[Event]
     protocol: str | None = None
     server_info: dict[str, Any] | None = None
+    negotiation: str | None = None  # how `protocol` was reached: discover | initialize | fallback: ...
     error: McptapeError | None = None
     returncode: int | None = None
     schema_breaks: list[SchemaBreak] = field(default_factory=list)
@@ -110,7 +147,11 @@ class ScriptedClient:
         self.settings = settings
         self.session = session
         requested = protocol or settings.protocol
-        self.protocol_requested = LEGACY_DEFAULT_PROTOCOL if requested in (None, "auto") else requested
+        self.protocol_mode = "auto" if requested in (None, "auto") else str(requested)
+        # The version `initialize` asks for (auto's fallback, or the pinned legacy version).
+        self.protocol_requested = (
+            LEGACY_DEFAULT_PROTOCOL if self.protocol_mode == "auto" or is_modern(requested) else str(requested)
+        )
         self.step_timeout = step_timeout
         self.session_timeout = session_timeout
         # None: no golden tape, so a call the live schema rejects is the config's fault.
@@ -120,6 +161,9 @@ class ScriptedClient:
         self.builder = EventBuilder()
         self.protocol: str | None = None
         self.server_info: dict[str, Any] | None = None
+        self.negotiation: str | None = None
+        self.modern = False  # the session speaks 2026-07-28 (set by the handshake)
+        self._log_level: str | None = None
         self.schema_breaks: list[SchemaBreak] = []
         self.live_tools: dict[str, Any] | None = None
         self._tools_pages: dict[str, Any] = {}
@@ -202,15 +246,90 @@ class ScriptedClient:
                 return msg
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Send a request with the next id and return the server's answer (result or error message)."""
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._new_id(), "method": method}
-        if params is not None:
-            msg["params"] = params
-        self._send(msg)
-        answer = self._await(msg["id"])
+        """Send a request with the next id and return the server's answer (result or error message).
+
+        On 2026-07-28 the answer is the final one: input-required rounds happen in between.
+        """
+        answer = self._request_once(method, params)
+        if self.modern:
+            answer = self._input_rounds(method, params, answer)
         if method == "tools/list":
             self._note_tools(params, answer)
         return answer
+
+    def _request_once(self, method: str, params: dict[str, Any] | None, msg_id: int | None = None) -> dict[str, Any]:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._new_id() if msg_id is None else msg_id, "method": method}
+        if self.modern:
+            params = self._stamped(params)
+        if params is not None:
+            msg["params"] = params
+        self._send(msg)
+        return self._await(msg["id"])
+
+    def request_meta(self) -> dict[str, Any]:
+        """The 2026-07-28 `_meta` of every request: version, this request's capabilities, who we are."""
+        s = self.settings
+        meta: dict[str, Any] = {
+            META_PROTOCOL: MODERN_PROTOCOL,
+            META_CAPABILITIES: dict(s.capabilities),
+            META_CLIENT_INFO: {"name": s.name, "version": s.version or __version__},
+        }
+        if self._log_level is not None:
+            meta[META_LOG_LEVEL] = self._log_level
+        return meta
+
+    def _stamped(self, params: dict[str, Any] | None) -> dict[str, Any]:
+        # `_meta` first, so a tape reads envelope then content; keys the step gave win.
+        given = (params or {}).get("_meta")
+        meta = {**self.request_meta(), **(given if isinstance(given, dict) else {})}
+        return {"_meta": meta, **{k: v for k, v in (params or {}).items() if k != "_meta"}}
+
+    # -- input-required round trips (2026-07-28) ------------------------------------------------
+
+    def _input_rounds(self, method: str, params: dict[str, Any] | None, answer: dict[str, Any]) -> dict[str, Any]:
+        """Answer `input_required` results from the config and retry until the result is complete."""
+        for _ in range(MAX_INPUT_ROUNDS):
+            result = answer.get("result")
+            if not (isinstance(result, dict) and result.get("resultType") == "input_required"):
+                return answer
+            asked = result.get("inputRequests")
+            responses: dict[str, Any] = {}
+            for key, req in (asked.items() if isinstance(asked, dict) else ()):
+                reply = self._input_response(req)
+                if reply is None:
+                    what = req.get("method") if isinstance(req, dict) else req
+                    self._record(note_event(
+                        "input_required",
+                        f"{method}: not answered: the server asks {what}, which mcptape.yml gives no answer for "
+                        "(set `client.sampling`)",
+                    ))
+                    return answer
+                responses[key] = reply
+            retry = {k: v for k, v in (params or {}).items() if k not in ("inputResponses", "requestState")}
+            if responses:
+                retry["inputResponses"] = responses
+            elif "requestState" in result:
+                time.sleep(STATE_ONLY_WAIT)  # the server is working; asking again at once would spin
+            if "requestState" in result:
+                retry["requestState"] = result["requestState"]
+            answer = self._request_once(method, retry)
+        raise ServerError(
+            f"{self._where()}: the server still answered input_required after {MAX_INPUT_ROUNDS} rounds",
+            hint="the server never completes this request with the answers mcptape.yml gives (client.elicitation, "
+            "client.sampling, client.roots)",
+        )
+
+    def _input_response(self, req: Any) -> dict[str, Any] | None:
+        """The canned answer to one embedded request, as for the legacy server-initiated request; None: none."""
+        method = req.get("method") if isinstance(req, dict) else None
+        s = self.settings
+        if method == "roots/list":
+            return {"roots": list(s.roots)}
+        if method == "elicitation/create":
+            return s.elicitation if isinstance(s.elicitation, dict) else {"action": "decline"}
+        if method == "sampling/createMessage" and isinstance(s.sampling, dict):
+            return s.sampling
+        return None
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -302,10 +421,55 @@ class ScriptedClient:
         self._step_deadline = self.clock() + self._step_budget
 
     def handshake(self) -> None:
-        """Legacy handshake: initialize with our capabilities, then notifications/initialized.
+        """Open the session as `protocol:` says (module docstring: Protocol revisions)."""
+        mode = self.protocol_mode
+        if mode != "auto" and not is_modern(mode):
+            self.negotiation = "initialize"
+            self.initialize()
+            return
+        refusal = self.discover(pinned=mode != "auto")
+        if refusal is None:
+            self.negotiation = "discover"
+            return
+        self.negotiation = f"fallback: initialize after {refusal}"
+        self.initialize()
 
-        One method on purpose: the 2026-07-28 `server/discover` opening replaces exactly this.
+    def discover(self, *, pinned: bool) -> str | None:
+        """`server/discover` at 2026-07-28; None if the session is now stateless, else why not (auto).
+
+        Under auto a refused probe and its answer are taken out of the events (module docstring).
         """
+        self._begin(None, "server/discover", self.step_timeout)
+        mark = len(self.events)
+        answer = self._request_once("server/discover", {"_meta": self.request_meta()}, msg_id=DISCOVER_ID)
+        result = answer.get("result")
+        versions = result.get("supportedVersions") if isinstance(result, dict) else None
+        if isinstance(result, dict) and isinstance(versions, list) and MODERN_PROTOCOL in versions:
+            self.modern = True
+            self.protocol = MODERN_PROTOCOL
+            meta = result.get("_meta")
+            info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
+            self.server_info = info if isinstance(info, dict) else None
+            return None
+        if isinstance(answer.get("error"), dict):
+            refusal = str(answer["error"].get("code"))
+        else:
+            refusal = f"server/discover offered {dumps(versions)}"
+        if pinned:
+            raise ServerError(
+                f"{self._where()}: the server refused protocol {MODERN_PROTOCOL}: "
+                f"{dumps(answer.get('error') or result)}",
+                hint="it may speak only the legacy protocol: set `protocol: auto` (or a legacy version) "
+                "on this server in mcptape.yml",
+            )
+        # Everything else that arrived meanwhile (a notification, a server request) stays.
+        self.events = self.events[:mark] + [
+            e for e in self.events[mark:] if e.get("id") != DISCOVER_ID or e.get("method") != "server/discover"
+        ]
+        return refusal
+
+    def initialize(self) -> None:
+        """Legacy handshake: initialize with our capabilities, then notifications/initialized."""
         s = self.settings
         self._begin(None, "initialize", self.step_timeout)
         params = {
@@ -333,6 +497,9 @@ class ScriptedClient:
         raise ServerError(f"{self._where()}: {method} still returned a nextCursor after {MAX_PAGES} pages")
 
     def _listen(self, step: Step) -> None:
+        if self.modern:
+            self._listen_modern(step)
+            return
         budget = step.duration or (None if step.count else DEFAULT_LISTEN_SECONDS)
         until = self.clock() + budget if budget is not None else None
         seen = 0
@@ -342,6 +509,28 @@ class ScriptedClient:
                 return
             if event["kind"] == "notification":
                 seen += 1
+
+    def _listen_modern(self, step: Step) -> None:
+        """`subscriptions/listen` until `count` notifications (the acknowledgement not counted) or
+        `duration`, then `notifications/cancelled` ends the stream (stdio has no other way)."""
+        budget = step.duration or (None if step.count else DEFAULT_LISTEN_SECONDS)
+        until = self.clock() + budget if budget is not None else None
+        msg_id = self._new_id()
+        params = self._stamped({"notifications": dict(LISTEN_FILTER)})
+        self._send({"jsonrpc": "2.0", "id": msg_id, "method": "subscriptions/listen", "params": params})
+        seen = 0
+        ended = False
+        while step.count is None or seen < step.count:
+            event = self._receive(until=until)
+            if event is None:
+                break
+            if event["kind"] in ("response", "error") and event.get("id") == msg_id:
+                ended = True  # the server closed the subscription itself
+                break
+            if event["kind"] == "notification" and event.get("method") != "notifications/subscriptions/acknowledged":
+                seen += 1
+        if not ended:
+            self.notify("notifications/cancelled", {"requestId": msg_id, "reason": "mcptape: listen step ended"})
 
     def run_step(self, number: int, step: Step) -> None:
         self._begin(number, describe_step(step), step.timeout)
@@ -361,6 +550,8 @@ class ScriptedClient:
             self.request("prompts/get", params)
         elif action == "complete":
             self.request("completion/complete", step.params or {})
+        elif action == "set_log_level" and self.modern:
+            self._log_level = step.target  # 2026-07-28: a per-request `_meta` key, nothing to send
         elif action == "set_log_level":
             self.request("logging/setLevel", {"level": step.target})
         elif action == "ping":
@@ -374,10 +565,16 @@ class ScriptedClient:
         else:  # pragma: no cover - config.Step's Literal forbids it
             raise ConfigError(f"session {self.session}: step {number}: unknown action {action!r}")
 
+    # Called after each step with its number; the events it returns are recorded under that step
+    # (ci.py's sandbox snapshot: a step's side effects go right after its traffic).
+    after_step: Callable[[int], list[Event]] | None = None
+
     def run(self, steps: Sequence[Step]) -> None:
         self.handshake()
         for number, step in enumerate(steps, start=1):
             self.run_step(number, step)
+            for event in self.after_step(number) if self.after_step is not None else []:
+                self._record(event)
         self._step = None
 
 
@@ -391,6 +588,7 @@ def record_session(
     step_timeout: float = 30.0,
     session_timeout: float = 120.0,
     golden_tools: Mapping[str, Any] | None = None,
+    after_step: Callable[[int], list[Event]] | None = None,
 ) -> Recording:
     """Run a whole session and shut the server down; errors are returned with the partial events.
 
@@ -407,6 +605,7 @@ def record_session(
         session_timeout=session_timeout,
         golden_tools=golden_tools,
     )
+    client.after_step = after_step
     error: McptapeError | None = None
     try:
         client.run(steps)
@@ -430,6 +629,7 @@ def record_session(
         events=events,
         protocol=client.protocol,
         server_info=client.server_info,
+        negotiation=client.negotiation,
         error=error,
         returncode=returncode,
         schema_breaks=client.schema_breaks,

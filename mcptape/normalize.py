@@ -10,7 +10,8 @@ through, in this order:
      `$.a[*].b`, `$..a.b`, `['quoted key']`), evaluated with the JSON-RPC message as `$`
      (`$.result.structuredContent.datetime`); the `params` echo of a response is evaluated
      as `{"params": ...}` so the same rule covers a request and the echo of it;
-  2. the built-in path rule `$..progressToken` -> `<PROGRESS_TOKEN>`;
+  2. the built-in path rules `$..progressToken` -> `<PROGRESS_TOKEN>` and `$..requestState` ->
+     `<REQUEST_STATE>` (2026-07-28 input-required state, sealed afresh by the server each run);
   3. the user's regex rules (each match replaced by the literal placeholder);
   4. the built-in string rules: the session's known paths (config directory, repository
      checkout, $HOME, extra directories such as a server's sandbox) -> `<CONFIG_DIR>`,
@@ -173,6 +174,9 @@ class Normalizer:
             elif getattr(rule, "pattern", None):
                 self.regex_rules.append((re.compile(rule.pattern), rule.replace))
         self.path_rules.append(_PathRule([(True, ("key", "progressToken"))], "<PROGRESS_TOKEN>", True))
+        # 2026-07-28 input-required rounds: the server seals its state afresh each run (the SDK with a
+        # per-process key), and the client echoes it back, so request and result agree after this.
+        self.path_rules.append(_PathRule([(True, ("key", "requestState"))], "<REQUEST_STATE>", True))
         known: dict[str, str] = {}
         for directory, placeholder in (paths or {}).items():
             for variant in {directory, os.path.realpath(directory)}:

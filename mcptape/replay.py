@@ -30,6 +30,12 @@ How a tape is served:
   names the nearest recorded calls and why each was rejected; `data.mcptape` is
   "replay-miss". `--lenient` answers with the closest same-method recording instead and
   reports the substitution (exit 0 unless a request had no same-method recording at all).
+* 2026-07-28 tapes are served the same way: `server/discover` is a recorded call like any
+  other, the per-request `_meta` (version, capabilities, clientInfo) is ignored by matching,
+  and an input-required retry matches by its `inputResponses` and echoed `requestState`.
+  A `server/discover` asked of a legacy tape (one with `initialize` and no discover) gets
+  -32601, as the recorded server would have answered, so a client that probes first
+  (fastmcp, the SDK's `mode="auto"`) falls back to `initialize`; it is not a miss.
 * A server exit is replayed (the wire is closed) only when the server died in the middle of a
   call; an exit after the session ended is what happens when the client hangs up.
 * A tape cut short (no footer) replays what it holds; a call whose response was lost answers
@@ -59,6 +65,7 @@ from mcptape.tape import C2S, S2C, Event, Tape, read_tape, wire_text
 MISS_CODE = -32603
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
 
 Matcher = Callable[[Any, Any], list[str]]
 """(recorded params, live params) -> reasons they differ; an empty list is a match."""
@@ -470,6 +477,12 @@ class ReplayEngine:
         if call is None:
             if method == "ping":
                 out.append(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
+                self._report.answered += 1
+                return
+            if method == "server/discover" and method not in self._by_method and "initialize" in self._by_method:
+                # A legacy session's tape: its server knew no server/discover, so answer as it would
+                # have, and a 2026-07-28 client (fastmcp, the SDK's auto mode) falls back to initialize.
+                out.append(_error_line(msg["id"], METHOD_NOT_FOUND, "Method not found: server/discover"))
                 self._report.answered += 1
                 return
             why, nearest = self._explain(method, params)

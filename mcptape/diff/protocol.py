@@ -155,7 +155,8 @@ def handshake_summary(events: list[Event]) -> dict[str, Any]:
             if not isinstance(result, dict):
                 continue  # a refused probe (auto's discover before initialize): not how it opened
             out: dict[str, Any] = {"method": ev["method"]}
-            meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+            meta = result.get("_meta")
+            meta = meta if isinstance(meta, dict) else {}
             info = result.get("serverInfo", meta.get(NS + "serverInfo"))
             for key, value in (("capabilities", result.get("capabilities")), ("serverInfo", info),
                                ("instructions", result.get("instructions"))):

@@ -1,0 +1,187 @@
+"""diff/protocol.py: the 2026-07-28 envelope, the handshake as the session, input-required rounds (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcptape.diff import diff_tapes
+from mcptape.diff.protocol import (
+    collapse_input_rounds,
+    era,
+    handshake_summary,
+    prepare,
+    strip_request_params,
+    strip_result,
+)
+from mcptape.tape.events import C2S, S2C, EventBuilder
+from mcptape.tape.format import Tape, make_footer, make_header
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "mcptape", "version": "0"},
+}
+INFO = {"name": "calc", "version": "1.0.0"}
+ENVELOPE = {"resultType": "complete", "_meta": {"io.modelcontextprotocol/serverInfo": INFO}}
+TOOLS = [{"name": "add", "inputSchema": {"type": "object"}}]
+
+
+def tape(messages: list[tuple[str, dict[str, Any]]], protocol: str | None = None) -> Tape:
+    builder = EventBuilder()
+    events = [builder.message(direction, msg) for direction, msg in messages]
+    header = make_header("t", protocol=protocol)
+    return Tape(header=header, events=events, footer=make_footer(len(events)),
+                event_lines=[i + 2 for i in range(len(events))])
+
+
+def req(i: int, method: str, params: dict[str, Any] | None = None, modern: bool = False) -> tuple[str, dict[str, Any]]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": i, "method": method}
+    if modern:
+        params = {"_meta": META, **(params or {})}
+    if params is not None:
+        msg["params"] = params
+    return C2S, msg
+
+
+def res(i: int, result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return S2C, {"jsonrpc": "2.0", "id": i, "result": result}
+
+
+def legacy(add: float = 5.0) -> Tape:
+    return tape([
+        req(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x"}}),
+        res(1, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": False}}, "serverInfo": INFO}),
+        (C2S, {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        req(2, "tools/list"),
+        res(2, {"tools": TOOLS}),
+        req(3, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}),
+        res(3, {"content": [{"type": "text", "text": str(add)}], "structuredContent": {"result": add}}),
+    ])
+
+
+def modern(add: float = 5.0, info: dict[str, Any] = INFO) -> Tape:
+    return tape([
+        req(0, "server/discover", modern=True),
+        res(0, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}},
+                "cacheScope": "private", "ttlMs": 0, "resultType": "complete",
+                "_meta": {"io.modelcontextprotocol/serverInfo": info}}),
+        req(1, "tools/list", modern=True),
+        res(1, {"tools": TOOLS, "cacheScope": "private", "ttlMs": 0, **ENVELOPE}),
+        req(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}, modern=True),
+        res(2, {"content": [{"type": "text", "text": str(add)}], "structuredContent": {"result": add}, **ENVELOPE}),
+    ])
+
+
+def findings(result: Any) -> list[tuple[str, str, str]]:
+    return [(f.category, f.severity, f.path) for d in result.drifts for f in d.findings]
+
+
+def test_era_and_tape_protocol_of_a_2026_tape_without_header_field() -> None:
+    assert (era("2025-11-25"), era("2026-07-28"), era(None)) == ("legacy", "modern", None)
+    assert modern().protocol == "2026-07-28"  # read off the answered discover's _meta
+    assert legacy().protocol == "2025-11-25"
+
+
+def test_envelope_fields_are_stripped_and_other_meta_kept() -> None:
+    result = {"content": [], "resultType": "complete", "cacheScope": "public", "ttlMs": 5,
+              "_meta": {"io.modelcontextprotocol/serverInfo": INFO, "com.example/trace": 1}}
+    assert strip_result(result) == {"content": [], "_meta": {"com.example/trace": 1}}
+    assert strip_result({"resultType": "input_required", "requestState": "s"}) == {
+        "resultType": "input_required", "requestState": "s"}  # not the envelope: a different answer
+    assert strip_result({"supportedVersions": ["2026-07-28"], **ENVELOPE}, "server/discover") == {
+        "supportedVersions": ["2026-07-28"], "serverInfo": INFO}
+    assert strip_request_params({"_meta": META}) is None  # as a legacy request without params
+    assert strip_request_params({"_meta": {**META, "progressToken": 7}, "name": "add"}) == {
+        "_meta": {"progressToken": 7}, "name": "add"}
+    legacy_result = {"content": []}
+    assert strip_result(legacy_result) is legacy_result  # nothing to strip: no copy
+
+
+def test_same_server_across_versions_is_one_protocol_finding_and_no_behaviour_drift() -> None:
+    result = diff_tapes(legacy(), modern())
+    assert result.verdict == "structural"
+    assert findings(result) == [("protocol", "structural", "protocol")]
+    finding = result.drifts[0].findings[0]
+    assert finding.before["handshake"] == "initialize" and finding.after["handshake"] == "server/discover"
+    assert "2025-11-25 (initialize) → 2026-07-28 (server/discover)" in result.drifts[0].one_line()
+
+
+def test_across_versions_a_changed_result_is_still_found_and_named_beneath_the_protocol_finding() -> None:
+    result = diff_tapes(legacy(), modern(add=6.0))
+    assert findings(result)[0] == ("protocol", "structural", "protocol")
+    behaviour = result.drifts[1]
+    assert (behaviour.call.method, behaviour.call.name) == ("tools/call", "add")
+    assert {f.path for f in behaviour.findings} == {"result.content[0].text", "result.structuredContent.result"}
+    assert behaviour.severity == "output"
+
+
+def test_a_new_server_version_across_eras_is_reported_and_same_era_tapes_compare_as_before() -> None:
+    result = diff_tapes(legacy(), modern(info={"name": "calc", "version": "2.0.0"}))
+    assert findings(result) == [("protocol", "structural", "protocol"), ("session", "output", "serverInfo")]
+    assert diff_tapes(modern(), modern()).verdict == "same"
+    assert diff_tapes(legacy(), legacy()).verdict == "same"
+    # 2026 vs 2026: a new serverInfo in the discover result is the handshake's session finding, as for initialize
+    moved = diff_tapes(modern(), modern(info={"name": "calc", "version": "2.0.0"}))
+    assert [(f.category, f.kind) for d in moved.drifts for f in d.findings] == [("session", "server_info")]
+
+
+def test_envelope_changes_alone_are_not_drift_between_two_2026_tapes() -> None:
+    other = modern()
+    for ev in other.events:
+        result = (ev.get("msg") or {}).get("result")
+        if isinstance(result, dict) and "ttlMs" in result:
+            result["ttlMs"] = 60000
+            result["cacheScope"] = "public"
+    assert diff_tapes(modern(), other).verdict == "same"
+
+
+def test_prepare_returns_untouched_legacy_tapes_as_they_are() -> None:
+    a, b = legacy(), legacy()
+    assert prepare(a, b) == (a, b)
+
+
+def test_handshake_summary_skips_a_refused_probe() -> None:
+    t = tape([req(0, "server/discover", modern=True),
+              (S2C, {"jsonrpc": "2.0", "id": 0, "error": {"code": -32601, "message": "Method not found"}}),
+              req(1, "initialize", {"protocolVersion": "2025-06-18"}),
+              res(1, {"protocolVersion": "2025-06-18", "serverInfo": INFO})])
+    assert handshake_summary(t.events) == {"method": "initialize", "serverInfo": INFO}
+
+
+def greet_rounds() -> list[tuple[str, dict[str, Any]]]:
+    question = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    return [
+        req(3, "tools/call", {"name": "greet", "arguments": {}}, modern=True),
+        res(3, {"inputRequests": {"k": question}, "requestState": "<REQUEST_STATE>", "resultType": "input_required"}),
+        req(4, "tools/call", {"name": "greet", "arguments": {}, "inputResponses": {"k": answer},
+                              "requestState": "<REQUEST_STATE>"}, modern=True),
+        res(4, {"content": [{"type": "text", "text": "Hello, Ada!"}], **ENVELOPE}),
+    ]
+
+
+def test_input_required_rounds_become_the_legacy_server_request_and_one_call() -> None:
+    t = tape(greet_rounds())
+    events, lines = collapse_input_rounds(t.events, t.event_lines)
+    assert [(e["kind"], e["dir"], e.get("method")) for e in events] == [
+        ("request", "s2c", "elicitation/create"), ("response", "c2s", "elicitation/create"),
+        ("request", "c2s", "tools/call"), ("response", "s2c", "tools/call")]
+    assert events[1]["msg"]["result"] == {"action": "accept", "content": {"name": "Ada"}}
+    assert "inputResponses" not in events[2]["msg"]["params"]
+    assert lines == [3, 4, 4, 5]  # the synthetic events point at the tape lines they come from
+
+
+def test_input_required_tool_across_versions_pairs_with_the_legacy_elicitation() -> None:
+    question = {"message": "Name?", "requestedSchema": {"type": "object"}}
+    old = tape([
+        req(1, "initialize", {"protocolVersion": "2025-11-25"}),
+        res(1, {"protocolVersion": "2025-11-25", "serverInfo": INFO}),
+        req(3, "tools/call", {"name": "greet", "arguments": {}}),
+        (S2C, {"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": question}),
+        (C2S, {"jsonrpc": "2.0", "id": 0, "result": {"action": "accept", "content": {"name": "Ada"}}}),
+        res(3, {"content": [{"type": "text", "text": "Hello, Ada!"}]}),
+    ])
+    new = tape([req(0, "server/discover", modern=True),
+                res(0, {"supportedVersions": ["2026-07-28"], "_meta": {"io.modelcontextprotocol/serverInfo": INFO}}),
+                *greet_rounds()])
+    assert findings(diff_tapes(old, new)) == [("protocol", "structural", "protocol")]
