@@ -15,10 +15,11 @@ complete line, and `Tape.complete` says so. Fields a reader does not know are ke
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -167,9 +168,10 @@ def _parse_all(body: list[tuple[int, bytes]]) -> list[dict[str, Any]] | None:
         parsed = json.loads(b"[" + b",".join(raw for _, raw in body) + b"]")
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
-    if len(parsed) != len(body) or not all(isinstance(obj, dict) for obj in parsed):
+    if not isinstance(parsed, list) or len(parsed) != len(body):
         return None  # e.g. a line holding "1,2" would shift every line after it
-    return parsed
+    objects: list[dict[str, Any]] = [obj for obj in parsed if isinstance(obj, dict)]
+    return objects if len(objects) == len(body) else None
 
 
 def _check_header(p: Path, number: int, header: dict[str, Any] | None) -> dict[str, Any]:
@@ -246,10 +248,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, p)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     try:  # make the rename itself durable
         dir_fd = os.open(p.parent, os.O_RDONLY)

@@ -8,6 +8,7 @@ and moves bytes itself, because it must forward them unchanged and at once.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import queue
 import signal
@@ -71,10 +72,8 @@ class ServerProcess:
         """
         p = self.popen
         if p.stdin and not p.stdin.closed:
-            try:
+            with contextlib.suppress(OSError):
                 p.stdin.close()
-            except OSError:
-                pass
         for sig, wait in ((None, grace), (signal.SIGTERM, term_grace), (signal.SIGKILL, 5.0)):
             if sig is not None:
                 self._signal_group(sig)
@@ -88,10 +87,8 @@ class ServerProcess:
         try:
             os.killpg(self.popen.pid, sig)
         except (ProcessLookupError, PermissionError):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self.popen.send_signal(sig)
-            except ProcessLookupError:
-                pass
 
 
 class StdioTransport:
