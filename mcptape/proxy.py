@@ -9,16 +9,24 @@ Two processes, so recording can never slow or block the wire:
 
     client ──stdin──▶ ┌────────────────────┐ ──stdin──▶ server
     client ◀─stdout── │ relay (this proc)  │ ◀─stdout── server
-    stderr ◀───────── │ poll loop, os.read │ ◀─stderr── server
+                      │ poll loop, os.read │ ◀─stderr── server
                       └─────────┬──────────┘
                                 │ tee pipe (non-blocking; overflow waits in memory)
                       ┌─────────▼──────────┐
-                      │ writer (forked)    │  lines -> events -> transform -> TapeWriter
+    stderr ◀───────── │ writer (forked)    │  lines -> events -> redact -> TapeWriter
+       (scrubbed lines, from a thread)     │  stderr lines -> redact -> our fd 2
                       └────────────────────┘
 
-The relay moves every chunk unchanged the moment it arrives and tees a copy, framed as
-(direction, length, bytes), into a pipe to the writer. Nothing on the relay parses JSON or
-touches the tape: a 20 MB line is parsed in the writer, which holds its own GIL.
+The relay moves every stdin/stdout chunk unchanged the moment it arrives and tees a copy,
+framed as (direction, length, bytes), into a pipe to the writer. Nothing on the relay parses
+JSON or touches the tape: a 20 MB line is parsed in the writer, which holds its own GIL.
+
+The server's stderr is not the MCP wire, and rec's stderr is often a public CI log, so it is
+not relayed raw: the relay only tees it, and the writer shows each line *after* redaction (the
+same scrubbed text the tape gets). See TapeRecorder.stderr_line for the trade-off.
+
+The tape header (server command, ...) goes through the same redactor before anything is
+written; a secret surviving there means no tape at all and exit 4 (SecretLeak).
 
 Endings (the tape always says which one happened):
 - the client closes our stdin: the server's stdin is closed, then SIGTERM, then SIGKILL
@@ -45,12 +53,13 @@ import select
 import signal
 import struct
 import sys
+import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, SecretLeak, TapeError
 from mcptape.tape.events import (
@@ -63,6 +72,9 @@ from mcptape.tape.events import (
 )
 from mcptape.tape.format import TAPE_SUFFIX, Event, TapeWriter, make_header, serialize
 from mcptape.transports.stdio import ServerProcess
+
+if TYPE_CHECKING:
+    from mcptape.redact import Redactor
 
 # Big reads: a 20 MB line crosses in ~20 syscalls instead of ~300 (the pipes are enlarged to match).
 READ_SIZE = 1 << 20
@@ -86,6 +98,11 @@ DRAIN_AFTER_EXIT = 1.0
 WRITER_WAIT = 120.0
 # The writer runs below the wire's processes so that on a busy box it yields the core to them.
 WRITER_NICE = 19
+# Scrubbed server stderr waiting for rec's own stderr to take it. A reader of rec's stderr that
+# stalls costs lines past this (with a notice), never the tape nor the wire.
+STDERR_QUEUE_MAX = 16 << 20
+# At the end, how long the writer waits for rec's stderr to take the last scrubbed lines.
+STDERR_DRAIN_WAIT = 10.0
 
 EXIT_SIGNALS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
@@ -299,19 +316,24 @@ def record(
     secrets: Mapping[str, str] | None = None,
 ) -> int:
     """Spawn `command`, relay stdio both ways, record to `out`. Returns rec's exit code."""
+    # The header is scrubbed and verified here, before the session starts, so a leak there fails
+    # fast with nothing written. The server starts first: building the redactor (~20-60 ms of
+    # imports and compiling) overlaps its start-up; only a server that answers faster than that
+    # sees its first round trip wait (measured: median +27 ms to the first answer, load 5, 2 CPUs).
+    server = ServerProcess(command)
     try:
-        writer = TapeWriter(out, header)
-    except OSError as e:
-        raise TapeError(
-            f"{out}: cannot write the tape: {e.strerror or e}",
-            hint="choose another path with --out, or check the directory's permissions",
-        ) from e
-    try:
-        server = ServerProcess(command)
+        redactor = _make_redactor(dict(secrets or {}))
+        header = scrub_header(redactor, header, f"{out}:1")
+        try:
+            writer = TapeWriter(out, header)
+        except OSError as e:
+            raise TapeError(
+                f"{out}: cannot write the tape: {e.strerror or e}",
+                hint="choose another path with --out, or check the directory's permissions",
+            ) from e
     except McptapeError:
-        writer.abandon()
-        with contextlib.suppress(OSError):
-            out.unlink()
+        # Nothing was written (a header that leaks is never written); the server must not linger.
+        server.shutdown(grace=0.5, term_grace=1.0)
         raise
     for f in (server.popen.stdout, server.popen.stdin):
         if f is not None:
@@ -319,11 +341,12 @@ def record(
 
     tee_r, tee_w = os.pipe()
     _grow_pipe(tee_w)
-    # Fork before any thread exists: the child is a plain copy of a single-threaded process.
+    # Fork before any thread exists: the child is a plain copy of a single-threaded process
+    # (it inherits the redactor built above, so header and events share its placeholders).
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child, covered by the integration tests
         os.close(tee_w)
-        _writer_child(tee_r, writer, server, dict(secrets or {}), str(out))
+        _writer_child(tee_r, writer, server, redactor, str(out))
     os.close(tee_r)
     writer.abandon()  # the child owns the tape now; this closes only our copy of the file
     print(
@@ -340,6 +363,18 @@ def record(
     if code == 0 and writer_code != 0:
         return EXIT_COULD_NOT_RUN
     return code
+
+
+def scrub_header(redactor: Redactor | None, header: dict[str, Any], where: str) -> dict[str, Any]:
+    """The header as it may be written: scrubbed (home paths, secrets in the command) and verified.
+
+    Raises SecretLeak if anything survives; the caller then writes no tape at all.
+    """
+    if redactor is None:
+        return header
+    clean: dict[str, Any] = redactor.redact_obj(header)
+    redactor.verify(serialize(clean), where)
+    return clean
 
 
 def _grow_pipe(fd: int) -> None:
@@ -375,12 +410,14 @@ class _Tee:
     """Non-blocking framed writes to the writer; what the pipe cannot take waits here, in order.
 
     The backlog is bounded: a writer that falls TEE_BACKLOG_MAX behind (a slow disk, a very
-    slow redactor) costs the recording, never the wire nor unbounded memory. The frames not
-    yet handed over are dropped, an `overflow` control record tells the writer, and the
-    tape ends with a note and without a footer.
+    slow redactor) costs the recording, never the wire nor unbounded memory. The wire frames
+    not yet handed over are dropped, an `overflow` control record tells the writer, and the
+    tape ends with a note and without a footer. Stderr frames are kept and still sent after
+    an overflow, because the writer is the only way the server's stderr reaches the user; past
+    the bound again they are dropped too and a `stderr_dropped` record says how much.
     """
 
-    __slots__ = ("fd", "pending", "pending_bytes", "partial", "broken", "overflowed")
+    __slots__ = ("fd", "pending", "pending_bytes", "partial", "broken", "overflowed", "err_dropped")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -391,10 +428,22 @@ class _Tee:
         self.partial = 0
         self.broken = False
         self.overflowed = False
+        self.err_dropped = 0
 
     def send(self, tag: int, data: bytes) -> None:
-        if self.broken or (self.overflowed and tag != TAG_CTL):
+        if self.broken:
             return
+        if self.overflowed:
+            if tag == TAG_ERR:
+                if self.pending_bytes > TEE_BACKLOG_MAX:
+                    self.err_dropped += len(data)
+                    return
+            elif tag != TAG_CTL:
+                return
+            if self.err_dropped:
+                # Before anything else goes: the writer must drop its torn stderr line and say so.
+                dropped, self.err_dropped = self.err_dropped, 0
+                self.send(TAG_CTL, json.dumps({"stderr_dropped": dropped}).encode("utf-8"))
         head = FRAME.pack(tag, len(data))
         if self.pending:
             self.pending.append(head)
@@ -448,7 +497,13 @@ class _Tee:
                         self.partial = 2
 
     def _overflow(self) -> None:
-        keep = [self.pending[i] for i in range(self.partial)]
+        # Past the first `partial` items the backlog is whole (head, data) pairs; keep the
+        # frame in progress (framing) and the stderr frames (the user's only copy of them).
+        items = list(self.pending)
+        keep = items[: self.partial]
+        for i in range(self.partial, len(items) - 1, 2):
+            if items[i][0] == TAG_ERR:
+                keep += items[i : i + 2]
         dropped = self.pending_bytes - sum(len(x) for x in keep)
         self.pending.clear()
         self.pending.extend(keep)
@@ -470,8 +525,13 @@ class _Tee:
 
     def _break(self) -> None:
         # The writer died: recording stops, the wire goes on (it must never block on us).
+        # The server's stderr is not shown from here on: unscrubbed, it could leak into a log.
         if not self.broken:
-            print("mcptape rec: the tape writer died; recording stopped, still relaying", file=sys.stderr)
+            print(
+                "mcptape rec: the tape writer died; recording stopped and the server's stderr is "
+                "no longer shown, still relaying",
+                file=sys.stderr,
+            )
         self.broken = True
         self.pending.clear()
         self.pending_bytes = 0
@@ -633,10 +693,9 @@ class _Relay:
                 else:
                     dirty = True
                     if fd == srv_err:
+                        # Only teed: the writer shows it, scrubbed (see TapeRecorder.stderr_line).
                         data = _read(fd)
                         if data:
-                            with contextlib.suppress(OSError):
-                                _write_all(2, data)
                             tee.send(TAG_ERR, data)
                         elif data is not None:
                             self.srv_err_open = False
@@ -797,9 +856,6 @@ class _Relay:
                     break
                 if not data:
                     break
-                if tag == TAG_ERR:
-                    with contextlib.suppress(OSError):
-                        _write_all(2, data)
                 self.tee.send(tag, data)
 
 
@@ -819,23 +875,22 @@ def _read(fd: int) -> bytes | None:
 # the writer child
 
 
-def _make_line_writer(secrets: dict[str, str]) -> Callable[[Event, str], bytes]:
-    """The single choke point between the wire and the tape: event -> redacted, verified bytes.
+def _make_redactor(secrets: dict[str, str]) -> Redactor | None:
+    """The single choke point between the server and anything rec writes (tape, header, stderr).
 
-    Redactor.line_bytes scrubs, serializes and verifies (raising SecretLeak); it also knows the
-    secret values stripped from the command line and the environment, so they are scrubbed
-    from the traffic too. Without mcptape.redact the event is only serialized.
+    It knows the secret values stripped from the command line and the environment, so they are
+    scrubbed from the traffic too. None without mcptape.redact (the benchmark's raw mode): then
+    events are only serialized and stderr lines shown as they came.
     """
     try:
-        from mcptape.redact import Redactor  # type: ignore[import-not-found,unused-ignore]
+        from mcptape.redact import Redactor
     except ImportError:
-        return lambda event, where: serialize(event)
-    redactor = Redactor(known=secrets)
-    return redactor.line_bytes  # type: ignore[no-any-return,unused-ignore]
+        return None
+    return Redactor(known=secrets)
 
 
 def _writer_child(
-    tee_r: int, writer: TapeWriter, server: ServerProcess, secrets: dict[str, str], where: str
+    tee_r: int, writer: TapeWriter, server: ServerProcess, redactor: Redactor | None, where: str
 ) -> None:
     """Body of the forked writer; never returns (os._exit), whatever happens."""
     code = EXIT_COULD_NOT_RUN
@@ -859,7 +914,10 @@ def _writer_child(
             signal.signal(s, signal.SIG_IGN)
         with contextlib.suppress(OSError):
             os.nice(WRITER_NICE)
-        code = TapeRecorder(writer, secrets, where).run(tee_r)
+        stderr_fd: int | None = None
+        with contextlib.suppress(OSError):
+            stderr_fd = os.dup(2)  # rec's stderr: where the server's scrubbed stderr is shown
+        code = TapeRecorder(writer, where=where, redactor=redactor, stderr_fd=stderr_fd).run(tee_r)
     except BaseException:  # noqa: BLE001 - a forked child must reach os._exit, never the parent's stack
         traceback.print_exc()
     finally:
@@ -868,17 +926,106 @@ def _writer_child(
         os._exit(code)
 
 
+class _StderrRelay:
+    """Shows scrubbed server stderr on rec's stderr from its own thread, in order.
+
+    A thread, so that a reader of rec's stderr that stalls (a client that pipes it and never
+    reads) holds up neither the tape nor, through the tee's backlog, the wire. What waits is
+    bounded by STDERR_QUEUE_MAX; past it lines are dropped and a notice says how many bytes.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.queue: deque[bytes] = deque()
+        self.size = 0
+        self.dropped = 0
+        self.closed = False
+        self.broken = False
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, name="mcptape-stderr", daemon=True)
+        self.thread.start()
+
+    def put(self, data: bytes) -> None:
+        with self.cond:
+            if self.broken or self.closed:
+                return
+            if self.size + len(data) > STDERR_QUEUE_MAX:
+                self.dropped += len(data)
+                return
+            if self.dropped:
+                self._notice()
+            self.queue.append(data)
+            self.size += len(data)
+            self.cond.notify()
+
+    def _notice(self) -> None:
+        self.queue.append(
+            f"mcptape rec: {self.dropped} bytes of the server's stderr were not shown "
+            "(rec's stderr was not read fast enough)\n".encode()
+        )
+        self.dropped = 0
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                while not self.queue and not self.closed:
+                    self.cond.wait()
+                if not self.queue:
+                    return
+                batch = b"".join(self.queue)
+                self.queue.clear()
+                self.size = 0
+            try:
+                _write_blocking(self.fd, batch)
+            except OSError:  # rec's stderr is gone (EPIPE, closed): nobody left to show it to
+                with self.cond:
+                    self.broken = True
+                    self.queue.clear()
+                return
+
+    def close(self, timeout: float) -> None:
+        """Let the last lines out (at most `timeout` seconds: a stalled reader must not keep rec alive)."""
+        with self.cond:
+            if self.dropped and not self.broken:
+                self._notice()
+            self.closed = True
+            self.cond.notify()
+        self.thread.join(timeout)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def _write_blocking(fd: int, data: bytes) -> None:
+    """Write all of `data`, waiting out EAGAIN: a terminal shared with O_NONBLOCK set elsewhere."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            select.select([], [fd], [], 1.0)
+
+
 class TapeRecorder:
-    """Turns tee frames into tape events: per-direction line reassembly, events, transform, write."""
+    """Turns tee frames into tape events: per-direction line reassembly, events, redaction, write.
+
+    With `stderr_fd` it also shows the server's stderr there, line by line, after redaction.
+    """
 
     def __init__(
-        self, writer: TapeWriter, secrets: dict[str, str] | None = None, where: str = "tape"
+        self,
+        writer: TapeWriter,
+        secrets: dict[str, str] | None = None,
+        where: str = "tape",
+        *,
+        redactor: Redactor | None = None,
+        stderr_fd: int | None = None,
     ) -> None:
         self.writer = writer
         self.where = where
         self.builder = EventBuilder()
         self.lines = {TAG_C2S: LineAssembler(), TAG_S2C: LineAssembler(), TAG_ERR: LineAssembler()}
-        self.to_line = _make_line_writer(secrets or {})
+        self.redactor = redactor if redactor is not None else _make_redactor(secrets or {})
+        self.relay = _StderrRelay(stderr_fd) if stderr_fd is not None else None
         self.failed: str | None = None
         self.leaked = False
         self.end: dict[str, Any] | None = None
@@ -905,7 +1052,11 @@ class TapeRecorder:
                 pos = start + n
             if pos:
                 del buf[:pos]
-        self.finish()
+        try:
+            self.finish()
+        finally:
+            if self.relay is not None:
+                self.relay.close(STDERR_DRAIN_WAIT)
         if self.leaked:
             return EXIT_SECRET
         return EXIT_COULD_NOT_RUN if self.failed else 0
@@ -914,15 +1065,22 @@ class TapeRecorder:
         if tag == TAG_CTL:
             ctl = json.loads(payload)
             if "overflow" in ctl:
-                # The relay dropped frames: whatever lines were in progress are lost too.
+                # The relay dropped wire frames: the wire lines in progress are lost too. Stderr
+                # frames were kept (see _Tee), so its line in progress is whole.
                 self.overflowed = True
-                for partial in self.lines.values():
-                    partial.finish()
+                self.lines[TAG_C2S].finish()
+                self.lines[TAG_S2C].finish()
                 self.emit(note_event("recording_overflow", {"dropped_bytes": ctl["overflow"]}))
+            elif "stderr_dropped" in ctl:
+                self.lines[TAG_ERR].finish()  # torn by the gap: neither shown nor recorded
+                self._say(
+                    f"mcptape rec: {ctl['stderr_dropped']} bytes of the server's stderr were dropped "
+                    "(the tape writer fell too far behind)"
+                )
             else:
                 self.end = ctl
             return
-        if self.overflowed:
+        if self.overflowed and tag != TAG_ERR:
             return
         assembler = self.lines.get(tag)
         if assembler is None:
@@ -932,30 +1090,80 @@ class TapeRecorder:
 
     def line(self, tag: int, line: bytes) -> None:
         if tag == TAG_ERR:
-            self.emit(stderr_event(line))
+            self.stderr_line(line)
             return
         if not line.strip():
             return  # blank lines carry no message; peers skip them and so does the tape
         self.emit(self.builder.line(_TAG_DIR[tag], line))
 
+    def stderr_line(self, line: bytes, *, to_tape: bool = True) -> None:
+        """One server stderr line: scrubbed once, then shown on rec's stderr and written to the tape.
+
+        Trade-off: rec's stderr now shows the server's stderr a line at a time, as fast as this
+        (nice 19) writer gets to it, behind any backlog of wire frames, instead of the chunk the
+        moment it arrives; a line without a newline (a progress bar) waits for one or for the end.
+        In exchange nothing unscrubbed reaches what is often a public CI log, and the relay on the
+        wire does no redaction work at all (the stdin/stdout path is unchanged). The same scrubbed,
+        verified text goes to both places; a line that fails verification goes to neither.
+        """
+        event = stderr_event(line)
+        shown = event["text"]
+        if self.redactor is not None:
+            event = self.redactor.redact_event(event)
+        try:
+            data = self._verified(event, self._where_next())
+        except SecretLeak as e:
+            self.leaked = True
+            self._say(f"mcptape rec: {e}; the server's stderr line was neither shown nor written")
+            if to_tape and not self.overflowed:
+                self._write(serialize(note_event("event_withheld", {"kind": "stderr"})))
+            return
+        if self.relay is not None:
+            text = event.get("text", "")
+            # Unchanged lines go out as their exact bytes (non-UTF-8 and \r included).
+            self.relay.put(line + b"\n" if text == shown else text.encode("utf-8", "backslashreplace") + b"\n")
+        if to_tape and not self.overflowed:
+            self._write(data)
+
     def emit(self, event: Event) -> None:
         if self.failed:
             return
-        where = f"{self.where}:{self.writer.count + 2}"  # the line this event will land on
         try:
-            data = self.to_line(event, where)
+            scrubbed = self.redactor.redact_event(event) if self.redactor is not None else event
+            data = self._verified(scrubbed, self._where_next())
         except SecretLeak as e:
             # Fail closed: this event is not written (the message names place and kind, never
             # the value); the tape says something was withheld and rec exits 4.
             self.leaked = True
-            print(f"mcptape rec: {e}; the event was not written", file=sys.stderr)
+            self._say(f"mcptape rec: {e}; the event was not written")
             data = serialize(note_event("event_withheld", {"kind": event.get("kind")}))
+        self._write(data)
+
+    def _where_next(self) -> str:
+        return f"{self.where}:{self.writer.count + 2}"  # the line the next event will land on
+
+    def _verified(self, event: Event, where: str) -> bytes:
+        data = serialize(event)
+        if self.redactor is not None:
+            self.redactor.verify(data, where)
+        return data
+
+    def _write(self, data: bytes) -> None:
+        if self.failed:
+            return
         try:
             self.writer.write_line(data)
         except OSError as e:
             # Keep draining the tee so the relay never backs up; just stop writing.
             self.failed = f"{self.where}: cannot write the tape: {e.strerror or e}"
-            print(f"mcptape rec: {self.failed}; still relaying, the tape is cut short", file=sys.stderr)
+            self._say(f"mcptape rec: {self.failed}; still relaying, the tape is cut short")
+
+    def _say(self, message: str) -> None:
+        """rec's own messages from the writer, in order with the server's stderr lines around them."""
+        if self.relay is not None:
+            self.relay.put(message.encode("utf-8", "backslashreplace") + b"\n")
+        else:
+            print(message, file=sys.stderr, flush=True)
 
     def finish(self) -> None:
         end = self.end
@@ -967,6 +1175,9 @@ class TapeRecorder:
                 for t, a in self.lines.items()
                 if a.pending_bytes
             }
+            last_words = self.lines[TAG_ERR].finish()
+            if last_words is not None:
+                self.stderr_line(last_words, to_tape=False)  # shown; the tape counts it as partial
             self.emit(note_event("recorder_killed", {"partial_bytes": partial} if partial else None))
             self._summary("recorder killed; tape cut short")
             self.writer.abandon()
@@ -1005,8 +1216,4 @@ class TapeRecorder:
         self._summary(status)
 
     def _summary(self, status: str) -> None:
-        print(
-            f"mcptape rec: {self.writer.count} events -> {self.writer.path} ({status})",
-            file=sys.stderr,
-            flush=True,
-        )
+        self._say(f"mcptape rec: {self.writer.count} events -> {self.writer.path} ({status})")

@@ -246,3 +246,110 @@ def test_a_writer_far_behind_costs_the_recording_not_the_wire(
     assert tape.events[-2]["what"] == "recording_overflow"
     assert 0 < kinds.count("notification") < 400
     assert set(kinds[:-2]) == {"notification"}  # framing survived: no garbage, no torn lines
+
+
+# --------------------------------------------------------------------------------------------
+# the server's stderr: shown by the writer, scrubbed, in order, never raw
+
+
+def _fake_github_token() -> str:
+    # Built at run time so no token-shaped literal sits in the repository.
+    return "ghp_" + "".join(chr(ord("a") + (i * 7) % 26) if i % 3 else str(i % 10) for i in range(36))
+
+
+def _record_showing_stderr(tmp_path: Path, frames: list[tuple[int, bytes]]) -> tuple[int, Path, bytes]:
+    """Like _record, with the stderr relay pointed at a pipe we read: (exit code, tape, shown bytes)."""
+    path = tmp_path / "s.tape.jsonl"
+    writer = TapeWriter(path, make_header("s", server={"command": ["srv"]}))
+    shown_r, shown_w = os.pipe()
+    shown = bytearray()
+    reader = threading.Thread(target=lambda: shown.extend(_read_all(shown_r)))
+    reader.start()
+    r, w = os.pipe()
+    recorder = TapeRecorder(writer, {"env.MY_SERVICE_TOKEN": "q7Rk2mZp9xLw4Nv8"}, stderr_fd=shown_w)
+    result: list[int] = []
+    t = threading.Thread(target=lambda: result.append(recorder.run(r)))
+    t.start()
+    with os.fdopen(w, "wb") as fh:
+        for tag, payload in frames:
+            fh.write(FRAME.pack(tag, len(payload)) + payload)
+    t.join(30)
+    reader.join(30)  # the recorder closed shown_w when it finished: EOF
+    os.close(r)
+    os.close(shown_r)
+    return result[0], path, bytes(shown)
+
+
+def _read_all(fd: int) -> bytes:
+    out = bytearray()
+    while chunk := os.read(fd, 65536):
+        out += chunk
+    return bytes(out)
+
+
+def test_stderr_is_shown_scrubbed_line_by_line_with_the_partial_last_line(tmp_path: Path) -> None:
+    token = _fake_github_token()
+    code, path, shown = _record_showing_stderr(
+        tmp_path,
+        [
+            (TAG_ERR, b"starting up\nusing tok"),
+            (TAG_ERR, b"en " + token[:10].encode()),  # the token arrives split across chunks
+            (TAG_ERR, token[10:].encode() + b" now\r\nraw \xff byte\n"),
+            (TAG_S2C, b'{"jsonrpc":"2.0","method":"notifications/x"}\n'),
+            (TAG_ERR, b"key is q7Rk2mZp9xLw4Nv8 (from env)\nbye without newline q7Rk2mZp9xLw4Nv8"),
+            _end(0, "client_closed"),
+        ],
+    )
+    assert code == 0
+    assert token.encode() not in shown and b"q7Rk2mZp9xLw4Nv8" not in shown
+    lines = shown.split(b"\n")
+    assert lines[0] == b"starting up"
+    assert lines[1].startswith(b"using token <REDACTED:github-token") and lines[1].endswith(b" now")
+    assert lines[2] == b"raw \xff byte"  # untouched lines go out as their exact bytes
+    assert lines[3] == b"key is <REDACTED:env.MY_SERVICE_TOKEN> (from env)"
+    assert lines[4] == b"bye without newline <REDACTED:env.MY_SERVICE_TOKEN>"  # flushed at the end
+    assert lines[5].startswith(b"mcptape rec: ") and b"events ->" in lines[5]  # after the last line
+    texts = [e["text"] for e in read_tape(path).events if e["kind"] == "stderr"]
+    # the tape holds the very same scrubbed lines
+    assert [t.encode("utf-8") for t in texts[:2]] == [lines[0], lines[1].rstrip(b"\r")]
+    assert texts[3:] == [lines[3].decode(), lines[4].decode()]
+    assert token not in path.read_text(encoding="utf-8")
+
+
+def test_an_overflow_drops_wire_frames_but_keeps_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stderr reaches the user only through the writer, so a backlog overflow must not eat it."""
+    from mcptape import proxy
+
+    monkeypatch.setattr(proxy, "TEE_BACKLOG_MAX", 1 << 20)
+    r, w = os.pipe()
+    tee = proxy._Tee(w)
+    line = b'{"jsonrpc":"2.0","method":"notifications/x","params":{"v":"' + b"y" * 5000 + b'"}}\n'
+    for i in range(400):
+        tee.send(TAG_S2C, line)
+        if i % 50 == 0:
+            tee.send(TAG_ERR, b"progress %d\n" % i)
+    assert tee.overflowed
+    tee.send(TAG_ERR, b"after the overflow\n")
+    tee.send(TAG_CTL, json.dumps({"returncode": 0, "reason": "client_closed"}).encode())
+
+    path = tmp_path / "o.tape.jsonl"
+    shown_r, shown_w = os.pipe()
+    shown = bytearray()
+    reader = threading.Thread(target=lambda: shown.extend(_read_all(shown_r)))
+    reader.start()
+    recorder = TapeRecorder(TapeWriter(path, make_header("o")), stderr_fd=shown_w)
+    result: list[int] = []
+    t = threading.Thread(target=lambda: result.append(recorder.run(r)))
+    t.start()
+    tee.finish()
+    t.join(60)
+    reader.join(60)
+    os.close(r)
+    os.close(shown_r)
+    expected = [b"progress %d" % i for i in range(0, 400, 50)] + [b"after the overflow"]
+    assert [ln for ln in shown.split(b"\n") if not ln.startswith(b"mcptape")][: len(expected)] == expected
+    tape = read_tape(path)
+    assert not tape.complete
+    assert any(e.get("what") == "recording_overflow" for e in tape.events)

@@ -11,8 +11,12 @@ import hashlib
 import json
 import os
 import queue
+import random
+import shutil
 import signal
+import string
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -22,7 +26,7 @@ import anyio
 import pytest
 
 from mcptape.tape import read_tape
-from tests.conftest import ROOT, calc_command, mcptape_command, node_server
+from tests.conftest import FIXTURES, ROOT, calc_command, mcptape_command, node_server
 
 WAIT = 30  # seconds; every wait on a process is bounded by this
 
@@ -38,11 +42,12 @@ def rec_command(tape: Path, server: list[str], *extra: str) -> list[str]:
 class RawClient:
     """A JSON-lines client over a real subprocess; keeps every stdout byte it received."""
 
-    def __init__(self, command: list[str], cwd: Path = ROOT) -> None:
+    def __init__(self, command: list[str], cwd: Path = ROOT, extra_env: dict[str, str] | None = None) -> None:
         # mcptape is importable from the repo root, not installed: elsewhere it needs the path.
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            **(extra_env or {}),
         }
         self.proc = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env
@@ -185,7 +190,11 @@ def test_sdk_client_gets_the_same_results_through_rec(tmp_path: Path) -> None:
     assert t.complete
     assert t.header["name"] == "arith"
     assert t.header["transport"] == "stdio"
-    assert t.header["server"]["command"] == calc_command()
+    # the header says which server, with the home directory redacted (the interpreter may live there)
+    home = os.path.expanduser("~")
+    assert t.header["server"]["command"] == [
+        "<HOME>" + a[len(home) :] if a.startswith(home + "/") else a for a in calc_command()
+    ]
     msgs = messages(tape)
     calls = [(e["dir"], e["kind"], e.get("method")) for e in msgs]
     assert calls == [
@@ -387,6 +396,117 @@ def test_secrets_in_the_command_stay_out_of_the_tape(tmp_path: Path) -> None:
     assert secret.encode() not in data
     header = read_tape(tape).header
     assert header["server"]["command"][:2] == ["env", "CALC_API_TOKEN=<redacted>"]
+
+
+def _planted(n: int = 24) -> str:
+    """A random token no shape detector knows: only knowing the value can catch it."""
+    rng = random.Random()
+    while True:
+        value = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(n))
+        if any(c.isdigit() for c in value) and any(c.isupper() for c in value):
+            return value
+
+
+def _github_shaped() -> str:
+    return "ghp_" + _planted(36)
+
+
+SECRET_ECHO = FIXTURES / "servers" / "secret_echo_server.py"
+
+
+def test_the_header_is_redacted_home_and_tokens_in_the_command(tmp_path: Path) -> None:
+    """The server command lands in the tape's header: no home directory, no token, still readable."""
+    home = tmp_path / "home" / "someone"
+    script = home / "mcp" / "secret_echo_server.py"
+    script.parent.mkdir(parents=True)
+    shutil.copy(SECRET_ECHO, script)
+    positional, flagged = _github_shaped(), _planted()
+    tape = tmp_path / "h.tape.jsonl"
+    server = [sys.executable, str(script), positional, f"--token={flagged}"]
+    client = RawClient(rec_command(tape, server), cwd=tmp_path, extra_env={"HOME": str(home)})
+    initialize(client)
+    client.close_stdin()
+    assert client.wait() == 0, client.stderr.decode(errors="replace")
+    data = tape.read_text(encoding="utf-8")
+    for leaked in (positional, flagged, str(home)):
+        assert leaked not in data
+        assert leaked.encode() not in client.stderr  # "recording <command> -> tape" is scrubbed too
+    command = read_tape(tape).header["server"]["command"]
+    assert command[1] == "<HOME>/mcp/secret_echo_server.py"
+    assert command[2].startswith("<REDACTED:github-token")
+    assert command[3] == "--token=<redacted>"
+
+
+def test_a_header_that_would_leak_writes_nothing_and_exits_4(tmp_path: Path) -> None:
+    """Fail closed: a scrubber blind to GitHub tokens lets one through; verify stops the tape."""
+    token = _github_shaped()
+    snippet = (
+        "import sys\n"
+        "from mcptape import redact, cli\n"
+        "init = redact.Redactor.__init__\n"
+        "def blind(self, *a, **k):\n"
+        "    init(self, *a, **k)\n"
+        "    self._scrubber = redact._Engine(self._config, [s for s in redact.SHAPES if s.kind != 'github-token'])\n"
+        "redact.Redactor.__init__ = blind\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
+    tape = tmp_path / "leak.tape.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-c", snippet, "rec", "--out", str(tape), "--", sys.executable, str(SECRET_ECHO), token],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=WAIT,
+    )
+    assert proc.returncode == 4, proc.stderr.decode(errors="replace")
+    assert b"github-token value survived redaction" in proc.stderr
+    assert token.encode() not in proc.stderr
+    assert not tape.exists()
+
+
+def test_an_env_secret_the_server_echoes_is_scrubbed_from_tape_and_shown_stderr(tmp_path: Path) -> None:
+    value = _planted()
+    tape = tmp_path / "env.tape.jsonl"
+    client = RawClient(
+        rec_command(tape, [sys.executable, str(SECRET_ECHO)]), cwd=tmp_path, extra_env={"MY_SERVICE_TOKEN": value}
+    )
+    initialize(client)
+    call(client, 1, "echo_env", name="MY_SERVICE_TOKEN")
+    assert client.message()["result"]["content"][0]["text"] == value  # the wire is the server's own
+    call(client, 2, "echo_stderr", text=f"connected with {value}\nready")
+    assert client.message()["id"] == 2
+    client.close_stdin()
+    assert client.wait() == 0, client.stderr.decode(errors="replace")
+    data = tape.read_text(encoding="utf-8")
+    assert value not in data and value.encode() not in client.stderr
+    placeholder = "<REDACTED:env.MY_SERVICE_TOKEN>"
+    t = read_tape(tape)
+    result = next(e for e in t.events if e["kind"] == "response" and e["id"] == 1)
+    assert result["msg"]["result"]["content"][0]["text"] == placeholder
+    assert {"kind": "stderr", "dir": "s2c", "text": f"connected with {placeholder}"} in t.events
+    # shown on rec's stderr, scrubbed, in order, each line whole
+    assert f"connected with {placeholder}\nready\n".encode() in client.stderr
+
+
+def test_an_unterminated_last_stderr_line_is_shown_scrubbed_at_exit(tmp_path: Path) -> None:
+    value = _planted()
+    server = [
+        sys.executable,
+        "-c",
+        "import os, sys\n"
+        "sys.stderr.write('last words ' + os.environ['MY_SERVICE_TOKEN']); sys.stderr.flush()\n"
+        "sys.stdin.read()\n",
+    ]
+    tape = tmp_path / "tail.tape.jsonl"
+    client = RawClient(rec_command(tape, server), cwd=tmp_path, extra_env={"MY_SERVICE_TOKEN": value})
+    client.close_stdin()
+    assert client.wait() == 0
+    assert b"last words <REDACTED:env.MY_SERVICE_TOKEN>\n" in client.stderr
+    assert value.encode() not in client.stderr and value not in tape.read_text(encoding="utf-8")
+    assert {"kind": "stderr", "dir": "s2c", "text": "last words <REDACTED:env.MY_SERVICE_TOKEN>"} in read_tape(
+        tape
+    ).events
 
 
 def test_default_tape_path_and_name(tmp_path: Path) -> None:
