@@ -25,7 +25,7 @@ COMMANDS = {
     "ci": "mcptape.ci:run_ci",
     "schema": "mcptape.config:run_schema",
     "comment": "mcptape.github:run_comment",
-    "merge": "mcptape.ci:run_merge",
+    "merge": "mcptape.merge:run_merge",
 }
 
 
@@ -90,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     comment.add_argument("--key", help="marker key (default: the config path of the report, or the body's marker)")
     merge = sub.add_parser("merge", help="combine JSON reports of sharded ci runs into one verdict")
     merge.add_argument("reports", nargs="+", help="JSON reports written by `mcptape ci --json`")
+    merge.add_argument("-c", "--config", help="the config the shards ran with (default: the reports' config name, if it is here)")
     merge.add_argument("--json", dest="json_report", metavar="FILE", help="write the merged JSON report here")
     merge.add_argument("--summary", metavar="FILE", help="write the merged markdown summary here")
     return parser
