@@ -36,6 +36,7 @@ from mcptape.errors import (
     SecretLeak,
     TapeError,
 )
+from mcptape.logsafe import ci_log_block
 from mcptape.normalize import Normalizer, session_paths
 from mcptape.redact import Redactor
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult, worst_exit
@@ -422,7 +423,7 @@ def run_ci(args: argparse.Namespace) -> int:
         text = render_terminal(report)
         if update:
             text += "".join(_update_lines(outcomes))
-        sys.stdout.write(emit(outlet, text.encode("utf-8"), "terminal report").decode("utf-8"))
+        sys.stdout.write(ci_log_block(emit(outlet, text.encode("utf-8"), "terminal report").decode("utf-8")))
         sys.stdout.flush()
         _write_reports(args, report, outlet)
     except SecretLeak as e:
@@ -643,7 +644,9 @@ def run_repeat(args: argparse.Namespace) -> int:
         results = list(pool.map(lambda s: _repeat_session(ctx, s, runs), sessions))
     text, exit_code = analyse_repeats(results, runs)
     try:
-        sys.stdout.write(emit(make_redactor(loaded), text.encode("utf-8"), "--repeat report").decode("utf-8"))
+        sys.stdout.write(
+            ci_log_block(emit(make_redactor(loaded), text.encode("utf-8"), "--repeat report").decode("utf-8"))
+        )
         sys.stdout.flush()
     except SecretLeak as e:
         print(f"mcptape ci: {e}", file=sys.stderr)

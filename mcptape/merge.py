@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcptape.errors import EXIT_SECRET, ConfigError, McptapeError, SecretLeak
+from mcptape.logsafe import ci_log_block
 from mcptape.report.model import VERDICT_EXIT, RunReport, SessionResult, worst_exit
 
 REPORT_HINT = "pass the files `mcptape ci --shard I/N --json FILE` wrote, one per shard"
@@ -231,7 +232,7 @@ def run_merge(args: argparse.Namespace) -> int:
     outlet = make_redactor(loaded) if loaded is not None else Redactor()
     try:
         text = render_terminal(report)
-        sys.stdout.write(emit(outlet, text.encode("utf-8"), "terminal report").decode("utf-8"))
+        sys.stdout.write(ci_log_block(emit(outlet, text.encode("utf-8"), "terminal report").decode("utf-8")))
         sys.stdout.flush()
         if args.json_report:
             data = json.dumps(report.to_dict(), indent=2, ensure_ascii=False).encode("utf-8") + b"\n"

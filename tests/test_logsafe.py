@@ -1,0 +1,72 @@
+"""Untrusted text in a GitHub Actions log must not act as a workflow command."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, mcptape_command
+
+from mcptape.logsafe import ci_log_block
+
+HOSTILE = "result:\n::add-mask::everything\n::error file=x,line=1::forged\n##[set-output name=x]y\n"
+
+
+def test_outside_github_actions_text_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    assert ci_log_block(HOSTILE) == HOSTILE
+
+
+def test_in_github_actions_commands_are_framed_by_an_unguessable_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    out = ci_log_block(HOSTILE)
+    first, *_, last = out.splitlines()
+    token = re.fullmatch(r"::stop-commands::([0-9a-f]{32})", first)
+    assert token is not None and last == f"::{token.group(1)}::"
+    assert HOSTILE in out
+    assert ci_log_block(HOSTILE) != out  # a fresh token each time: a tape cannot pre-close the frame
+    assert ci_log_block("plain text\n") == "plain text\n"
+
+
+def test_an_error_quoting_server_stderr_is_framed_in_a_github_job(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    server = tmp_path / "noisy.py"
+    server.write_text("import sys\nsys.stderr.write('::error::forged by the server\\n')\nsys.exit(1)\n", encoding="utf-8")
+    config = tmp_path / "mcptape.yml"
+    config.write_text(
+        f"version: 1\nservers:\n  s:\n    command: [{sys.executable!r}, {str(server)!r}]\n"
+        "sessions:\n  - name: one\n    server: s\n    steps: [list_tools]\n",
+        encoding="utf-8",
+    )
+    env = {"PATH": "/usr/bin:/bin", "GITHUB_ACTIONS": "true", "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        mcptape_command("ci", "-c", str(config)), capture_output=True, text=True, timeout=60, env=env, cwd=ROOT
+    )
+    assert proc.returncode == 3
+    log = proc.stdout + proc.stderr
+    assert "forged by the server" in log  # the tail is shown...
+    # ...but inert: mcptape's own escaped annotation may quote it; no line of the server's acts.
+    live = live_commands(proc.stdout) + live_commands(proc.stderr)
+    assert [line for line in live if "forged by the server" in line and not line.startswith("::error title=")] == []
+    assert any(line.startswith("::error title=mcptape") for line in live)  # ours still works
+
+
+def live_commands(log: str) -> list[str]:
+    """Lines the runner would execute: commands outside any stop-commands frame."""
+    live, frame = [], None
+    for raw in log.splitlines():
+        line = raw.lstrip()  # the runner trims leading white space before it looks for a command
+        if frame is None and (m := re.fullmatch(r"::stop-commands::(\w+)", line)):
+            frame = m.group(1)
+        elif frame is not None and line == f"::{frame}::":
+            frame = None
+        elif frame is None and (line.startswith("::") or line.startswith("##[")):
+            live.append(line)
+    return live
+
+
+def test_live_commands_sees_an_unframed_command() -> None:
+    assert live_commands("ok\n::error::x\n    ::warning::y\n") == ["::error::x", "::warning::y"]
+    assert live_commands("::stop-commands::ab\n::error::x\n::ab::\n") == []
+
