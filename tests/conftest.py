@@ -28,6 +28,18 @@ def mcptape_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "mcptape", *args]
 
 
+# Variables that switch mcptape into CI mode (refusing --update-golden, publishing to GitHub).
+# CI itself runs this suite with CI=true, so tests that act as a developer's shell drop them.
+CI_MODE_VARIABLES = ("CI", "GITHUB_ACTIONS")
+
+
+def user_env(**extra: str) -> dict[str, str]:
+    """Our environment as a developer's shell would have it (no CI mode), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in CI_MODE_VARIABLES}
+    env.update(extra)
+    return env
+
+
 def node_server(name: str) -> Path:
     """The entry point of an npm reference server (everything, filesystem, memory)."""
     entry = NODE_MODULES / f"server-{name}" / "dist" / "index.js"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcptape.report.model import RunReport
-from tests.conftest import CALC_SERVER, ROOT, mcptape_command
+from tests.conftest import CALC_SERVER, ROOT, mcptape_command, user_env
 
 CONFIG = """\
 version: 1
@@ -46,8 +45,8 @@ def write_config(directory: Path, text: str | None = None, extra_sessions: str =
 
 
 def ci(config: Path, *args: str, variant: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    run_env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "VARIANT")}
-    run_env["PYTHONPATH"] = str(ROOT)
+    run_env = user_env(PYTHONPATH=str(ROOT))
+    run_env.pop("VARIANT", None)
     if variant:
         run_env["VARIANT"] = variant
     run_env.update(env or {})

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, mcptape_command, node_server
+from tests.conftest import ROOT, mcptape_command, node_server, user_env
 
 pytestmark = pytest.mark.node
 
@@ -165,8 +165,7 @@ def make_workspace(root: Path) -> Path:
 
 
 def ci(config: Path, run: int, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
-    env["PYTHONPATH"] = str(ROOT)
+    env = user_env(PYTHONPATH=str(ROOT))
     env["MEMORY_FILE"] = str(config.parent / f"memory-{run}.jsonl")  # fresh store per run
     return subprocess.run(
         mcptape_command("ci", "-c", str(config), "--jobs", "5", *args),

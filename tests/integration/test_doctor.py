@@ -14,7 +14,6 @@ against freshly recorded goldens must all exit 0: no false drift.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, mcptape_command, node_server
+from tests.conftest import ROOT, mcptape_command, node_server, user_env
 
 pytestmark = pytest.mark.node
 
@@ -60,8 +59,7 @@ sessions:
 
 
 def _ci(config: Path, *args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
-    env["PYTHONPATH"] = str(ROOT)
+    env = user_env(PYTHONPATH=str(ROOT))
     return subprocess.run(
         mcptape_command("ci", "-c", str(config), "--jobs", "3", *args),
         capture_output=True, text=True, env=env, cwd=config.parent, timeout=timeout,

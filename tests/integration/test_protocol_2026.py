@@ -12,7 +12,6 @@ diffed across versions. The Node reference servers run under `auto` and fall bac
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, mcptape_command, node_server
+from tests.conftest import FIXTURES, ROOT, mcptape_command, node_server, user_env
 
 SDK2 = FIXTURES / "servers" / "sdk2_server.py"
 TIMEOUT = 120
@@ -71,7 +70,7 @@ def write_config(path: Path, variant: str, *, greet: bool) -> None:
     path.write_text(CONFIG.format(servers=servers, sessions=sessions + (GREET if greet else "")), encoding="utf-8")
 
 
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}  # mcptape runs from the checkout, in the project's directory
+ENV = user_env(PYTHONPATH=str(ROOT))  # mcptape runs from the checkout, in the project's directory
 
 
 def mcptape(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,6 @@ merge job goes to the loopback stand-in for GitHub (tests/github_fake.py).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CALC_SERVER, ROOT, mcptape_command
+from tests.conftest import CALC_SERVER, ROOT, mcptape_command, user_env
 from tests.github_fake import ACTIONS_BOT, FakeGitHub, Token
 
 TIMEOUT = 120
@@ -86,8 +85,7 @@ DRIFT = {"VARIANT_B": "changed_result", "VARIANT_C": "removed_tool"}
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    run_env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "VARIANT_B", "VARIANT_C")}
-    run_env["PYTHONPATH"] = str(ROOT)
+    run_env = {k: v for k, v in user_env(PYTHONPATH=str(ROOT)).items() if k not in ("VARIANT_B", "VARIANT_C")}
     run_env.update(env or {})
     return subprocess.run(mcptape_command(*args), capture_output=True, text=True, env=run_env, cwd=cwd, timeout=TIMEOUT)
 

@@ -11,13 +11,12 @@ file and the step.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, calc_command, mcptape_command, node_server
+from tests.conftest import ROOT, calc_command, mcptape_command, node_server, user_env
 
 CALC = """\
 version: 1
@@ -39,8 +38,7 @@ sessions:
 
 
 def _ci(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
-    env["PYTHONPATH"] = str(ROOT)
+    env = user_env(PYTHONPATH=str(ROOT))
     return subprocess.run(mcptape_command("ci", "-c", str(config), *args), capture_output=True, text=True,
                           env=env, cwd=config.parent, timeout=120)
 
