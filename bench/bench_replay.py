@@ -6,6 +6,10 @@ initialize answered, for the N-call tape and for a 10-call one, since play reads
 before it answers), as medians of interleaved rounds so drift in machine load hits both
 sides alike. Low-priority spinners keep the cores out of idle, or wake-up latency from idle
 swamps sub-millisecond round trips. Run: `python bench/bench_replay.py [--calls N] [--rounds R]`.
+
+`--baseline DIR` adds a third side, `play_before`: `python -m mcptape play` run from DIR, a
+directory holding another version of the `mcptape` package (e.g. a copy of the last commit's),
+so a change to play is measured against the old code in the same run.
 """
 
 from __future__ import annotations
@@ -47,11 +51,11 @@ def _spinners() -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]
 
 
-def _session(command: list[str], calls: int, tape: TapeWriter | None = None) -> dict[str, float]:
+def _session(command: list[str], calls: int, tape: TapeWriter | None = None, cwd: Path = ROOT) -> dict[str, float]:
     """One session: spawn, initialize, `calls` sequential tools/call round trips, close."""
     builder = EventBuilder()
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd)
     stdin: IO[bytes] = proc.stdin  # type: ignore[assignment]
     stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
 
@@ -88,7 +92,7 @@ def _session(command: list[str], calls: int, tape: TapeWriter | None = None) -> 
     return {"first_ms": first * 1000, "calls_per_s": calls / elapsed, "us_per_call": elapsed / calls * 1e6}
 
 
-def bench(calls: int = 2000, rounds: int = 7) -> dict[str, Any]:
+def bench(calls: int = 2000, rounds: int = 7, baseline: Path | None = None) -> dict[str, Any]:
     small = 10
     with tempfile.TemporaryDirectory() as tmp:
         plays = {}
@@ -98,15 +102,17 @@ def bench(calls: int = 2000, rounds: int = 7) -> dict[str, Any]:
             _session(CALC, n, writer)
             writer.close()
             plays[n] = [sys.executable, "-m", "mcptape", "play", str(tape_path)]
-        results: dict[str, list[dict[str, float]]] = {"live": [], "play": []}
-        first_small: dict[str, list[float]] = {"live": [], "play": []}
+        sides = [("live", CALC, CALC, ROOT), ("play", plays[calls], plays[small], ROOT)]
+        if baseline is not None:
+            sides.append(("play_before", plays[calls], plays[small], baseline))
+        results: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in sides}
+        first_small: dict[str, list[float]] = {name: [] for name, *_ in sides}
         spinners = _spinners()
         try:
             for r in range(rounds):
-                sides = [("live", CALC, CALC), ("play", plays[calls], plays[small])]
-                for name, command, small_command in sides if r % 2 == 0 else sides[::-1]:
-                    results[name].append(_session(command, calls))
-                    first_small[name].append(_session(small_command, small)["first_ms"])
+                for name, command, small_command, cwd in sides if r % 2 == 0 else sides[::-1]:
+                    results[name].append(_session(command, calls, cwd=cwd))
+                    first_small[name].append(_session(small_command, small, cwd=cwd)["first_ms"])
         finally:
             for s in spinners:
                 s.kill()
@@ -116,7 +122,7 @@ def bench(calls: int = 2000, rounds: int = 7) -> dict[str, Any]:
         return round(statistics.median(x[key] for x in results[name]), 2)
 
     out: dict[str, Any] = {"calls": calls, "rounds": rounds, "cpus": os.cpu_count()}
-    for name in ("live", "play"):
+    for name in results:
         out[name] = {k: med(name, k) for k in ("calls_per_s", "us_per_call", "first_ms")}
         out[name]["first_ms_10_call_tape"] = round(statistics.median(first_small[name]), 2)
     out["throughput_ratio_play_over_live"] = round(out["play"]["calls_per_s"] / out["live"]["calls_per_s"], 3)
@@ -124,6 +130,18 @@ def bench(calls: int = 2000, rounds: int = 7) -> dict[str, Any]:
     out["first_response_ratio_10_call_tape"] = round(
         out["play"]["first_ms_10_call_tape"] / out["live"]["first_ms_10_call_tape"], 3
     )
+    if "play_before" in out:
+        before = out["play_before"]
+        out["before_throughput_ratio_play_over_live"] = round(before["calls_per_s"] / out["live"]["calls_per_s"], 3)
+        out["before_first_response_ratio_play_over_live"] = round(before["first_ms"] / out["live"]["first_ms"], 3)
+        out["before_first_response_ratio_10_call_tape"] = round(
+            before["first_ms_10_call_tape"] / out["live"]["first_ms_10_call_tape"], 3
+        )
+    try:  # how busy the machine was (Linux only)
+        with open("/proc/loadavg", encoding="utf-8") as fh:
+            out["loadavg"] = fh.read().split()[:3]
+    except OSError:
+        pass
     return out
 
 
@@ -131,8 +149,9 @@ def main() -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--baseline", type=Path, help="a directory holding another mcptape package to compare with")
     args = parser.parse_args()
-    result = bench(args.calls, args.rounds)
+    result = bench(args.calls, args.rounds, args.baseline.resolve() if args.baseline else None)
     print(json.dumps(result, indent=2))
     return result
 

@@ -15,6 +15,14 @@ How a tape is served:
   (`register_matcher`, `MATCH_ON`), as in vcrpy. `initialize` ignores clientInfo and
   capabilities (not drift; a capability change is reported as a warning because some servers'
   tool lists depend on it). `ping` is always answered.
+* Tapes are redacted before they are written, so a recorded string holding placeholders
+  (`<REDACTED:kind#tag>`, `<REDACTED:env.NAME>`, `<HOME>`, `<USER>`) is a pattern: each
+  placeholder matches any non-empty run, the rest is literal, the whole string must match. The
+  live secret that matched is never echoed: miss messages show the recorded placeholder and go
+  through redact.Redactor (imported at the first miss only; it costs start-up ~15 ms).
+* Stdio play streams the tape (TapeStream): header, footer and the up-front checks are read
+  first, events are parsed and indexed as requests need them, so the first answer does not
+  wait for a long tape to be read.
 * What is sent for a match is the recorded wire text with only the id rewritten (and, for
   `notifications/progress`, only the progress token), so replay is byte-identical.
 * Every other recorded server message (notification, server request, garbage line) is
@@ -48,18 +56,21 @@ replayed (unknown format, nothing to replay, server requests that cannot be keye
 from __future__ import annotations
 
 import base64
+import functools
 import gc
 import json
 import os
+import re
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
-from mcptape.jsonrpc import canonical, classify, dumps, id_key, top_level_span
+from mcptape.jsonrpc import classify, dumps, id_key, top_level_span
 from mcptape.tape import C2S, S2C, Event, Tape, read_tape, wire_text
 
 MISS_CODE = -32603
@@ -87,6 +98,107 @@ def register_matcher(name: str, matcher: Matcher) -> None:
     _MATCHERS[name] = matcher
 
 
+# --- fast JSON encoding ------------------------------------------------------------------
+
+
+def _make_encoder(sort_keys: bool) -> Callable[[Any], str]:
+    """Compact raw-UTF-8 JSON, encoder built once: json.dumps builds a new encoder on every call,
+    which is most of its cost on the small messages replay keys and answers (about 4x)."""
+    from json import encoder as stdlib
+
+    def default(obj: Any) -> Any:
+        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+    make = getattr(stdlib, "c_make_encoder", None)
+    if make is not None:
+        try:
+            # No circular check: everything encoded here came out of json.loads.
+            c_encode = make(None, default, stdlib.encode_basestring, None, ":", ",", sort_keys, False, True)
+        except TypeError:  # an interpreter whose C encoder takes other arguments
+            c_encode = None
+        if c_encode is not None:
+            return lambda obj: "".join(c_encode(obj, 0))
+    return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, check_circular=False).encode
+
+
+_canonical = _make_encoder(True)  # the same text as jsonrpc.canonical, faster
+_compact_raw = _make_encoder(False)
+
+
+def _compact(obj: Any) -> str:
+    """jsonrpc.dumps, faster: raw UTF-8 unless the value holds lone surrogates."""
+    text = _compact_raw(obj)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(obj, separators=(",", ":"))
+    return text
+
+
+# --- redacted values ---------------------------------------------------------------------
+
+# redact.PLACEHOLDER_RE, copied: importing redact.py costs play ~10 ms of start-up for a regex
+# (tests/test_replay.py checks the two stay the same).
+_PLACEHOLDER_RE = re.compile(r"<REDACTED:[A-Za-z0-9_.:@\-]{1,120}(?:#[0-9a-f]{8})?>|<HOME>|<USER>")
+REDACTED_NOTE = "matches only modulo a redacted value"
+_HIDDEN = "<REDACTED:live-value>"  # stands for a live value compared with a redacted recording
+
+
+def _may_hold_placeholder(text: str) -> bool:
+    return "<REDACTED:" in text or "<HOME>" in text or "<USER>" in text
+
+
+@functools.lru_cache(maxsize=4096)
+def placeholder_pattern(recorded: str) -> re.Pattern[str] | None:
+    """A recorded string with placeholders as a pattern: each placeholder stands for any non-empty
+    run of characters, the rest is literal, the whole string must match. None without placeholders.
+
+    Tapes are redacted before they are written, so a recorded request can hold
+    `<REDACTED:github-token#1a2b3c4d>` where the live client sends the real token.
+    """
+    if not _may_hold_placeholder(recorded):
+        return None
+    literals = _PLACEHOLDER_RE.split(recorded)
+    if len(literals) == 1:
+        return None
+    return re.compile("(.+?)".join(re.escape(part) for part in literals), re.DOTALL)
+
+
+def _fits(recorded: str, asked: str) -> bool | None:
+    """None if `recorded` holds no placeholder, else whether `asked` fits it."""
+    pattern = placeholder_pattern(recorded)
+    if pattern is None:
+        return None
+    return pattern.fullmatch(asked) is not None
+
+
+def hide_redacted(recorded: Any, asked: Any, secrets: set[str] | None = None) -> Any:
+    """`asked` with every string compared against a redacted recorded one replaced: by the recorded
+    text where it fits (so the placeholder shows, not the secret), by a placeholder where it does not.
+
+    The live values that stood for placeholders are added to `secrets`, so a message can be
+    scrubbed of them wherever else they appear. Never echo a live secret in a miss message:
+    it goes to the client and to the report.
+    """
+    if isinstance(recorded, dict) and isinstance(asked, dict):
+        return {k: hide_redacted(recorded[k], v, secrets) if k in recorded else v for k, v in asked.items()}
+    if isinstance(recorded, list) and isinstance(asked, list):
+        return [hide_redacted(recorded[i], a, secrets) if i < len(recorded) else a for i, a in enumerate(asked)]
+    if isinstance(recorded, str) and isinstance(asked, str):
+        pattern = placeholder_pattern(recorded)
+        if pattern is None:
+            return asked
+        m = pattern.fullmatch(asked)
+        if secrets is not None:
+            if m is not None:
+                secrets.update(g for g in m.groups() if g)
+            else:
+                secrets.add(asked)
+        return recorded if m is not None else _HIDDEN
+    return asked
+
+
 # --- pure comparison helpers -------------------------------------------------------------
 
 
@@ -104,17 +216,22 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def json_diff(recorded: Any, asked: Any, path: str = "", limit: int = _MAX_REASONS) -> list[str]:
+def json_diff(
+    recorded: Any, asked: Any, path: str = "", limit: int = _MAX_REASONS, notes: list[str] | None = None
+) -> list[str]:
     """Where two JSON values differ, as `path differs: X recorded, Y asked` lines (at most `limit`).
 
-    JSON equality: 1 and 1.0 are equal, true and 1 are not, key order never matters.
+    JSON equality: 1 and 1.0 are equal, true and 1 are not, key order never matters. A recorded
+    string holding redaction placeholders is a pattern (see `placeholder_pattern`); where the asked
+    string fits one only that way, `notes` (if given) gets `path: matches only modulo a redacted
+    value`. A value that does not fit is never echoed: it may be the secret.
     """
     out: list[str] = []
-    _diff_into(recorded, asked, path, out, limit)
+    _diff_into(recorded, asked, path, out, limit, notes)
     return out
 
 
-def _diff_into(rec: Any, ask: Any, path: str, out: list[str], limit: int) -> None:
+def _diff_into(rec: Any, ask: Any, path: str, out: list[str], limit: int, notes: list[str] | None) -> None:
     if len(out) >= limit:
         return
     if isinstance(rec, dict) and isinstance(ask, dict):
@@ -125,21 +242,31 @@ def _diff_into(rec: Any, ask: Any, path: str, out: list[str], limit: int) -> Non
             elif key not in rec:
                 out.append(f"{sub}: asked {_short(ask[key])}, not recorded")
             else:
-                _diff_into(rec[key], ask[key], sub, out, limit)
+                _diff_into(rec[key], ask[key], sub, out, limit, notes)
             if len(out) >= limit:
                 return
         return
     if isinstance(rec, list) and isinstance(ask, list) and len(rec) == len(ask):
         for i, (a, b) in enumerate(zip(rec, ask, strict=True)):
-            _diff_into(a, b, f"{path}[{i}]", out, limit)
+            _diff_into(a, b, f"{path}[{i}]", out, limit, notes)
             if len(out) >= limit:
                 return
         return
+    if type(rec) is str and type(ask) is str and rec != ask:
+        fits = _fits(rec, ask)
+        if fits is True:
+            if notes is not None:
+                notes.append(f"{path or 'params'}: {REDACTED_NOTE}")
+            return
+        if fits is False:
+            out.append(f"{path or 'params'} differs: {_short(rec)} recorded, another value asked (not shown: redacted on the tape)")
+            return
     if not _json_equal(rec, ask):
         out.append(f"{path or 'params'} differs: {_short(rec)} recorded, {_short(ask)} asked")
 
 
 def _json_equal(a: Any, b: Any) -> bool:
+    """JSON equality of a recorded value `a` and an asked `b`, placeholders in `a` as patterns."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
@@ -148,6 +275,8 @@ def _json_equal(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is str and type(b) is str and a != b:
+        return bool(_fits(a, b))
     return type(a) is type(b) and a == b
 
 
@@ -286,14 +415,14 @@ def _error_line(msg_id: Any, code: int, message: str, data: Any = None) -> str:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    return dumps({"jsonrpc": "2.0", "id": msg_id, "error": error})
+    return _compact({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
 
 def _progress_token(params: Any) -> str | None:
     if isinstance(params, dict):
         meta = params.get("_meta")
         if isinstance(meta, dict) and "progressToken" in meta:
-            return canonical(meta["progressToken"])
+            return _canonical(meta["progressToken"])
     return None
 
 
@@ -302,7 +431,9 @@ class ReplayEngine:
 
     Transport-independent and thread-safe (one lock around each call), so the stdio loop and
     the HTTP server drive the same engine. Raises ReplayError up front for a tape that cannot
-    be replayed.
+    be replayed. Given a `stream` (stdio play, see TapeStream) the engine indexes the tape only
+    as far as each request needs instead of all of it first, so the first answer does not wait
+    for a long tape to be read; the outcome is the same as indexing it all up front.
     """
 
     def __init__(
@@ -310,6 +441,8 @@ class ReplayEngine:
         tape: Tape,
         lenient: bool = False,
         match_on: Mapping[str, tuple[str, ...]] | None = None,
+        *,
+        stream: TapeStream | None = None,
     ) -> None:
         self.tape = tape
         self.lenient = lenient
@@ -321,6 +454,7 @@ class ReplayEngine:
         self.events: list[Event] = tape.events
         self.calls: list[RecordedCall] = []
         self._by_method: dict[str, list[RecordedCall]] = {}
+        self._first_open: dict[str, int] = {}  # method -> position in _by_method before which all are consumed
         self._exact: dict[tuple[str, str], deque[RecordedCall]] = {}
         self._exact_built: set[str] = set()
         self._call_of_response: dict[int, RecordedCall] = {}
@@ -335,22 +469,62 @@ class ReplayEngine:
         self._parked: list[RecordedCall] = []  # matched calls waiting for the client's answers
         self._answered_server: set[str] = set()  # server-request id keys the live client answered
         self._id_spans: dict[int, tuple[str, str]] = {}
+        # Indexing state, kept between the batches of a streamed tape.
+        self._stream = stream
+        self._exhausted = stream is None
+        self._indexed = 0
+        self._anchor: int | None = None  # the latest anchor: what is anchored to earlier ones is complete
+        self._open_calls: dict[str, RecordedCall] = {}  # c2s request id key -> call not answered yet
+        self._server_ids_seen: dict[str, int] = {}
+        self._calls_by_token: dict[str, RecordedCall] = {}
+        self._redactor: Any = None  # mcptape.redact.Redactor, built at the first miss (it costs ~15 ms)
         self._lock = threading.Lock()
         self.closed = False  # the recorded server died: the transport should close the wire
         self._report = ReplayReport(tape=str(tape.path) if tape.path else tape.name)
-        self._index()
+        self._index(len(self.events))
+        if stream is None and not self.calls:
+            raise ReplayError(
+                f"{self.tape.path or self.tape.name}: the tape holds no client requests, so there is nothing to replay",
+                hint="record a session with `mcptape rec -- <server command>`",
+            )
 
     # --- loading ------------------------------------------------------------------------
 
     def _where(self, index: int) -> str:
         return f"{self.tape.path or self.tape.name}:{self.tape.line_of(index)}"
 
-    def _index(self) -> None:
-        open_calls: dict[str, RecordedCall] = {}  # c2s request id key -> call
-        server_ids_seen: dict[str, int] = {}
-        anchor: int | None = None
-        calls_by_token: dict[str, RecordedCall] = {}
-        for i, ev in enumerate(self.events):
+    def _more(self) -> bool:
+        """Index the next batch of a streamed tape; False once all of it is indexed."""
+        if self._exhausted:
+            return False
+        assert self._stream is not None
+        # The parsed tape lives as long as we do and holds no cycles: keep collections off
+        # while it grows and move it out of every later one (see load_tape).
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            if self._stream.read_batch():
+                self._index(len(self.events))
+            else:
+                self._exhausted = True
+        finally:
+            gc.freeze()
+            if enabled:
+                gc.enable()
+        return not self._exhausted
+
+    def _settled(self, index: int) -> bool:
+        """Everything anchored to anchor event `index` is indexed: a later anchor is, or the tape ended."""
+        return self._exhausted or (self._anchor is not None and self._anchor > index)
+
+    def _index(self, end: int) -> None:
+        """Index events [self._indexed, end): calls, anchors, server requests, progress owners."""
+        events = self.events
+        anchor = self._anchor
+        open_calls = self._open_calls
+        calls_by_token = self._calls_by_token
+        for i in range(self._indexed, end):
+            ev = events[i]
             kind, direction = ev.get("kind"), ev.get("dir")
             if direction == C2S:
                 if kind == "request":
@@ -362,6 +536,8 @@ class ReplayEngine:
                         calls_by_token[call.progress_token] = call
                     self.calls.append(call)
                     self._by_method.setdefault(method, []).append(call)
+                    if method in self._exact_built:
+                        self._add_exact(call)
                     open_calls[_idk(ev.get("id"))] = call
                     anchor = i
                 elif kind == "notification":
@@ -377,8 +553,9 @@ class ReplayEngine:
                     call = answered
                     call.response = i
                     self._call_of_response[i] = call
+                    # Server requests recorded before the response, answered before it: it waits for them.
                     for s in self._anchored.get(call.index, []):
-                        sev = self.events[s]
+                        sev = events[s]
                         answer = self._answer_of.get(_idk(sev.get("id")))
                         if sev.get("kind") == "request" and answer is not None and answer < i:
                             call.waits.add(_idk(sev.get("id")))
@@ -387,22 +564,26 @@ class ReplayEngine:
                 # A response to nothing we recorded: send it where it was, like any server line.
             if kind == "request" and direction == S2C:
                 key = _idk(ev.get("id"))
-                if key in server_ids_seen:
+                if key in self._server_ids_seen:
                     raise ReplayError(
                         f"{self._where(i)}: the server reused request id {ev.get('id')!r} "
-                        f"(first at line {self.tape.line_of(server_ids_seen[key])}); the client's answers "
+                        f"(first at line {self.tape.line_of(self._server_ids_seen[key])}); the client's answers "
                         "to these server requests could not be told apart, so they cannot be replayed faithfully",
                         hint="re-record the session, or replay a tape without these server requests",
                     )
-                server_ids_seen[key] = i
+                self._server_ids_seen[key] = i
             elif kind == "notification" and ev.get("method") == "notifications/progress":
                 notified = ev.get("msg", {}).get("params")
-                token = canonical(notified["progressToken"]) if isinstance(notified, dict) and "progressToken" in notified else None
+                token = (
+                    _canonical(notified["progressToken"])
+                    if isinstance(notified, dict) and "progressToken" in notified
+                    else None
+                )
                 if token is not None and token in calls_by_token:
                     self._progress_owner[i] = calls_by_token[token]
             elif kind == "exit":
                 # Replay the death only if a call was left unanswered by it (see module doc).
-                if anchor is not None and self.events[anchor].get("kind") == "request" and any(
+                if anchor is not None and events[anchor].get("kind") == "request" and any(
                     c.index == anchor for c in open_calls.values()
                 ):
                     self._replayable_exits.add(i)
@@ -414,20 +595,16 @@ class ReplayEngine:
                 self._startup.append(i)
             else:
                 self._anchored.setdefault(anchor, []).append(i)
-        # Server requests recorded before the response they delay, keyed above, must be answerable.
-        for call in self.calls:
-            call.waits = {k for k in call.waits if k in self._answer_of}
-        if not self.calls:
-            raise ReplayError(
-                f"{self.tape.path or self.tape.name}: the tape holds no client requests, so there is nothing to replay",
-                hint="record a session with `mcptape rec -- <server command>`",
-            )
+        self._anchor = anchor
+        self._indexed = end
 
     # --- public API ---------------------------------------------------------------------
 
     def pending_startup(self) -> list[str]:
         """Lines the server sent before the client said anything (sent once, at connect)."""
         with self._lock:
+            while self._anchor is None and self._more():
+                pass
             out: list[str] = []
             for i in self._startup:
                 self._emit(i, out)
@@ -438,7 +615,7 @@ class ReplayEngine:
         """The wire lines to send for one incoming client line (without its newline)."""
         with self._lock:
             text = line.rstrip("\r\n")
-            if not text.strip():
+            if not text or text.isspace():
                 return []
             try:
                 msg = json.loads(text)
@@ -460,6 +637,8 @@ class ReplayEngine:
     def report(self) -> ReplayReport:
         """The replay so far: misses, lenient substitutions, recorded calls never asked."""
         with self._lock:
+            while self._more():
+                pass
             rep = self._report
             rep.unused = [
                 f"{c.label} (tape line {c.line})"
@@ -476,7 +655,7 @@ class ReplayEngine:
         call = self._find(method, params)
         if call is None:
             if method == "ping":
-                out.append(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
+                out.append(_compact({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
                 self._report.answered += 1
                 return
             if method == "server/discover" and method not in self._by_method and "initialize" in self._by_method:
@@ -485,8 +664,7 @@ class ReplayEngine:
                 out.append(_error_line(msg["id"], METHOD_NOT_FOUND, "Method not found: server/discover"))
                 self._report.answered += 1
                 return
-            why, nearest = self._explain(method, params)
-            live = describe_call(method, params)
+            why, nearest, live = self._explain(method, params)
             if self.lenient and nearest is not None:
                 self._report.substitutions.append(
                     Miss(method, live, why, msg["id"], substituted=f"{nearest.label} (tape line {nearest.line})")
@@ -529,27 +707,46 @@ class ReplayEngine:
         self._emit(call.response, out)
 
     def _find(self, method: str, params: Any) -> RecordedCall | None:
+        """The earliest unconsumed matching call, with its response and what follows it indexed."""
+        while True:
+            call = self._find_indexed(method, params)
+            if call is not None:
+                while not (call.response is not None and self._settled(call.response)) and self._more():
+                    pass
+                return call
+            if not self._more():
+                return None
+
+    def _find_indexed(self, method: str, params: Any) -> RecordedCall | None:
         names = self.match_on.get(method, DEFAULT_MATCH_ON)
         if names == DEFAULT_MATCH_ON:
             if method not in self._exact_built:
-                self._build_exact(method)
-            queue = self._exact.get((method, canonical(strip_meta(params))))
+                self._exact_built.add(method)  # built on a method's first request: start-up stays light
+                for call in self._by_method.get(method, []):
+                    self._add_exact(call)
+            queue = self._exact.get((method, _canonical(strip_meta(params))))
             while queue:
                 if not queue[0].consumed:
                     return queue.popleft()
                 queue.popleft()
-        # Slow path: matchers that are not plain equality, or JSON-equal but not byte-equal (1 vs 1.0).
-        for call in self._by_method.get(method, []):
+        # Slow path: matchers that are not plain equality, JSON-equal but not byte-equal (1 vs 1.0),
+        # and recordings with redacted values.
+        same = self._by_method.get(method)
+        if not same:
+            return None
+        start = self._first_open.get(method, 0)
+        while start < len(same) and same[start].consumed:
+            start += 1
+        self._first_open[method] = start
+        for k in range(start, len(same)):
+            call = same[k]
             if not call.consumed and not self._reasons(call, params):
                 return call
         return None
 
-    def _build_exact(self, method: str) -> None:
-        # Built on a method's first request rather than at load, so start-up stays light.
-        self._exact_built.add(method)
-        for call in self._by_method.get(method, []):
-            call.key = canonical(strip_meta(call.params))
-            self._exact.setdefault((method, call.key), deque()).append(call)
+    def _add_exact(self, call: RecordedCall) -> None:
+        call.key = _canonical(strip_meta(call.params))
+        self._exact.setdefault((call.method, call.key), deque()).append(call)
 
     def _reasons(self, call: RecordedCall, params: Any) -> list[str]:
         reasons: list[str] = []
@@ -557,12 +754,21 @@ class ReplayEngine:
             reasons += _MATCHERS[name](call.params, params)
         return reasons
 
-    def _explain(self, method: str, params: Any) -> tuple[str, RecordedCall | None]:
-        """Why no recorded call matched, naming the nearest ones; and the closest candidate."""
+    def _explain(self, method: str, params: Any) -> tuple[str, RecordedCall | None, str]:
+        """Why no recorded call matched, naming the nearest ones; the closest candidate; the live call.
+
+        The explanation and the live call's description are scrubbed of secrets: live values that
+        stood for a redacted recorded value are shown as the recording shows them.
+        """
+        while self._more():
+            pass
         same = self._by_method.get(method, [])
+        secrets: set[str] = set()
+        live = describe_call(method, params)
         if not same:
             held = sorted({c.method for c in self.calls})
-            return f"the tape holds no {method} request at all (it holds: {', '.join(held)})", None
+            why = f"the tape holds no {method} request at all (it holds: {', '.join(held)})"
+            return self._scrub(why, secrets), None, self._scrub(live, secrets)
         asked_name = params.get("name") if isinstance(params, dict) else None
 
         def rank(c: RecordedCall) -> tuple[int, int, int, int]:
@@ -573,19 +779,36 @@ class ReplayEngine:
         parts: list[str] = []
         for c in ranked[:_MAX_NEAREST]:
             reasons = self._reasons(c, params)
+            notes: list[str] = []
+            json_diff(strip_meta(c.params), strip_meta(params), limit=1 << 30, notes=notes)
             if not reasons:
                 n = sum(1 for o in same if not self._reasons(o, params))
                 parts.append(f"{c.label} (line {c.line}): already answered (the tape holds {n} such call(s))")
             else:
-                parts.append(f"{c.label} (line {c.line}): {'; '.join(reasons)}")
+                parts.append(f"{c.label} (line {c.line}): {'; '.join(reasons + notes)}")
         unconsumed = [c for c in ranked if not c.consumed]
         closest = unconsumed[0] if unconsumed else ranked[0]
-        return "nearest: " + " | ".join(parts), closest
+        for c in same:  # every value compared with a redacted one, whichever call it was compared with
+            hide_redacted(strip_meta(c.params), strip_meta(params), secrets)
+        if secrets:
+            live = describe_call(method, hide_redacted(strip_meta(closest.params), strip_meta(params)))
+        return self._scrub("nearest: " + " | ".join(parts), secrets), closest, self._scrub(live, secrets)
+
+    def _scrub(self, text: str, secrets: set[str]) -> str:
+        """`text` without the live `secrets` (as text or JSON-escaped) and through the redactor."""
+        for secret in sorted(secrets, key=len, reverse=True):
+            if len(secret) >= 4:  # shorter ones were replaced where they stood (hide_redacted)
+                text = text.replace(secret, _HIDDEN).replace(_compact(secret)[1:-1], _HIDDEN)
+        if self._redactor is None:
+            from mcptape.redact import Redactor  # only now: it costs play's start-up ~15 ms
+
+            self._redactor = Redactor()
+        return str(self._redactor.redact_text(text))
 
     def _note_capabilities(self, call: RecordedCall, params: Any) -> None:
         rec = (call.params or {}).get("capabilities") if isinstance(call.params, dict) else None
         ask = params.get("capabilities") if isinstance(params, dict) else None
-        if canonical(rec or {}) != canonical(ask or {}):
+        if _canonical(rec or {}) != _canonical(ask or {}):
             self._report.warnings.append(
                 f"initialize: the client declares capabilities {_short(ask or {})}, the recording "
                 f"{_short(rec or {})}; a server whose tool list depends on them (server-everything does) "
@@ -595,17 +818,27 @@ class ReplayEngine:
     # --- notifications and answers from the client --------------------------------------
 
     def _client_notification(self, msg: dict[str, Any], out: list[str]) -> None:
-        candidates = [i for i in self._notifications.get(msg["method"], []) if i not in self._used_notifications]
-        if not candidates:
-            return  # notifications need no answer, and a new one has nothing recorded after it
-        key = canonical(strip_meta(msg.get("params")))
-        chosen = next(
-            (i for i in candidates if canonical(strip_meta(self.events[i].get("msg", {}).get("params"))) == key),
-            candidates[0],
-        )
+        method = msg["method"]
+        params = strip_meta(msg.get("params"))
+        key = _canonical(params)
+        while True:
+            candidates = [i for i in self._notifications.get(method, []) if i not in self._used_notifications]
+            chosen = next((i for i in candidates if self._same_notification(i, key, params)), None)
+            if chosen is not None or not self._more():
+                break
+        if chosen is None:
+            if not candidates:
+                return  # notifications need no answer, and a new one has nothing recorded after it
+            chosen = candidates[0]
         self._used_notifications.add(chosen)
+        while not self._settled(chosen) and self._more():
+            pass
         for i in self._anchored.get(chosen, []):
             self._emit(i, out)
+
+    def _same_notification(self, index: int, key: str, params: Any) -> bool:
+        recorded = strip_meta(self.events[index].get("msg", {}).get("params"))
+        return _canonical(recorded) == key or _json_equal(recorded, params)
 
     def _client_answer(self, msg: dict[str, Any], out: list[str]) -> None:
         key = _idk(msg["id"])
@@ -615,18 +848,23 @@ class ReplayEngine:
             return
         self._answered_server.add(key)
         request = self.events[index]
+        while (key not in self._answer_of or not self._settled(self._answer_of[key])) and self._more():
+            pass
         answer = self._answer_of.get(key)
         if answer is not None:
             recorded = self.events[answer].get("msg", {})
             reasons: list[str] = []
+            secrets: set[str] = set()
             for part in ("result", "error"):
                 if part in recorded or part in msg:
                     reasons += json_diff(recorded.get(part), msg.get(part), part)
+                    hide_redacted(recorded.get(part), msg.get(part), secrets)
             if reasons:
                 label = describe_call(str(request.get("method")), request.get("msg", {}).get("params"))
-                why = (
+                why = self._scrub(
                     f"the client answered the server's {label} differently than recorded "
-                    f"({'; '.join(reasons)}); what the tape replays after it assumed the recorded answer"
+                    f"({'; '.join(reasons)}); what the tape replays after it assumed the recorded answer",
+                    secrets,
                 )
                 target = self._report.substitutions if self.lenient else self._report.misses
                 target.append(Miss(str(request.get("method")), label, why, msg["id"], substituted="the recorded answer"))
@@ -682,7 +920,7 @@ class ReplayEngine:
             # position, so one serialization gives the same bytes as a splice, for less work.
             msg = dict(ev["msg"])
             msg["id"] = live_id
-            return dumps(msg)
+            return _compact(msg)
         parts = self._id_spans.get(index)
         if parts is None:
             text = wire_text(ev)
@@ -722,15 +960,122 @@ def load_tape(path: str) -> Tape:
             gc.enable()
 
 
+class TapeStream:
+    """A tape read for stdio play: what must fail up front is checked now, events parsed on demand.
+
+    Parsing and indexing a 2000-call tape took longer than the live server takes to answer its
+    first request, and play answered nothing before it was done. Here the file is read and split
+    into lines (cheap), the header and footer parsed, and the event lines parsed in batches as
+    ReplayEngine asks for them: 64 lines first (a handshake is in the first few), doubling up to
+    2048, each batch as one JSON array (read_tape's trick: shared key strings, see tape/format.py).
+
+    Checked up front as read_tape and ReplayEngine do: the header (format version), the footer
+    (`tape.complete`), a cut-short last line, that the tape holds a client request and that no
+    server request id repeats. Lines that may be server requests are found by their bytes (our
+    writer's fixed key order, anything else parsed); `streamable` is False when these checks
+    want the whole tape (a repeated server request id, no client request), and run_play then
+    loads it whole so the engine names the problem as before. A corrupt line in the middle is
+    only found when its batch is parsed: play then stops with exit 2 naming the line.
+    """
+
+    FIRST_BATCH = 64
+    MAX_BATCH = 2048
+    _S2C_REQUEST = b'{"kind":"request","dir":"s2c"'
+    _C2S_REQUEST = b'{"kind":"request","dir":"c2s"'
+    _OUR_ORDER = b'{"kind":"'
+
+    def __init__(self, path: str) -> None:
+        from mcptape.tape.format import _check_header, _parse_line  # the same checks and messages
+
+        p = Path(path)
+        try:
+            data = p.read_bytes()
+        except OSError as e:
+            raise ReplayError(f"{p}: cannot read tape: {e.strerror or e}") from e
+        lines = [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
+        cut_short_last = not data.endswith(b"\n")
+        del data
+        if not lines:
+            raise ReplayError(f"{p}: empty file, not a tape", hint="record one with `mcptape rec`")
+        try:
+            header = _check_header(p, lines[0][0], _parse_line(lines[0][1]))
+        except TapeError as e:
+            raise ReplayError(e.message, hint=e.hint) from e
+        self.tape = Tape(header=header, events=[], path=p)
+        body = lines[1:]
+        for k, (_, raw) in enumerate(body):
+            if b'"mcptape"' in raw:
+                obj = _parse_line(raw)
+                if obj is not None and obj.get("mcptape") == "end":
+                    self.tape.footer = obj
+                    body = body[:k]
+                    break
+        if self.tape.footer is None and cut_short_last and body and _parse_line(body[-1][1]) is None:
+            body = body[:-1]  # the recorder died while writing it
+        self._body = body
+        self._pos = 0
+        self._batch = self.FIRST_BATCH
+        self.streamable = self._prescan(_parse_line)
+
+    @property
+    def event_count(self) -> int:
+        """How many events the tape holds (when no line in the middle is corrupt)."""
+        return len(self._body)
+
+    def _prescan(self, parse: Callable[[bytes], dict[str, Any] | None]) -> bool:
+        has_request = False
+        server_ids: set[str] = set()
+        for _, raw in self._body:
+            ours = raw.startswith(self._OUR_ORDER)
+            if not has_request and (raw.startswith(self._C2S_REQUEST) or (not ours and b'"c2s"' in raw)):
+                obj = parse(raw)
+                has_request = obj is not None and obj.get("kind") == "request" and obj.get("dir") == C2S
+            if raw.startswith(self._S2C_REQUEST) or (not ours and b'"s2c"' in raw and b'"request"' in raw):
+                obj = parse(raw)
+                if obj is not None and obj.get("kind") == "request" and obj.get("dir") == S2C:
+                    key = _idk(obj.get("id"))
+                    if key in server_ids:
+                        return False
+                    server_ids.add(key)
+        return has_request
+
+    def read_batch(self) -> int:
+        """Parse the next batch of event lines onto `tape.events`; how many (0 at the end)."""
+        from mcptape.tape.format import _parse_all
+
+        chunk = self._body[self._pos : self._pos + self._batch]
+        if not chunk:
+            return 0
+        self._pos += len(chunk)
+        self._batch = min(self._batch * 2, self.MAX_BATCH)
+        parsed = _parse_all(chunk)
+        if parsed is None:
+            parsed = []
+            for number, raw in chunk:
+                try:
+                    obj = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    obj = None
+                if not isinstance(obj, dict):
+                    raise ReplayError(
+                        f"{self.tape.path}:{number}: line is not a JSON object", hint="the tape is corrupt; re-record it"
+                    )
+                parsed.append(obj)
+        self.tape.events.extend(parsed)
+        self.tape.event_lines.extend(number for number, _ in chunk)
+        return len(chunk)
+
+
 # --- the stdio command -------------------------------------------------------------------
 
 
-def _write(out: Any, lines: Iterable[str]) -> None:
-    # One write and one flush per batch: every line in it is a whole message that is due now.
+def _write(fd: int, lines: Iterable[str]) -> None:
+    # One write per batch, straight to the fd: every line in it is a whole message that is due now.
     data = "".join(line + "\n" for line in lines)
     if data:
-        out.write(data.encode("utf-8", "surrogateescape"))
-        out.flush()
+        view = memoryview(data.encode("utf-8", "surrogateescape"))
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 def run_play(args: Any) -> int:
@@ -739,16 +1084,24 @@ def run_play(args: Any) -> int:
         from mcptape.replay_http import run_http_play
 
         return int(run_http_play(args))
-    tape = load_tape(args.tape)
-    engine = ReplayEngine(tape, lenient=bool(getattr(args, "lenient", False)))
-    gc.freeze()  # the tape lives as long as we do: keep it out of every later collection
+    lenient = bool(getattr(args, "lenient", False))
+    stream = TapeStream(args.tape)
+    if stream.streamable:
+        tape = stream.tape
+        engine = ReplayEngine(tape, lenient=lenient, stream=stream)
+        held = stream.event_count
+    else:  # let the whole-tape checks name what is wrong with it
+        tape = load_tape(args.tape)
+        engine = ReplayEngine(tape, lenient=lenient)
+        gc.freeze()  # the tape lives as long as we do: keep it out of every later collection
+        held = len(tape.events)
     if not tape.complete:
         print(
-            f"mcptape play: warning: {args.tape} was cut short (no footer); replaying the "
-            f"{len(tape.events)} event(s) it holds",
+            f"mcptape play: warning: {args.tape} was cut short (no footer); replaying the {held} event(s) it holds",
             file=sys.stderr,
         )
-    out = sys.stdout.buffer
+    sys.stdout.flush()
+    out = sys.stdout.fileno()
     try:
         _write(out, engine.pending_startup())
         while not engine.closed:
@@ -763,7 +1116,7 @@ def run_play(args: Any) -> int:
         # The client must see EOF now, as it did when the server died: point fd 1 at /dev/null
         # (closing the pipe) rather than closing sys.stdout under the interpreter's feet.
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, out.fileno())
+        os.dup2(devnull, out)
         os.close(devnull)
     report = engine.report()
     print(report.render(), file=sys.stderr)

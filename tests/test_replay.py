@@ -392,3 +392,138 @@ def test_play_serves_stdio_and_reports_misses_on_stderr(tmp_path: Path) -> None:
     )
     assert clean.returncode == 0, clean.stderr
     assert json.loads(clean.stdout) == res(9, text("5"))
+
+
+# --- redacted tapes: placeholders in recorded requests match the live secret ------------------
+
+TOKEN = "ghp_" + "Xk3v9QzR7mW2pL8sT4nB6yH1cJ5dF0gA2eK7"  # GitHub-shaped, generated for the test
+PLACEHOLDER = "<REDACTED:github-token#1a2b3c4d>"
+
+
+def redacted_tape() -> Tape:
+    return make_tape(
+        ("c2s", call(1, "login", token=PLACEHOLDER, user="alice")),
+        ("s2c", res(1, text("welcome alice"))),
+        ("c2s", call(2, "fetch", auth=f"Bearer {PLACEHOLDER}", path="<HOME>/repo")),
+        ("s2c", res(2, text("fetched"))),
+    )
+
+
+def test_a_redacted_recorded_value_matches_the_live_secret() -> None:
+    engine = ReplayEngine(redacted_tape())
+    assert ask(engine, call(7, "login", token=TOKEN, user="alice")) == [res(7, text("welcome alice"))]
+    # A placeholder inside a longer string: only it is a wildcard, the rest stays literal.
+    assert ask(engine, call(8, "fetch", auth=f"Bearer {TOKEN}", path="/home/ci/repo")) == [res(8, text("fetched"))]
+    assert engine.report().exit_code == 0
+
+
+def test_a_live_call_that_differs_elsewhere_misses_without_echoing_the_secret() -> None:
+    engine = ReplayEngine(redacted_tape())
+    [answer] = ask(engine, call(7, "login", token=TOKEN, user="bob"))
+    message = answer["error"]["message"]
+    assert 'arguments.user differs: "alice" recorded, "bob" asked' in message
+    assert "arguments.token: matches only modulo a redacted value" in message
+    assert TOKEN not in message and TOKEN[4:] not in message
+    assert PLACEHOLDER in message  # the live call is described as the tape shows it
+    report = engine.report()
+    assert report.exit_code == 1
+    assert TOKEN not in report.render() and TOKEN not in json.dumps(report.to_dict())
+
+
+def test_a_live_value_that_does_not_fit_the_redacted_pattern_misses_and_is_not_shown() -> None:
+    engine = ReplayEngine(redacted_tape())
+    [answer] = ask(engine, call(7, "fetch", auth=f"Token {TOKEN}", path="/home/ci/repo"))
+    message = answer["error"]["message"]
+    assert "arguments.auth differs" in message and "not shown: redacted on the tape" in message
+    assert "arguments.path: matches only modulo a redacted value" in message
+    assert TOKEN not in message and TOKEN not in engine.report().render()
+
+
+def test_a_placeholder_stands_for_a_non_empty_run_only() -> None:
+    engine = ReplayEngine(redacted_tape())
+    [answer] = ask(engine, call(7, "login", token="", user="alice"))
+    assert answer["error"]["data"]["mcptape"] == "replay-miss"
+
+
+def test_a_secret_sent_where_nothing_was_redacted_is_scrubbed_from_the_miss() -> None:
+    engine = ReplayEngine(make_tape(("c2s", call(1, "add", a=1, b=2)), ("s2c", res(1, text("3")))))
+    [answer] = ask(engine, call(7, "add", a=1, b=2, key=TOKEN))
+    message = answer["error"]["message"]
+    assert "arguments.key: asked" in message and TOKEN not in message
+    assert TOKEN not in engine.report().render()
+
+
+def test_redacted_placeholder_regex_is_the_redactors() -> None:
+    from mcptape import redact, replay
+
+    assert replay._PLACEHOLDER_RE.pattern == redact.PLACEHOLDER_RE.pattern
+    pattern = replay.placeholder_pattern("a.b+<REDACTED:env.CALC_TOKEN>(c)")
+    assert pattern is not None
+    assert pattern.fullmatch("a.b+s3cr3t(c)") and not pattern.fullmatch("aXb+s3cr3t(c)")
+    assert replay.placeholder_pattern("no placeholder <REDACTED> here") is None
+
+
+# --- stdio play streams the tape: the first answer does not wait for the whole of it ----------
+
+
+def _long_tape(path: Path, calls: int) -> Tape:
+    lines: list[Any] = [("c2s", req(0, "initialize", {"protocolVersion": "2025-06-18"})), ("s2c", res(0, {"ok": 1}))]
+    lines.append(("c2s", note("notifications/initialized")))
+    for i in range(1, calls + 1):
+        lines += [("c2s", call(i, "add", a=i, b=1)), ("s2c", res(i, text(str(i + 1))))]
+    tape = make_tape(*lines)
+    _write_tape(path, tape)
+    return tape
+
+
+def test_a_streamed_tape_answers_before_it_is_read_and_replays_like_a_loaded_one(tmp_path: Path) -> None:
+    from mcptape.replay import TapeStream, load_tape
+
+    path = tmp_path / "long.tape.jsonl"
+    _long_tape(path, 500)
+    stream = TapeStream(str(path))
+    assert stream.streamable and stream.tape.complete and stream.event_count == 1003
+    streamed = ReplayEngine(stream.tape, stream=stream)
+    loaded = ReplayEngine(load_tape(str(path)))
+    assert streamed.pending_startup() == loaded.pending_startup() == []
+    first = req(5, "initialize", {"protocolVersion": "2025-06-18"})
+    assert ask(streamed, first) == ask(loaded, first) == [res(5, {"ok": 1})]
+    assert len(stream.tape.events) < 1003  # answered from the first batch
+    for engine in (streamed, loaded):
+        engine.handle(json.dumps(note("notifications/initialized")))
+    for i in (3, 1, 500, 2, 250):  # out of order too: by content, not position
+        assert ask(streamed, call(i, "add", a=i, b=1)) == ask(loaded, call(i, "add", a=i, b=1))
+    assert ask(streamed, call(9, "add", a=1, b=1)) == ask(loaded, call(9, "add", a=1, b=1))  # a miss
+    assert streamed.report().to_dict() == loaded.report().to_dict()
+    assert len(streamed.report().unused) == 495
+
+
+def test_play_of_a_tape_corrupt_in_the_middle_stops_with_exit_2_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "long.tape.jsonl"
+    _long_tape(path, 300)
+    lines = path.read_bytes().split(b"\n")
+    lines[400] = b'{"kind":"response", oops'
+    path.write_bytes(b"\n".join(lines))
+    init = json.dumps(req(0, "initialize", {"protocolVersion": "2025-06-18"})) + "\n"
+    late = json.dumps(call(290, "add", a=290, b=1)) + "\n"
+    proc = subprocess.run(
+        mcptape_command("play", str(path)), input=(init + late).encode(), capture_output=True, timeout=30
+    )
+    assert proc.returncode == 2
+    assert f"{path}:401: line is not a JSON object".encode() in proc.stderr
+    assert json.loads(proc.stdout.splitlines()[0])["result"] == {"ok": 1}  # answered before it got there
+
+
+def test_play_refuses_a_tape_whose_server_reuses_request_ids_up_front(tmp_path: Path) -> None:
+    tape = make_tape(
+        ("c2s", call(1, "a")),
+        ("s2c", req(0, "roots/list")),
+        ("c2s", res(0, {"roots": []})),
+        ("s2c", req(0, "roots/list")),
+        ("c2s", res(0, {"roots": []})),
+        ("s2c", res(1, text("x"))),
+    )
+    path = tmp_path / "reuse.tape.jsonl"
+    _write_tape(path, tape)
+    proc = subprocess.run(mcptape_command("play", str(path)), input=b"", capture_output=True, timeout=30)
+    assert proc.returncode == 2 and b"reused request id 0" in proc.stderr

@@ -161,6 +161,49 @@ def test_play_reports_a_drifted_client_call_and_exits_1(tmp_path: Path) -> None:
     assert b"arguments.b differs" in proc.stderr and b"never asked" in proc.stderr
 
 
+# --- a redacted tape: the recorder replaced the token, the live client sends the real one ------
+
+# GitHub-shaped, generated per run: the recorder's redactor knows the shape, nothing knows the value.
+LIVE_TOKEN = "ghp_" + "".join(__import__("secrets").choice("ABCDEFGHJKMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789") for _ in range(36))
+
+
+async def token_session(client: Any) -> dict[str, Any]:
+    await client.initialize()
+    return {"echo": _dump(await client.call_tool("echo", {"text": f"deploy with {LIVE_TOKEN} as alice"}))}
+
+
+def _echo_line(text: str) -> bytes:
+    import json
+
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}}
+    return json.dumps(msg).encode() + b"\n"
+
+
+def test_play_of_a_redacted_tape_answers_the_real_secret_and_never_echoes_it(tmp_path: Path) -> None:
+    tape, recorded = _record(tmp_path, "token", [sys.executable, str(CALC_SERVER)], token_session)
+    assert LIVE_TOKEN in str(recorded)  # the live server echoed it to the client
+    text = tape.read_text(encoding="utf-8")
+    assert LIVE_TOKEN not in text and "<REDACTED:github-token" in text  # ...and rec redacted it
+
+    # The SDK client sends the real token: answered from the tape (with the redacted echo).
+    replayed = run_session(_play(tape), token_session)
+    assert "deploy with <REDACTED:github-token" in str(replayed["echo"])
+
+    init = (
+        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+        b'"capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}\n'
+    )
+    same = _play_proc(tape, [init, _echo_line(f"deploy with {LIVE_TOKEN} as alice")])
+    assert same.returncode == 0, same.stderr
+    assert b"answered from the tape, clean" in same.stderr and b"deploy with <REDACTED:github-token" in same.stdout
+
+    # The same token, another change elsewhere: a miss whose message names the change, not the token.
+    other = _play_proc(tape, [init, _echo_line(f"deploy with {LIVE_TOKEN} as bob")])
+    assert other.returncode == 1
+    assert b"replay-miss" in other.stdout and b"<REDACTED:github-token" in other.stdout
+    assert LIVE_TOKEN.encode() not in other.stdout and LIVE_TOKEN.encode() not in other.stderr
+
+
 # --- server-everything: overlapping ids, roots/list on a timer, sampling, list_changed ----
 
 
