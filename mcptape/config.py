@@ -25,7 +25,7 @@ import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -49,21 +49,6 @@ CONFIG_VERSIONS = (1,)  # the `version:` values this mcptape reads
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 # Step actions: the one key a step mapping carries (or the bare string of a step without options).
-STEP_ACTIONS = (
-    "list_tools",
-    "call",
-    "list_resources",
-    "list_resource_templates",
-    "read_resource",
-    "list_prompts",
-    "get_prompt",
-    "complete",
-    "set_log_level",
-    "ping",
-    "request",
-    "notify",
-    "listen",
-)
 StepAction = Literal[
     "list_tools",
     "call",
@@ -79,6 +64,7 @@ StepAction = Literal[
     "notify",
     "listen",
 ]
+STEP_ACTIONS: tuple[str, ...] = get_args(StepAction)
 STEP_OPTIONS = ("arguments", "params", "timeout", "count", "duration")
 
 
