@@ -140,3 +140,25 @@ def test_show_unreadable_tape_exits_3(tmp_path: Path) -> None:
     bad.write_text("garbage\n", encoding="utf-8")
     proc = run("show", str(bad))
     assert proc.returncode == 3 and "not an mcptape tape" in proc.stderr
+
+
+def test_run_report_says_how_many_values_of_which_kind_were_redacted() -> None:
+    import io
+
+    from mcptape.report.markdown import render_summary
+    from mcptape.report.model import RunReport, SessionResult
+    from mcptape.report.terminal import make_console, render_run
+
+    report = RunReport(
+        config="mcptape.yml",
+        sessions=[
+            SessionResult(name="a", verdict="same", redactions={"github-token": 2}),
+            SessionResult(name="b", verdict="same", redactions={"env.CALC_TOKEN": 1, "github-token": 1}),
+        ],
+    )
+    buffer = io.StringIO()
+    render_run(report, make_console(buffer))
+    expected = "4 secret values redacted: 1 env.CALC_TOKEN, 3 github-token"
+    assert expected in buffer.getvalue()
+    assert expected in render_summary(report)
+    assert RunReport(config="x", sessions=[SessionResult(name="a", verdict="same")]).redaction_summary() is None

@@ -349,6 +349,9 @@ def render_summary(report: RunReport, *, redactor: Any = None) -> str:
     if report.shard:
         title += f" · shard {code_span(report.shard, max_chars=20)}"
     head = [title, f"{n} session{'s' * (n != 1)} · exit code {report.exit_code}", sessions_table(report.sessions)]
+    redacted = report.redaction_summary()
+    if redacted:  # kinds and counts only: the values never reach a report
+        head.append(f"Redaction: {code_span(redacted, max_chars=500)}")
     surface = merged_surface(report)
     if not surface.empty():
         head += ["### Tool surface", surface_table(surface)]

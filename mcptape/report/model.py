@@ -198,6 +198,18 @@ class RunReport:
         """The action's `result` output: none | output | structural | error | secret."""
         return {0: "none", 1: "output", 2: "structural", 3: "error", 4: "secret"}[self.exit_code]
 
+    def redaction_summary(self) -> str | None:
+        """How many values of which kind were redacted across the run, never the values."""
+        totals: dict[str, int] = {}
+        for s in self.sessions:
+            for kind, n in s.redactions.items():
+                totals[kind] = totals.get(kind, 0) + n
+        if not totals:
+            return None
+        parts = ", ".join(f"{n} {kind}" for kind, n in sorted(totals.items()))
+        count = sum(totals.values())
+        return f"{count} secret value{'s' if count != 1 else ''} redacted: {parts}"
+
     def first_drift(self) -> tuple[SessionResult, Drift] | None:
         for s in self.sessions:
             if s.diff is not None and s.diff.first is not None:

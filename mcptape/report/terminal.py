@@ -158,6 +158,9 @@ def render_run(report: RunReport, console: Console) -> None:
             console.print(_text(f"note · {s.name}: {note}"), soft_wrap=True)
     if report.orphans:
         console.print(_text(("golden tapes with no session", "bold"), ": ", ", ".join(report.orphans)), soft_wrap=True)
+    redacted = report.redaction_summary()
+    if redacted:
+        console.print(_text(("redaction: ", "bold"), redacted), soft_wrap=True)
     counts: dict[str, int] = {}
     for s in report.sessions:
         counts[s.verdict] = counts.get(s.verdict, 0) + 1
