@@ -7,6 +7,12 @@ Owns the orchestration: choosing sessions (`--session`, `--shard`), running them
 client.py, volatile values to normalize.py, secrets to redact.py, the verdict of one pair of
 tapes to diff/, and rendering to report/ (terminal, junit, markdown) and github.py.
 
+Conformance: every fresh recording, redacted but not normalized, is checked against the MCP
+schema (diff_tapes with conformance=True; `drift.conformance` sets the severity). Without a
+golden the findings join the "no golden" drift; with --update-golden they are notes on the
+session and do not stop the golden being written (accepting it is a person's call), since every
+later gate run checks again.
+
 Every byte that leaves this module for a file or the terminal passes `_Outlet.emit`, the single
 choke point where redaction is verified (redact.py); a secret that survives fails closed (exit 4).
 """
@@ -230,7 +236,8 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
             sandbox.restore()
     normalizer = _normalizer(ctx, session)
     # Redaction first: a rotated token must not be drift, and nothing unredacted is normalized into a golden.
-    events = normalizer.fresh(redactor.redact_event(e) for e in recording.events)
+    redacted = [redactor.redact_event(e) for e in recording.events]
+    events = normalizer.fresh(redacted)
     header = make_header(
         session.name,
         transport="http" if isinstance(server, HttpServer) else "stdio",
@@ -271,15 +278,27 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
             outcome.golden_change = "created" if old is None else "updated"
             result.verdict = "updated"
             if golden is not None:
-                result.diff = _compare(golden, header, events, normalizer, cfg, recording)
+                result.diff = _compare(golden, header, events, redacted, normalizer, cfg, recording)
+        # Accepting a golden is a person's call, so a nonconformant server does not fail it; but
+        # they are told, and the gate checks every fresh run's conformance anyway.
+        drifts = _conformance(header, redacted, cfg)
+        if drifts:
+            result.notes.append(
+                f"conformance: the server broke the MCP schema in {len(drifts)} message(s) of this recording; "
+                "the golden tape was written anyway, and `mcptape ci` fails until the server conforms "
+                "(or `drift: {conformance: info}`)")
+            result.notes.extend(f"conformance: {d.one_line()}" for d in drifts[:5])
+            if len(drifts) > 5:
+                result.notes.append(f"conformance: … and {len(drifts) - 5} more message(s)")
         return outcome
 
     if golden is None:
         result.verdict = "structural"
         result.diff = _no_golden(ctx, session)
+        result.diff.drifts.extend(_conformance(header, redacted, cfg))
         result.notes.append(f"no golden tape yet: run `{UPDATE_HINT} --session {session.name}`")
         return outcome
-    diff = _compare(golden, header, events, normalizer, cfg, recording)
+    diff = _compare(golden, header, events, redacted, normalizer, cfg, recording)
     diff.a = result.golden
     diff.b = result.fresh or "(live run; --out-dir DIR keeps it)"
     result.diff = diff
@@ -291,6 +310,7 @@ def _compare(
     golden: Tape,
     header: dict[str, Any],
     events: list[dict[str, Any]],
+    redacted: list[dict[str, Any]],
     normalizer: Normalizer,
     cfg: Any,
     recording: Recording,
@@ -306,10 +326,31 @@ def _compare(
         path=golden.path,
         event_lines=list(golden.event_lines),
     )
-    fresh = Tape(header=header, events=events, footer=make_footer(len(events)), path=None,
-                 event_lines=[i + 2 for i in range(len(events))])
-    diff = diff_tapes(golden_n, fresh, cfg.drift)
+    diff = diff_tapes(golden_n, _fresh_tape(header, events), cfg.drift, conformance=True,
+                      as_sent=_as_sent(header, redacted))
     return _merge_schema_breaks(diff, recording)
+
+
+def _fresh_tape(header: dict[str, Any], events: list[dict[str, Any]]) -> Tape:
+    return Tape(header=header, events=events, footer=make_footer(len(events)), path=None,
+                event_lines=[i + 2 for i in range(len(events))])
+
+
+def _as_sent(header: dict[str, Any], redacted: list[dict[str, Any]]) -> Tape:
+    """The fresh recording for the conformance check: redacted, not normalized (a normalize rule
+    may rewrite what the server sent, even a schema), in the fresh tape's order. Only the floating
+    block (normalize.py) can order differently, where normalized values sort differently."""
+    from mcptape.normalize import canonical_order
+
+    return _fresh_tape(header, canonical_order(redacted))
+
+
+def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Any) -> list[Drift]:
+    """Failing conformance findings (mcptape/conformance.py, drift settings applied) of a fresh
+    recording that is not compared with a golden one: no golden yet, or --update-golden."""
+    from mcptape.diff.engine import conformance_drifts
+
+    return [d for _, d in conformance_drifts(_as_sent(header, redacted), cfg.drift) if d.severity != "info"]
 
 
 # -- selecting sessions -----------------------------------------------------------------------

@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("a", help="the reference tape (golden)")
     diff.add_argument("b", help="the tape to check (fresh)")
     diff.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    diff.add_argument(
+        "--conformance",
+        action="store_true",
+        help="also check every message of the fresh tape against the MCP schema of its protocol "
+        "revision (structural findings; `mcptape ci` always does; costs 1-5 s to load the schema)",
+    )
 
     # --- ls / show -------------------------------------------------------------------------
     ls = sub.add_parser("ls", help="list tapes")

@@ -399,3 +399,110 @@ def test_handshake_is_lenient_about_the_client() -> None:
     g = TapeBuilder(client="claude").tape()
     f = TapeBuilder(client="cursor").tape()
     assert diff_tapes(g, f).verdict == "same"
+
+
+# --- redaction placeholders: a rotated secret is not drift ---------------------------------------
+
+
+def gh(tag: str) -> str:
+    return f"<REDACTED:github-token#{tag}>"
+
+
+def test_rotated_secret_tags_are_not_drift_in_results_params_errors_and_notifications() -> None:
+    def run(tag: str) -> Tape:
+        tb = base()
+        tb.tool("whoami", {"token": gh(tag)}, f"token is {gh(tag)}",
+                notes=[log(f"using {gh(tag)}")])
+        tb.tool("json", {}, result={"content": [{"type": "text", "text": '{"auth": "Bearer ' + gh(tag) + '"}'}],
+                                    "structuredContent": {"auth": gh(tag), "list": [gh(tag)]}})
+        tb.tool("fail", {}, error={"code": -32000, "message": f"bad token {gh(tag)}", "data": {"token": gh(tag)}})
+        tb.call("resources/read", {"uri": f"https://api.example/{gh(tag)}/x"}, {"contents": []})
+        return tb.tape()
+
+    result = diff_tapes(run("1a2b3c4d"), run("5e6f7a8b"))
+    assert result.verdict == "same" and result.drifts == []
+
+
+def test_a_placeholder_of_another_kind_is_still_drift() -> None:
+    g = base().tool("whoami", {}, f"token is {gh('1a2b3c4d')}").tape()
+    f = base().tool("whoami", {}, "token is <REDACTED:openai-key#1a2b3c4d>").tape()
+    result = diff_tapes(g, f)
+    assert result.verdict == "output"
+    assert [fd.path for fd in result.drifts[0].findings] == ["result.content[0].text"]
+    # And text around the placeholder still counts.
+    f2 = base().tool("whoami", {}, f"token was {gh('5e6f7a8b')}").tape()
+    assert diff_tapes(g, f2).verdict == "output"
+
+
+def test_rotated_secret_in_arguments_still_pairs_the_call() -> None:
+    # Pass 2 pairs identical calls by key: with the tag in the key, the rotated call would be
+    # "removed" + "added" (structural) instead of paired.
+    def run(tag: str) -> Tape:
+        tb = base()
+        ids = [tb.request("tools/call", {"name": "t", "arguments": {"k": gh(tag) if n == 1 else str(n)}}) for n in (1, 2)]
+        for msg_id in reversed(ids):
+            tb.answer(msg_id, {"content": []})
+        return tb.tape()
+
+    g = run("1a2b3c4d")
+    tb = base()
+    ids = [tb.request("tools/call", {"name": "t", "arguments": {"k": str(n) if n == 2 else gh("5e6f7a8b")}}) for n in (2, 1)]
+    for msg_id in ids:
+        tb.answer(msg_id, {"content": []})
+    assert diff_tapes(g, tb.tape()).verdict == "same"
+
+
+# --- conformance of the fresh tape (diff_tapes(..., conformance=True)) ---------------------------
+
+
+def test_conformance_findings_of_the_fresh_tape_are_placed_and_follow_the_settings() -> None:
+    g = base().tool("t", {}, "ok").tool("u", {}, "ok").tape()
+    f = base().tool("t", {}, result={"content": "not a list"}).tool("u", {}, "ok").tape()
+    plain = diff_tapes(g, f)
+    assert ("conformance", "schema") not in kinds(plain)  # opt-in
+
+    result = diff_tapes(g, f, conformance=True)
+    assert result.verdict == "structural"
+    conf = [(d, fd) for d in result.drifts for fd in d.findings if fd.category == "conformance"]
+    assert len(conf) == 1
+    drift, finding = conf[0]
+    assert finding.path == "8:result.content" and finding.fresh_line == 8 and finding.severity == "structural"
+    assert drift.call is not None and (drift.call.method, drift.call.name) == ("tools/call", "t")
+    # In fresh-tape order: after the result drift of the same response, before anything later.
+    assert [fd.category for d in result.drifts for fd in d.findings][:2] == ["result", "conformance"]
+
+    assert diff_tapes(g, f, DriftSettings(conformance="info"), conformance=True).verdict == "output"
+    assert diff_tapes(g, f, DriftSettings(fail_on={"conformance": "output"}), conformance=True).verdict == "output"
+    ignored = diff_tapes(g, f, DriftSettings(ignore=[{"category": "conformance*", "name": "t"}]), conformance=True)
+    assert ("conformance", "schema") not in kinds(ignored)
+    # Only the fresh tape is checked: a broken golden is the past.
+    assert [fd for d in diff_tapes(f, g, conformance=True).drifts for fd in d.findings
+            if fd.category == "conformance"] == []
+
+
+# --- big tapes: the unchanged stretches are skipped, with the same verdict -------------------------
+
+
+def test_changes_deep_inside_long_identical_stretches_are_found_and_placed() -> None:
+    def session(changed: int | None = None, insert: int | None = None, progress: bool = False) -> Tape:
+        tb = base()
+        for n in range(300):
+            if n == insert:
+                tb.tool("echo", {"text": "new"}, "new")
+            meta = {"_meta": {"progressToken": 1}} if progress and n in (150, 151) else {}
+            notes = [("notifications/progress", {"progressToken": 1, "progress": 1})] if progress and n == 151 else []
+            tb.call("tools/call", {"name": "add", "arguments": {"a": n, "b": 1}, **meta},
+                    {"content": [{"type": "text", "text": str(n + 1 + (n == changed))}]}, notes=notes)
+        return tb.tape()
+
+    assert diff_tapes(session(), session()).verdict == "same"
+    result = diff_tapes(session(), session(changed=200))
+    assert [d.call.arguments for d in result.drifts if d.call] == [{"a": 200, "b": 1}]
+    assert result.drifts[0].findings[0].golden_line == result.drifts[0].findings[0].fresh_line == 408
+    result = diff_tapes(session(), session(insert=100, changed=200))
+    assert [(d.call.name, d.findings[0].kind) for d in result.drifts if d.call] == [("echo", "added"), ("add", "changed")]
+    assert result.drifts[1].findings[0].fresh_line == 410  # the echo's two lines came before
+    removed = diff_tapes(session(insert=100), session())
+    assert [(d.call.name, d.findings[0].kind, d.call.step) for d in removed.drifts if d.call] == [("echo", "removed", 102)]
+    # A progress notification naming a request before the changed stretch still belongs to it.
+    assert diff_tapes(session(progress=True), session(progress=True, changed=250)).verdict == "output"

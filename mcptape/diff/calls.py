@@ -7,14 +7,25 @@ because their timing races the calls (server-everything's roots/list fires on a 
 
 Knows the tape's event kinds (tape/events.py) and a little MCP (which params name a call);
 what counts as drift is classify.py's business, how calls pair up is align.py's.
+
+Big tapes that differ in a few places: `find_window` finds the events both tapes share at the
+start and the end (plain `==`, C speed) and narrows that to *closed* stretches — cut where a
+client message starts, with no request left open across the cut and no progress notification
+naming a request on the other side — so the calls in them are identical in both tapes, pair
+with each other and cannot drift. `build_calls(tape, window)` then builds calls for the rest
+only; the session-wide events outside (server requests, exits, notes, the prelude) are still
+collected, so session checks see every one of them. The engine verifies the one assumption
+about pairing that the events alone cannot show (engine.py, `_suffix_pairs`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from mcptape.diff.values import untag
 from mcptape.jsonrpc import canonical, id_key
 from mcptape.tape.format import Tape
 
@@ -109,15 +120,27 @@ class TapeCalls:
     """A tape, seen as calls plus the events that belong to the session as a whole."""
 
     tape: Tape
-    calls: list[Call]
+    calls: list[Call]  # only the calls inside the window when one was given
     prelude_notifications: list[int]  # s2c notifications before any client message
     prelude_garbage: list[int]
     server_requests: list[ServerRequest]
     exits: list[int]  # event indices of exit events
     notes: list[int]  # event indices of mcptape's own notes
+    side_effects: list[int] = field(default_factory=list)  # event indices of side_effect events
+    handshake_outside: bool = False  # a handshake call lies outside the window
+    unknown_token: bool = False  # a progress notification named no call built here
+    # The protocol session checks should see, computed on first use (engine.py); else the tape's.
+    protocol_of: Callable[[], str | None] | None = None
 
     def line(self, event_index: int | None) -> int | None:
         return None if event_index is None else self.tape.line_of(event_index)
+
+    @cached_property
+    def protocol(self) -> str | None:
+        return self.tape.protocol if self.protocol_of is None else self.protocol_of()
+
+    def has_handshake(self) -> bool:
+        return self.handshake_outside or any(c.method in _HANDSHAKE for c in self.calls)
 
 
 def _strip_meta(params: Any) -> Any:
@@ -128,17 +151,18 @@ def _strip_meta(params: Any) -> Any:
 
 
 def call_key(method: str, params: Any) -> str:
-    """The content key of a call: method + canonical params, leniently for the handshake."""
+    """The content key of a call: method + canonical params, leniently for the handshake;
+    redaction tags dropped (a rotated secret in the arguments is still the same call)."""
     params = _strip_meta(params)
     if method in _HANDSHAKE and isinstance(params, dict):
         params = {k: v for k, v in params.items() if k != "clientInfo"}
-    return method + " " + canonical(params)
+    return untag(method + " " + canonical(params))
 
 
 def call_ident(method: str, params: Any) -> str:
     param = _NAME_PARAM.get(method)
     if param and isinstance(params, dict):
-        return f"{method} {params.get(param)!r}"
+        return untag(f"{method} {params.get(param)!r}")
     return method
 
 
@@ -149,8 +173,199 @@ def _idk(value: Any) -> Any:
     return id_key(value)
 
 
-def build_calls(tape: Tape) -> TapeCalls:
-    """Group a tape's events into calls; linear in the number of events."""
+@dataclass
+class Window:
+    """The events of a golden and a fresh tape that need calls built (see the module docstring).
+
+    Events [0, start) are identical in both tapes, and so are golden [stop_g, end) and fresh
+    [stop_f, end); calls outside the window are closed (nothing inside refers to them).
+    """
+
+    start: int = 0
+    stop_g: int | None = None
+    stop_f: int | None = None
+    ordinal0: int = 0  # client calls before `start`: numbering continues from there
+    handshake_before: bool = False  # a handshake call before `start` / after the stops
+    handshake_after: bool = False
+    # Session-wide events outside the window, in tape order (the same prefix part in both tapes).
+    outside_g: list[int] = field(default_factory=list)
+    outside_f: list[int] = field(default_factory=list)
+
+    @property
+    def handshake_outside(self) -> bool:
+        return self.handshake_before or self.handshake_after
+
+    def cuts_prefix(self) -> bool:
+        return self.start > 0
+
+    def cuts_suffix(self) -> bool:
+        return self.stop_g is not None
+
+    def without_suffix(self) -> Window:
+        return Window(self.start, None, None, self.ordinal0, self.handshake_before, False,
+                      [i for i in self.outside_g if i < self.start], [i for i in self.outside_f if i < self.start])
+
+    def without_prefix(self) -> Window:
+        return Window(0, self.stop_g, self.stop_f, 0, False, self.handshake_after,
+                      [i for i in self.outside_g if i >= self.start], [i for i in self.outside_f if i >= self.start])
+
+
+def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """Length of the common prefix of two lists: a binary search over C-speed slice compares."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def common_suffix(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
+    """Length (at most `limit`) of the common suffix of two lists, like common_prefix."""
+    n, m = len(a), len(b)
+    lo, hi = 0, min(limit, n, m)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[n - mid:n - lo] == b[m - mid:m - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _is_client(ev: dict[str, Any]) -> bool:
+    return ev.get("dir") == "c2s" and ev.get("kind") in ("request", "notification") and isinstance(ev.get("msg"), dict)
+
+
+def _counts(method: str) -> bool:
+    return method not in _HANDSHAKE and method != "notifications/initialized"
+
+
+def _token(msg: dict[str, Any]) -> Any:
+    params = msg.get("params")
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+def _session_kind(kind: Any, direction: Any, seen_client: bool) -> bool:
+    """Events session checks read, wherever they are: server requests and their replies, process
+    events, and the prelude (server notifications and garbage before any client message)."""
+    if kind in ("exit", "note", "side_effect"):
+        return True
+    if direction == "s2c":
+        return kind == "request" or (not seen_client and kind in ("notification", "garbage"))
+    return direction == "c2s" and kind in ("response", "error")
+
+
+def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]]) -> Window:
+    """The window of two event lists (class docstring): linear, and cheap where they are equal."""
+    n, m = len(golden), len(fresh)
+    prefix = common_prefix(golden, fresh)
+    suffix = common_suffix(golden, fresh, min(n, m) - prefix)
+
+    # Forward over the common prefix: the last client message with no request open before it.
+    open_ids: set[Any] = set()
+    start = ordinal = start_ordinal = 0
+    handshake = start_handshake = seen_client = False
+    session: list[int] = []
+    for i in range(prefix):
+        ev = golden[i]
+        kind, direction = ev.get("kind"), ev.get("dir")
+        if direction == "c2s" and kind in ("request", "notification") and isinstance(ev.get("msg"), dict):
+            if not open_ids:
+                start, start_ordinal, start_handshake = i, ordinal, handshake
+            seen_client = True
+            method = str(ev.get("method"))
+            ordinal += _counts(method)
+            handshake = handshake or method in _HANDSHAKE
+            if kind == "request":
+                open_ids.add(_idk(ev.get("id")))
+        elif direction == "s2c" and kind in ("response", "error") and isinstance(ev.get("msg"), dict):
+            key = _idk(ev.get("id"))
+            if key in open_ids:
+                open_ids.discard(key)
+            else:  # an answer whose request is not on the tape is a call of its own
+                method = str(ev.get("method") or "?")
+                ordinal += _counts(method)
+                handshake = handshake or method in _HANDSHAKE
+        elif _session_kind(kind, direction, seen_client):
+            session.append(i)
+    at_end = prefix == n and prefix == m  # identical tapes: nothing comes after to refer back
+    if at_end or (not open_ids and (prefix == n or _is_client(golden[prefix]))
+                  and (prefix == m or _is_client(fresh[prefix]))):
+        start, start_ordinal, start_handshake = prefix, ordinal, handshake
+    pre = [i for i in session if i < start]
+
+    # Backward over the common suffix: the first client message from which every answer and
+    # progress notification belongs to a request at or after it.
+    need: set[Any] = set()
+    tokens: set[Any] = set()
+    stop = n
+    handshake = stop_handshake = False
+    session = []
+    for i in range(n - 1, n - suffix - 1, -1):
+        ev = golden[i]
+        kind, direction = ev.get("kind"), ev.get("dir")
+        msg = ev.get("msg")
+        if direction == "s2c" and kind in ("response", "error") and isinstance(msg, dict):
+            key = _idk(ev.get("id"))
+            if key in need:
+                break  # the later answer would answer nothing from any cut before this one
+            need.add(key)
+        elif direction == "c2s" and kind in ("request", "notification") and isinstance(msg, dict):
+            if kind == "request":
+                need.discard(_idk(ev.get("id")))
+                token = _token(msg)
+                if token is not None:
+                    tokens.discard(_idk(token))
+            handshake = handshake or ev.get("method") in _HANDSHAKE
+            if not need and not tokens:
+                stop, stop_handshake = i, handshake
+        elif (direction == "s2c" and kind == "notification" and isinstance(msg, dict)
+              and ev.get("method") == "notifications/progress" and isinstance(msg.get("params"), dict)):
+            token = msg["params"].get("progressToken")
+            if token is not None:
+                tokens.add(_idk(token))
+        if kind in ("exit", "note", "side_effect") or (direction == "s2c" and kind == "request") or (
+            direction == "c2s" and kind in ("response", "error")
+        ):
+            session.append(i)
+    window = Window(start, ordinal0=start_ordinal, handshake_before=start_handshake, handshake_after=stop_handshake,
+                    outside_g=list(pre), outside_f=list(pre))
+    if stop < n:
+        shift = m - n
+        post = sorted(i for i in session if i >= stop)
+        window.stop_g, window.stop_f = stop, stop + shift
+        window.outside_g.extend(post)
+        window.outside_f.extend(i + shift for i in post)
+    return window
+
+
+def build_calls(
+    tape: Tape,
+    window: Window | None = None,
+    *,
+    fresh: bool = False,
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> TapeCalls:
+    """Group a tape's events into calls; linear in the number of events.
+
+    With a window (find_window; `fresh` says which side of it this tape is), calls are built
+    for the events inside it and session-wide events are collected outside it too. `prepare`
+    maps each event inside the window before it is read (protocol.strip_event).
+    """
+    events = tape.events
+    if window is None:
+        start, stop, outside, ordinal0 = 0, len(events), [], 0
+    else:
+        start, ordinal0 = window.start, window.ordinal0
+        stop_at = window.stop_f if fresh else window.stop_g
+        stop = len(events) if stop_at is None else stop_at
+        outside = window.outside_f if fresh else window.outside_g
     calls: list[Call] = []
     open_c2s: dict[Any, Call] = {}
     open_s2c: dict[Any, ServerRequest] = {}
@@ -159,10 +374,12 @@ def build_calls(tape: Tape) -> TapeCalls:
     prelude_garbage: list[int] = []
     exits: list[int] = []
     notes: list[int] = []
+    side_effects: list[int] = []
     current: Call | None = None
     # Progress notifications name their request by token; key the open calls by it too.
     by_token: dict[Any, Call] = {}
-    ordinal = 0
+    ordinal = ordinal0
+    unknown_token = False
 
     def new_call(method: str, params: Any, notify: bool, event: int | None) -> Call:
         nonlocal ordinal
@@ -173,13 +390,48 @@ def build_calls(tape: Tape) -> TapeCalls:
             notify=notify,
             request_event=event,
         )
-        if method not in _HANDSHAKE and method != "notifications/initialized":
+        if _counts(method):
             ordinal += 1
             call.ordinal = ordinal
         calls.append(call)
         return call
 
-    for i, ev in enumerate(tape.events):
+    def session_event(i: int, ev: dict[str, Any]) -> None:
+        """Outside the window: only what session checks read (see _session_kind)."""
+        kind, direction = ev.get("kind"), ev.get("dir")
+        if kind == "request" and direction == "s2c" and isinstance(ev.get("msg"), dict):
+            server_request(i, ev)
+        elif kind in ("response", "error") and direction == "c2s":
+            reply(i, ev)
+        elif kind == "notification" and direction == "s2c" and isinstance(ev.get("msg"), dict):
+            prelude_notes.append(i)
+        elif kind == "garbage" and direction == "s2c":
+            prelude_garbage.append(i)
+        elif kind == "exit":
+            exits.append(i)
+        elif kind == "note":
+            notes.append(i)
+        elif kind == "side_effect":
+            side_effects.append(i)
+
+    def server_request(i: int, ev: dict[str, Any]) -> None:
+        method = str(ev.get("method"))
+        params = ev["msg"].get("params")
+        sreq = ServerRequest(i, method, params, call_key(method, params))
+        server_requests.append(sreq)
+        open_s2c[_idk(ev.get("id"))] = sreq
+
+    def reply(i: int, ev: dict[str, Any]) -> None:
+        sreq_answered = open_s2c.pop(_idk(ev.get("id")), None)
+        if sreq_answered is not None:
+            sreq_answered.reply_event = i
+
+    k = 0
+    while k < len(outside) and outside[k] < start:
+        session_event(outside[k], events[outside[k]])
+        k += 1
+    for i in range(start, stop):
+        ev = events[i] if prepare is None else prepare(events[i])
         kind = ev.get("kind")
         direction = ev.get("dir")
         msg = ev.get("msg")
@@ -204,25 +456,27 @@ def build_calls(tape: Tape) -> TapeCalls:
             target = current
             params = msg.get("params")
             if ev.get("method") == "notifications/progress" and isinstance(params, dict):
-                target = by_token.get(_idk(params.get("progressToken")), current)
+                found = by_token.get(_idk(params.get("progressToken")))
+                unknown_token = unknown_token or found is None
+                target = found or current
             if target is None:
                 prelude_notes.append(i)
             else:
                 target.notifications.append(i)
         elif kind == "request" and direction == "s2c" and isinstance(msg, dict):
-            method = str(ev.get("method"))
-            sreq = ServerRequest(i, method, msg.get("params"), call_key(method, msg.get("params")))
-            server_requests.append(sreq)
-            open_s2c[_idk(ev.get("id"))] = sreq
+            server_request(i, ev)
         elif kind in ("response", "error") and direction == "c2s":
-            sreq_answered = open_s2c.pop(_idk(ev.get("id")), None)
-            if sreq_answered is not None:
-                sreq_answered.reply_event = i
+            reply(i, ev)
         elif kind == "garbage" and direction == "s2c":
             (current.garbage if current is not None else prelude_garbage).append(i)
         elif kind == "exit":
             exits.append(i)
         elif kind == "note":
             notes.append(i)
+        elif kind == "side_effect":
+            side_effects.append(i)
         # stderr lines are not compared: servers log timestamps and paths there (see README).
-    return TapeCalls(tape, calls, prelude_notes, prelude_garbage, server_requests, exits, notes)
+    for i in outside[k:]:
+        session_event(i, events[i])
+    return TapeCalls(tape, calls, prelude_notes, prelude_garbage, server_requests, exits, notes, side_effects,
+                     handshake_outside=window is not None and window.handshake_outside, unknown_token=unknown_token)

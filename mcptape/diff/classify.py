@@ -38,7 +38,7 @@ from mcptape.diff.schema import (
     prompt_argument_changes,
     schema_changes,
 )
-from mcptape.diff.values import Change, changes, clip, describe, fast_same, join, show
+from mcptape.diff.values import Change, changes, clip, describe, fast_same, join, show, untag
 from mcptape.jsonrpc import canonical
 from mcptape.report.model import Finding, Severity
 
@@ -381,11 +381,11 @@ def compare_notifications(pair: Pair, g_events: list[int], f_events: list[int]) 
         gl, fl = g_by.get(method, []), f_by.get(method, [])
         pool: dict[str, list[int]] = defaultdict(list)
         for i in gl:
-            pool[canonical(g_evs[i]["msg"].get("params"))].append(i)
+            pool[untag(canonical(g_evs[i]["msg"].get("params")))].append(i)
         used: set[int] = set()
         rest_f: list[int] = []
         for i in fl:
-            candidates = pool.get(canonical(f_evs[i]["msg"].get("params")))
+            candidates = pool.get(untag(canonical(f_evs[i]["msg"].get("params"))))
             if candidates:
                 used.add(candidates.pop(0))
             else:
@@ -435,11 +435,11 @@ def compare_garbage(g: TapeCalls, f: TapeCalls, g_idx: list[int], f_idx: list[in
 
     pool: dict[str, list[int]] = defaultdict(list)
     for i in g_idx:
-        pool[text(g, i)].append(i)
+        pool[untag(text(g, i))].append(i)
     added: list[int] = []
     for i in f_idx:
-        if pool.get(text(f, i)):
-            pool[text(f, i)].pop()
+        if pool.get(untag(text(f, i))):
+            pool[untag(text(f, i))].pop()
         else:
             added.append(i)
     removed = [i for lst in pool.values() for i in lst]
@@ -536,12 +536,11 @@ def _status_text(status: tuple[Any, Any] | None) -> str:
 @register_session_check("protocol")
 def check_protocol(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
     """A protocol change the handshake did not already show (2026-07-28 tapes have none)."""
-    gp, fp = g.tape.protocol, f.tape.protocol  # may scan the tape when the header lacks it: once each
+    if g.has_handshake() and f.has_handshake():
+        return []  # the session classifier compares protocolVersion on the paired handshake
+    gp, fp = g.protocol, f.protocol  # may scan the tape when the header lacks it: once each
     if gp == fp:
         return []
-    handshakes = {"initialize", "server/discover"}
-    if any(c.method in handshakes for c in g.calls) and any(c.method in handshakes for c in f.calls):
-        return []  # the session classifier compares protocolVersion on the paired handshake
     return [(0, Finding("session", "structural", "protocol", f"protocol version {show(gp)} → {show(fp)}",
                         gp, fp, "protocol"))]
 

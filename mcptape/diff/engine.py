@@ -1,8 +1,11 @@
 """diff_tapes: golden + fresh tape -> DiffResult. Pure: no I/O, no clock, no heavy imports.
 
-Builds the calls of both tapes (calls.py), pairs them (align.py), runs the registered
+Builds the calls of both tapes (calls.py) — only inside the window where they are not the
+same, closed stretches of events (calls.find_window; `_build` checks the window's two
+assumptions and widens it when they fail) — pairs them (align.py), runs the registered
 classifiers (classify.py) on each pair and the session checks once, applies the project's
-DriftSettings, and groups what is left per call in fresh-tape order.
+DriftSettings, and groups what is left per call in fresh-tape order. With `conformance=True`
+the fresh tape's conformance findings (mcptape/conformance.py) join them, placed the same way.
 
 DriftSettings, as read here (config.py holds the model):
 - `added_surface`: severity of a tool/resource/prompt that appeared (default structural).
@@ -20,6 +23,7 @@ DriftSettings, as read here (config.py holds the model):
 
 from __future__ import annotations
 
+import bisect
 import gc
 import re
 from collections.abc import Iterable
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcptape.diff import classify, protocol
 from mcptape.diff.align import align
-from mcptape.diff.calls import Call, TapeCalls, build_calls
+from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, find_window
 from mcptape.diff.classify import Pair, SurfaceNote
 from mcptape.errors import ConfigError
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, SurfaceChanges
@@ -114,25 +118,76 @@ def call_ref(tc: TapeCalls, call: Call) -> CallRef:
     return CallRef(method=call.method, name=call.name, arguments=call.arguments, step=step)
 
 
-def diff_tapes(golden: Tape, fresh: Tape, drift: DriftSettings | None = None) -> DiffResult:
-    """Compare a golden (A) and a fresh (B) tape; drifts[0] is the first drifted call."""
+def diff_tapes(
+    golden: Tape,
+    fresh: Tape,
+    drift: DriftSettings | None = None,
+    *,
+    conformance: bool = False,
+    as_sent: Tape | None = None,
+) -> DiffResult:
+    """Compare a golden (A) and a fresh (B) tape; drifts[0] is the first drifted call.
+
+    With `conformance`, the fresh tape is also checked against the MCP schema of its protocol
+    revision (mcptape/conformance.py; only the fresh tape: the golden was checked when it was
+    fresh), at the severity `drift.conformance` (default structural), placed in tape order.
+    `as_sent` is the fresh recording before normalization, events in the same order (ci.py):
+    it is the one checked then, since a normalize rule may rewrite a schema (`$..day_of_week`
+    also hits an outputSchema's property of that name) into something the server never sent.
+    """
     # Diffing creates ~3 objects per event and no cycles; with a few million live objects from
     # the tapes, the cyclic GC's full passes would cost more than the diff itself (2.5x measured).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _diff(golden, fresh, drift)
+        return _diff(golden, fresh, drift, (as_sent or fresh) if conformance else None)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None) -> DiffResult:
+def _build(prep: protocol.Prepared) -> tuple[TapeCalls, TapeCalls, Window]:
+    """Calls of both tapes inside their window (calls.find_window), checked against its two assumptions."""
+    window = find_window(prep.golden.events, prep.fresh.events)
+    while True:
+        g = build_calls(prep.golden, window, prepare=prep.strip)
+        f = build_calls(prep.fresh, window, fresh=True, prepare=prep.strip)
+        if window.cuts_prefix() and (g.unknown_token or f.unknown_token):
+            # A progress notification may name a request before the window: build from the start.
+            window = window.without_prefix()
+        elif window.cuts_suffix() and not _suffix_pairs(g.calls, f.calls):
+            window = window.without_suffix()
+        else:
+            break
+    if prep.protocols is not None:
+        g.protocol_of, f.protocol_of = prep.protocols
+    return g, f, window
+
+
+def _suffix_pairs(golden: list[Call], fresh: list[Call]) -> bool:
+    """Would align.py's suffix pass pair the calls after the window with each other?
+
+    It would unless its prefix pass runs through all of one side's calls inside the window
+    while the other side has more: then it goes on into the calls after the window, pairing
+    them elsewhere. (Calls before the window pair with each other in either case.)
+    """
+    n, m = len(golden), len(fresh)
+    lo = 0
+    while lo < n and lo < m and golden[lo].same_request(fresh[lo]):
+        lo += 1
+    return lo < min(n, m) or n == m
+
+
+def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None) -> DiffResult:
     policy = Policy.from_settings(drift)
-    golden, fresh = protocol.prepare(golden, fresh)  # 2026-07-28 envelope out, handshakes paired (protocol.py)
-    g, f = build_calls(golden), build_calls(fresh)
+    raw_fresh = fresh
+    # 2026-07-28 envelope out, handshakes paired across eras (protocol.py); unchanged stretches skipped (calls.py)
+    prep = protocol.prepare_pair(golden, fresh)
+    golden, fresh = prep.golden, prep.fresh
+    g, f, window = _build(prep)
     steps = align(g.calls, f.calls)
-    end = len(fresh.events)
+    # Removed golden calls wait before the next fresh call; after the window, that is its first one.
+    end = window.stop_f if window.stop_f is not None else len(fresh.events)
 
     # (position in the fresh tape, tie-breaker, drift)
     placed: list[tuple[int, int, Drift]] = []
@@ -142,12 +197,13 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None) -> DiffResult:
         fc = steps[k].fresh
         next_pos[k] = fc.position if fc is not None else next_pos[k + 1]
 
+    checks = list(classify.CALL_CHECKS.values())
     for k, step in enumerate(steps):
         g_call, fc = step.golden, step.fresh
         if g_call is not None and fc is not None:
             pair = Pair(g_call, fc, g, f, added_surface=policy.added_surface)
             raw: list[Finding] = []
-            for check in classify.CALL_CHECKS.values():
+            for check in checks:
                 raw.extend(check(pair))
             if not raw:
                 continue
@@ -184,6 +240,10 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None) -> DiffResult:
             if kept:
                 placed.append((pos, len(steps), Drift(None, kept)))
 
+    if conformance is not None:
+        for pos, d in conformance_drifts(conformance, drift, policy):
+            placed.append((_prepared_index(raw_fresh, fresh, pos), len(steps) + 1, d))
+
     placed.sort(key=lambda t: (t[0], t[1]))
     real = [d for _, _, d in placed if d.severity != "info"]
     info = [d for _, _, d in placed if d.severity == "info"]
@@ -196,6 +256,57 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None) -> DiffResult:
         a=str(golden.path) if golden.path else golden.name,
         b=str(fresh.path) if fresh.path else fresh.name,
     )
+
+
+# --- conformance of the fresh tape -------------------------------------------------------------
+
+
+def conformance_drifts(
+    tape: Tape, drift: DriftSettings | None = None, policy: Policy | None = None
+) -> list[tuple[int, Drift]]:
+    """conformance.check_tape_placed on one tape, as (event index, Drift) per message, the project's
+    drift settings applied (severity `drift.conformance`, `fail_on`, `ignore` with method/name
+    matched against the message's call). Builds the mcp-types models: 1-5 s once per process."""
+    from mcptape.conformance import check_tape_placed
+
+    policy = policy or Policy.from_settings(drift)
+    severity: Severity = drift.conformance if drift is not None else "structural"
+    groups: dict[tuple[int, bool], list[Finding]] = {}
+    for pos, finding in check_tape_placed(tape, severity=severity):
+        if finding.fresh_line is None and finding.kind != "version":
+            finding.fresh_line = tape.line_of(pos)
+        groups.setdefault((pos, finding.kind == "version"), []).append(finding)
+    out: list[tuple[int, Drift]] = []
+    for (pos, whole_tape), findings in groups.items():
+        call = None if whole_tape else _message_call(tape, pos)
+        kept = policy.apply(findings, call)
+        if kept:
+            ref = None
+            if call is not None:
+                step = tape.events[pos].get("step")
+                ref = CallRef(call.method, call.name, call.arguments, step if isinstance(step, int) else None)
+            out.append((pos, Drift(ref, kept)))
+    return out
+
+
+def _message_call(tape: Tape, pos: int) -> Call | None:
+    """The call a message belongs to, as far as the message itself says (for ignore rules and the report)."""
+    ev = tape.events[pos] if 0 <= pos < len(tape.events) else {}
+    method = ev.get("method")
+    msg = ev.get("msg")
+    if not isinstance(method, str) or not isinstance(msg, dict):
+        return None
+    if ev.get("kind") in ("request", "notification"):
+        return Call(-1, method, msg.get("params"), ev.get("kind") == "notification", pos)
+    return Call(-1, method, ev.get("params"), False, None, answer_event=pos, answer=msg)
+
+
+def _prepared_index(raw: Tape, prepared: Tape, pos: int) -> int:
+    """Where event `pos` of the raw fresh tape sits in the prepared one (the same index unless the
+    handshake left it across protocol eras): by tape line."""
+    if prepared is raw or prepared.events is raw.events:
+        return pos
+    return bisect.bisect_left(prepared.event_lines, raw.line_of(pos))
 
 
 def _answer_brief(call: Call) -> Any:

@@ -33,6 +33,7 @@ A change of era (one tape legacy, the other 2026-07-28) is ONE structural findin
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mcptape.diff import classify
@@ -268,14 +269,96 @@ def prepare(golden: Tape, fresh: Tape) -> tuple[Tape, Tape]:
     return _prepare(golden, cross), _prepare(fresh, cross)
 
 
-def _prepare(tape: Tape, cross: bool) -> Tape:
+@dataclass
+class Prepared:
+    """A pair of tapes ready for diff/engine.py, the cheap way (`prepare_pair`)."""
+
+    golden: Tape
+    fresh: Tape
+    # Within one era the envelope is stripped event by event, only where calls are built
+    # (calls.build_calls's `prepare`); across eras the tapes above are already prepared.
+    strip: Callable[[Event], Event] | None
+    # The protocol each prepared tape reports, for the session check (TapeCalls.protocol_of), on
+    # demand; None: read the prepared tapes' headers.
+    protocols: tuple[Callable[[], str | None], Callable[[], str | None]] | None
+
+
+def protocols(tape: Tape, *, raw: bool = True) -> tuple[str | None, str | None]:
+    """(Tape.protocol, what the same tape reports once its envelope is stripped), in one pass.
+
+    Stripping takes the `_meta` protocol version out of requests and discover echoes, so a
+    stripped tape knows its version only from the header or the `initialize` result. With
+    `raw=False` the first is not looked for (None unless the header or `initialize` says).
+    """
+    if tape.header.get("protocol"):
+        declared = str(tape.header["protocol"])
+        return declared, declared
+    discovered: str | None = None
+    stamped: str | None = None
+    for ev in tape.events:  # Tape.protocol's scan, ordered so most events cost one or two lookups
+        method = ev.get("method")
+        if method == "initialize" or method == "server/discover":
+            kind = ev.get("kind")
+            if kind == "response":
+                if method == "initialize":
+                    result = ev.get("msg", {}).get("result") or {}
+                    version = result.get("protocolVersion")
+                    return (str(version), str(version)) if version else (None, None)
+                if raw and discovered is None:
+                    discovered = _meta_version(ev.get("params"))
+                continue
+            if method == "server/discover" or kind != "request":
+                continue
+        if raw and stamped is None and ev.get("dir") == "c2s" and ev.get("kind") == "request":
+            params = (ev.get("msg") or {}).get("params")
+            if isinstance(params, dict) and "_meta" in params:
+                stamped = _meta_version(params)
+    return discovered or stamped, None
+
+
+def _meta_version(params: Any) -> str | None:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(NS + "protocolVersion") if isinstance(meta, dict) else None
+    return version if isinstance(version, str) and version else None
+
+
+def prepare_pair(golden: Tape, fresh: Tape) -> Prepared:
+    """What `prepare` does, without touching events that no call will read (see Prepared)."""
+    g_proto, g_stripped = protocols(golden)
+    f_proto: str | None = None
+    f_stripped: list[str | None] = []  # computed at most once, maybe never (Prepared.protocols)
+    if era(g_proto) is not None:  # across eras only when both are known
+        f_proto, stripped = protocols(fresh)
+        f_stripped.append(stripped)
+        f_era = era(f_proto)
+        if f_era is not None and f_era != era(g_proto):
+            return Prepared(_prepare(golden, True, g_proto), _prepare(fresh, True, f_proto), None, None)
+    memo: dict[int, Event] = {}
+
+    def strip(event: Event) -> Event:
+        # Tapes read together share the objects of identical lines (diff/command.py): strip each once.
+        key = id(event)
+        out = memo.get(key)
+        if out is None:
+            out = memo[key] = strip_event(event)
+        return out
+
+    def fresh_protocol() -> str | None:
+        if not f_stripped:
+            f_stripped.append(protocols(fresh, raw=False)[1])
+        return f_stripped[0]
+
+    return Prepared(golden, fresh, strip, (lambda: g_stripped, fresh_protocol))
+
+
+def _prepare(tape: Tape, cross: bool, protocol: Any = None) -> Tape:
     lines = list(tape.event_lines) or [i + 2 for i in range(len(tape.events))]
     events = tape.events
     changed = False
     header = tape.header
     if cross:
         header = dict(tape.header)
-        header["protocol"] = tape.protocol
+        header["protocol"] = tape.protocol if protocol is None else protocol
         header[_SESSION_KEY] = handshake_summary(events)
         mechanics = session_mechanics(events)
         keep = [i for i, ev in enumerate(events) if not _is_handshake(ev) and i not in mechanics]

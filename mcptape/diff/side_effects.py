@@ -18,15 +18,14 @@ from mcptape.diff.calls import TapeCalls
 from mcptape.diff.classify import register_session_check
 from mcptape.report.model import Finding
 
-KIND = "side_effect"
+KIND = "side_effect"  # calls.build_calls collects the indices of these events
 
 
 def _effects(tc: TapeCalls) -> dict[tuple[Any, str], tuple[int, dict[str, Any]]]:
     """(step, path) -> (event index, change) for every side-effect change in the tape."""
     out: dict[tuple[Any, str], tuple[int, dict[str, Any]]] = {}
-    for i, event in enumerate(tc.tape.events):
-        if event.get("kind") != KIND:
-            continue
+    for i in tc.side_effects:  # collected by calls.build_calls, in tape order
+        event = tc.tape.events[i]
         for change in event.get("changes") or []:
             if isinstance(change, dict):
                 out[(event.get("step"), str(change.get("path")))] = (i, change)

@@ -4,6 +4,12 @@ Strict about JSON types (1, 1.0 and true are three values), looks inside strings
 JSON objects or arrays so the path points at the field that changed, and stops after a few
 dozen differences per value (a reviewer reads the first ones; the count says the rest).
 Knows nothing about MCP; classify.py decides what each difference means.
+
+Redaction placeholders compare by kind, not by tag: `<REDACTED:github-token#1a2b3c4d>` and
+`<REDACTED:github-token#5e6f7a8b>` are the same value (a rotated secret is not drift; the tag is
+a keyed hash of the value, redact.py), `<REDACTED:openai-key#...>` is another. `untag` is that
+rule for strings; only strings holding `<REDACTED:` pay for it. Keys built from values (calls.py
+call keys, classify.py notification pools) are untagged the same way.
 """
 
 from __future__ import annotations
@@ -27,8 +33,21 @@ class Change:
     kind: str  # changed | added | removed
 
 
+TAG_MARK = "<REDACTED:"
+
+
+def untag(text: str) -> str:
+    """`text` with redaction placeholder tags dropped (redact.strip_tags), for comparing and keying."""
+    if TAG_MARK not in text:
+        return text
+    from mcptape.redact import strip_tags  # only tapes with tagged placeholders pay the import
+
+    return strip_tags(text)
+
+
 def same(a: Any, b: Any) -> bool:
-    """JSON equality: Python's == plus the types JSON tells apart (bool/int/float)."""
+    """JSON equality: Python's == plus the types JSON tells apart (bool/int/float); placeholder
+    tags are not part of a string's value (module docstring)."""
     if a is b:
         return True
     if type(a) is not type(b):
@@ -39,13 +58,21 @@ def same(a: Any, b: Any) -> bool:
         return all(same(v, b[k]) for k, v in a.items())
     if isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, str):
+        return a == b or (TAG_MARK in a and TAG_MARK in b and untag(a) == untag(b))
     return bool(a == b)
 
 
 def fast_same(a: Any, b: Any) -> bool:
-    """`same` at C speed: == first, then repr (which tells 1, 1.0 and True apart, and sees key
-    order); only values equal but differently ordered get the Python walk. 2x on big tapes."""
-    return a == b and (repr(a) == repr(b) or same(a, b))
+    """`same` at C speed: identity, == first, then repr (which tells 1, 1.0 and True apart, and
+    sees key order); only values equal but differently ordered get the Python walk. 2x on big
+    tapes. Unequal strings are the same when they differ only in placeholder tags; unequal
+    containers are not looked into here (`changes` does, and finds no change at such strings)."""
+    if a is b:
+        return True
+    if a == b:
+        return repr(a) == repr(b) or same(a, b)
+    return isinstance(a, str) and isinstance(b, str) and TAG_MARK in a and TAG_MARK in b and untag(a) == untag(b)
 
 
 def join(path: str, key: str | int) -> str:

@@ -136,3 +136,31 @@ def test_unreadable_tape_exits_3(golden: Path, tmp_path: Path) -> None:
     assert "not an mcptape tape" in proc.stderr and str(bad) in proc.stderr
     missing = diff(golden, tmp_path / "missing.tape.jsonl")
     assert missing.returncode == 3 and "cannot read tape" in missing.stderr
+
+
+def test_conformance_is_opt_in_and_names_the_broken_field(tmp_path: Path) -> None:
+    from recording import TapeBuilder
+
+    tape = TapeBuilder().tool("t", {}, result={"content": [{"type": "text", "text": 5}]}).tape()
+    a, b = write(tape, tmp_path / "a.tape.jsonl"), write(tape, tmp_path / "b.tape.jsonl")
+    assert diff(a, b).returncode == 0
+    proc = diff(a, b, "--conformance")
+    assert proc.returncode == 2 and "result.content[0].text" in proc.stdout
+
+
+def test_a_fresh_tape_sharing_most_lines_reads_the_same(golden: Path, tmp_path: Path) -> None:
+    # diff reads the fresh tape reusing the golden's parsed events for identical lines; a fresh
+    # tape cut short, or with a line that is not JSON, is still read (or refused) as read_tape does.
+    text = golden.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    cut = tmp_path / "cut.tape.jsonl"
+    cut.write_text("".join(lines[:-1]), encoding="utf-8")  # no footer: the recorder died
+    rc, data = diff_json(golden, cut)
+    assert rc == 2 and ("process", "crash") in {(f["category"], f["kind"]) for d in data["drifts"] for f in d["findings"]}
+    corrupt = tmp_path / "corrupt.tape.jsonl"
+    corrupt.write_text("".join(lines[:3]) + "{not json\n" + "".join(lines[3:]), encoding="utf-8")
+    proc = diff(golden, corrupt)
+    assert proc.returncode == 3 and f"{corrupt}:4: line is not a JSON object" in proc.stderr
+    same = tmp_path / "same.tape.jsonl"
+    same.write_text(text, encoding="utf-8")
+    assert diff_json(golden, same)[1]["verdict"] == "same"
