@@ -516,13 +516,12 @@ def _line_pattern(lines: Sequence[str]) -> tuple[str, str] | None:
         left = left[left.index(" ") + 1:] if " " in left else left  # start at a word
     if len(left.lstrip(" :;,.=-")) >= 2:
         left = left.lstrip(" :;,.=-")  # start at a word, not at the punctuation after a number
-    right = re.split(r"\d", suffix)[0]
-    if len(right) > 20:
-        right = right[:20]
-        right = right[: right.rindex(" ")] if " " in right else right
     middles = [s[len(prefix): len(s) - len(suffix)] for s in distinct]
     token = all(m and all(_TOKEN_CHARS.match(c) for c in m) for m in middles)
-    if token and len(left.strip()) >= 2 or token and not left and len(right.strip()) >= 2:
+    # Only a stable *prefix* anchors a token rule. A value whose first word varies is free text
+    # (server-everything logs "Debug-level message" and "Alert level-message"): a suffix seen in
+    # five runs says nothing about the sixth, so that is left to a path rule.
+    if token and len(left.strip()) >= 2:
         shapes = {_shape(m) for m in middles}
         if len(shapes) == 1:
             body = shapes.pop()
@@ -532,7 +531,7 @@ def _line_pattern(lines: Sequence[str]) -> tuple[str, str] | None:
             body = "[A-Za-z0-9]+"
         else:
             body = r"[\w.:-]+"
-        pattern = (f"(?<={_escape(left)})" if left else "") + body + ("" if left else f"(?={_escape(right)})")
+        pattern = f"(?<={_escape(left)})" + body
         return pattern, "TIME" if ":" in body else "NUMBER" if body == r"\d+" else "ID"
     if label is not None:
         # `created: Sun Nov 29 2026 14:11:03 GMT`: the rest of a labelled line.

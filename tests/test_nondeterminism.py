@@ -150,3 +150,15 @@ def test_side_effect_content_differences_are_reported_not_normalized() -> None:
     assert content.kind == "content" and content.path == '["notes.txt"].sha256'
     assert "notes.txt" in content.advice
     assert suggest_rules(found) == []
+
+
+def test_a_value_whose_first_word_varies_gets_a_path_rule_not_a_suffix_regex() -> None:
+    # Five runs of server-everything's log text may all end in "-level message"; the sixth can
+    # say "Alert level-message". A regex anchored on the suffix would turn that into false drift.
+    from mcptape.nondeterminism import regex_candidate
+
+    assert regex_candidate(["Debug-level message", "Info-level message", "Error-level message"]) is None
+    assert regex_candidate(["Task abc123 started", "Task zz9911 started"]) == {
+        "pattern": "(?<=Task )[A-Za-z0-9]+",
+        "replace": "<ID>",
+    }
