@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from mcptape.diff.values import untag
+from mcptape.diff.values import common_prefix, untag
 from mcptape.jsonrpc import canonical, id_key
 from mcptape.tape.format import Tape
 
@@ -208,18 +208,6 @@ class Window:
     def without_prefix(self) -> Window:
         return Window(0, self.stop_g, self.stop_f, 0, False, self.handshake_after,
                       [i for i in self.outside_g if i >= self.start], [i for i in self.outside_f if i >= self.start])
-
-
-def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Length of the common prefix of two lists: a binary search over C-speed slice compares."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def common_suffix(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
