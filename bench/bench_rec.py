@@ -34,6 +34,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._common import spinning  # noqa: E402
+
 CALC = ROOT / "fixtures" / "servers" / "calc_server.py"
 SIZES = {"tiny": 1, "1k": 1000, "5m": 5_000_000}
 # Fewer calls for big messages: each one moves megabytes through three processes.
@@ -143,12 +148,6 @@ class Session:
             self.proc.wait(10)
 
 
-def spinners() -> list[subprocess.Popen[bytes]]:
-    """One lowest-priority busy loop per core: cores stay awake, real work always preempts it."""
-    code = "import os\nos.nice(19)\nwhile True: pass\n"
-    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]
-
-
 def pct(values: list[int], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000.0  # µs
@@ -189,7 +188,6 @@ def run(
     (shim / "sitecustomize.py").write_text(NO_REDACT_SHIM, encoding="utf-8")
     envs: dict[str, dict[str, str] | None] = {m: None for m in commands}
     envs["rec-raw"] = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), str(ROOT)])}
-    spin_procs = spinners() if spin else []
     results: dict[str, Any] = {
         "calls": calls,
         "rounds": rounds,
@@ -197,7 +195,7 @@ def run(
         "spinner": spin,
         "sizes": {},
     }
-    try:
+    with spinning(spin):
         for size_name in sizes:
             n = max(5, int(calls * CALLS_FOR[size_name]))
             per_round: dict[str, list[tuple[float, float]]] = {m: [] for m in commands}
@@ -235,10 +233,6 @@ def run(
             for mode in ("rec", "rec-raw"):
                 row[f"{mode}_vs_relay_p50"] = row[f"{mode}_added_p50_us"] / floor if floor > 0 else None
             results["sizes"][size_name] = row
-    finally:
-        for p in spin_procs:
-            p.kill()
-            p.wait(10)
     return results
 
 

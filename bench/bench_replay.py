@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench._common import spinning  # noqa: E402
 from mcptape.tape import C2S, S2C, EventBuilder, TapeWriter, make_header  # noqa: E402
 
 CALC = [sys.executable, str(ROOT / "fixtures" / "servers" / "calc_server.py")]
@@ -44,11 +45,6 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 def _call(i: int) -> bytes:
     msg = {"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": i, "b": 1}}}
     return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
-
-
-def _spinners() -> list[subprocess.Popen[bytes]]:
-    code = "import os\nos.nice(19)\nwhile True: pass\n"
-    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]
 
 
 def _session(command: list[str], calls: int, tape: TapeWriter | None = None, cwd: Path = ROOT) -> dict[str, float]:
@@ -107,16 +103,11 @@ def bench(calls: int = 2000, rounds: int = 7, baseline: Path | None = None) -> d
             sides.append(("play_before", plays[calls], plays[small], baseline))
         results: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in sides}
         first_small: dict[str, list[float]] = {name: [] for name, *_ in sides}
-        spinners = _spinners()
-        try:
+        with spinning():
             for r in range(rounds):
                 for name, command, small_command, cwd in sides if r % 2 == 0 else sides[::-1]:
                     results[name].append(_session(command, calls, cwd=cwd))
                     first_small[name].append(_session(small_command, small, cwd=cwd)["first_ms"])
-        finally:
-            for s in spinners:
-                s.kill()
-                s.wait(5)
 
     def med(name: str, key: str) -> float:
         return round(statistics.median(x[key] for x in results[name]), 2)
