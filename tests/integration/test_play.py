@@ -33,9 +33,9 @@ from mcptape.tape import (  # noqa: E402
     read_tape,
     stderr_event,
 )
+from tests.conftest import node_server  # noqa: E402
 
 CALC_SERVER = ROOT / "fixtures" / "servers" / "calc_server.py"
-EVERYTHING = ROOT / "fixtures" / "node" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 SESSION_TIMEOUT = 60.0
 
 Session = Callable[[Any], Awaitable[dict[str, Any]]]
@@ -208,11 +208,7 @@ def test_play_of_a_redacted_tape_answers_the_real_secret_and_never_echoes_it(tmp
 
 
 def _everything() -> list[str]:
-    if not EVERYTHING.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{EVERYTHING} is missing: .ci/run must install the npm reference servers")
-        pytest.skip("npm reference server everything not installed (run make install)")
-    return ["node", str(EVERYTHING), "stdio"]
+    return ["node", str(node_server("everything")), "stdio"]
 
 
 # What the server asked the client for, in order: proves replay re-issued its requests.
