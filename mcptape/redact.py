@@ -662,15 +662,7 @@ class _Engine:
     def _text(self, text: str, depth: int, sink: _Sink, path: str) -> str:
         hits = self.scan(text) if text else []
         if hits:
-            parts = []
-            last = 0
-            for h in hits:
-                parts.append(text[last : h.start])
-                parts.append(self.placeholder(h.kind, h.value, h.named))
-                sink.hit(h.kind, h.value, path, h.named)
-                last = h.end
-            parts.append(text[last:])
-            text = "".join(parts)
+            text = self._apply(text, hits, sink, path)
         if self.config.decode and depth < MAX_DEPTH and len(text) >= 6:
             repl = self.decoded_hits(text, depth, sink, path)
             if repl:
