@@ -1041,14 +1041,14 @@ class TapeStream:
 
     def read_batch(self) -> int:
         """Parse the next batch of event lines onto `tape.events`; how many (0 at the end)."""
-        from mcptape.tape.format import _parse_all
+        from mcptape.tape.format import parse_lines
 
         chunk = self._body[self._pos : self._pos + self._batch]
         if not chunk:
             return 0
         self._pos += len(chunk)
         self._batch = min(self._batch * 2, self.MAX_BATCH)
-        parsed = _parse_all(chunk)
+        parsed = parse_lines([raw for _, raw in chunk])
         if parsed is None:
             parsed = []
             for number, raw in chunk:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcptape.tape.format import FORMAT_VERSION, Tape, read_tape
+from mcptape.tape.format import FORMAT_VERSION, Tape, fill_events, parse_lines, read_tape
 
 
 def read_pair(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> tuple[Tape, Tape]:
@@ -57,25 +57,14 @@ def _share(golden: Tape, a: str | os.PathLike[str], b: str | os.PathLike[str]) -
     del by_line  # before parsing the rest: peak memory stays that of one parsed tape and a half
     misses = [raw for (_, raw), ev in zip(body, shared, strict=True) if ev is None]
     if misses:
-        # One JSON array, as read_tape does: key strings are then shared across events.
-        count = len(misses)
-        try:
-            parsed = json.loads(b"[" + b",".join(misses) + b"]")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return None
+        parsed = parse_lines(misses)  # one JSON array, as read_tape does
         del misses
-        if not isinstance(parsed, list) or len(parsed) != count or not all(isinstance(x, dict) for x in parsed):
-            return None  # e.g. a line holding "1,2" would shift every line after it
+        if parsed is None:
+            return None
         it = iter(parsed)
         shared = [ev if ev is not None else next(it) for ev in shared]
     tape = Tape(header=header, events=[], path=Path(b))
-    for (number, _), obj in zip(body, shared, strict=True):
-        assert obj is not None
-        if obj.get("mcptape") == "end":
-            tape.footer = obj
-            break
-        tape.events.append(obj)
-        tape.event_lines.append(number)
+    fill_events(tape, body, [ev for ev in shared if ev is not None])
     return tape
 
 

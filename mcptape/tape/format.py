@@ -134,7 +134,7 @@ def read_tape(path: str | os.PathLike[str]) -> Tape:
     number, raw = lines[0]
     tape = Tape(header=_check_header(p, number, _parse_line(raw)), events=[], path=p)
     body = lines[1:]
-    parsed = _parse_all(body)
+    parsed = parse_lines([raw for _, raw in body])
     if parsed is None:
         parsed = []
         for i, (number, raw) in enumerate(body):
@@ -145,13 +145,18 @@ def read_tape(path: str | os.PathLike[str]) -> Tape:
                     break
                 raise TapeError(f"{p}:{number}: line is not a JSON object", hint="the tape is corrupt; re-record it")
             parsed.append(obj)
-    for (number, _), obj in zip(body, parsed, strict=True):
+    fill_events(tape, body, parsed)
+    return tape
+
+
+def fill_events(tape: Tape, numbered: list[tuple[int, bytes]], parsed: list[dict[str, Any]]) -> None:
+    """Put parsed event lines into `tape` with their line numbers, up to and including the footer."""
+    for (number, _), obj in zip(numbered, parsed, strict=True):
         if obj.get("mcptape") == "end":
             tape.footer = obj
             break
         tape.events.append(obj)
         tape.event_lines.append(number)
-    return tape
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
@@ -162,16 +167,16 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def _parse_all(body: list[tuple[int, bytes]]) -> list[dict[str, Any]] | None:
-    """All lines as one array, or None unless every line is exactly one JSON object."""
+def parse_lines(raws: list[bytes]) -> list[dict[str, Any]] | None:
+    """Lines parsed as one JSON array (key strings shared), or None unless each is exactly one object."""
     try:
-        parsed = json.loads(b"[" + b",".join(raw for _, raw in body) + b"]")
+        parsed = json.loads(b"[" + b",".join(raws) + b"]")
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
-    if not isinstance(parsed, list) or len(parsed) != len(body):
+    if not isinstance(parsed, list) or len(parsed) != len(raws):
         return None  # e.g. a line holding "1,2" would shift every line after it
     objects: list[dict[str, Any]] = [obj for obj in parsed if isinstance(obj, dict)]
-    return objects if len(objects) == len(body) else None
+    return objects if len(objects) == len(raws) else None
 
 
 def _check_header(p: Path, number: int, header: dict[str, Any] | None) -> dict[str, Any]:
