@@ -400,29 +400,11 @@ def orphan_goldens(ctx: RunContext) -> list[str]:
 # -- rendering ------------------------------------------------------------------------------
 
 
-def _plain_report(report: RunReport) -> str:
-    lines = []
-    for s in report.sessions:
-        first = s.first_drift_line() or ""
-        lines.append(f"{s.verdict:>10}  {s.name}" + (f"  {first.splitlines()[0]}" if first else ""))
-    for s in report.sessions:
-        if s.error and "\n" in s.error:
-            lines.append(f"\n{s.name}: {s.error}")
-        for note in s.notes:
-            lines.append(f"  {s.name}: {note}")
-    for orphan in report.orphans:
-        lines.append(f"orphan golden tape (no session): {orphan}")
-    lines.append(f"exit {report.exit_code} ({report.result})")
-    return "\n".join(lines) + "\n"
-
-
 def render_terminal(report: RunReport) -> str:
-    """The terminal report as text (rich when report/terminal.py is there; plain otherwise)."""
-    try:
-        from mcptape.report.terminal import render_run
-    except ImportError:
-        return _plain_report(report)
+    """The terminal report as text, rendered by report/terminal.py."""
     from rich.console import Console
+
+    from mcptape.report.terminal import render_run
 
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=sys.stdout.isatty(), width=120, soft_wrap=True)
@@ -497,10 +479,8 @@ def _write_reports(args: argparse.Namespace, report: RunReport, outlet: Redactor
         data = junit_xml(report).encode("utf-8")
         write_atomic(args.junit, emit(outlet, data, f"JUnit report {args.junit}"))
     if getattr(args, "summary", None):
-        try:
-            from mcptape.report.markdown import render_summary
-        except ImportError as e:
-            raise McptapeError("--summary needs mcptape.report.markdown, which this install lacks") from e
+        from mcptape.report.markdown import render_summary
+
         data = render_summary(report).encode("utf-8")
         write_atomic(args.summary, emit(outlet, data, f"summary {args.summary}"))
 
@@ -509,10 +489,8 @@ def _publish(report: RunReport, loaded: LoadedConfig) -> int:
     """In a GitHub Actions job: summary, annotations, outputs, PR comment (github.py decides how)."""
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return 0
-    try:
-        from mcptape.github import publish_run
-    except ImportError:
-        return 0
+    from mcptape.github import publish_run
+
     try:
         publish_run(report, config_path=str(loaded.path))
     except McptapeError as e:

@@ -17,7 +17,6 @@ gets no comment at all (no noise on clean PRs).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import re
@@ -311,22 +310,15 @@ def upsert_comment(
 
 def _redactor(config_path: str) -> Any:
     """One Redactor for everything this run publishes, knowing the config's secrets when it can."""
+    from mcptape.config import load_config
+    from mcptape.redact import Redactor
+
     try:
-        redact = importlib.import_module("mcptape.redact")
-    except ModuleNotFoundError as e:
-        if e.name != "mcptape.redact":
-            raise
-        return None
-    config_mod = importlib.import_module("mcptape.config")
-    load = getattr(config_mod, "load_config", None)
-    if load is not None:
-        try:
-            loaded = load(config_path)
-            settings = loaded.config.redact
-            return redact.Redactor(known=loaded.secrets, patterns=settings.patterns, allow=settings.allow)
-        except McptapeError:
-            pass  # ci already reported the config; still scrub with the built-in detectors
-    return redact.Redactor()
+        loaded = load_config(config_path)
+    except McptapeError:
+        return Redactor()  # ci already reported the config; still scrub with the built-in detectors
+    settings = loaded.config.redact
+    return Redactor(known=loaded.secrets, patterns=settings.patterns, allow=settings.allow)
 
 
 def _save_body(body: str, key: str, env: Mapping[str, str]) -> str:

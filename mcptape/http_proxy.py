@@ -36,16 +36,16 @@ from mcptape.transports.http import SseParser, new_client, parse_json_messages
 if TYPE_CHECKING:
     import httpx
 
+    from mcptape.redact import Redactor
+
 # Request/response headers whose values are credentials: redaction knows them, tapes never hold them.
 SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key")
 
 
-def _redactor_for(secrets: dict[str, str]) -> Any:
-    """The redactor (redact.py) for these known secrets; None while redact.py does not exist."""
-    try:
-        from mcptape.redact import Redactor
-    except ImportError:
-        return None
+def _redactor_for(secrets: dict[str, str]) -> Redactor:
+    """The redactor (redact.py) for these known secrets: the choke point for everything recorded."""
+    from mcptape.redact import Redactor
+
     return Redactor(known=secrets)
 
 
@@ -58,7 +58,7 @@ class HttpRecorder:
         self._builder = EventBuilder()
         self._lock = threading.Lock()
         self._secrets: dict[str, str] = {}
-        self._redactor: Any = _redactor_for({})
+        self._redactor = _redactor_for({})
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self.leak: SecretLeak | None = None
         self.messages = 0
@@ -109,13 +109,12 @@ class HttpRecorder:
             with self._lock:
                 redactor = self._redactor
             # The single redaction choke point of HTTP recording: redact, verify, then write.
-            if redactor is not None:
-                event = redactor.redact_event(event)
-                try:
-                    redactor.verify(serialize(event), where=str(self.path))
-                except SecretLeak as e:
-                    self.leak = e
-                    continue
+            event = redactor.redact_event(event)
+            try:
+                redactor.verify(serialize(event), where=str(self.path))
+            except SecretLeak as e:
+                self.leak = e
+                continue
             self.writer.write(event)
             if event.get("kind") in ("request", "notification", "response", "error"):
                 self.messages += 1

@@ -419,15 +419,9 @@ def guard(doc: str, where: str, redactor: Any = None) -> str:
     `redactor` should be the run's Redactor (it knows the config's secrets); without one, redact.py's
     shared default scrubs the built-in token shapes.
     """
-    import importlib
+    from mcptape.redact import guard as redact_guard
 
-    try:
-        redact = importlib.import_module("mcptape.redact")
-    except ModuleNotFoundError as e:
-        if e.name != "mcptape.redact":
-            raise
-        return doc
-    return str(redact.guard(doc, where, redactor))
+    return str(redact_guard(doc, where, redactor))
 
 
 __all__ = [

@@ -6,7 +6,6 @@ cwd relative to the config file). Framing is stdio.py's; HTTP is http.py's (open
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
@@ -38,13 +37,7 @@ def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Map
                 hint="fix `cwd:` of the server in mcptape.yml (it is relative to the config file)",
             )
         return StdioTransport(server.command, env=minimal_env(env), cwd=cwd)
-    try:
-        http = importlib.import_module("mcptape.transports.http")
-        opener = http.open_http_transport
-    except (ImportError, AttributeError) as e:
-        raise ServerError(
-            f"HTTP server {server.url}: this mcptape cannot speak streamable HTTP yet (no mcptape.transports.http)",
-            hint="use a stdio server entry (`command:`) for now",
-        ) from e
-    transport: Transport = opener(server, base_dir=base_dir, env=dict(env))
+    from mcptape.transports.http import open_http_transport  # httpx only when a session needs it
+
+    transport: Transport = open_http_transport(server, base_dir=base_dir, env=dict(env))
     return transport
