@@ -51,6 +51,7 @@ import os
 import re
 import select
 import signal
+import socket
 import struct
 import sys
 import threading
@@ -77,6 +78,8 @@ if TYPE_CHECKING:
     from mcptape.redact import Redactor
 
 # Big reads: a 20 MB line crosses in ~20 syscalls instead of ~300 (the pipes are enlarged to match).
+# They go into one buffer allocated once (see ChunkReader): a fresh 1 MiB bytes object per read
+# is an mmap/munmap pair in malloc, which cost more than the rest of a relay hop together.
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20
 # Above this many bytes waiting for the server's stdin we stop reading the client, so memory
@@ -96,8 +99,18 @@ KILL_GRACE = 3.0
 DRAIN_AFTER_EXIT = 1.0
 # The writer may need a while for a big backlog; past this we stop waiting for it.
 WRITER_WAIT = 120.0
-# The writer runs below the wire's processes so that on a busy box it yields the core to them.
+# The writer runs below the wire's processes so that on a busy box it yields the core to them:
+# SCHED_IDLE where the OS has it (see _step_aside), else this niceness.
 WRITER_NICE = 19
+# The writer's reads: small enough that it holds the tee pipe's lock only briefly (the relay's
+# tee writes wait for that lock, non-blocking or not), big enough to take a nap's worth at once.
+WRITER_READ = 64 << 10
+# After a read that did not fill its buffer, the writer naps this long before the next one, so
+# the relay's tee writes land in the pipe without waking it: it takes the frames of many round
+# trips per wake-up instead of one or two, and stays off the cores the wire needs. Nothing is
+# lost by it (the frames wait in the kernel's pipe, which outlives a killed relay); the tape on
+# disk just trails the wire by up to this much.
+WRITER_NAP = 0.005
 # Scrubbed server stderr waiting for rec's own stderr to take it. A reader of rec's stderr that
 # stalls costs lines past this (with a notice), never the tape nor the wire.
 STDERR_QUEUE_MAX = 16 << 20
@@ -339,8 +352,7 @@ def record(
         if f is not None:
             _grow_pipe(f.fileno())
 
-    tee_r, tee_w = os.pipe()
-    _grow_pipe(tee_w)
+    tee_r, tee_w = _tee_channel()
     # Fork before any thread exists: the child is a plain copy of a single-threaded process
     # (it inherits the redactor built above, so header and events share its placeholders).
     pid = os.fork()
@@ -375,6 +387,21 @@ def scrub_header(redactor: Redactor | None, header: dict[str, Any], where: str) 
     clean: dict[str, Any] = redactor.redact_obj(header)
     redactor.verify(serialize(clean), where)
     return clean
+
+
+def _tee_channel() -> tuple[int, int]:
+    """The (read, write) ends the relay tees into and the writer reads from: a Unix socket pair.
+
+    Not a pipe: a pipe has one lock that the reader holds while it copies data out, so a relay
+    writing to it waits whenever the writer, the lowest-priority process here, was preempted
+    mid-read — and then waits for that process to be scheduled again (milliseconds on a busy
+    box, measured as the p99 of bench/bench_rec.py). A stream socket's sender and receiver do
+    not share such a lock. Frames sent before the relay dies stay readable, as with a pipe.
+    """
+    relay_end, writer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(OSError):  # the kernel caps it at net.core.wmem_max; fine
+        relay_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, PIPE_SIZE)
+    return writer_end.detach(), relay_end.detach()
 
 
 def _grow_pipe(fd: int) -> None:
@@ -851,7 +878,7 @@ class _Relay:
                 os.set_blocking(fd, False)
             while True:
                 try:
-                    data = os.read(fd, READ_SIZE)
+                    data = _reader.read(fd)
                 except (BlockingIOError, OSError):
                     break
                 if not data:
@@ -859,10 +886,35 @@ class _Relay:
                 self.tee.send(tag, data)
 
 
+class ChunkReader:
+    """Reads up to READ_SIZE bytes into a buffer allocated once; returns exactly what came.
+
+    `os.read(fd, 1 MiB)` allocates a 1 MiB bytes object and shrinks it: above malloc's mmap
+    threshold that is an mmap, page faults and an mremap/munmap (a TLB shootdown across cores)
+    on every read, even for a 100-byte message. Measured on the relay's hop it was most of
+    the latency rec added (bench/bench_rec.py). readv into a reused buffer plus a copy of the
+    bytes that arrived costs a small allocation instead.
+    """
+
+    __slots__ = ("_buf", "_view")
+
+    def __init__(self, size: int = READ_SIZE) -> None:
+        self._buf = bytearray(size)
+        self._view = memoryview(self._buf)
+
+    def read(self, fd: int) -> bytes:
+        """A chunk, or b"" at EOF; raises what os.read raises."""
+        n = os.readv(fd, (self._buf,))
+        return self._view[:n].tobytes()
+
+
+_reader = ChunkReader()
+
+
 def _read(fd: int) -> bytes | None:
     """A chunk, b"" at EOF, None if nothing is there after all (a non-blocking fd we share)."""
     try:
-        return os.read(fd, READ_SIZE)
+        return _reader.read(fd)
     except BlockingIOError:
         return None
     except OSError as e:
@@ -889,6 +941,24 @@ def _make_redactor(secrets: dict[str, str]) -> Redactor | None:
     return Redactor(known=secrets)
 
 
+def _step_aside() -> None:
+    """Make the writer the process any wire process preempts at once.
+
+    Under SCHED_IDLE the kernel preempts the writer the moment client, relay or server wakes
+    (a nice-19 task only loses its turn at the scheduler's next check), so its parsing and
+    redaction (hundreds of µs per KB) fill cores the wire leaves idle instead of delaying a
+    round trip; when the wire is done the writer has the machine to itself. Where the policy is
+    missing (not Linux) or refused, plain nice 19.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        return
+    except (AttributeError, OSError):
+        pass
+    with contextlib.suppress(OSError):
+        os.nice(WRITER_NICE)
+
+
 def _writer_child(
     tee_r: int, writer: TapeWriter, server: ServerProcess, redactor: Redactor | None, where: str
 ) -> None:
@@ -912,8 +982,7 @@ def _writer_child(
         # Ctrl-C reaches the whole foreground group; the writer ends on the relay's EOF instead.
         for s in EXIT_SIGNALS:
             signal.signal(s, signal.SIG_IGN)
-        with contextlib.suppress(OSError):
-            os.nice(WRITER_NICE)
+        _step_aside()
         stderr_fd: int | None = None
         with contextlib.suppress(OSError):
             stderr_fd = os.dup(2)  # rec's stderr: where the server's scrubbed stderr is shown
@@ -1033,9 +1102,10 @@ class TapeRecorder:
 
     def run(self, fd: int) -> int:
         buf = bytearray()
+        reader = ChunkReader(WRITER_READ)
         while True:
             try:
-                chunk = os.read(fd, READ_SIZE)
+                chunk = reader.read(fd)
             except InterruptedError:
                 continue
             if not chunk:
@@ -1052,6 +1122,8 @@ class TapeRecorder:
                 pos = start + n
             if pos:
                 del buf[:pos]
+            if len(chunk) < WRITER_READ:
+                time.sleep(WRITER_NAP)
         try:
             self.finish()
         finally:
