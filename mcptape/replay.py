@@ -22,7 +22,8 @@ How a tape is served:
   through redact.Redactor (imported at the first miss only; it costs start-up ~15 ms).
 * Stdio play streams the tape (TapeStream): header, footer and the up-front checks are read
   first, events are parsed and indexed as requests need them, so the first answer does not
-  wait for a long tape to be read.
+  wait for a long tape to be read. While no client line is waiting, play reads ahead in small
+  steps (`ReplayEngine.lookahead`), so reading the tape costs idle time, not round trips.
 * What is sent for a match is the recorded wire text with only the id rewritten (and, for
   `notifications/progress`, only the progress token), so replay is byte-identical.
 * Every other recorded server message (notification, server request, garbage line) is
@@ -61,11 +62,11 @@ import gc
 import json
 import os
 import re
+import select
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,10 @@ _MATCHERS: dict[str, Matcher] = {}
 # Which matchers decide a match, per method; methods not listed use DEFAULT_MATCH_ON.
 DEFAULT_MATCH_ON: tuple[str, ...] = ("params",)
 MATCH_ON: dict[str, tuple[str, ...]] = {"initialize": ("initialize",)}
+
+# Idle-time work per ReplayEngine.lookahead step: tape lines parsed, or recorded calls keyed.
+LOOKAHEAD_LINES = 4
+LOOKAHEAD_KEYS = 16
 
 # Never listed as "unused": answered by timers and heartbeats, not by the session's logic.
 _NOT_REPORTED_UNUSED = frozenset({"ping"})
@@ -318,36 +323,62 @@ def describe_call(method: str, params: Any, limit: int = 80) -> str:
 # --- the recorded session ----------------------------------------------------------------
 
 
-@dataclass(slots=True)
+# Plain classes, not dataclasses, here and below: `dataclasses` imports `inspect` (and with it
+# ast, dis, tokenize), about a third of play's own start-up.
+
+
 class RecordedCall:
     """One recorded client request with what the server sent for it."""
 
-    index: int  # event index of the request in the tape
-    line: int  # its line in the tape file
-    method: str
-    params: Any
-    response: int | None = None  # event index of the response, None if never answered
-    waits: set[str] = field(default_factory=set)  # server-request id keys answered before the response
-    key: str | None = None  # canonical params for the fast exact-match path
-    progress_token: str | None = None  # canonical recorded _meta.progressToken
-    consumed: bool = False
-    live_id: Any = None
-    live_token: Any = None
+    __slots__ = (
+        "index",
+        "line",
+        "method",
+        "params",
+        "response",
+        "waits",
+        "key",
+        "progress_token",
+        "consumed",
+        "live_id",
+        "live_token",
+    )
+
+    def __init__(self, index: int, line: int, method: str, params: Any) -> None:
+        self.index = index  # event index of the request in the tape
+        self.line = line  # its line in the tape file
+        self.method = method
+        self.params = params
+        self.response: int | None = None  # event index of the response, None if never answered
+        self.waits: set[str] = set()  # server-request id keys answered before the response
+        self.key: str | None = None  # canonical params for the fast exact-match path
+        self.progress_token: str | None = None  # canonical recorded _meta.progressToken
+        self.consumed = False
+        self.live_id: Any = None
+        self.live_token: Any = None
 
     @property
     def label(self) -> str:
         return describe_call(self.method, self.params)
 
 
-@dataclass
 class Miss:
     """A live request the tape could not answer exactly (or a client answer that diverged)."""
 
-    method: str
-    call: str  # the live call, described
-    why: str  # the near-miss explanation sent to the client
-    id: Any = None
-    substituted: str | None = None  # --lenient: the recorded call answered instead
+    __slots__ = ("method", "call", "why", "id", "substituted")
+
+    def __init__(self, method: str, call: str, why: str, id: Any = None, substituted: str | None = None) -> None:
+        self.method = method
+        self.call = call  # the live call, described
+        self.why = why  # the near-miss explanation sent to the client
+        self.id = id
+        self.substituted = substituted  # --lenient: the recorded call answered instead
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Miss) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"Miss({self.to_dict()!r})"
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"method": self.method, "call": self.call, "why": self.why, "id": self.id}
@@ -356,16 +387,16 @@ class Miss:
         return d
 
 
-@dataclass
 class ReplayReport:
     """What a replay answered, missed and left unused; exit 0 clean, 1 misses."""
 
-    tape: str
-    answered: int = 0
-    misses: list[Miss] = field(default_factory=list)
-    substitutions: list[Miss] = field(default_factory=list)
-    unused: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    def __init__(self, tape: str) -> None:
+        self.tape = tape
+        self.answered = 0
+        self.misses: list[Miss] = []
+        self.substitutions: list[Miss] = []
+        self.unused: list[str] = []
+        self.warnings: list[str] = []
 
     @property
     def exit_code(self) -> int:
@@ -456,7 +487,9 @@ class ReplayEngine:
         self._by_method: dict[str, list[RecordedCall]] = {}
         self._first_open: dict[str, int] = {}  # method -> position in _by_method before which all are consumed
         self._exact: dict[tuple[str, str], deque[RecordedCall]] = {}
-        self._exact_built: set[str] = set()
+        # method -> how many of its calls (in _by_method order) are in _exact; a method is keyed
+        # at its first request or ahead of it in idle time (lookahead), so start-up stays light.
+        self._exact_upto: dict[str, int] = {}
         self._call_of_response: dict[int, RecordedCall] = {}
         self._anchored: dict[int, list[int]] = {}  # anchor event index -> s2c event indices
         self._startup: list[int] = []
@@ -493,8 +526,8 @@ class ReplayEngine:
     def _where(self, index: int) -> str:
         return f"{self.tape.path or self.tape.name}:{self.tape.line_of(index)}"
 
-    def _more(self) -> bool:
-        """Index the next batch of a streamed tape; False once all of it is indexed."""
+    def _more(self, limit: int | None = None) -> bool:
+        """Index the next batch (at most `limit` lines) of a streamed tape; False once all of it is indexed."""
         if self._exhausted:
             return False
         assert self._stream is not None
@@ -503,7 +536,7 @@ class ReplayEngine:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            if self._stream.read_batch():
+            if self._stream.read_batch(limit):
                 self._index(len(self.events))
             else:
                 self._exhausted = True
@@ -536,8 +569,6 @@ class ReplayEngine:
                         calls_by_token[call.progress_token] = call
                     self.calls.append(call)
                     self._by_method.setdefault(method, []).append(call)
-                    if method in self._exact_built:
-                        self._add_exact(call)
                     open_calls[_idk(ev.get("id"))] = call
                     anchor = i
                 elif kind == "notification":
@@ -614,6 +645,10 @@ class ReplayEngine:
     def handle(self, line: str) -> list[str]:
         """The wire lines to send for one incoming client line (without its newline)."""
         with self._lock:
+            if self._stream is not None:
+                # Each request starts with small batches: one that needs a few more lines (most
+                # do, lookahead being near) pays for a few, and only one reaching far grows them.
+                self._stream.restart_batches()
             text = line.rstrip("\r\n")
             if not text or text.isspace():
                 return []
@@ -633,6 +668,25 @@ class ReplayEngine:
                 msg_id = msg.get("id") if isinstance(msg, dict) else None
                 out.append(_error_line(msg_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"))
             return out
+
+    def lookahead(self) -> bool:
+        """Do one small step of work a later request would otherwise wait for; False when none is left.
+
+        For a transport with idle time between requests (stdio play calls this while no client
+        line is waiting): parse and index the next few lines of a streamed tape, then compute
+        the exact-match keys of recorded calls not keyed yet. Each step is a few tens of
+        microseconds, about what a client takes to turn an answer into its next request, so
+        a request arriving meanwhile is barely held up, and the cost of reading the tape
+        leaves the round trips instead of landing on whichever request needs the next batch.
+        """
+        with self._lock:
+            if self._more(LOOKAHEAD_LINES):
+                return True
+            for method, calls in self._by_method.items():
+                if self._exact_upto.get(method, 0) < len(calls) and self._matches_exactly(method):
+                    self._key_calls(method, LOOKAHEAD_KEYS)
+                    return True
+            return False
 
     def report(self) -> ReplayReport:
         """The replay so far: misses, lenient substitutions, recorded calls never asked."""
@@ -717,13 +771,22 @@ class ReplayEngine:
             if not self._more():
                 return None
 
+    def _matches_exactly(self, method: str) -> bool:
+        return self.match_on.get(method, DEFAULT_MATCH_ON) == DEFAULT_MATCH_ON
+
+    def _key_calls(self, method: str, limit: int | None = None) -> None:
+        """Put the next `limit` (default: all) unkeyed calls of `method` in the exact-match index, in order."""
+        calls = self._by_method.get(method, [])
+        start = self._exact_upto.get(method, 0)
+        end = len(calls) if limit is None else min(len(calls), start + limit)
+        for call in calls[start:end]:
+            call.key = _canonical(strip_meta(call.params))
+            self._exact.setdefault((method, call.key), deque()).append(call)
+        self._exact_upto[method] = end
+
     def _find_indexed(self, method: str, params: Any) -> RecordedCall | None:
-        names = self.match_on.get(method, DEFAULT_MATCH_ON)
-        if names == DEFAULT_MATCH_ON:
-            if method not in self._exact_built:
-                self._exact_built.add(method)  # built on a method's first request: start-up stays light
-                for call in self._by_method.get(method, []):
-                    self._add_exact(call)
+        if self._matches_exactly(method):
+            self._key_calls(method)
             queue = self._exact.get((method, _canonical(strip_meta(params))))
             while queue:
                 if not queue[0].consumed:
@@ -743,10 +806,6 @@ class ReplayEngine:
             if not call.consumed and not self._reasons(call, params):
                 return call
         return None
-
-    def _add_exact(self, call: RecordedCall) -> None:
-        call.key = _canonical(strip_meta(call.params))
-        self._exact.setdefault((call.method, call.key), deque()).append(call)
 
     def _reasons(self, call: RecordedCall, params: Any) -> list[str]:
         reasons: list[str] = []
@@ -1017,6 +1076,10 @@ class TapeStream:
         self._batch = self.FIRST_BATCH
         self.streamable = self._prescan(_parse_line)
 
+    def restart_batches(self) -> None:
+        """Batches start small again (FIRST_BATCH lines), doubling from there."""
+        self._batch = self.FIRST_BATCH
+
     @property
     def event_count(self) -> int:
         """How many events the tape holds (when no line in the middle is corrupt)."""
@@ -1039,15 +1102,17 @@ class TapeStream:
                     server_ids.add(key)
         return has_request
 
-    def read_batch(self) -> int:
-        """Parse the next batch of event lines onto `tape.events`; how many (0 at the end)."""
+    def read_batch(self, limit: int | None = None) -> int:
+        """Parse the next batch (at most `limit` lines) onto `tape.events`; how many (0 at the end)."""
         from mcptape.tape.format import parse_lines
 
-        chunk = self._body[self._pos : self._pos + self._batch]
+        size = self._batch if limit is None else min(limit, self._batch)
+        chunk = self._body[self._pos : self._pos + size]
         if not chunk:
             return 0
         self._pos += len(chunk)
-        self._batch = min(self._batch * 2, self.MAX_BATCH)
+        if limit is None:
+            self._batch = min(self._batch * 2, self.MAX_BATCH)
         parsed = parse_lines([raw for _, raw in chunk])
         if parsed is None:
             parsed = []
@@ -1067,6 +1132,51 @@ class TapeStream:
 
 
 # --- the stdio command -------------------------------------------------------------------
+
+
+class _ClientLines:
+    """The client's lines from a file descriptor, and whether one is due without blocking for it.
+
+    Our own reader (not sys.stdin.buffer) because play asks `waiting()` between requests to
+    spend idle time on ReplayEngine.lookahead, and a buffered reader cannot tell without a read.
+    Reads are 64 KiB: under malloc's mmap threshold, so a small request costs no mmap/munmap.
+    """
+
+    READ_SIZE = 64 << 10
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = bytearray()
+        self.scanned = 0  # bytes of buf known to hold no newline
+        self.eof = False
+        self.poller = select.poll()
+        self.poller.register(fd, select.POLLIN)
+
+    def waiting(self) -> bool:
+        """A line (or EOF) is here or on its way: the caller should read rather than do other work."""
+        if self.eof or self.buf.find(b"\n", self.scanned) >= 0:
+            return True
+        return bool(self.poller.poll(0))
+
+    def readline(self) -> bytes:
+        """The next line with its newline; at EOF what is left (b"" when nothing is)."""
+        while True:
+            nl = self.buf.find(b"\n", self.scanned)
+            if nl >= 0:
+                line = bytes(self.buf[: nl + 1])
+                del self.buf[: nl + 1]
+                self.scanned = 0
+                return line
+            self.scanned = len(self.buf)
+            if self.eof:
+                line = bytes(self.buf)
+                self.buf.clear()
+                return line
+            data = os.read(self.fd, self.READ_SIZE)
+            if data:
+                self.buf += data
+            else:
+                self.eof = True
 
 
 def _write(fd: int, lines: Iterable[str]) -> None:
@@ -1102,10 +1212,14 @@ def run_play(args: Any) -> int:
         )
     sys.stdout.flush()
     out = sys.stdout.fileno()
+    client = _ClientLines(sys.stdin.fileno())
     try:
         _write(out, engine.pending_startup())
         while not engine.closed:
-            raw = sys.stdin.buffer.readline()
+            # While the client thinks, read ahead in the tape (see ReplayEngine.lookahead).
+            while not client.waiting() and engine.lookahead():
+                pass
+            raw = client.readline()
             if not raw:
                 break
             _write(out, engine.handle(raw.decode("utf-8", "surrogateescape")))

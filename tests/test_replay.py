@@ -498,6 +498,59 @@ def test_a_streamed_tape_answers_before_it_is_read_and_replays_like_a_loaded_one
     assert len(streamed.report().unused) == 495
 
 
+def test_lookahead_between_requests_reads_and_keys_the_whole_tape_without_changing_answers(tmp_path: Path) -> None:
+    from mcptape.replay import TapeStream, load_tape
+
+    path = tmp_path / "long.tape.jsonl"
+    _long_tape(path, 300)
+    stream = TapeStream(str(path))
+    ahead = ReplayEngine(stream.tape, stream=stream)
+    loaded = ReplayEngine(load_tape(str(path)))
+    first = req(0, "initialize", {"protocolVersion": "2025-06-18"})
+    assert ask(ahead, first) == ask(loaded, first)
+    steps = 0
+    for i in (1, 300, 2, 150):  # idle time between requests, a little each time
+        for _ in range(3):
+            steps += ahead.lookahead()
+        assert ask(ahead, call(i, "add", a=i, b=1)) == ask(loaded, call(i, "add", a=i, b=1))
+    while ahead.lookahead():
+        steps += 1
+    assert steps > 3 and len(stream.tape.events) == 603
+    assert all(c.key is not None for c in ahead.calls if c.method == "tools/call")
+    assert not ahead.lookahead()  # nothing left: the stdio loop goes back to blocking reads
+    assert ask(ahead, call(7, "add", a=7, b=1)) == ask(loaded, call(7, "add", a=7, b=1))
+    assert ahead.report().to_dict() == loaded.report().to_dict()
+
+
+def test_client_lines_tell_whether_a_line_is_due_without_blocking() -> None:
+    import os
+
+    from mcptape.replay import _ClientLines
+
+    r, w = os.pipe()
+    try:
+        lines = _ClientLines(r)
+        assert not lines.waiting()
+        os.write(w, b'{"a":1}\n{"b":')
+        assert lines.waiting()
+        assert lines.readline() == b'{"a":1}\n'
+        assert not lines.waiting()  # half a line read, the rest not sent yet: time for other work
+        os.write(w, b"2}\n")
+        assert lines.waiting()
+        assert lines.readline() == b'{"b":2}\n'
+        assert not lines.waiting()
+        os.write(w, b"tail without newline")
+        os.close(w)
+        w = -1
+        assert lines.waiting()
+        assert lines.readline() == b"tail without newline"
+        assert lines.waiting() and lines.readline() == b""
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+
+
 def test_play_of_a_tape_corrupt_in_the_middle_stops_with_exit_2_naming_the_line(tmp_path: Path) -> None:
     path = tmp_path / "long.tape.jsonl"
     _long_tape(path, 300)
