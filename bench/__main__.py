@@ -3,7 +3,7 @@
     python -m bench [--quick] [--only NAME[,NAME...]] [--out FILE]
 
 Sections, each from the benchmark that owns it (this runner measures nothing itself):
-  rec      bench_rec.py      rec's added latency per round trip vs direct and vs a bare relay
+  rec      bench_rec.py      rec's added latency per round trip vs direct and vs bare relays (Python, C)
   replay   bench_replay.py   play throughput vs the live server, time to first response
   diff     bench_diff_cli.py `mcptape diff` wall time and peak RSS at 10k/100k/200k events
   startup  bench_startup.py  `mcptape --version` / `mcptape play` start-up vs `python -c pass`
@@ -66,8 +66,6 @@ def _rec_rows(r: dict[str, Any]) -> list[Row]:
         if not row:
             continue
         p50, p99 = row["rec_added_p50_us"], row["rec_added_p99_us"]
-        relay50, relay99 = row["relay_added_p50_us"], row["relay_added_p99_us"]
-        vs_relay = row.get("rec_vs_relay_p50")
         direct = row["direct"]["p50_us"]
         if size == "1k":
             rows.append((f"rec added p50, {label}", f"{p50:.1f} µs (direct {direct:.1f} µs)", "<= 25 µs", p50 <= 25))
@@ -75,15 +73,20 @@ def _rec_rows(r: dict[str, Any]) -> list[Row]:
         else:
             rows.append((f"rec added p50, {label}", f"{p50 / 1000:.2f} ms (direct {direct / 1000:.2f} ms)", "-", None))
             rows.append((f"rec added p99, {label}", f"{p99 / 1000:.2f} ms", "-", None))
-        rows.append((f"bare relay added p50/p99, {label}", f"{_us(relay50)} / {_us(relay99)}", "(floor)", None))
-        rows.append(
-            (
-                f"rec added / relay added (p50), {label}",
-                f"{vs_relay:.2f}x" if vs_relay else "n/a (relay floor <= 0)",
-                "<= 1.5x",
-                (vs_relay <= 1.5) if vs_relay else None,
+        for floor, name in (("relay", "Python relay"), ("relay-c", "C relay")):
+            if f"{floor}_added_p50_us" not in row:
+                continue  # no C compiler on this machine
+            floor50, floor99 = row[f"{floor}_added_p50_us"], row[f"{floor}_added_p99_us"]
+            ratio = row.get(f"rec_vs_{floor}_p50")
+            rows.append((f"bare {name} added p50/p99, {label}", f"{_us(floor50)} / {_us(floor99)}", "(floor)", None))
+            rows.append(
+                (
+                    f"rec added / {name} added (p50), {label}",
+                    f"{ratio:.2f}x" if ratio else "n/a (floor <= 0)",
+                    "<= 1.5x",
+                    (ratio <= 1.5) if ratio else None,
+                )
             )
-        )
     return rows
 
 

@@ -2,8 +2,7 @@
 
 Microsecond and millisecond figures on these small shared machines are dominated by how long
 an idle core takes to wake up unless the cores are kept busy; the spinner is a lowest-priority
-busy loop per core, which real work always preempts. bench_rec.py and bench_replay.py carry
-their own copy of the same spinner (written before this module existed).
+busy loop per core (SCHED_IDLE where the OS has it), which real work always preempts.
 """
 
 from __future__ import annotations
@@ -17,7 +16,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SPIN_CODE = "import os\nos.nice(19)\nwhile True: pass\n"
+# SCHED_IDLE, not just nice 19: a nice-19 spinner still takes its share of a core from other
+# nice-19 processes (rec's tape writer is one), and holding a core from a process that holds a
+# pipe's lock showed up as millisecond p99s; a SCHED_IDLE task runs only when nothing else wants to.
+SPIN_CODE = """\
+import os
+try:
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+except (AttributeError, OSError):
+    os.nice(19)
+while True:
+    pass
+"""
 
 
 @contextmanager

@@ -5,12 +5,15 @@ N sequential `tools/call` round trips (calc's `echo`) from a raw JSON-lines clie
 so client overhead stays out), three ways in the same run, interleaved in rounds:
 
     direct   client -> calc_server.py
-    relay    client -> a bare relay (two threads of os.read/os.write; records nothing) -> server
+    relay    client -> a bare Python relay (one poll loop, one reused buffer; records nothing) -> server
+    relay-c  client -> the same relay in C, when a C compiler is on the machine -> server
     rec      client -> mcptape rec -> server
+    rec-raw  client -> mcptape rec with mcptape.redact blocked from importing -> server
 
-The relay is the floor any proxy pays (two extra pipe hops per round trip). Reported: p50/p99
-per mode, rec's added latency vs direct (p50, p99) and its ratio to the relay's, for a tiny,
-a 1 KB and a ~5 MB message. Each figure is the median over rounds; a nice-19 spinner per core
+A relay is the floor any proxy pays (two extra pipe hops per round trip): the Python one is
+the floor for a proxy written in Python, the C one the floor of the machine. Reported: p50/p99
+per mode, the latency each adds vs direct (p50, p99) and rec's ratio to each relay's, for a
+tiny, a 1 KB and a ~5 MB message. Each figure is the median over rounds; a nice-19 spinner per core
 keeps the CPUs out of idle states whose wake-up latency would otherwise swamp microseconds.
 
     python bench/bench_rec.py [--calls 2000] [--rounds 7] [--sizes tiny,1k,5m] [--json FILE]
@@ -24,11 +27,12 @@ import argparse
 import json
 import os
 import random
+import select
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -43,6 +47,9 @@ CALC = ROOT / "fixtures" / "servers" / "calc_server.py"
 SIZES = {"tiny": 1, "1k": 1000, "5m": 5_000_000}
 # Fewer calls for big messages: each one moves megabytes through three processes.
 CALLS_FOR = {"tiny": 1.0, "1k": 1.0, "5m": 0.01}
+# The client's read size: below malloc's mmap threshold, so the instrument itself stays cheap
+# (a 1 MiB os.read is an mmap/munmap per call; see mcptape/proxy.py ChunkReader).
+CLIENT_READ = 64 << 10
 
 
 NO_REDACT_SHIM = """\
@@ -61,27 +68,69 @@ sys.meta_path.insert(0, _NoRedact())
 
 
 # --------------------------------------------------------------------------------------------
-# the bare relay (this file runs itself as one)
+# the bare relays (this file runs itself as one; the C one is compiled when a compiler is here)
 
 
 def relay_main(command: list[str]) -> int:
+    """The leanest Python relay: one poll loop, reads into one reused buffer, records nothing."""
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     assert proc.stdin is not None and proc.stdout is not None
+    to_server, from_server = proc.stdin.fileno(), proc.stdout.fileno()
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    poller.register(from_server, select.POLLIN)
+    dest = {0: to_server, from_server: 1}
+    while True:
+        for fd, _ in poller.poll():
+            n = os.readv(fd, (buf,))
+            if not n:
+                proc.stdin.close()
+                return proc.wait(10)
+            out = view[:n]
+            while out:
+                out = out[os.write(dest[fd], out) :]
 
-    def pump(src: int, dst: int, close: Any) -> None:
-        while True:
-            data = os.read(src, 1 << 20)
-            if not data:
-                break
-            view = memoryview(data)
-            while view:
-                view = view[os.write(dst, view) :]
-        close()
 
-    to_server = threading.Thread(target=pump, args=(0, proc.stdin.fileno(), proc.stdin.close), daemon=True)
-    to_server.start()
-    pump(proc.stdout.fileno(), 1, lambda: None)
-    return proc.wait(10)
+C_RELAY = r"""
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static char buf[1 << 20];
+static int pump(int src, int dst) {
+    ssize_t n = read(src, buf, sizeof buf);
+    if (n <= 0) return 0;
+    for (char *p = buf; n > 0;) { ssize_t w = write(dst, p, n); if (w < 0) return 0; p += w; n -= w; }
+    return 1;
+}
+int main(int argc, char **argv) {
+    int in[2], out[2];
+    if (argc < 2 || pipe(in) || pipe(out)) return 2;
+    pid_t pid = fork();
+    if (pid == 0) { dup2(in[0], 0); dup2(out[1], 1); close(in[1]); close(out[0]); execvp(argv[1], argv + 1); _exit(127); }
+    close(in[0]); close(out[1]);
+    struct pollfd fds[2] = {{0, POLLIN, 0}, {out[0], POLLIN, 0}};
+    for (;;) {
+        if (poll(fds, 2, -1) < 0) continue;
+        if (fds[0].revents && !pump(0, in[1])) { close(in[1]); fds[0].fd = -1; }
+        if (fds[1].revents && !pump(out[0], 1)) break;
+    }
+    int status; waitpid(pid, &status, 0); return 0;
+}
+"""
+
+
+def build_c_relay(where: Path) -> Path | None:
+    """The same relay in C (poll, read, write): the floor without any interpreter; None without cc."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        return None
+    source, binary = where / "relay.c", where / "relay"
+    source.write_text(C_RELAY, encoding="utf-8")
+    done = subprocess.run([cc, "-O2", "-o", str(binary), str(source)], capture_output=True)
+    return binary if done.returncode == 0 else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -129,7 +178,7 @@ class Session:
         while view:
             view = view[os.write(self.w, view) :]
         while True:
-            chunk = os.read(self.r, 1 << 20)
+            chunk = os.read(self.r, CLIENT_READ)
             if not chunk:
                 raise RuntimeError("the server closed its output")
             nl = chunk.find(b"\n")
@@ -183,6 +232,9 @@ def run(
             *server,
         ],
     }
+    c_relay = build_c_relay(tmp)
+    if c_relay is not None:
+        commands["relay-c"] = [str(c_relay), *server]
     shim = tmp / "shim"
     shim.mkdir()
     (shim / "sitecustomize.py").write_text(NO_REDACT_SHIM, encoding="utf-8")
@@ -222,35 +274,38 @@ def run(
                     "p50_us": statistics.median(p for p, _ in stats),
                     "p99_us": statistics.median(q for _, q in stats),
                 }
-            for mode in ("relay", "rec", "rec-raw"):
+            for mode in (m for m in commands if m != "direct"):
                 row[f"{mode}_added_p50_us"] = statistics.median(
                     a[0] - d[0] for a, d in zip(per_round[mode], per_round["direct"], strict=True)
                 )
                 row[f"{mode}_added_p99_us"] = statistics.median(
                     a[1] - d[1] for a, d in zip(per_round[mode], per_round["direct"], strict=True)
                 )
-            floor = row["relay_added_p50_us"]
-            for mode in ("rec", "rec-raw"):
-                row[f"{mode}_vs_relay_p50"] = row[f"{mode}_added_p50_us"] / floor if floor > 0 else None
+            for floor_mode in ("relay", "relay-c"):
+                floor = row.get(f"{floor_mode}_added_p50_us")
+                for mode in ("rec", "rec-raw"):
+                    ok = floor is not None and floor > 0
+                    row[f"{mode}_vs_{floor_mode}_p50"] = row[f"{mode}_added_p50_us"] / floor if ok else None
             results["sizes"][size_name] = row
     return results
 
 
 def print_table(results: dict[str, Any]) -> None:
-    modes = ("direct", "relay", "rec", "rec-raw")
     print(
         f"mcptape rec round-trip latency, µs (median of {results['rounds']} interleaved rounds; "
         f"{results['cpus']} CPUs; spinner {'on' if results['spinner'] else 'off'})"
     )
     for name, row in results["sizes"].items():
+        modes = [m for m in ("direct", "relay", "relay-c", "rec", "rec-raw") if m in row]
         print(f"\n{name} message, {row['calls_per_round']} calls per mode per round")
-        print(f"  {'mode':<8} {'p50':>9} {'p99':>9} {'+p50':>9} {'+p99':>9} {'+p50 / relay +p50':>18}")
+        print(f"  {'mode':<8} {'p50':>9} {'p99':>9} {'+p50':>9} {'+p99':>9} {'/ relay':>9} {'/ relay-c':>10}")
         for m in modes:
             line = f"  {m:<8} {row[m]['p50_us']:>9.1f} {row[m]['p99_us']:>9.1f}"
             if m != "direct":
                 line += f" {row[f'{m}_added_p50_us']:>9.1f} {row[f'{m}_added_p99_us']:>9.1f}"
-                ratio = row.get(f"{m}_vs_relay_p50")
-                line += f" {(f'{ratio:.2f}x' if ratio else '-'):>18}"
+                for floor, width in (("relay", 9), ("relay-c", 10)):
+                    ratio = row.get(f"{m}_vs_{floor}_p50")
+                    line += f" {(f'{ratio:.2f}x' if ratio else '-'):>{width}}"
             print(line)
 
 
