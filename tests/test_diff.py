@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -506,3 +507,189 @@ def test_changes_deep_inside_long_identical_stretches_are_found_and_placed() -> 
     assert [(d.call.name, d.findings[0].kind, d.call.step) for d in removed.drifts if d.call] == [("echo", "removed", 102)]
     # A progress notification naming a request before the changed stretch still belongs to it.
     assert diff_tapes(session(progress=True), session(progress=True, changed=250)).verdict == "output"
+
+
+# --- big tapes: every shortcut gives what building every call gives ---------------------------------
+
+
+def _slowly(golden: Tape, fresh: Tape, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """diff_tapes with no window at all: every call of both tapes built, aligned and compared."""
+    import mcptape.diff.engine as engine
+    from mcptape.diff.calls import Window
+
+    with monkeypatch.context() as m:
+        m.setattr(engine, "find_window", lambda g, f: Window())
+        return diff_tapes(golden, fresh).to_dict()
+
+
+def _long_session(
+    *,
+    insert: int | None = None,
+    again: int | None = None,
+    remove: int | None = None,
+    changed: tuple[int, ...] = (),
+    error: int | None = None,
+    log: int | None = None,
+    progress: bool = False,
+    late_progress: int | None = None,
+    roots: str = "a",
+    exit_code: int = 0,
+    calls: int = 300,
+) -> Tape:
+    """tools/list, then `calls` add calls, with the given differences. The inserted call has an id
+    of its own and a removed one leaves a gap, so the ids after them stay (as with a client
+    numbering each of its parallel workers' calls apart). `progress`: calls 100 and 101 carry
+    progress tokens, and call 101 is answered late, after call 102 (its progress notification
+    too, with `late_progress` as its value): the cuts must keep them together."""
+    tb = base()
+    late: int | None = None
+    for n in range(calls):
+        if n == insert:
+            params = {"name": "echo", "arguments": {"text": "new"}}
+            tb.send(C2S, {"jsonrpc": "2.0", "id": "inserted", "method": "tools/call", "params": params})
+            tb.send(S2C, {"jsonrpc": "2.0", "id": "inserted", "result": {"content": [{"type": "text", "text": "new"}]}})
+        if n == again:  # the same call twice in a row, the first time with an id of its own
+            params = {"name": "add", "arguments": {"a": n, "b": 1}}
+            tb.send(C2S, {"jsonrpc": "2.0", "id": "again", "method": "tools/call", "params": params})
+            tb.send(S2C, {"jsonrpc": "2.0", "id": "again", "result": {"content": [{"type": "text", "text": "0"}]}})
+        if n == remove:
+            tb.next_id += 1
+            continue
+        meta = {"_meta": {"progressToken": n}} if progress and n in (100, 101) else {}
+        text = str(n + 1 + (n in changed))
+        if progress and n == 101:
+            late = tb.request("tools/call", {"name": "add", "arguments": {"a": n, "b": 1}, **meta})
+            continue
+        notes = [("notifications/message", {"level": "info", "data": f"n{n}"})] if n == log else []
+        if n == error:
+            tb.call("tools/call", {"name": "add", "arguments": {"a": n, "b": 1}}, error={"code": -1, "message": "no"})
+        else:
+            tb.tool("add", {"a": n, "b": 1}, text, notes=notes)
+        if progress and n == 102 and late is not None:
+            tb.notify("notifications/progress", {"progressToken": 101, "progress": late_progress or 1})
+            tb.answer(late, {"content": [{"type": "text", "text": "102"}], "isError": False})
+        if n == 200:  # a server request in the middle of the session, and the client's reply
+            tb.send(S2C, {"jsonrpc": "2.0", "id": 0, "method": "roots/list"})
+            tb.send(C2S, {"jsonrpc": "2.0", "id": 0, "result": {"roots": [{"uri": f"file:///{roots}"}]}})
+    return tb.tape(exit_code=exit_code)
+
+
+@pytest.mark.parametrize("fresh", [
+    {"changed": (2,)},  # drift near the start
+    {"changed": (150,)},  # in the middle
+    {"changed": (299,)},  # at the end
+    {"log": 150},  # a notification only
+    {"insert": 5, "changed": (150,)},  # one call inserted early, one result changed later
+    {"insert": 5, "changed": (150, 151, 290)},
+    {"remove": 5, "error": 150},
+    {"insert": 5, "log": 250},
+    {"insert": 5, "roots": "b", "exit_code": 1},  # session-wide events after the change
+    {"insert": 5, "changed": tuple(range(100, 300, 2))},  # more changed results than a window's end takes in
+    {"insert": 290, "changed": (10,)},
+    {"again": 5, "changed": (150,)},
+])
+def test_shortcuts_find_what_building_every_call_finds(fresh: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    golden_tape, fresh_tape = _long_session(), _long_session(**fresh)
+    fast = diff_tapes(golden_tape, fresh_tape)
+    assert fast.drifts, "every case is drift"
+    assert fast.to_dict() == _slowly(golden_tape, fresh_tape, monkeypatch)
+
+
+@pytest.mark.parametrize("late_progress", [1, 2])
+def test_a_call_answered_late_stays_whole_at_the_windows_end(late_progress: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Call 101's progress and answer come after call 102: no cut may fall between them.
+    golden_tape = _long_session(progress=True)
+    fresh_tape = _long_session(progress=True, insert=5, late_progress=late_progress, changed=(102,))
+    fast = diff_tapes(golden_tape, fresh_tape)
+    assert fast.to_dict() == _slowly(golden_tape, fresh_tape, monkeypatch)
+    changed = {d.call.arguments["a"] for d in fast.drifts if d.call and d.call.name == "add"}
+    assert changed == ({101, 102} if late_progress == 2 else {102})
+
+
+def test_a_changed_answer_after_an_inserted_call_is_compared_in_a_stretch() -> None:
+    from mcptape.diff.calls import find_window
+
+    golden_tape, fresh_tape = _long_session(), _long_session(insert=5, changed=(150,))
+    window = find_window(golden_tape.events, fresh_tape.events)
+    assert window.stop_f is not None and window.stop_f - window.start == 2  # the echo call alone
+    assert len(window.stretches) == 1
+    result = diff_tapes(golden_tape, fresh_tape)
+    assert [(d.call.name, d.call.step, d.findings[0].kind) for d in result.drifts if d.call] == [
+        ("echo", 7, "added"), ("add", 153, "changed")]
+
+
+def test_a_window_end_that_would_not_pair_falls_back_to_where_the_events_stop_being_equal() -> None:
+    from mcptape.diff import protocol
+    from mcptape.diff.engine import _build
+
+    # The repeated call is the same request as the first call after the window that ends at it,
+    # so align.py's prefix pass would pair them: the window ends where the tapes stop being equal.
+    golden_tape, fresh_tape = _long_session(), _long_session(again=5, changed=(150,))
+    g, f, window, pairs = _build(protocol.prepare_pair(golden_tape, fresh_tape))
+    assert window.stop_g is not None and not window.stretches and pairs == []
+    assert len(g.calls) == 146 and len(f.calls) == 147  # calls 5 to 150, and the repeated one
+
+
+# --- reading a pair: the fresh tape shares the golden's events, and is what read_tape reads -------------
+
+
+def _pair_files(tmp_path: Path, golden: list[bytes], fresh: list[bytes]) -> tuple[Path, Path]:
+    a, b = tmp_path / "g.tape.jsonl", tmp_path / "f.tape.jsonl"
+    a.write_bytes(b"".join(golden))
+    b.write_bytes(b"".join(fresh))
+    return a, b
+
+
+def _lines(tape: Tape) -> list[bytes]:
+    from mcptape.tape.format import make_footer, serialize
+
+    return [serialize(tape.header), *(serialize(ev) for ev in tape.events), serialize(make_footer(len(tape.events)))]
+
+
+@pytest.mark.parametrize("edit", [
+    "same", "insert_and_change", "footer_differs", "blank_line", "golden_blank_line", "cut_short", "no_footer",
+    "after_footer", "footer_inside", "header_only", "all_different",
+])
+def test_read_pair_reads_the_fresh_tape_as_read_tape_does(edit: str, tmp_path: Path) -> None:
+    from mcptape.diff.command import read_pair
+    from mcptape.tape.format import read_tape, serialize
+
+    golden = _lines(_long_session(calls=30))
+    fresh = _lines(_long_session(calls=30, insert=3, changed=(20,))) if edit == "insert_and_change" else list(golden)
+    if edit == "footer_differs":
+        fresh[-1] = serialize({"mcptape": "end", "events": len(fresh) - 2, "note": "other"})
+    elif edit == "blank_line":
+        fresh.insert(10, b"  \n")
+    elif edit == "golden_blank_line":
+        golden.insert(10, b"\n")
+    elif edit == "cut_short":
+        fresh[-1] = fresh[-1][:10]
+    elif edit == "no_footer":
+        fresh.pop()
+    elif edit == "after_footer":
+        fresh.append(fresh[5])
+    elif edit == "footer_inside":
+        fresh.insert(20, fresh[-1])
+    elif edit == "header_only":
+        fresh = fresh[:1]
+    elif edit == "all_different":
+        fresh = [fresh[0]] + [line.replace(b'"add"', b'"sum"') for line in fresh[1:]]
+    a, b = _pair_files(tmp_path, golden, fresh)
+    g, f = read_pair(a, b)
+    plain = read_tape(b)
+    assert (f.header, f.events, f.event_lines, f.footer, f.path) == (
+        plain.header, plain.events, plain.event_lines, plain.footer, plain.path)
+    assert g.events == read_tape(a).events
+    if edit in ("same", "insert_and_change", "footer_differs"):
+        shared = {id(ev) for ev in g.events}
+        assert sum(id(ev) in shared for ev in f.events) >= len(f.events) - 3  # parsed once
+
+
+def test_read_pair_says_what_read_tape_says_about_a_corrupt_fresh_tape(tmp_path: Path) -> None:
+    from mcptape.diff.command import read_pair
+    from mcptape.errors import TapeError
+
+    golden = _lines(_long_session(calls=10))
+    a, b = _pair_files(tmp_path, golden, [*golden[:5], b'{"kind":"broken\n', *golden[5:]])
+    with pytest.raises(TapeError, match=r"f.tape.jsonl:6: line is not a JSON object"):
+        read_pair(a, b)

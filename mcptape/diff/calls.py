@@ -16,16 +16,24 @@ with each other and cannot drift. `build_calls(tape, window)` then builds calls 
 only; the session-wide events outside (server requests, exits, notes, the prelude) are still
 collected, so session checks see every one of them. The engine verifies the one assumption
 about pairing that the events alone cannot show (engine.py, `_suffix_pairs`).
+
+The shared end need not be identical: events where only the server's side differs (`_alike`:
+an answer to the same request, a notification, a stdout line, a session-wide event) do not end
+it, up to MAX_CHANGED of them. The calls holding such events are then found in closed
+*Stretches* within it, which the engine builds and compares pair by pair: they are the same
+calls in both tapes, one for one, as align.py's suffix pass would pair them. So a fresh tape
+with one call inserted early and one answer changed late costs a pass over the events between,
+not building, aligning and comparing every call there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from mcptape.diff.values import common_prefix, untag
+from mcptape.diff.values import common_prefix, equal_back, untag
 from mcptape.jsonrpc import canonical, id_key
 from mcptape.tape.format import Tape
 
@@ -75,6 +83,27 @@ class Call:
         if self.method not in _HANDSHAKE and self.params == other.params:
             return True
         return self.key == other.key
+
+    def same_events(self, events: list[dict[str, Any]], other: Call, other_events: list[dict[str, Any]]) -> bool:
+        """Is `other` this call made of the same event objects, laid out alike (`events` and
+        `other_events` are the two tapes' event lists)? Tapes read together share the objects of
+        identical lines (diff/command.py), so for most pairs of a big tape this is a few identity
+        checks. Such calls cannot drift, like the calls outside a Window, which are not built at all."""
+        if (self.params is not other.params or self.answer is not other.answer or self.method != other.method
+                or self.notify != other.notify):
+            return False
+        if not (self.notifications or other.notifications or self.garbage or other.garbage):
+            return True
+        # Where notifications sit relative to the answer matters (progress after the response).
+        base = self.answer_event if self.answer_event is not None else self.position
+        other_base = other.answer_event if other.answer_event is not None else other.position
+        for mine, theirs in ((self.notifications, other.notifications), (self.garbage, other.garbage)):
+            if len(mine) != len(theirs):
+                return False
+            for i, j in zip(mine, theirs, strict=True):
+                if i - base != j - other_base or events[i] is not other_events[j]:
+                    return False
+        return True
 
     @property
     def name(self) -> str | None:
@@ -129,6 +158,7 @@ class TapeCalls:
     side_effects: list[int] = field(default_factory=list)  # event indices of side_effect events
     handshake_outside: bool = False  # a handshake call lies outside the window
     unknown_token: bool = False  # a progress notification named no call built here
+    last_ordinal: int = 0  # the ordinal the calls after the ones built here count on from
     # The protocol session checks should see, computed on first use (engine.py); else the tape's.
     protocol_of: Callable[[], str | None] | None = None
 
@@ -166,6 +196,10 @@ def call_ident(method: str, params: Any) -> str:
     return method
 
 
+# Ids that key as (is it an int, the id): what _idk does for them, inlined where every event pays for it.
+_PLAIN_IDS = (int, str)
+
+
 def _idk(value: Any) -> Any:
     """A hashable id key, cheaper than jsonrpc.id_key for the usual ints and strings (1 and "1" differ)."""
     if isinstance(value, int | str) and not isinstance(value, bool):
@@ -190,6 +224,8 @@ class Window:
     # Session-wide events outside the window, in tape order (the same prefix part in both tapes).
     outside_g: list[int] = field(default_factory=list)
     outside_f: list[int] = field(default_factory=list)
+    # Closed stretches after the window whose server output differs, in tape order (find_window).
+    stretches: list[Stretch] = field(default_factory=list)
 
     @property
     def handshake_outside(self) -> bool:
@@ -207,28 +243,37 @@ class Window:
 
     def without_prefix(self) -> Window:
         return Window(0, self.stop_g, self.stop_f, 0, False, self.handshake_after,
-                      [i for i in self.outside_g if i >= self.start], [i for i in self.outside_f if i >= self.start])
+                      [i for i in self.outside_g if i >= self.start], [i for i in self.outside_f if i >= self.start],
+                      self.stretches)
+
+    @property
+    def shift(self) -> int:
+        """Where an event after the window is in the fresh tape, relative to the golden."""
+        return 0 if self.stop_g is None or self.stop_f is None else self.stop_f - self.stop_g
 
 
-def common_suffix(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
-    """Length (at most `limit`) of the common suffix of two lists, like common_prefix."""
-    n, m = len(a), len(b)
-    lo, hi = 0, min(limit, n, m)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[n - mid:n - lo] == b[m - mid:m - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+@dataclass
+class Stretch:
+    """Golden events [start, stop) after a window, and the fresh ones `Window.shift` further,
+    that differ in server output only (`_alike`): closed at both ends like the window, so the
+    calls in them are the same calls in both tapes, one for one; the engine builds and compares
+    them. `calls_before`: client calls with an ordinal between the window's end and `start`."""
+
+    start: int
+    stop: int
+    calls_before: int
 
 
 def _is_client(ev: dict[str, Any]) -> bool:
     return ev.get("dir") == "c2s" and ev.get("kind") in ("request", "notification") and isinstance(ev.get("msg"), dict)
 
 
+# Client messages that get no ordinal: the handshake is not a step of the session.
+_UNCOUNTED = frozenset({*_HANDSHAKE, "notifications/initialized"})
+
+
 def _counts(method: str) -> bool:
-    return method not in _HANDSHAKE and method != "notifications/initialized"
+    return method not in _UNCOUNTED
 
 
 def _token(msg: dict[str, Any]) -> Any:
@@ -249,38 +294,116 @@ def _session_kind(kind: Any, direction: Any, seen_client: bool) -> bool:
     return direction == "c2s" and kind in ("response", "error")
 
 
-def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]]) -> Window:
-    """The window of two event lists (class docstring): linear, and cheap where they are equal."""
+# The most changed events a window's suffix takes in (alike_suffix): beyond, the window takes over.
+MAX_CHANGED = 64
+_ANSWER = ("response", "error")
+_CALL_HELD = ("response", "error", "notification", "garbage")  # from the server: build_calls puts them in calls
+
+
+def _alike(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Do two events at the same place in both tapes make the same calls, whatever else differs?
+
+    Server output does: an answer to the same request (same id; the same echo, since an answer
+    whose request is not on the tape is a call of its own), a notification of the same method
+    (and progress token: it names its call), a stdout or stderr line; so do the session-wide
+    events (server requests and their replies by id, exits, notes, side effects), which the
+    session checks compare wherever they are. What the client sent must be equal.
+    """
+    kind, direction = a.get("kind"), a.get("dir")
+    other = b.get("kind")
+    if direction != b.get("dir") or (kind != other and not (kind in _ANSWER and other in _ANSWER)):
+        return False
+    same_id = bool(_idk(a.get("id")) == _idk(b.get("id")))
+    msg, other_msg = a.get("msg"), b.get("msg")
+    if kind in _ANSWER:
+        if direction == "c2s":
+            return same_id
+        return (isinstance(msg, dict) == isinstance(other_msg, dict) and same_id
+                and a.get("method") == b.get("method") and a.get("params") == b.get("params"))
+    if kind == "request":
+        return direction == "s2c" and isinstance(msg, dict) == isinstance(other_msg, dict) and same_id
+    if kind == "notification":
+        if direction != "s2c" or isinstance(msg, dict) != isinstance(other_msg, dict):
+            return False
+        if not isinstance(msg, dict) or not isinstance(other_msg, dict):
+            return True  # not a message build_calls reads
+        method = a.get("method")
+        return method == b.get("method") and (method != "notifications/progress"
+                                              or _progress_key(msg) == _progress_key(other_msg))
+    return kind in ("garbage", "stderr", "exit", "note", "side_effect")
+
+
+def _progress_key(msg: dict[str, Any]) -> Any:
+    params = msg.get("params")
+    return _idk(params.get("progressToken")) if isinstance(params, dict) else ()
+
+
+def alike_suffix(
+    golden: list[dict[str, Any]], fresh: list[dict[str, Any]], limit: int, most: int = MAX_CHANGED
+) -> tuple[int, list[int]]:
+    """The longest common suffix (at most `limit` events) of two event lists, up to events that
+    are only _alike (at most `most` of them); and the golden indices of those a call holds
+    (answers, notifications, stdout lines from the server), last first: the calls to compare."""
+    n, m = len(golden), len(fresh)
+    size = changed = 0
+    differ: list[int] = []
+    while True:
+        size += equal_back(golden, fresh, n - size, m - size, limit - size)
+        if size >= limit or changed == most:
+            return size, differ
+        ev = golden[n - size - 1]
+        if not _alike(ev, fresh[m - size - 1]):
+            return size, differ
+        changed += 1
+        if ev.get("dir") == "s2c" and ev.get("kind") in _CALL_HELD:
+            differ.append(n - size - 1)
+        size += 1
+
+
+def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, alike: bool = True) -> Window:
+    """The window of two event lists (class docstring): linear, and cheap where they are equal.
+    With `alike=False` its end is where the events stop being equal (no Stretches)."""
     n, m = len(golden), len(fresh)
     prefix = common_prefix(golden, fresh)
-    suffix = common_suffix(golden, fresh, min(n, m) - prefix)
+    suffix, differ = alike_suffix(golden, fresh, min(n, m) - prefix, MAX_CHANGED if alike else 0)
 
     # Forward over the common prefix: the last client message with no request open before it.
     open_ids: set[Any] = set()
     start = ordinal = start_ordinal = 0
     handshake = start_handshake = seen_client = False
     session: list[int] = []
+    # Both passes branch on the kind first and read only the fields that kind needs (see build_calls).
     for i in range(prefix):
         ev = golden[i]
-        kind, direction = ev.get("kind"), ev.get("dir")
-        if direction == "c2s" and kind in ("request", "notification") and isinstance(ev.get("msg"), dict):
-            if not open_ids:
-                start, start_ordinal, start_handshake = i, ordinal, handshake
-            seen_client = True
-            method = str(ev.get("method"))
-            ordinal += _counts(method)
-            handshake = handshake or method in _HANDSHAKE
-            if kind == "request":
-                open_ids.add(_idk(ev.get("id")))
-        elif direction == "s2c" and kind in ("response", "error") and isinstance(ev.get("msg"), dict):
-            key = _idk(ev.get("id"))
-            if key in open_ids:
-                open_ids.discard(key)
-            else:  # an answer whose request is not on the tape is a call of its own
-                method = str(ev.get("method") or "?")
-                ordinal += _counts(method)
+        kind = ev.get("kind")
+        if kind == "request" or kind == "notification":
+            direction = ev.get("dir")
+            if direction == "c2s" and isinstance(ev.get("msg"), dict):
+                if not open_ids:
+                    start, start_ordinal, start_handshake = i, ordinal, handshake
+                seen_client = True
+                method = str(ev.get("method"))
+                ordinal += method not in _UNCOUNTED
                 handshake = handshake or method in _HANDSHAKE
-        elif _session_kind(kind, direction, seen_client):
+                if kind == "request":
+                    ident = ev.get("id")
+                    open_ids.add((type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident))
+            elif direction == "s2c" and (kind == "request" or not seen_client):
+                session.append(i)  # a server request, or the prelude (see _session_kind)
+        elif kind == "response" or kind == "error":
+            direction = ev.get("dir")
+            if direction == "s2c" and isinstance(ev.get("msg"), dict):
+                ident = ev.get("id")
+                key = (type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident)
+                if key in open_ids:
+                    open_ids.discard(key)
+                else:  # an answer whose request is not on the tape is a call of its own
+                    method = str(ev.get("method") or "?")
+                    ordinal += method not in _UNCOUNTED
+                    handshake = handshake or method in _HANDSHAKE
+            elif direction == "c2s":
+                session.append(i)
+        elif _session_kind(kind, ev.get("dir"), seen_client):
             session.append(i)
     at_end = prefix == n and prefix == m  # identical tapes: nothing comes after to refer back
     if at_end or (not open_ids and (prefix == n or _is_client(golden[prefix]))
@@ -288,39 +411,65 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]]) -> Wi
         start, start_ordinal, start_handshake = prefix, ordinal, handshake
     pre = [i for i in session if i < start]
 
-    # Backward over the common suffix: the first client message from which every answer and
-    # progress notification belongs to a request at or after it.
+    # Backward over the common suffix (alike_suffix): the first client message from which every
+    # answer and progress notification belongs to a request at or after it.
+    # Events that differ in it (alike_suffix) are compared in Stretches: from the closed cut before
+    # them to the one after, with the number of calls before that, for their ordinals.
     need: set[Any] = set()
     tokens: set[Any] = set()
     stop = n
     handshake = stop_handshake = False
     session = []
+    counted = stop_counted = 0  # client calls with an ordinal in [i, n), and in [stop, n)
+    cut_after = n  # the closest closed cut after i
+    changed_until: int | None = None  # a stretch with a changed event ends there
+    stretches: list[tuple[int, int, int]] = []  # (start, stop, counted in [start, n))
+    changed = iter(differ)
+    next_changed = next(changed, -1)
     for i in range(n - 1, n - suffix - 1, -1):
+        if i == next_changed:
+            next_changed = next(changed, -1)
+            if changed_until is None:
+                changed_until = cut_after
         ev = golden[i]
-        kind, direction = ev.get("kind"), ev.get("dir")
-        msg = ev.get("msg")
-        if direction == "s2c" and kind in ("response", "error") and isinstance(msg, dict):
-            key = _idk(ev.get("id"))
-            if key in need:
-                break  # the later answer would answer nothing from any cut before this one
-            need.add(key)
-        elif direction == "c2s" and kind in ("request", "notification") and isinstance(msg, dict):
-            if kind == "request":
-                need.discard(_idk(ev.get("id")))
-                token = _token(msg)
-                if token is not None:
-                    tokens.discard(_idk(token))
-            handshake = handshake or ev.get("method") in _HANDSHAKE
-            if not need and not tokens:
-                stop, stop_handshake = i, handshake
-        elif (direction == "s2c" and kind == "notification" and isinstance(msg, dict)
-              and ev.get("method") == "notifications/progress" and isinstance(msg.get("params"), dict)):
-            token = msg["params"].get("progressToken")
-            if token is not None:
-                tokens.add(_idk(token))
-        if kind in ("exit", "note", "side_effect") or (direction == "s2c" and kind == "request") or (
-            direction == "c2s" and kind in ("response", "error")
-        ):
+        kind = ev.get("kind")
+        if kind == "response" or kind == "error":
+            direction = ev.get("dir")
+            if direction == "s2c" and isinstance(ev.get("msg"), dict):
+                ident = ev.get("id")
+                key = (type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident)
+                if key in need:
+                    break  # the later answer would answer nothing from any cut before this one
+                need.add(key)
+            elif direction == "c2s":
+                session.append(i)
+        elif kind == "request" or kind == "notification":
+            direction = ev.get("dir")
+            msg = ev.get("msg")
+            if direction == "c2s" and isinstance(msg, dict):
+                if kind == "request":
+                    ident = ev.get("id")
+                    need.discard((type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident))
+                    token = _token(msg) if tokens else None  # read only when a progress notification waits
+                    if token is not None:
+                        tokens.discard(_idk(token))
+                method = str(ev.get("method"))
+                handshake = handshake or method in _HANDSHAKE
+                counted += method not in _UNCOUNTED
+                if not need and not tokens:
+                    stop, stop_handshake, stop_counted, cut_after = i, handshake, counted, i
+                    if changed_until is not None:
+                        stretches.append((i, changed_until, counted))
+                        changed_until = None
+            elif direction == "s2c":
+                if kind == "request":
+                    session.append(i)
+                elif (isinstance(msg, dict) and ev.get("method") == "notifications/progress"
+                      and isinstance(msg.get("params"), dict)):
+                    token = msg["params"].get("progressToken")
+                    if token is not None:
+                        tokens.add(_idk(token))
+        elif kind in ("exit", "note", "side_effect"):
             session.append(i)
     window = Window(start, ordinal0=start_ordinal, handshake_before=start_handshake, handshake_after=stop_handshake,
                     outside_g=list(pre), outside_f=list(pre))
@@ -330,6 +479,9 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]]) -> Wi
         window.stop_g, window.stop_f = stop, stop + shift
         window.outside_g.extend(post)
         window.outside_f.extend(i + shift for i in post)
+        # No answer after the suffix's start answers a request before it, so none is an answer
+        # without its request: the calls before a stretch are the client messages counted.
+        window.stretches = [Stretch(start, end, stop_counted - after) for start, end, after in reversed(stretches)]
     return window
 
 
@@ -418,45 +570,63 @@ def build_calls(
     while k < len(outside) and outside[k] < start:
         session_event(outside[k], events[outside[k]])
         k += 1
+    # Ordered by kind first, each field read once: on a big tape every read of an event is a
+    # cache miss, and this loop runs over every event of both tapes' windows.
     for i in range(start, stop):
         ev = events[i] if prepare is None else prepare(events[i])
         kind = ev.get("kind")
         direction = ev.get("dir")
         msg = ev.get("msg")
-        if kind == "request" and direction == "c2s" and isinstance(msg, dict):
-            current = new_call(str(ev.get("method")), msg.get("params"), False, i)
-            open_c2s[_idk(ev.get("id"))] = current
-            token = ((msg.get("params") or {}).get("_meta") or {}).get("progressToken") if isinstance(
-                msg.get("params"), dict
-            ) else None
-            if token is not None:
-                by_token[_idk(token)] = current
-        elif kind == "notification" and direction == "c2s" and isinstance(msg, dict):
-            current = new_call(str(ev.get("method")), msg.get("params"), True, i)
-        elif kind in ("response", "error") and direction == "s2c" and isinstance(msg, dict):
-            call = open_c2s.pop(_idk(ev.get("id")), None)
-            if call is None:
-                # An answer whose request is not on the tape: its echo still says what it answered.
-                call = new_call(str(ev.get("method") or "?"), ev.get("params"), False, None)
-            call.answer_event = i
-            call.answer = msg
-        elif kind == "notification" and direction == "s2c" and isinstance(msg, dict):
-            target = current
-            params = msg.get("params")
-            if ev.get("method") == "notifications/progress" and isinstance(params, dict):
-                found = by_token.get(_idk(params.get("progressToken")))
-                unknown_token = unknown_token or found is None
-                target = found or current
-            if target is None:
-                prelude_notes.append(i)
-            else:
-                target.notifications.append(i)
-        elif kind == "request" and direction == "s2c" and isinstance(msg, dict):
-            server_request(i, ev)
-        elif kind in ("response", "error") and direction == "c2s":
-            reply(i, ev)
-        elif kind == "garbage" and direction == "s2c":
-            (current.garbage if current is not None else prelude_garbage).append(i)
+        if kind == "request":
+            if not isinstance(msg, dict):
+                continue
+            if direction == "c2s":
+                method = str(ev.get("method"))
+                params = msg.get("params")
+                current = Call(len(calls), method, params, False, i)
+                if method not in _UNCOUNTED:
+                    ordinal += 1
+                    current.ordinal = ordinal
+                calls.append(current)
+                ident = ev.get("id")
+                open_c2s[(type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident)] = current
+                if isinstance(params, dict):
+                    meta = params.get("_meta")
+                    token = meta.get("progressToken") if meta else None
+                    if token is not None:
+                        by_token[_idk(token)] = current
+            elif direction == "s2c":
+                server_request(i, ev)
+        elif kind == "response" or kind == "error":
+            if direction == "s2c" and isinstance(msg, dict):
+                ident = ev.get("id")
+                call = open_c2s.pop((type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident), None)
+                if call is None:
+                    # An answer whose request is not on the tape: its echo still says what it answered.
+                    call = new_call(str(ev.get("method") or "?"), ev.get("params"), False, None)
+                call.answer_event = i
+                call.answer = msg
+            elif direction == "c2s":
+                reply(i, ev)
+        elif kind == "notification":
+            if not isinstance(msg, dict):
+                continue
+            if direction == "c2s":
+                current = new_call(str(ev.get("method")), msg.get("params"), True, i)
+            elif direction == "s2c":
+                target = current
+                params = msg.get("params")
+                if ev.get("method") == "notifications/progress" and isinstance(params, dict):
+                    found = by_token.get(_idk(params.get("progressToken")))
+                    unknown_token = unknown_token or found is None
+                    target = found or current
+                if target is None:
+                    prelude_notes.append(i)
+                else:
+                    target.notifications.append(i)
+        elif kind == "garbage":
+            if direction == "s2c":
+                (current.garbage if current is not None else prelude_garbage).append(i)
         elif kind == "exit":
             exits.append(i)
         elif kind == "note":
@@ -467,4 +637,13 @@ def build_calls(
     for i in outside[k:]:
         session_event(i, events[i])
     return TapeCalls(tape, calls, prelude_notes, prelude_garbage, server_requests, exits, notes, side_effects,
-                     handshake_outside=window is not None and window.handshake_outside, unknown_token=unknown_token)
+                     handshake_outside=window is not None and window.handshake_outside, unknown_token=unknown_token,
+                     last_ordinal=ordinal)
+
+
+def build_stretch(
+    tape: Tape, start: int, stop: int, ordinal0: int, prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> list[Call]:
+    """The calls of a closed stretch of events [start, stop) (a Stretch, or the client message at
+    a cut), numbered after `ordinal0`; the session-wide events in it are the window's business."""
+    return build_calls(tape, Window(start, stop, None, ordinal0), prepare=prepare).calls

@@ -4,7 +4,8 @@ Three registries, so later work plugs in without touching the engine (STYLE.md 4
 - RESULT_CLASSIFIERS, keyed by method: compare the `result` of two paired calls
   ("tools/list" -> surface + schema, "initialize" -> session, anything else -> `generic`);
 - CALL_CHECKS, run on every paired call in order (arguments, answer, notifications, garbage)
-  — a conformance or side-effect check registers here with `register_call_check`;
+  — a conformance or side-effect check registers here with `register_call_check`; a pair
+  that is the same events on both sides has nothing to compare and is not checked (engine.py);
 - SESSION_CHECKS, run once per pair of tapes (server requests, process events, protocol).
 
 Categories and kinds emitted (severity before DriftSettings are applied):

@@ -2,10 +2,13 @@
 
 Builds the calls of both tapes (calls.py) — only inside the window where they are not the
 same, closed stretches of events (calls.find_window; `_build` checks the window's two
-assumptions and widens it when they fail) — pairs them (align.py), runs the registered
-classifiers (classify.py) on each pair and the session checks once, applies the project's
-DriftSettings, and groups what is left per call in fresh-tape order. With `conformance=True`
-the fresh tape's conformance findings (mcptape/conformance.py) join them, placed the same way.
+assumptions and widens it when they fail), and in the window's Stretches after it, whose calls
+pair one for one — pairs them (align.py), runs the registered classifiers (classify.py) on each
+pair that is not the same events on both sides (calls.Call.same_events: such calls cannot
+drift, which is what skipping the unchanged stretches relies on) and the session checks once,
+applies the project's DriftSettings, and groups what is left per call in fresh-tape order. With
+`conformance=True` the fresh tape's conformance findings (mcptape/conformance.py) join them,
+placed the same way.
 
 DriftSettings, as read here (config.py holds the model):
 - `added_surface`: severity of a tool/resource/prompt that appeared (default structural).
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcptape.diff import classify, protocol
 from mcptape.diff.align import align
-from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, find_window
+from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, build_stretch, find_window
 from mcptape.diff.classify import Pair, SurfaceNote
 from mcptape.errors import ConfigError
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, SurfaceChanges
@@ -146,36 +149,70 @@ def diff_tapes(
             gc.enable()
 
 
-def _build(prep: protocol.Prepared) -> tuple[TapeCalls, TapeCalls, Window]:
-    """Calls of both tapes inside their window (calls.find_window), checked against its two assumptions."""
+def _build(prep: protocol.Prepared) -> tuple[TapeCalls, TapeCalls, Window, list[tuple[Call, Call]]]:
+    """Calls of both tapes inside their window (calls.find_window), checked against its two
+    assumptions, and the pairs of calls in its stretches (calls.Stretch)."""
     window = find_window(prep.golden.events, prep.fresh.events)
+    alike = True  # the window's end may take in events that differ in server output (Stretches)
+    pairs: list[tuple[Call, Call]] = []
     while True:
         g = build_calls(prep.golden, window, prepare=prep.strip)
         f = build_calls(prep.fresh, window, fresh=True, prepare=prep.strip)
         if window.cuts_prefix() and (g.unknown_token or f.unknown_token):
             # A progress notification may name a request before the window: build from the start.
             window = window.without_prefix()
-        elif window.cuts_suffix() and not _suffix_pairs(g.calls, f.calls):
-            window = window.without_suffix()
-        else:
+            continue
+        if not window.cuts_suffix():
             break
+        stretched = _stretch_pairs(prep, window, g, f)
+        if stretched is not None and _suffix_pairs(g.calls, f.calls, prep, window):
+            pairs = stretched
+            break
+        if alike:  # the end where the events stop being equal may hold where this one did not
+            alike = False
+            strict = find_window(prep.golden.events, prep.fresh.events, alike=False)
+            if strict.stop_g != window.stop_g:
+                window = strict if window.cuts_prefix() else strict.without_prefix()
+                continue
+        window = window.without_suffix()
     if prep.protocols is not None:
         g.protocol_of, f.protocol_of = prep.protocols
-    return g, f, window
+    return g, f, window, pairs
 
 
-def _suffix_pairs(golden: list[Call], fresh: list[Call]) -> bool:
+def _stretch_pairs(prep: protocol.Prepared, window: Window, g: TapeCalls, f: TapeCalls) -> list[tuple[Call, Call]] | None:
+    """The calls of the window's stretches, golden with fresh (align.py's suffix pass pairs them
+    so, see _suffix_pairs); None if a stretch does not hold the same calls in both tapes."""
+    pairs: list[tuple[Call, Call]] = []
+    shift = window.shift
+    for stretch in window.stretches:
+        golden = build_stretch(prep.golden, stretch.start, stretch.stop, g.last_ordinal + stretch.calls_before,
+                               prep.strip)
+        fresh = build_stretch(prep.fresh, stretch.start + shift, stretch.stop + shift,
+                              f.last_ordinal + stretch.calls_before, prep.strip)
+        if len(golden) != len(fresh) or not all(a.same_request(b) for a, b in zip(golden, fresh, strict=True)):
+            return None
+        pairs.extend(zip(golden, fresh, strict=True))
+    return pairs
+
+
+def _suffix_pairs(golden: list[Call], fresh: list[Call], prep: protocol.Prepared, window: Window) -> bool:
     """Would align.py's suffix pass pair the calls after the window with each other?
 
     It would unless its prefix pass runs through all of one side's calls inside the window
-    while the other side has more: then it goes on into the calls after the window, pairing
-    them elsewhere. (Calls before the window pair with each other in either case.)
+    while the other side has more, and then on: it compares the first call after the window on
+    the short side with the long side's next call, and pairs them if they are the same request.
+    (Calls before the window pair with each other in either case.)
     """
     n, m = len(golden), len(fresh)
     lo = 0
     while lo < n and lo < m and golden[lo].same_request(fresh[lo]):
         lo += 1
-    return lo < min(n, m) or n == m
+    if lo < min(n, m) or n == m or window.stop_g is None:
+        return True
+    # The window ends at a client message, the same in both tapes: the first call after it.
+    after = build_stretch(prep.golden, window.stop_g, window.stop_g + 1, 0, prep.strip)
+    return bool(after) and not after[0].same_request(fresh[lo] if n < m else golden[lo])
 
 
 def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None) -> DiffResult:
@@ -184,7 +221,7 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: T
     # 2026-07-28 envelope out, handshakes paired across eras (protocol.py); unchanged stretches skipped (calls.py)
     prep = protocol.prepare_pair(golden, fresh)
     golden, fresh = prep.golden, prep.fresh
-    g, f, window = _build(prep)
+    g, f, window, stretch_pairs = _build(prep)
     steps = align(g.calls, f.calls)
     # Removed golden calls wait before the next fresh call; after the window, that is its first one.
     end = window.stop_f if window.stop_f is not None else len(fresh.events)
@@ -198,20 +235,27 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: T
         next_pos[k] = fc.position if fc is not None else next_pos[k + 1]
 
     checks = list(classify.CALL_CHECKS.values())
+    g_events, f_events = g.tape.events, f.tape.events
+
+    def compare(k: int, g_call: Call, fc: Call) -> None:
+        if g_call.same_events(g_events, fc, f_events):
+            return  # nothing to compare (Call.same_events); most pairs of a big tape
+        pair = Pair(g_call, fc, g, f, added_surface=policy.added_surface)
+        raw: list[Finding] = []
+        for check in checks:
+            raw.extend(check(pair))
+        if not raw:
+            return
+        kept = policy.apply(raw, fc)
+        kept_ids = {id(x) for x in kept}
+        surface_notes.extend(n for n in pair.surface if id(n.finding) in kept_ids)
+        if kept:
+            placed.append((fc.position, k, Drift(call_ref(f, fc), kept)))
+
     for k, step in enumerate(steps):
         g_call, fc = step.golden, step.fresh
         if g_call is not None and fc is not None:
-            pair = Pair(g_call, fc, g, f, added_surface=policy.added_surface)
-            raw: list[Finding] = []
-            for check in checks:
-                raw.extend(check(pair))
-            if not raw:
-                continue
-            kept = policy.apply(raw, fc)
-            kept_ids = {id(x) for x in kept}
-            surface_notes.extend(n for n in pair.surface if id(n.finding) in kept_ids)
-            if kept:
-                placed.append((fc.position, k, Drift(call_ref(f, fc), kept)))
+            compare(k, g_call, fc)
         elif fc is not None:
             finding = Finding("call", "structural", "", "call added (not in the golden tape)", None,
                               _answer_brief(fc), "added", None, f.line(fc.position))
@@ -224,6 +268,10 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: T
             kept = policy.apply([finding], g_call)
             if kept:
                 placed.append((next_pos[k], k, Drift(call_ref(g, g_call), kept)))
+    # The calls after the window that differ in server output come after all of the window's.
+    for k, (g_call, fc) in enumerate(stretch_pairs, start=len(steps)):
+        compare(k, g_call, fc)
+    last_step = len(steps) + len(stretch_pairs)
 
     # Notifications and garbage that came before any client message.
     if g.prelude_notifications or f.prelude_notifications:
@@ -238,11 +286,11 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: T
         for pos, finding in session_check(g, f):
             kept = policy.apply([finding], None)
             if kept:
-                placed.append((pos, len(steps), Drift(None, kept)))
+                placed.append((pos, last_step, Drift(None, kept)))
 
     if conformance is not None:
         for pos, d in conformance_drifts(conformance, drift, policy):
-            placed.append((_prepared_index(raw_fresh, fresh, pos), len(steps) + 1, d))
+            placed.append((_prepared_index(raw_fresh, fresh, pos), last_step + 1, d))
 
     placed.sort(key=lambda t: (t[0], t[1]))
     real = [d for _, _, d in placed if d.severity != "info"]

@@ -336,11 +336,14 @@ def prepare_pair(golden: Tape, fresh: Tape) -> Prepared:
     memo: dict[int, Event] = {}
 
     def strip(event: Event) -> Event:
-        # Tapes read together share the objects of identical lines (diff/command.py): strip each once.
-        key = id(event)
-        out = memo.get(key)
+        # Tapes read together share the objects of identical lines (diff/command.py): such an
+        # event stripped in both stays one object, stripped once. Most events have no envelope
+        # and are kept as they are: the memo holds only the others, so it stays small.
+        out = memo.get(id(event))
         if out is None:
-            out = memo[key] = strip_event(event)
+            out = strip_event(event)
+            if out is not event:
+                memo[id(event)] = out
         return out
 
     def fresh_protocol() -> str | None:

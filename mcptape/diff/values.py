@@ -174,6 +174,41 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     return lo
 
 
+def common_suffix(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
+    """Length (at most `limit`) of the common suffix of two lists, like common_prefix."""
+    n, m = len(a), len(b)
+    lo, hi = 0, min(limit, n, m)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[n - mid:n - lo] == b[m - mid:m - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def equal_back(a: Sequence[Any], b: Sequence[Any], i: int, j: int, limit: int) -> int:
+    """How many elements before a[i] and b[j] are equal (at most `limit`), galloping: C-speed
+    slice compares whose total length is about twice the answer."""
+    lo, hi = 0, 1
+    while True:
+        hi = min(hi, limit)
+        if a[i - hi:i - lo] != b[j - hi:j - lo]:
+            break
+        lo = hi
+        if lo == limit:
+            return lo
+        hi *= 2
+    hi -= 1  # a[i - lo:i] == b[j - lo:j], and the element at hi differs
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[i - mid:i - lo] == b[j - mid:j - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def clip(value: Any, limit: int = 2000) -> Any:
     """A value small enough for a report: long strings are cut and say how long they were."""
     if isinstance(value, str) and len(value) > limit:

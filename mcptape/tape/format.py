@@ -19,8 +19,9 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import IO, Any
 
@@ -113,50 +114,92 @@ def _meta_version(params: Any) -> str | None:
     return version if isinstance(version, str) and version else None
 
 
+@dataclass
+class TapeLines:
+    """A tape file split into its non-blank lines, not parsed yet: what `parse_tape` reads, and
+    what diff/command.py compares between two tapes before parsing only the lines that differ."""
+
+    path: Path
+    raws: list[bytes]
+    numbers: Sequence[int]  # 1-based line number in the file of each line in `raws`
+    cut_short: bool  # the last line has no newline: the recorder died while writing it
+
+
+def read_lines(path: str | os.PathLike[str]) -> TapeLines:
+    """A tape file's lines, for `parse_tape`; an unreadable file is a TapeError already."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise TapeError(f"{p}: cannot read tape: {e.strerror or e}") from e
+    pieces = data.split(b"\n")
+    cut_short = not data.endswith(b"\n")
+    del data
+    raws = [raw for raw in pieces if raw.strip()]
+    numbers: Sequence[int]
+    if raws == pieces[:len(raws)]:  # blank lines only at the end (the usual case): no list to build
+        numbers = range(1, len(raws) + 1)
+    else:
+        numbers = [n for n, raw in enumerate(pieces, start=1) if raw.strip()]
+    return TapeLines(p, raws, numbers, cut_short)
+
+
 def read_tape(path: str | os.PathLike[str]) -> Tape:
-    """Read a tape; a missing footer is allowed (cut short), an unknown format version is not.
+    """Read a tape; a missing footer is allowed (cut short), an unknown format version is not."""
+    return parse_tape(read_lines(path))
+
+
+def parse_tape(lines: TapeLines) -> Tape:
+    """The tape `read_tape` reads, from its lines.
 
     The event lines are parsed as one JSON array on purpose: the C scanner then shares each
     key string across all events instead of allocating it per line, which reads a 100k-event
     tape in about three quarters of the time and memory. A tape that does not parse that way
     (cut short, corrupt) is read again line by line to say where.
     """
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise TapeError(f"{p}: cannot read tape: {e.strerror or e}") from e
-    lines = [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
-    cut_short_last = not data.endswith(b"\n")  # the recorder died while writing the last line
-    del data
-    if not lines:
+    p = lines.path
+    if not lines.raws:
         raise TapeError(f"{p}: empty file, not a tape", hint="record one with `mcptape rec`")
-    number, raw = lines[0]
-    tape = Tape(header=_check_header(p, number, _parse_line(raw)), events=[], path=p)
-    body = lines[1:]
-    parsed = parse_lines([raw for _, raw in body])
+    tape = Tape(header=_check_header(p, lines.numbers[0], _parse_line(lines.raws[0])), events=[], path=p)
+    body = lines.raws[1:]
+    numbers = lines.numbers[1:]
+    parsed = parse_lines(body)
     if parsed is None:
         parsed = []
-        for i, (number, raw) in enumerate(body):
+        for i, raw in enumerate(body):
             obj = _parse_line(raw)
             if obj is None:
-                if i == len(body) - 1 and cut_short_last:
-                    body = body[:i]
+                if i == len(body) - 1 and lines.cut_short:
+                    numbers = numbers[:i]
                     break
-                raise TapeError(f"{p}:{number}: line is not a JSON object", hint="the tape is corrupt; re-record it")
+                raise TapeError(f"{p}:{numbers[i]}: line is not a JSON object", hint="the tape is corrupt; re-record it")
             parsed.append(obj)
-    fill_events(tape, body, parsed)
+    fill_events(tape, numbers, parsed)
     return tape
 
 
-def fill_events(tape: Tape, numbered: list[tuple[int, bytes]], parsed: list[dict[str, Any]]) -> None:
-    """Put parsed event lines into `tape` with their line numbers, up to and including the footer."""
-    for (number, _), obj in zip(numbered, parsed, strict=True):
-        if obj.get("mcptape") == "end":
-            tape.footer = obj
-            break
-        tape.events.append(obj)
-        tape.event_lines.append(number)
+def footer_index(parsed: Sequence[dict[str, Any]]) -> int:
+    """Where the first footer is among parsed lines; len(parsed) if there is none."""
+    try:
+        return [obj.get("mcptape") for obj in parsed].index("end")
+    except ValueError:
+        return len(parsed)
+
+
+def fill_events(tape: Tape, numbers: Sequence[int], parsed: list[dict[str, Any]], end: int | None = None) -> None:
+    """Put parsed event lines into `tape` with their line numbers, up to and including the footer.
+
+    `end` is where the footer is (`footer_index`), for a caller that knows it more cheaply;
+    the lines after a footer are not part of the tape.
+    """
+    if len(numbers) != len(parsed):
+        raise ValueError(f"{len(numbers)} line numbers for {len(parsed)} parsed lines")
+    if end is None:
+        end = footer_index(parsed)
+    if end < len(parsed):
+        tape.footer = parsed[end]
+    tape.events.extend(parsed[:end])
+    tape.event_lines.extend(numbers[:end])
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
@@ -169,14 +212,22 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
 
 def parse_lines(raws: list[bytes]) -> list[dict[str, Any]] | None:
     """Lines parsed as one JSON array (key strings shared), or None unless each is exactly one object."""
+    if not raws:
+        return []
+    # The brackets go onto the first and last line: the tape's bytes are copied once, not three
+    # times; and decoded as json.loads would, but without keeping those bytes while parsing.
+    parts = [b"[" + raws[0] + b"]"] if len(raws) == 1 else [b"[" + raws[0], *raws[1:-1], raws[-1] + b"]"]
+    array = b",".join(parts)
+    del parts
     try:
-        parsed = json.loads(b"[" + b",".join(raws) + b"]")
+        text = array.decode(json.detect_encoding(array), "surrogatepass")
+        del array
+        parsed = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     if not isinstance(parsed, list) or len(parsed) != len(raws):
         return None  # e.g. a line holding "1,2" would shift every line after it
-    objects: list[dict[str, Any]] = [obj for obj in parsed if isinstance(obj, dict)]
-    return objects if len(objects) == len(raws) else None
+    return parsed if all(map(isinstance, parsed, repeat(dict))) else None
 
 
 def _check_header(p: Path, number: int, header: dict[str, Any] | None) -> dict[str, Any]:
