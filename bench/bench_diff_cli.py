@@ -25,9 +25,18 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import ROOT, mcptape_env, median  # noqa: E402
-from bench.bench_diff import make_tape  # noqa: E402
 
 SIZES = (10_000, 100_000, 200_000)
+
+
+def _make_tapes(n: int, golden: Path, fresh: Path) -> None:
+    """The pair, written by a child process. Linux carries a process's peak RSS across fork and
+    exec, so every diff spawned after this process had built a 200k-event tape in memory would
+    report at least that peak as its own (a 10k-event diff read as 304 MB)."""
+    code = "import sys\nfrom pathlib import Path\nfrom bench.bench_diff import make_tape\n"
+    code += "make_tape(Path(sys.argv[2]), int(sys.argv[1]), variant='equal')\n"
+    code += "make_tape(Path(sys.argv[3]), int(sys.argv[1]), variant='drifted')\n"
+    subprocess.run([sys.executable, "-c", code, str(n), str(golden), str(fresh)], check=True, cwd=ROOT, env=mcptape_env())
 
 
 def diff_once(golden: Path, fresh: Path) -> tuple[float, float, int]:
@@ -46,8 +55,7 @@ def run(sizes: tuple[int, ...] = SIZES, rounds: int = 3) -> dict[str, Any]:
         pairs = {}
         for n in sizes:
             golden, fresh = Path(tmp) / f"g{n}.tape.jsonl", Path(tmp) / f"f{n}.tape.jsonl"
-            make_tape(golden, n, variant="equal")
-            make_tape(fresh, n, variant="drifted")
+            _make_tapes(n, golden, fresh)
             pairs[n] = (golden, fresh)
         walls: dict[int, list[float]] = {n: [] for n in sizes}
         rss: dict[int, list[float]] = {n: [] for n in sizes}
