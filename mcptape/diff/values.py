@@ -176,15 +176,7 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
 
 def common_suffix(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
     """Length (at most `limit`) of the common suffix of two lists, like common_prefix."""
-    n, m = len(a), len(b)
-    lo, hi = 0, min(limit, n, m)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[n - mid:n - lo] == b[m - mid:m - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return equal_back(a, b, len(a), len(b), min(limit, len(a), len(b)))
 
 
 def equal_back(a: Sequence[Any], b: Sequence[Any], i: int, j: int, limit: int) -> int:
