@@ -9,16 +9,16 @@ Two processes, so recording can never slow or block the wire:
 
     client ──stdin──▶ ┌────────────────────┐ ──stdin──▶ server
     client ◀─stdout── │ relay (this proc)  │ ◀─stdout── server
-                      │ poll loop, os.read │ ◀─stderr── server
+                      │ poll loop, readv   │ ◀─stderr── server
                       └─────────┬──────────┘
-                                │ tee pipe (non-blocking; overflow waits in memory)
+                                │ tee socket pair (non-blocking; overflow waits in memory)
                       ┌─────────▼──────────┐
     stderr ◀───────── │ writer (forked)    │  lines -> events -> redact -> TapeWriter
        (scrubbed lines, from a thread)     │  stderr lines -> redact -> our fd 2
                       └────────────────────┘
 
 The relay moves every stdin/stdout chunk unchanged the moment it arrives and tees a copy,
-framed as (direction, length, bytes), into a pipe to the writer. Nothing on the relay parses
+framed as (direction, length, bytes), into a socket to the writer. Nothing on the relay parses
 JSON or touches the tape: a 20 MB line is parsed in the writer, which holds its own GIL.
 
 The server's stderr is not the MCP wire, and rec's stderr is often a public CI log, so it is
@@ -35,7 +35,7 @@ Endings (the tape always says which one happened):
   exit event + note `server_exited_mid_session` + footer; exit 3 (DESIGN.md: crashed).
 - SIGINT / SIGTERM / SIGHUP to rec: the server is shut down the same way; note
   `interrupted` + footer; exit 130 / 143 / 129.
-- rec itself is SIGKILLed: the writer sees EOF on the tee pipe without an end record, writes
+- rec itself is SIGKILLed: the writer sees EOF on the tee without an end record, writes
   the events it has, then a note `recorder_killed`, and NO footer: a footer means a clean end,
   so `Tape.complete` is False and the tape reads fine up to the last complete event.
 """
@@ -102,13 +102,13 @@ WRITER_WAIT = 120.0
 # The writer runs below the wire's processes so that on a busy box it yields the core to them:
 # SCHED_IDLE where the OS has it (see _step_aside), else this niceness.
 WRITER_NICE = 19
-# The writer's reads: small enough that it holds the tee pipe's lock only briefly (the relay's
-# tee writes wait for that lock, non-blocking or not), big enough to take a nap's worth at once.
+# The writer's reads: under malloc's mmap threshold (see ChunkReader), big enough to take a
+# nap's worth of frames at once.
 WRITER_READ = 64 << 10
 # After a read that did not fill its buffer, the writer naps this long before the next one, so
-# the relay's tee writes land in the pipe without waking it: it takes the frames of many round
+# the relay's tee writes land in the socket without waking it: it takes the frames of many round
 # trips per wake-up instead of one or two, and stays off the cores the wire needs. Nothing is
-# lost by it (the frames wait in the kernel's pipe, which outlives a killed relay); the tape on
+# lost by it (the frames wait in the socket's buffer, which outlives a killed relay); the tape on
 # disk just trails the wire by up to this much.
 WRITER_NAP = 0.005
 # Scrubbed server stderr waiting for rec's own stderr to take it. A reader of rec's stderr that
@@ -394,9 +394,9 @@ def _tee_channel() -> tuple[int, int]:
 
     Not a pipe: a pipe has one lock that the reader holds while it copies data out, so a relay
     writing to it waits whenever the writer, the lowest-priority process here, was preempted
-    mid-read — and then waits for that process to be scheduled again (milliseconds on a busy
-    box, measured as the p99 of bench/bench_rec.py). A stream socket's sender and receiver do
-    not share such a lock. Frames sent before the relay dies stay readable, as with a pipe.
+    mid-read, until that process is scheduled again: a priority inversion that can cost the
+    wire milliseconds on a busy box. A stream socket's sender and receiver do not share such a
+    lock. Frames sent before the relay dies stay readable, as with a pipe.
     """
     relay_end, writer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(OSError):  # the kernel caps it at net.core.wmem_max; fine
@@ -434,7 +434,7 @@ def _wait_child(pid: int) -> int:
 
 
 class _Tee:
-    """Non-blocking framed writes to the writer; what the pipe cannot take waits here, in order.
+    """Non-blocking framed writes to the writer; what the socket cannot take waits here, in order.
 
     The backlog is bounded: a writer that falls TEE_BACKLOG_MAX behind (a slow disk, a very
     slow redactor) costs the recording, never the wire nor unbounded memory. The wire frames
@@ -498,7 +498,7 @@ class _Tee:
         self.pending_bytes = len(head) + len(data) - n
 
     def flush(self) -> None:
-        """Write what is pending, as much as the pipe takes now."""
+        """Write what is pending, as much as the socket takes now."""
         pending = self.pending
         while pending:
             parts = [pending[i] for i in range(min(len(pending), 512))]
@@ -543,7 +543,7 @@ class _Tee:
         self.send(TAG_CTL, json.dumps({"overflow": dropped}).encode("utf-8"))
 
     def finish(self) -> None:
-        """Hand everything to the writer (blocking now: the wire is done) and close the pipe."""
+        """Hand everything to the writer (blocking now: the wire is done) and close the socket."""
         if not self.broken:
             os.set_blocking(self.fd, True)
             self.flush()
