@@ -196,10 +196,6 @@ def call_ident(method: str, params: Any) -> str:
     return method
 
 
-# Ids that key as (is it an int, the id): what _idk does for them, inlined where every event pays for it.
-_PLAIN_IDS = (int, str)
-
-
 def _idk(value: Any) -> Any:
     """A hashable id key, cheaper than jsonrpc.id_key for the usual ints and strings (1 and "1" differ)."""
     if isinstance(value, int | str) and not isinstance(value, bool):
@@ -387,14 +383,14 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
                 handshake = handshake or method in _HANDSHAKE
                 if kind == "request":
                     ident = ev.get("id")
-                    open_ids.add((type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident))
+                    open_ids.add(_idk(ident))
             elif direction == "s2c" and (kind == "request" or not seen_client):
                 session.append(i)  # a server request, or the prelude (see _session_kind)
         elif kind == "response" or kind == "error":
             direction = ev.get("dir")
             if direction == "s2c" and isinstance(ev.get("msg"), dict):
                 ident = ev.get("id")
-                key = (type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident)
+                key = _idk(ident)
                 if key in open_ids:
                     open_ids.discard(key)
                 else:  # an answer whose request is not on the tape is a call of its own
@@ -437,7 +433,7 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
             direction = ev.get("dir")
             if direction == "s2c" and isinstance(ev.get("msg"), dict):
                 ident = ev.get("id")
-                key = (type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident)
+                key = _idk(ident)
                 if key in need:
                     break  # the later answer would answer nothing from any cut before this one
                 need.add(key)
@@ -449,7 +445,7 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
             if direction == "c2s" and isinstance(msg, dict):
                 if kind == "request":
                     ident = ev.get("id")
-                    need.discard((type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident))
+                    need.discard(_idk(ident))
                     token = _token(msg) if tokens else None  # read only when a progress notification waits
                     if token is not None:
                         tokens.discard(_idk(token))
@@ -589,7 +585,7 @@ def build_calls(
                     current.ordinal = ordinal
                 calls.append(current)
                 ident = ev.get("id")
-                open_c2s[(type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident)] = current
+                open_c2s[_idk(ident)] = current
                 if isinstance(params, dict):
                     meta = params.get("_meta")
                     token = meta.get("progressToken") if meta else None
@@ -600,7 +596,7 @@ def build_calls(
         elif kind == "response" or kind == "error":
             if direction == "s2c" and isinstance(msg, dict):
                 ident = ev.get("id")
-                call = open_c2s.pop((type(ident) is int, ident) if type(ident) in _PLAIN_IDS else _idk(ident), None)
+                call = open_c2s.pop(_idk(ident), None)
                 if call is None:
                     # An answer whose request is not on the tape: its echo still says what it answered.
                     call = new_call(str(ev.get("method") or "?"), ev.get("params"), False, None)
