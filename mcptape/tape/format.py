@@ -7,10 +7,16 @@ tapes), and reading with line numbers. What an event *means* is events.py's busi
     {"mcptape":"tape","format":1,"version":"0.1.0","name":"calc","transport":"stdio",...}  header
     {"kind":"request","dir":"c2s","id":1,"method":"tools/call","msg":{...}}               events
     {"kind":"response","dir":"s2c","id":1,"method":"tools/call","params":{...},"msg":{...}}
-    {"mcptape":"end","events":2}                                                           footer
+    {"mcptape":"end","events":2,"crc32":"5d9c3a0e"}                                        footer
 
 A tape without its footer was cut short (crash, kill); it is still readable up to the last
 complete line, and `Tape.complete` says so. Fields a reader does not know are kept.
+
+The footer's `crc32` covers every byte before the footer line. It is not a seal against
+tampering (anyone can recompute it) but a cheap proof that a file is, byte for byte, what our
+writer wrote: then every line is the compact serialization of its event, which lets play send
+a recorded message's bytes without parsing them (see replay.TapeStream). A tape edited by hand
+keeps working; it is just parsed.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import contextlib
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -48,10 +55,27 @@ def make_header(name: str, *, transport: str = "stdio", **fields: Any) -> dict[s
     return header
 
 
-def make_footer(event_count: int, **fields: Any) -> dict[str, Any]:
+def make_footer(event_count: int, crc: int | None = None, **fields: Any) -> dict[str, Any]:
+    """A footer line; `crc` is zlib.crc32 of every byte of the tape before it (see module doc)."""
     footer: dict[str, Any] = {"mcptape": "end", "events": event_count}
     footer.update({k: v for k, v in fields.items() if v is not None})
+    if crc is not None:
+        footer["crc32"] = f"{crc:08x}"
     return footer
+
+
+def written_verbatim(data: bytes) -> bool:
+    """The tape file `data` is exactly as our writer wrote it: its last line is a footer whose
+    crc32 matches every byte before that line (see module doc)."""
+    end = len(data) - 1
+    if end < 0 or data[end] != 0x0A:
+        return False
+    start = data.rfind(b"\n", 0, end) + 1
+    last = data[start:end]
+    if not last.startswith(b'{"mcptape":"end"') or b'"crc32":"' not in last:
+        return False
+    footer = _parse_line(last)
+    return footer is not None and footer.get("crc32") == f"{zlib.crc32(memoryview(data)[:start]):08x}"
 
 
 def serialize(line: dict[str, Any]) -> bytes:
@@ -254,24 +278,26 @@ class TapeWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
         self.count = 0
-        self._fh.write(serialize(header))
+        self._crc = 0  # of everything written so far, for the footer
+        data = serialize(header)
+        self._fh.write(data)
         self._fh.flush()
+        self._crc = zlib.crc32(data, self._crc)
 
     def write(self, event: Event) -> None:
-        self._fh.write(serialize(event))
-        self._fh.flush()
-        self.count += 1
+        self.write_line(serialize(event))
 
     def write_line(self, data: bytes) -> None:
         """Write one event already serialized (newline included), e.g. by Redactor.line_bytes."""
         self._fh.write(data)
         self._fh.flush()
+        self._crc = zlib.crc32(data, self._crc)
         self.count += 1
 
     def close(self, **footer_fields: Any) -> None:
         if self._fh.closed:
             return
-        self._fh.write(serialize(make_footer(self.count, **footer_fields)))
+        self._fh.write(serialize(make_footer(self.count, self._crc, **footer_fields)))
         self._fh.flush()
         self._fh.close()
 
@@ -284,12 +310,10 @@ class TapeWriter:
 def tape_bytes(header: dict[str, Any], events: Iterable[Event], **footer_fields: Any) -> bytes:
     """The whole tape as bytes: what write_tape_atomic writes and what redaction verifies."""
     parts = [serialize(header)]
-    count = 0
     for ev in events:
         parts.append(serialize(ev))
-        count += 1
-    parts.append(serialize(make_footer(count, **footer_fields)))
-    return b"".join(parts)
+    body = b"".join(parts)
+    return body + serialize(make_footer(len(parts) - 1, zlib.crc32(body), **footer_fields))
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:

@@ -26,6 +26,7 @@ import anyio
 import pytest
 
 from mcptape.tape import read_tape
+from mcptape.tape.format import written_verbatim
 from tests.conftest import FIXTURES, ROOT, calc_command, mcptape_command, node_server
 
 WAIT = 30  # seconds; every wait on a process is bounded by this
@@ -218,7 +219,8 @@ def test_sdk_client_gets_the_same_results_through_rec(tmp_path: Path) -> None:
     assert msgs[8]["msg"]["error"]["code"] == -32602
     assert msgs[10]["params"] == {"uri": "calc://constants"}
     assert t.events[-1] == {"kind": "exit", "code": 0}
-    assert t.footer == {"mcptape": "end", "events": len(t.events)}
+    assert t.footer == {"mcptape": "end", "events": len(t.events), "crc32": t.footer["crc32"]}
+    assert written_verbatim(tape.read_bytes())  # the crc32 covers what rec wrote: play may trust its bytes
 
 
 # --------------------------------------------------------------------------------------------
