@@ -26,6 +26,12 @@ How a tape is served:
   steps (`ReplayEngine.lookahead`), so reading the tape costs idle time, not round trips.
 * What is sent for a match is the recorded wire text with only the id rewritten (and, for
   `notifications/progress`, only the progress token), so replay is byte-identical.
+* A tape our writer wrote and nobody edited since (its footer's crc32 says so, see
+  tape/format.py) holds each message as its exact wire bytes. Its request and response lines
+  are then not parsed until something needs more than their head (LazyEvent), and a client
+  line byte-identical to a recorded request that is next in line anyway is answered without
+  parsing either (`ReplayEngine._verbatim`): a deterministic client's replay then costs a
+  dictionary lookup per request, less than a trivial live server's own parse and serialize.
 * Every other recorded server message (notification, server request, garbage line) is
   anchored to the nearest preceding *anchor* — a client request, a client notification, a
   server response, or a client's answer to a server request — and emitted when that anchor
@@ -73,6 +79,7 @@ from typing import Any
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
 from mcptape.jsonrpc import classify, dumps, id_key, top_level_span
 from mcptape.tape import C2S, S2C, Event, Tape, read_tape, wire_text
+from mcptape.tape.format import written_verbatim
 
 MISS_CODE = -32603
 PARSE_ERROR = -32700
@@ -334,7 +341,8 @@ class RecordedCall:
         "index",
         "line",
         "method",
-        "params",
+        "_params",
+        "_source",
         "response",
         "waits",
         "key",
@@ -344,11 +352,12 @@ class RecordedCall:
         "live_token",
     )
 
-    def __init__(self, index: int, line: int, method: str, params: Any) -> None:
+    def __init__(self, index: int, line: int, method: str, params: Any, source: LazyEvent | None = None) -> None:
         self.index = index  # event index of the request in the tape
         self.line = line  # its line in the tape file
         self.method = method
-        self.params = params
+        self._params = params
+        self._source = source  # a request line not parsed yet: params come from it at first use
         self.response: int | None = None  # event index of the response, None if never answered
         self.waits: set[str] = set()  # server-request id keys answered before the response
         self.key: str | None = None  # canonical params for the fast exact-match path
@@ -356,6 +365,14 @@ class RecordedCall:
         self.consumed = False
         self.live_id: Any = None
         self.live_token: Any = None
+
+    @property
+    def params(self) -> Any:
+        if self._source is not None:
+            msg = self._source.get("msg")
+            self._params = msg.get("params") if isinstance(msg, dict) else None
+            self._source = None
+        return self._params
 
     @property
     def label(self) -> str:
@@ -485,11 +502,15 @@ class ReplayEngine:
         self.events: list[Event] = tape.events
         self.calls: list[RecordedCall] = []
         self._by_method: dict[str, list[RecordedCall]] = {}
-        self._first_open: dict[str, int] = {}  # method -> position in _by_method before which all are consumed
+        self._first_open_at: dict[str, int] = {}  # method -> position in _by_method before which all are consumed
         self._exact: dict[tuple[str, str], deque[RecordedCall]] = {}
         # method -> how many of its calls (in _by_method order) are in _exact; a method is keyed
         # at its first request or ahead of it in idle time (lookahead), so start-up stays light.
         self._exact_upto: dict[str, int] = {}
+        # The recorded wire text of requests whose text is known without serializing (lines of
+        # a verbatim tape, `raw` ones) -> those calls in order: a client line equal to one of
+        # them is that request, so it is matched with no parsing (see _verbatim_call).
+        self._verbatim: dict[str, deque[RecordedCall]] = {}
         self._call_of_response: dict[int, RecordedCall] = {}
         self._anchored: dict[int, list[int]] = {}  # anchor event index -> s2c event indices
         self._startup: list[int] = []
@@ -556,20 +577,37 @@ class ReplayEngine:
         anchor = self._anchor
         open_calls = self._open_calls
         calls_by_token = self._calls_by_token
+        verbatim, by_method, line_of = self._verbatim, self._by_method, self.tape.line_of
+        head = dict.get  # kind, dir, id, method: read without parsing a LazyEvent (and faster)
         for i in range(self._indexed, end):
             ev = events[i]
-            kind, direction = ev.get("kind"), ev.get("dir")
+            kind, direction = head(ev, "kind"), head(ev, "dir")
             if direction == C2S:
                 if kind == "request":
-                    params = ev.get("params", ev.get("msg", {}).get("params"))
-                    method = str(ev.get("method"))
-                    call = RecordedCall(index=i, line=self.tape.line_of(i), method=method, params=params)
-                    call.progress_token = _progress_token(params)
+                    method = str(head(ev, "method"))
+                    if type(ev) is LazyEvent and ev.line is not None:
+                        call = RecordedCall(i, line_of(i), method, None, source=ev)
+                        if b'"progressToken"' in ev.line:  # else it has none: no need to parse it
+                            call.progress_token = _progress_token(call.params)
+                        text: Any = ev.wire
+                    else:
+                        params = ev.get("params", ev.get("msg", {}).get("params"))
+                        call = RecordedCall(i, line_of(i), method, params)
+                        call.progress_token = _progress_token(params)
+                        text = ev.wire if type(ev) is LazyEvent else ev.get("raw")
+                    if isinstance(text, str):
+                        queue = verbatim.get(text)
+                        if queue is None:
+                            verbatim[text] = queue = deque()
+                        queue.append(call)
                     if call.progress_token is not None:
                         calls_by_token[call.progress_token] = call
                     self.calls.append(call)
-                    self._by_method.setdefault(method, []).append(call)
-                    open_calls[_idk(ev.get("id"))] = call
+                    same = by_method.get(method)
+                    if same is None:
+                        by_method[method] = same = []
+                    same.append(call)
+                    open_calls[_idk(head(ev, "id"))] = call
                     anchor = i
                 elif kind == "notification":
                     self._notifications.setdefault(str(ev.get("method")), []).append(i)
@@ -579,13 +617,13 @@ class ReplayEngine:
                     anchor = i
                 continue
             if kind in ("response", "error") and direction == S2C:
-                answered = open_calls.pop(_idk(ev.get("id")), None)
+                answered = open_calls.pop(_idk(head(ev, "id")), None)
                 if answered is not None:
                     call = answered
                     call.response = i
                     self._call_of_response[i] = call
                     # Server requests recorded before the response, answered before it: it waits for them.
-                    for s in self._anchored.get(call.index, []):
+                    for s in self._anchored.get(call.index, ()):
                         sev = events[s]
                         answer = self._answer_of.get(_idk(sev.get("id")))
                         if sev.get("kind") == "request" and answer is not None and answer < i:
@@ -650,6 +688,15 @@ class ReplayEngine:
                 # do, lookahead being near) pays for a few, and only one reaching far grows them.
                 self._stream.restart_batches()
             text = line.rstrip("\r\n")
+            out: list[str] = []
+            call = self._verbatim_call(text)
+            if call is None and text not in self._verbatim and self._more():
+                call = self._verbatim_call(text)  # it was in the next batch: the usual case at a batch's end
+            if call is not None:
+                recorded_id = self.events[call.index].get("id")
+                token = json.loads(call.progress_token) if call.progress_token is not None else None
+                self._answer(call, recorded_id, token, out)
+                return out
             if not text or text.isspace():
                 return []
             try:
@@ -657,7 +704,6 @@ class ReplayEngine:
             except ValueError:
                 return [_error_line(None, PARSE_ERROR, "Parse error: not JSON (mcptape play)")]
             kind = classify(msg)
-            out: list[str] = []
             if kind == "request":
                 self._request(msg, out)
             elif kind == "notification":
@@ -682,8 +728,10 @@ class ReplayEngine:
         with self._lock:
             if self._more(LOOKAHEAD_LINES):
                 return True
-            for method, calls in self._by_method.items():
-                if self._exact_upto.get(method, 0) < len(calls) and self._matches_exactly(method):
+            # Keys only for methods a request needed them for: a client whose lines are the
+            # recorded bytes is matched without them (_verbatim_call), and keying parses params.
+            for method, upto in self._exact_upto.items():
+                if upto < len(self._by_method.get(method, ())):
                     self._key_calls(method, LOOKAHEAD_KEYS)
                     return True
             return False
@@ -738,21 +786,23 @@ class ReplayEngine:
                 return
         if method == "initialize":
             self._note_capabilities(call, params)
-        self._answer(call, msg, out)
-
-    def _answer(self, call: RecordedCall, msg: dict[str, Any], out: list[str]) -> None:
-        call.consumed = True
-        call.live_id = msg["id"]
+        live_token = None
         if call.progress_token is not None:  # only then can a recorded progress notification need it
-            token = _progress_token(msg.get("params"))
-            call.live_token = json.loads(token) if token is not None else None
+            token = _progress_token(params)
+            live_token = json.loads(token) if token is not None else None
+        self._answer(call, msg["id"], live_token, out)
+
+    def _answer(self, call: RecordedCall, live_id: Any, live_token: Any, out: list[str]) -> None:
+        call.consumed = True
+        call.live_id = live_id
+        call.live_token = live_token
         for i in self._anchored.get(call.index, []):
             self._emit(i, out)
         if call.response is None:
             if not self.tape.complete and not self.closed:
                 why = f"the tape was cut short before the response to {call.label} (line {call.line})"
-                self._report.misses.append(Miss(call.method, call.label, why, msg["id"]))
-                out.append(_error_line(msg["id"], MISS_CODE, f"mcptape play: {why}", {"mcptape": "cut-short"}))
+                self._report.misses.append(Miss(call.method, call.label, why, live_id))
+                out.append(_error_line(live_id, MISS_CODE, f"mcptape play: {why}", {"mcptape": "cut-short"}))
             return  # a complete tape where the server never answered: neither do we
         self._report.answered += 1
         if call.waits - self._answered_server:
@@ -765,11 +815,46 @@ class ReplayEngine:
         while True:
             call = self._find_indexed(method, params)
             if call is not None:
-                while not (call.response is not None and self._settled(call.response)) and self._more():
-                    pass
+                self._settle(call)
                 return call
             if not self._more():
                 return None
+
+    def _settle(self, call: RecordedCall) -> None:
+        """Index on until `call`'s response and everything anchored to it are known."""
+        while not (call.response is not None and self._settled(call.response)) and self._more():
+            pass
+
+    def _verbatim_call(self, text: str) -> RecordedCall | None:
+        """The call `_find` would match for the client line `text`, if `text` is a recorded
+        request's exact wire text and that call is its method's earliest unconsumed one.
+
+        Then no parsing is needed: the same bytes are the same method and params, and the
+        earliest open call with them is the one any exact matcher takes. Anything else (a
+        call asked out of order, another matcher for the method) goes the general way.
+        """
+        queue = self._verbatim.get(text)
+        if not queue:
+            return None
+        while queue and queue[0].consumed:
+            queue.popleft()
+        if not queue:
+            return None
+        call = queue[0]
+        if not self._matches_exactly(call.method) or self._first_open(call.method) is not call:
+            return None
+        queue.popleft()
+        self._settle(call)
+        return call
+
+    def _first_open(self, method: str) -> RecordedCall | None:
+        """The earliest indexed call of `method` not consumed yet."""
+        same = self._by_method.get(method, [])
+        start = self._first_open_at.get(method, 0)
+        while start < len(same) and same[start].consumed:
+            start += 1
+        self._first_open_at[method] = start
+        return same[start] if start < len(same) else None
 
     def _matches_exactly(self, method: str) -> bool:
         return self.match_on.get(method, DEFAULT_MATCH_ON) == DEFAULT_MATCH_ON
@@ -794,14 +879,10 @@ class ReplayEngine:
                 queue.popleft()
         # Slow path: matchers that are not plain equality, JSON-equal but not byte-equal (1 vs 1.0),
         # and recordings with redacted values.
-        same = self._by_method.get(method)
-        if not same:
+        if self._first_open(method) is None:
             return None
-        start = self._first_open.get(method, 0)
-        while start < len(same) and same[start].consumed:
-            start += 1
-        self._first_open[method] = start
-        for k in range(start, len(same)):
+        same = self._by_method[method]
+        for k in range(self._first_open_at[method], len(same)):
             call = same[k]
             if not call.consumed and not self._reasons(call, params):
                 return call
@@ -974,7 +1055,11 @@ class ReplayEngine:
 
     def _with_id(self, index: int, live_id: Any) -> str:
         ev = self.events[index]
-        if "raw" not in ev:
+        if type(ev) is LazyEvent:
+            recorded = ev.get("id")
+            if type(live_id) is type(recorded) and live_id == recorded:
+                return ev.wire
+        elif "raw" not in ev:
             # The wire text is the compact form of msg: swapping the id in a copy keeps its key
             # position, so one serialization gives the same bytes as a splice, for less work.
             msg = dict(ev["msg"])
@@ -982,7 +1067,7 @@ class ReplayEngine:
             return _compact(msg)
         parts = self._id_spans.get(index)
         if parts is None:
-            text = wire_text(ev)
+            text = ev.wire if type(ev) is LazyEvent else wire_text(ev)
             span = top_level_span(text, "id")
             if span is None:
                 return text
@@ -1019,6 +1104,120 @@ def load_tape(path: str) -> Tape:
             gc.enable()
 
 
+# --- lines of a tape written verbatim --------------------------------------------------
+
+_HEAD = frozenset({"kind", "dir", "id", "method"})
+# The heads of request and answer lines in the writer's fixed key order (tape/events.py), up to
+# the value of `msg` (of `params` for an answer that echoes them). Only int and string ids:
+# anything else is parsed.
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+_ID = rb"(-?[0-9]+|" + _STRING + rb")"
+_REQUEST_HEAD = re.compile(rb'\{"kind":"request","dir":"c2s","id":' + _ID + rb',"method":(' + _STRING + rb'),"msg":')
+_ANSWER_HEAD = re.compile(
+    rb'\{"kind":"(response|error)","dir":"s2c","id":' + _ID + rb'(?:,"method":(' + _STRING + rb'))?,"(params|msg)":'
+)
+
+
+class LazyEvent(dict[str, Any]):
+    """A request or answer line of a tape written verbatim, parsed only when more than its head is used.
+
+    The head (kind, dir, id, method) is read off the line's bytes; `get`, `[]` and `in` of any
+    other key parse the whole line first, so the engine reads it like any event. `wire` is the
+    message's wire text sliced out of the line: on a verbatim tape (tape/format.py) the line is
+    `dumps(event)`, so that slice is exactly `dumps(msg)`, the text the recorded peer sent.
+    Only stdio play builds these; nothing serializes them (json would see the head only).
+    """
+
+    __slots__ = ("line", "wire")  # set by lazy_event; line is None once parsed
+    line: bytes | None
+    wire: str
+
+    def _load(self) -> None:
+        line, self.line = self.line, None
+        if line is not None:
+            try:
+                parsed = json.loads(line)
+            except ValueError as e:  # only if bytes changed under a matching crc32
+                raise ReplayError(f"a tape line is not JSON although the tape's crc32 matches: {e}") from e
+            self.clear()
+            self.update(parsed)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if self.line is not None and key not in _HEAD:
+            self._load()
+        return dict.get(self, key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        if self.line is not None and key not in _HEAD:
+            self._load()
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        if self.line is not None and key not in _HEAD:
+            self._load()
+        return dict.__contains__(self, key)
+
+    def loaded(self) -> dict[str, Any]:
+        """The whole event as a plain dict."""
+        self._load()
+        return dict(self)
+
+    def __repr__(self) -> str:
+        return repr(self.loaded())
+
+    def __eq__(self, other: object) -> bool:
+        return self.loaded() == (other.loaded() if isinstance(other, LazyEvent) else other)
+
+    __hash__ = None
+
+
+_HEAD_STRINGS: dict[bytes, str] = {}  # a tape's few methods (and string ids), decoded once
+
+
+def _head_value(token: bytes) -> Any:
+    """An int or JSON string token of a line's head as the value json.loads would give."""
+    if token[:1] != b'"':
+        return int(token)
+    value = _HEAD_STRINGS.get(token)
+    if value is None:
+        value = json.loads(token) if b"\\" in token else token[1:-1].decode("utf-8")
+        if len(_HEAD_STRINGS) < 4096:
+            _HEAD_STRINGS[token] = value
+    return value
+
+
+def lazy_event(raw: bytes) -> LazyEvent | None:
+    """A LazyEvent for a request or answer line of a verbatim tape; None for any other line."""
+    # A line ending in `}}` has no `raw` after `msg` (a string would end it); an escaped lone
+    # surrogate made the writer escape the whole line, msg's non-ASCII text included.
+    if not raw.endswith(b"}}") or b"\\ud" in raw:
+        return None
+    if raw.startswith(b'{"kind":"request"'):
+        m = _REQUEST_HEAD.match(raw)
+        if m is None:
+            return None
+        ev = LazyEvent(kind="request", dir=C2S, id=_head_value(m[1]), method=_head_value(m[2]))
+        start = m.end()
+    else:
+        m = _ANSWER_HEAD.match(raw)
+        if m is None:
+            return None
+        ev = LazyEvent(kind=m[1].decode("ascii"), dir=S2C, id=_head_value(m[2]))
+        if m[3] is not None:
+            ev["method"] = _head_value(m[3])
+        if m[4] == b"msg":
+            start = m.end()
+        else:
+            # The echoed params come first; the top-level msg key is the one `,"msg":` that follows
+            # them unless params or msg hold a "msg" key themselves (then the line is parsed).
+            if raw.count(b',"msg":') != 1:
+                return None
+            start = raw.index(b',"msg":') + 7
+    ev.line = raw
+    ev.wire = raw[start:-1].decode("utf-8")
+    return ev
+
+
 class TapeStream:
     """A tape read for stdio play: what must fail up front is checked now, events parsed on demand.
 
@@ -1034,7 +1233,9 @@ class TapeStream:
     writer's fixed key order, anything else parsed); `streamable` is False when these checks
     want the whole tape (a repeated server request id, no client request), and run_play then
     loads it whole so the engine names the problem as before. A corrupt line in the middle is
-    only found when its batch is parsed: play then stops with exit 2 naming the line.
+    only found when its batch is parsed: play then stops with exit 2 naming the line. On a
+    tape written verbatim (`verbatim`) request and answer lines are not parsed at all here but
+    become LazyEvents: no line of it can be corrupt unless its crc32 lies.
     """
 
     FIRST_BATCH = 64
@@ -1053,6 +1254,8 @@ class TapeStream:
             raise ReplayError(f"{p}: cannot read tape: {e.strerror or e}") from e
         lines = [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
         cut_short_last = not data.endswith(b"\n")
+        # Written by us and unedited: request and answer lines become LazyEvents (see module doc).
+        self.verbatim = written_verbatim(data)
         del data
         if not lines:
             raise ReplayError(f"{p}: empty file, not a tape", hint="record one with `mcptape rec`")
@@ -1104,8 +1307,6 @@ class TapeStream:
 
     def read_batch(self, limit: int | None = None) -> int:
         """Parse the next batch (at most `limit` lines) onto `tape.events`; how many (0 at the end)."""
-        from mcptape.tape.format import parse_lines
-
         size = self._batch if limit is None else min(limit, self._batch)
         chunk = self._body[self._pos : self._pos + size]
         if not chunk:
@@ -1113,6 +1314,18 @@ class TapeStream:
         self._pos += len(chunk)
         if limit is None:
             self._batch = min(self._batch * 2, self.MAX_BATCH)
+        if self.verbatim:
+            events: list[dict[str, Any] | None] = [lazy_event(raw) for _, raw in chunk]
+            rest = iter(self._parse([line for line, ev in zip(chunk, events, strict=True) if ev is None]))
+            self.tape.events.extend(ev if ev is not None else next(rest) for ev in events)
+        else:
+            self.tape.events.extend(self._parse(chunk))
+        self.tape.event_lines.extend(number for number, _ in chunk)
+        return len(chunk)
+
+    def _parse(self, chunk: list[tuple[int, bytes]]) -> list[dict[str, Any]]:
+        from mcptape.tape.format import parse_lines
+
         parsed = parse_lines([raw for _, raw in chunk])
         if parsed is None:
             parsed = []
@@ -1126,9 +1339,7 @@ class TapeStream:
                         f"{self.tape.path}:{number}: line is not a JSON object", hint="the tape is corrupt; re-record it"
                     )
                 parsed.append(obj)
-        self.tape.events.extend(parsed)
-        self.tape.event_lines.extend(number for number, _ in chunk)
-        return len(chunk)
+        return parsed
 
 
 # --- the stdio command -------------------------------------------------------------------
