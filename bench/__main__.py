@@ -111,6 +111,12 @@ def _replay_rows(r: dict[str, Any]) -> list[Row]:
             ratio >= 1.0,
         ),
         (
+            "play of the tape edited (parsed) / live",
+            f"{r['throughput_ratio_play_parsed_over_live']:.2f}x ({r['play_parsed']['calls_per_s']:.0f} calls/s)",
+            "-",
+            None,
+        ),
+        (
             f"play time to first response, {r['calls']}-call tape",
             f"{play['first_ms']:.1f} ms vs live {live['first_ms']:.1f} ms ({r['first_response_ratio_play_over_live']:.2f}x)",
             "-",

@@ -43,6 +43,15 @@ def spinning(enabled: bool = True) -> Iterator[int]:
             p.wait(10)
 
 
+def compile_package(root: Path = ROOT) -> None:
+    """Byte-compile `root`/mcptape, as pip does on install: with PYTHONDONTWRITEBYTECODE set (this
+    machine sets it) or a source file newer than its .pyc, every spawned mcptape would otherwise
+    recompile what it imports, and start-up figures would measure the compiler."""
+    import compileall
+
+    compileall.compile_dir(str(root / "mcptape"), quiet=1)
+
+
 def median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 

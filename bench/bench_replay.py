@@ -2,12 +2,16 @@
 against `mcptape play` of its tape, measured side by side in one run.
 
 Reports throughput (sequential round trips per second) and time to first response (spawn ->
-initialize answered, for the N-call tape and for a 10-call one, since play reads its whole tape
-before it answers), as medians of interleaved rounds so drift in machine load hits both
+initialize answered, for the N-call tape and for a 10-call one: play reads a tape's lines
+before it answers, and parses them as requests need them), as medians of interleaved rounds so drift in machine load hits both
 sides alike. Low-priority spinners keep the cores out of idle, or wake-up latency from idle
 swamps sub-millisecond round trips. Run: `python bench/bench_replay.py [--calls N] [--rounds R]`.
 
-`--baseline DIR` adds a third side, `play_before`: `python -m mcptape play` run from DIR, a
+A third side, `play_parsed`, plays the same tape with its footer's crc32 removed, as a tape
+edited by hand is: play then parses every line and every request (no verbatim shortcut, see
+mcptape/replay.py), which is also what a client whose lines differ from the recording's gets.
+
+`--baseline DIR` adds a fourth side, `play_before`: `python -m mcptape play` run from DIR, a
 directory holding another version of the `mcptape` package (e.g. a copy of the last commit's),
 so a change to play is measured against the old code in the same run.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -29,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench._common import spinning  # noqa: E402
+from bench._common import compile_package, spinning  # noqa: E402
 from mcptape.tape import C2S, S2C, EventBuilder, TapeWriter, make_header  # noqa: E402
 
 CALC = [sys.executable, str(ROOT / "fixtures" / "servers" / "calc_server.py")]
@@ -90,15 +95,25 @@ def _session(command: list[str], calls: int, tape: TapeWriter | None = None, cwd
 
 def bench(calls: int = 2000, rounds: int = 7, baseline: Path | None = None) -> dict[str, Any]:
     small = 10
+    for tree in (ROOT, baseline):
+        if tree is not None:
+            compile_package(tree)
     with tempfile.TemporaryDirectory() as tmp:
-        plays = {}
+        plays, parsed = {}, {}
         for n in (calls, small):
             tape_path = Path(tmp) / f"bench{n}.tape.jsonl"
             writer = TapeWriter(tape_path, make_header("bench", server={"command": ["calc_server.py"]}))
             _session(CALC, n, writer)
             writer.close()
             plays[n] = [sys.executable, "-m", "mcptape", "play", str(tape_path)]
-        sides = [("live", CALC, CALC, ROOT), ("play", plays[calls], plays[small], ROOT)]
+            edited = Path(tmp) / f"bench{n}.edited.tape.jsonl"
+            edited.write_bytes(re.sub(rb',"crc32":"[0-9a-f]+"', b"", tape_path.read_bytes()))
+            parsed[n] = [sys.executable, "-m", "mcptape", "play", str(edited)]
+        sides = [
+            ("live", CALC, CALC, ROOT),
+            ("play", plays[calls], plays[small], ROOT),
+            ("play_parsed", parsed[calls], parsed[small], ROOT),
+        ]
         if baseline is not None:
             sides.append(("play_before", plays[calls], plays[small], baseline))
         results: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in sides}
@@ -117,6 +132,9 @@ def bench(calls: int = 2000, rounds: int = 7, baseline: Path | None = None) -> d
         out[name] = {k: med(name, k) for k in ("calls_per_s", "us_per_call", "first_ms")}
         out[name]["first_ms_10_call_tape"] = round(statistics.median(first_small[name]), 2)
     out["throughput_ratio_play_over_live"] = round(out["play"]["calls_per_s"] / out["live"]["calls_per_s"], 3)
+    out["throughput_ratio_play_parsed_over_live"] = round(
+        out["play_parsed"]["calls_per_s"] / out["live"]["calls_per_s"], 3
+    )
     out["first_response_ratio_play_over_live"] = round(out["play"]["first_ms"] / out["live"]["first_ms"], 3)
     out["first_response_ratio_10_call_tape"] = round(
         out["play"]["first_ms_10_call_tape"] / out["live"]["first_ms_10_call_tape"], 3

@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import ROOT, mcptape_env, median, spinning  # noqa: E402
+from bench._common import ROOT, compile_package, mcptape_env, median, spinning  # noqa: E402
 
 FORBIDDEN = ("rich", "ghapi", "jsonschema", "pydantic", "httpx")
 TAPE = ROOT / "fixtures" / "example" / "tapes" / "surface.tape.jsonl"
@@ -97,6 +97,7 @@ def import_report(cmd: list[str], stdin: bytes | None) -> dict[str, Any]:
 
 
 def run(rounds: int = 21, spin: bool = True) -> dict[str, Any]:
+    compile_package()
     commands = _commands()
     times: dict[str, list[float]] = {name: [] for name in commands}
     with spinning(spin):

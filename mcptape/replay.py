@@ -1111,11 +1111,11 @@ _HEAD = frozenset({"kind", "dir", "id", "method"})
 # the value of `msg` (of `params` for an answer that echoes them). Only int and string ids:
 # anything else is parsed.
 _STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
-_ID = rb"(-?[0-9]+|" + _STRING + rb")"
-_REQUEST_HEAD = re.compile(rb'\{"kind":"request","dir":"c2s","id":' + _ID + rb',"method":(' + _STRING + rb'),"msg":')
-_ANSWER_HEAD = re.compile(
-    rb'\{"kind":"(response|error)","dir":"s2c","id":' + _ID + rb'(?:,"method":(' + _STRING + rb'))?,"(params|msg)":'
+_HEAD_LINE = re.compile(
+    rb'\{"kind":"(request|response|error)","dir":"(c2s|s2c)","id":(-?[0-9]+|' + _STRING + rb")"
+    rb'(?:,"method":(' + _STRING + rb'))?,"(params|msg)":'
 )
+_HEAD_WORDS = {b"request": "request", b"response": "response", b"error": "error", b"c2s": C2S, b"s2c": S2C}
 
 
 class LazyEvent(dict[str, Any]):
@@ -1186,35 +1186,47 @@ def _head_value(token: bytes) -> Any:
     return value
 
 
-def lazy_event(raw: bytes) -> LazyEvent | None:
-    """A LazyEvent for a request or answer line of a verbatim tape; None for any other line."""
-    # A line ending in `}}` has no `raw` after `msg` (a string would end it); an escaped lone
-    # surrogate made the writer escape the whole line, msg's non-ASCII text included.
-    if not raw.endswith(b"}}") or b"\\ud" in raw:
+def lazy_event(raw: bytes, escaped: bool = True) -> LazyEvent | None:
+    """A LazyEvent for a request or answer line of a verbatim tape; None for any other line.
+
+    Relies on the key order tape/events.py fixes: `msg` comes last but for `raw` (a string) and
+    the scripted client's `step` (an int). So msg's text runs to the line's last `}` but one, or
+    to the `}` before a closing `,"step":N}`; a line with `raw` ends in `"}` and is parsed.
+    `escaped=False` says the tape holds no `\\ud` at all (TapeStream checks the file once).
+    """
+    if escaped and b"\\ud" in raw:  # an escaped lone surrogate made the writer escape the whole line
         return None
-    if raw.startswith(b'{"kind":"request"'):
-        m = _REQUEST_HEAD.match(raw)
-        if m is None:
-            return None
-        ev = LazyEvent(kind="request", dir=C2S, id=_head_value(m[1]), method=_head_value(m[2]))
-        start = m.end()
+    if raw.endswith(b"}}"):
+        end = len(raw) - 1
     else:
-        m = _ANSWER_HEAD.match(raw)
-        if m is None:
+        # The last `},"step":` followed by nothing but digits and the final `}` is the top-level
+        # step (nested, another `}` would follow), and the `}` before it closes msg.
+        end = raw.rfind(b'},"step":') + 1
+        if end == 0 or not raw.endswith(b"}") or not raw[end + 8 : -1].isdigit():
             return None
-        ev = LazyEvent(kind=m[1].decode("ascii"), dir=S2C, id=_head_value(m[2]))
-        if m[3] is not None:
-            ev["method"] = _head_value(m[3])
-        if m[4] == b"msg":
-            start = m.end()
-        else:
-            # The echoed params come first; the top-level msg key is the one `,"msg":` that follows
-            # them unless params or msg hold a "msg" key themselves (then the line is parsed).
-            if raw.count(b',"msg":') != 1:
-                return None
-            start = raw.index(b',"msg":') + 7
+    m = _HEAD_LINE.match(raw)
+    if m is None:
+        return None
+    kind, direction, token, method, key = m.groups()
+    if direction != (b"c2s" if kind == b"request" else b"s2c"):
+        return None  # client answers and server requests: parsed
+    start = m.end()
+    if key == b"params":
+        if kind == b"request":
+            return None  # not the writer's order: a request line holds no echoed params
+        # The echoed params come first; the top-level msg key is the one `,"msg":` that follows
+        # them unless params or msg hold a "msg" key themselves (then the line is parsed).
+        start = raw.find(b',"msg":', start) + 7
+        if start == 6 or raw.find(b',"msg":', start) >= 0:
+            return None
+    elif kind == b"request" and method is None:
+        return None
+    words = _HEAD_WORDS
+    ev = LazyEvent(kind=words[kind], dir=words[direction], id=int(token) if token[0] != 0x22 else _head_value(token))
+    if method is not None:
+        ev["method"] = _HEAD_STRINGS.get(method) or _head_value(method)
     ev.line = raw
-    ev.wire = raw[start:-1].decode("utf-8")
+    ev.wire = raw[start:end].decode("utf-8")
     return ev
 
 
@@ -1256,6 +1268,7 @@ class TapeStream:
         cut_short_last = not data.endswith(b"\n")
         # Written by us and unedited: request and answer lines become LazyEvents (see module doc).
         self.verbatim = written_verbatim(data)
+        self._escaped = b"\\ud" in data  # else no line needs lazy_event's per-line check
         del data
         if not lines:
             raise ReplayError(f"{p}: empty file, not a tape", hint="record one with `mcptape rec`")
@@ -1315,7 +1328,8 @@ class TapeStream:
         if limit is None:
             self._batch = min(self._batch * 2, self.MAX_BATCH)
         if self.verbatim:
-            events: list[dict[str, Any] | None] = [lazy_event(raw) for _, raw in chunk]
+            escaped = self._escaped
+            events: list[dict[str, Any] | None] = [lazy_event(raw, escaped) for _, raw in chunk]
             rest = iter(self._parse([line for line, ev in zip(chunk, events, strict=True) if ev is None]))
             self.tape.events.extend(ev if ev is not None else next(rest) for ev in events)
         else:

@@ -78,9 +78,13 @@ def _random_session(rng: random.Random) -> tuple[list[tuple[str, str]], list[str
     return wire, requests
 
 
-def _write(path: Path, wire: list[tuple[str, str]]) -> None:
+def _write(path: Path, wire: list[tuple[str, str]], steps: bool = False) -> None:
+    """The tape of `wire`; with `steps`, every event carries `step` after msg, as the scripted client writes them."""
     builder = EventBuilder()
     events = [builder.line(d, t.encode("utf-8", "surrogatepass")) for d, t in wire]
+    if steps:
+        for n, event in enumerate(events):
+            event["step"] = n // 3 + 1
     path.write_bytes(tape_bytes(make_header("v"), events))
 
 
@@ -116,7 +120,7 @@ def test_verbatim_play_answers_exactly_as_the_general_path(tmp_path: Path, seed:
     for case in range(15):
         wire, requests = _random_session(rng)
         path = tmp_path / f"{case}.tape.jsonl"
-        _write(path, wire)
+        _write(path, wire, steps=rng.random() < 0.3)
         assert written_verbatim(path.read_bytes())
         script = _script(rng, requests)
 
@@ -176,6 +180,32 @@ def test_lazy_event_reads_the_head_and_parses_the_rest_at_first_use() -> None:
     assert lazy_event(b'{"kind":"notification","dir":"s2c","method":"x","msg":{"jsonrpc":"2.0","method":"x"}}') is None
     assert lazy_event(b'{"kind":"request","dir":"c2s","id":1.5,"method":"x","msg":{}}') is None
     assert lazy_event(b'{"kind":"request","dir":"c2s","id":1,"method":"x","msg":{},"raw":"{ }"}') is None
+    # The scripted client's step follows msg; a nested "step" inside msg is part of it.
+    stepped = lazy_event(b'{"kind":"request","dir":"c2s","id":1,"method":"x","msg":{"p":{"q":{},"step":2}},"step":12}')
+    assert stepped is not None and stepped.wire == '{"p":{"q":{},"step":2}}'
+    assert lazy_event(b'{"kind":"request","dir":"c2s","id":1,"method":"x","msg":{"p":{},"step":2},"raw":"{}","step":1}') is None
+
+
+def test_message_events_keep_msg_last_but_for_raw_and_step(tmp_path: Path) -> None:
+    """The key order lazy_event relies on, in tapes the scripted client recorded (fixtures/example)."""
+    tapes = sorted((Path(__file__).parent.parent / "fixtures" / "example" / "tapes").glob("*.tape.jsonl"))
+    assert tapes
+    seen = 0
+    for tape in tapes:
+        for line in tape.read_text(encoding="utf-8").splitlines()[1:-1]:
+            event = json.loads(line)
+            if "msg" in event:
+                keys = list(event)
+                assert set(keys[keys.index("msg") + 1 :]) <= {"raw", "step"}, (tape.name, keys)
+                seen += 1
+        # ... and play reads these goldens' requests and answers off their bytes, step and all.
+        stream = TapeStream(str(tape))
+        assert stream.verbatim
+        while stream.read_batch():
+            pass
+        messages = [ev for ev in stream.tape.events if ev.get("kind") in ("request", "response", "error")]
+        assert messages and all(type(ev) is LazyEvent for ev in messages)
+    assert seen > 10
 
 
 def test_only_an_unedited_tape_is_verbatim(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ Event kinds and their fixed key order:
 
 `dir` is "c2s" (client to server) or "s2c". `raw` holds the exact line only when it differs
 from the compact serialization of `msg`, so replay can send the recorded bytes unchanged.
+Nothing but `raw` and the scripted client's `step` (an int, client.py) may follow `msg`: play
+reads a message's wire text straight off a verbatim tape's line by that order (replay.lazy_event).
 Server-to-client request ids overlap client ids, so requests are keyed by direction + id.
 """
 
