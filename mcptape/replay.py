@@ -585,16 +585,16 @@ class ReplayEngine:
             if direction == C2S:
                 if kind == "request":
                     method = str(head(ev, "method"))
-                    if type(ev) is LazyEvent and ev.line is not None:
+                    if type(ev) is LazyEvent:  # params read at first use
                         call = RecordedCall(i, line_of(i), method, None, source=ev)
-                        if b'"progressToken"' in ev.line:  # else it has none: no need to parse it
+                        if ev.line is None or b'"progressToken"' in ev.line:  # else it has none
                             call.progress_token = _progress_token(call.params)
                         text: Any = ev.wire
                     else:
                         params = ev.get("params", ev.get("msg", {}).get("params"))
                         call = RecordedCall(i, line_of(i), method, params)
                         call.progress_token = _progress_token(params)
-                        text = ev.wire if type(ev) is LazyEvent else ev.get("raw")
+                        text = ev.get("raw")
                     if isinstance(text, str):
                         queue = verbatim.get(text)
                         if queue is None:
@@ -1165,10 +1165,8 @@ class LazyEvent(dict[str, Any]):
     def __repr__(self) -> str:
         return repr(self.loaded())
 
-    def __eq__(self, other: object) -> bool:
+    def __eq__(self, other: object) -> bool:  # (and so unhashable, as a dict is)
         return self.loaded() == (other.loaded() if isinstance(other, LazyEvent) else other)
-
-    __hash__ = None
 
 
 _HEAD_STRINGS: dict[bytes, str] = {}  # a tape's few methods (and string ids), decoded once
