@@ -949,6 +949,13 @@ def _step_aside() -> None:
     redaction (hundreds of µs per KB) fill cores the wire leaves idle instead of delaying a
     round trip; when the wire is done the writer has the machine to itself. Where the policy is
     missing (not Linux) or refused, plain nice 19.
+
+    Only within one scheduling group, though: where the kernel groups processes by session
+    (autogroups, on by default in many distributions), a SCHED_IDLE task in a session of its own
+    makes a group that competes with the wire's at full weight, and a server in another session
+    competes group against group. So the writer and the server get process groups of their own
+    but stay in rec's session; with separate sessions every run had 2-5 ms p99 round trips, with
+    one session 0.2-0.35 ms (`bench/bench_rec.py --sizes 1k`, side by side, this machine).
     """
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
@@ -971,10 +978,11 @@ def _writer_child(
             if f is not None:
                 with contextlib.suppress(OSError):
                     os.close(f.fileno())
-        # Our own session: a client that kills rec's process group on shutdown (the SDK does,
-        # 2 s after closing stdin) must not cut the tape short while a backlog is written.
+        # Our own process group: a client that kills rec's group on shutdown (the SDK does, 2 s
+        # after closing stdin) must not cut the tape short while a backlog is written. Not our
+        # own session: that would be our own autogroup and undo SCHED_IDLE (see _step_aside).
         with contextlib.suppress(OSError):
-            os.setsid()
+            os.setpgid(0, 0)
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.dup2(null, 1)

@@ -52,7 +52,10 @@ class ServerProcess:
                 bufsize=0,
                 env=dict(env) if env is not None else None,
                 cwd=cwd,
-                start_new_session=True,
+                # Its own process group (shutdown signals the group), not its own session: on
+                # Linux with autogroups a new session is a new scheduling group that competes
+                # with ours as a whole, which cost rec millisecond stalls (see proxy._step_aside).
+                process_group=0,
             )
         except OSError as e:
             raise ServerError(

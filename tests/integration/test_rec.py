@@ -330,6 +330,38 @@ def test_client_closing_early_shuts_the_server_down(tmp_path: Path) -> None:
     assert t.events[-1] == {"kind": "exit", "code": 0}
 
 
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry.name))
+    return kids
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_server_and_writer_get_their_own_process_groups_in_recs_session(tmp_path: Path) -> None:
+    """Own groups (shutdown signals the server's; a client killing rec's group spares the writer),
+    one session: a session is a scheduling group under Linux autogroups, and a writer or server
+    in a session of its own competed with the wire at full weight (ms stalls, see _step_aside)."""
+    client = RawClient(rec_command(tmp_path / "s.tape.jsonl", calc_command()))
+    try:
+        initialize(client)
+        rec = client.proc.pid
+        kids = _children(rec)
+        assert len(kids) == 2, kids  # the server and the tape writer
+        for kid in kids:
+            assert os.getsid(kid) == os.getsid(rec)
+            assert os.getpgid(kid) == kid != os.getpgid(rec)
+    finally:
+        client.close_stdin()
+        assert client.wait() == 0
+
+
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupting_rec_finishes_the_tape(tmp_path: Path, sig: signal.Signals, code: int) -> None:
     tape = tmp_path / "intr.tape.jsonl"
