@@ -278,11 +278,10 @@ class TapeWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
         self.count = 0
-        self._crc = 0  # of everything written so far, for the footer
         data = serialize(header)
         self._fh.write(data)
         self._fh.flush()
-        self._crc = zlib.crc32(data, self._crc)
+        self._crc = zlib.crc32(data)  # of everything written so far, for the footer
 
     def write(self, event: Event) -> None:
         self.write_line(serialize(event))
@@ -310,10 +309,12 @@ class TapeWriter:
 def tape_bytes(header: dict[str, Any], events: Iterable[Event], **footer_fields: Any) -> bytes:
     """The whole tape as bytes: what write_tape_atomic writes and what redaction verifies."""
     parts = [serialize(header)]
+    crc = zlib.crc32(parts[0])
     for ev in events:
         parts.append(serialize(ev))
-    body = b"".join(parts)
-    return body + serialize(make_footer(len(parts) - 1, zlib.crc32(body), **footer_fields))
+        crc = zlib.crc32(parts[-1], crc)
+    parts.append(serialize(make_footer(len(parts) - 1, crc, **footer_fields)))
+    return b"".join(parts)  # one copy of a tape that may be large
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
