@@ -79,7 +79,7 @@ from typing import Any
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
 from mcptape.jsonrpc import classify, dumps, id_key, top_level_span
 from mcptape.tape import C2S, S2C, Event, Tape, read_tape, wire_text
-from mcptape.tape.format import written_verbatim
+from mcptape.tape.format import parse_lines, written_verbatim
 
 MISS_CODE = -32603
 PARSE_ERROR = -32700
@@ -1336,8 +1336,6 @@ class TapeStream:
         return len(chunk)
 
     def _parse(self, chunk: list[tuple[int, bytes]]) -> list[dict[str, Any]]:
-        from mcptape.tape.format import parse_lines
-
         parsed = parse_lines([raw for _, raw in chunk])
         if parsed is None:
             parsed = []
