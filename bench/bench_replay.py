@@ -3,9 +3,10 @@ against `mcptape play` of its tape, measured side by side in one run.
 
 Reports throughput (sequential round trips per second) and time to first response (spawn ->
 initialize answered, for the N-call tape and for a 10-call one: play reads a tape's lines
-before it answers, and parses them as requests need them), as medians of interleaved rounds so drift in machine load hits both
-sides alike. Low-priority spinners keep the cores out of idle, or wake-up latency from idle
-swamps sub-millisecond round trips. Run: `python bench/bench_replay.py [--calls N] [--rounds R]`.
+before it answers, and parses them as requests need them), as medians of interleaved rounds
+so drift in machine load hits both sides alike. Low-priority spinners keep the cores out of
+idle, or wake-up latency from idle swamps sub-millisecond round trips.
+Run: `python bench/bench_replay.py [--calls N] [--rounds R]`.
 
 A third side, `play_parsed`, plays the same tape with its footer's crc32 removed, as a tape
 edited by hand is: play then parses every line and every request (no verbatim shortcut, see
