@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mcptape.jsonrpc import dumps
+from mcptape.jsonrpc import dumps  # as MCP peers write JSON: compact, ASCII-escaped only for lone surrogates
 from mcptape.replay import LazyEvent, ReplayEngine, TapeStream, lazy_event, load_tape
 from mcptape.tape import EventBuilder, make_header, tape_bytes
 from mcptape.tape.format import written_verbatim
@@ -28,11 +28,6 @@ from tests.conftest import mcptape_command
 
 IDS: list[Any] = [1, 2, 7, 10**20, -3, "a", 'q"uote', "back\\slash", "é", "\u2028"]
 TEXTS = ["3", "héllo", "tab\there", "nul\u0000", "\ud800lone", '{"msg":1}', "line\nbreak"]
-
-
-def _compact(msg: Any) -> str:
-    """As MCP peers write JSON: compact, raw UTF-8, ASCII-escaped only when it holds a lone surrogate."""
-    return dumps(msg)
 
 
 def _random_session(rng: random.Random) -> tuple[list[tuple[str, str]], list[str]]:
@@ -52,17 +47,17 @@ def _random_session(rng: random.Random) -> tuple[list[tuple[str, str]], list[str
         if rng.random() < 0.2:
             params["_meta"] = {"progressToken": rng.choice(["tok", 5])}
         msg = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
-        text = _compact(msg) if rng.random() < 0.8 else json.dumps(msg)  # json.dumps: spaced, a `raw` line
+        text = dumps(msg) if rng.random() < 0.8 else json.dumps(msg)  # json.dumps: spaced, a `raw` line
         wire.append(("c2s", text))
         requests.append(text)
         if rng.random() < 0.3:
             token = params.get("_meta", {}).get("progressToken", "other")
             note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 1}}
-            wire.append(("s2c", _compact(note)))
+            wire.append(("s2c", dumps(note)))
         if rng.random() < 0.15:
             sampling = {"jsonrpc": "2.0", "id": f"s{n}", "method": "sampling/createMessage", "params": {"n": n}}
-            wire.append(("s2c", _compact(sampling)))
-            wire.append(("c2s", _compact({"jsonrpc": "2.0", "id": f"s{n}", "result": {"ok": n}})))
+            wire.append(("s2c", dumps(sampling)))
+            wire.append(("c2s", dumps({"jsonrpc": "2.0", "id": f"s{n}", "result": {"ok": n}})))
         if rng.random() < 0.1:
             continue  # never answered
         if rng.random() < 0.2:
@@ -72,9 +67,9 @@ def _random_session(rng: random.Random) -> tuple[list[tuple[str, str]], list[str
             if rng.random() < 0.2:
                 result["msg"] = {"msg": 1}  # "msg" keys inside the answer, too
             answer = {"jsonrpc": "2.0", "id": msg_id, "result": result}
-        wire.append(("s2c", _compact(answer) if rng.random() < 0.9 else json.dumps(answer)))
+        wire.append(("s2c", dumps(answer) if rng.random() < 0.9 else json.dumps(answer)))
         if rng.random() < 0.2:
-            wire.append(("s2c", _compact({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}})))
+            wire.append(("s2c", dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}})))
     return wire, requests
 
 
@@ -95,12 +90,12 @@ def _script(rng: random.Random, requests: list[str]) -> list[str]:
     if style == 1:
         rng.shuffle(lines)
     elif style == 2:
-        lines = [_compact({**json.loads(x), "id": 500 + k}) if rng.random() < 0.5 else x for k, x in enumerate(lines)]
+        lines = [dumps({**json.loads(x), "id": 500 + k}) if rng.random() < 0.5 else x for k, x in enumerate(lines)]
     elif style == 3:
         lines += rng.sample(lines, k=min(2, len(lines)))  # asked twice: the second is a miss
     if rng.random() < 0.3:
-        lines.append(_compact({"jsonrpc": "2.0", "id": 99, "result": {"ok": 0}}))  # answers a server request
-        lines.append(_compact({"jsonrpc": "2.0", "id": "s0", "result": {"ok": 0}}))
+        lines.append(dumps({"jsonrpc": "2.0", "id": 99, "result": {"ok": 0}}))  # answers a server request
+        lines.append(dumps({"jsonrpc": "2.0", "id": "s0", "result": {"ok": 0}}))
     return lines
 
 
@@ -140,8 +135,8 @@ def test_requests_in_recorded_order_take_the_fast_path_without_parsing(tmp_path:
     rng = random.Random(1)
     wire: list[tuple[str, str]] = []
     for i in range(1, 201):
-        wire.append(("c2s", _compact({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"n": rng.random()}})))
-        wire.append(("s2c", _compact({"jsonrpc": "2.0", "id": i, "result": {"n": i}})))
+        wire.append(("c2s", dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"n": rng.random()}})))
+        wire.append(("s2c", dumps({"jsonrpc": "2.0", "id": i, "result": {"n": i}})))
     path = tmp_path / "t.tape.jsonl"
     _write(path, wire)
     stream = TapeStream(str(path))
@@ -160,12 +155,12 @@ def test_requests_in_recorded_order_take_the_fast_path_without_parsing(tmp_path:
 def test_lazy_event_reads_the_head_and_parses_the_rest_at_first_use() -> None:
     builder = EventBuilder()
     request = {"jsonrpc": "2.0", "id": "x\"1", "method": "tools/call", "params": {"msg": "a", "b": "é"}}
-    builder.line("c2s", _compact(request).encode())
+    builder.line("c2s", dumps(request).encode())
     answer = {"jsonrpc": "2.0", "id": "x\"1", "result": {"ok": True}}
-    event = builder.line("s2c", _compact(answer).encode())
+    event = builder.line("s2c", dumps(answer).encode())
     line = json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
     lazy = lazy_event(line)
-    assert lazy is not None and lazy.wire == _compact(answer)
+    assert lazy is not None and lazy.wire == dumps(answer)
     assert dict.copy(lazy) == {"kind": "response", "dir": "s2c", "id": 'x"1', "method": "tools/call"}
     assert lazy.line is not None and lazy.get("kind") == "response"  # the head: still unparsed
     assert lazy.get("params") == request["params"] and lazy.line is None
@@ -175,7 +170,7 @@ def test_lazy_event_reads_the_head_and_parses_the_rest_at_first_use() -> None:
     assert lazy_event(json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()) is None
     event["msg"]["result"] = {"msg": 1}  # a first key follows `{`, not `,`: no doubt where msg starts
     again = lazy_event(json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode())
-    assert again is not None and again.wire == _compact(event["msg"])
+    assert again is not None and again.wire == dumps(event["msg"])
     # Lines that are not request or answer heads in the writer's order are parsed as before.
     assert lazy_event(b'{"kind":"notification","dir":"s2c","method":"x","msg":{"jsonrpc":"2.0","method":"x"}}') is None
     assert lazy_event(b'{"kind":"request","dir":"c2s","id":1.5,"method":"x","msg":{}}') is None
@@ -210,7 +205,7 @@ def test_message_events_keep_msg_last_but_for_raw_and_step(tmp_path: Path) -> No
 
 def test_only_an_unedited_tape_is_verbatim(tmp_path: Path) -> None:
     path = tmp_path / "t.tape.jsonl"
-    _write(path, [("c2s", _compact({"jsonrpc": "2.0", "id": 1, "method": "ping"}))])
+    _write(path, [("c2s", dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}))])
     data = path.read_bytes()
     assert written_verbatim(data)
     assert not written_verbatim(data.replace(b'"ping"', b'"Ping"'))  # edited by hand
@@ -224,12 +219,12 @@ def test_play_sends_the_same_bytes_whether_or_not_the_tape_is_verbatim(tmp_path:
     """`mcptape play` end to end: the verbatim tape and the same tape edited (so parsed) answer alike."""
     rng = random.Random(7)
     wire: list[tuple[str, str]] = [
-        ("c2s", _compact({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}})),
-        ("s2c", _compact({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18"}})),
+        ("c2s", dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}})),
+        ("s2c", dumps({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18"}})),
     ]
     for i in range(1, 60):
-        wire.append(("c2s", _compact({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"a": i}})))
-        wire.append(("s2c", _compact({"jsonrpc": "2.0", "id": i, "result": {"text": rng.choice(TEXTS)}})))
+        wire.append(("c2s", dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"a": i}})))
+        wire.append(("s2c", dumps({"jsonrpc": "2.0", "id": i, "result": {"text": rng.choice(TEXTS)}})))
     verbatim = tmp_path / "v.tape.jsonl"
     _write(verbatim, wire)
     edited = tmp_path / "e.tape.jsonl"
