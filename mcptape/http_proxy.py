@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from mcptape.errors import EXIT_OK, ConfigError, SecretLeak
 from mcptape.http_serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, say, serve_until_stopped
-from mcptape.tape import C2S, S2C, TAPE_SUFFIX, EventBuilder, TapeWriter, make_header, note_event, serialize
+from mcptape.tape import C2S, S2C, TAPE_SUFFIX, EventBuilder, TapeWriter, make_header, note_event
 from mcptape.transports.http import SseParser, new_client, parse_json_messages
 
 if TYPE_CHECKING:
@@ -109,13 +109,12 @@ class HttpRecorder:
             with self._lock:
                 redactor = self._redactor
             # The single redaction choke point of HTTP recording: redact, verify, then write.
-            event = redactor.redact_event(event)
             try:
-                redactor.verify(serialize(event), where=str(self.path))
+                data = redactor.line_bytes(event, where=str(self.path))
             except SecretLeak as e:
                 self.leak = e
                 continue
-            self.writer.write(event)
+            self.writer.write_line(data)
             if event.get("kind") in ("request", "notification", "response", "error"):
                 self.messages += 1
 

@@ -1209,8 +1209,10 @@ class TapeRecorder:
         if self.failed:
             return
         try:
-            scrubbed = self.redactor.redact_event(event) if self.redactor is not None else event
-            data = self._verified(scrubbed, self._where_next())
+            if self.redactor is not None:
+                data = self.redactor.line_bytes(event, self._where_next())
+            else:
+                data = serialize(event)
         except SecretLeak as e:
             # Fail closed: this event is not written (the message names place and kind, never
             # the value); the tape says something was withheld and rec exits 4.
@@ -1223,6 +1225,7 @@ class TapeRecorder:
         return f"{self.where}:{self.writer.count + 2}"  # the line the next event will land on
 
     def _verified(self, event: Event, where: str) -> bytes:
+        """A scrubbed event serialized and verified (stderr lines: their scrubbed text is shown too)."""
         data = serialize(event)
         if self.redactor is not None:
             self.redactor.verify(data, where)

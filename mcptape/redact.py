@@ -54,8 +54,10 @@ should treat tags as identities within a tape (`PLACEHOLDER_RE`, `strip_tags`).
 
 Speed: Python's regex engine crawls on a many-branch alternation, so each detector starts with
 a lowercase literal (its trigger); `str.find` locates triggers and the combined regex is only
-matched, anchored, there. Events whose serialized form holds no trigger, no encoded run and no
-user-pattern match skip the walk entirely; short clean strings (JSON keys) are cached.
+matched, anchored, there. A whole tape line is first put to `_Engine.could_match`, a superset
+test (no trigger in its lowercase, plain or JSON-escaped; no encoded run; no user patterns
+configured, since a pattern may be anchored to a field's value): a line it clears is not walked
+at all, by the scrubber nor by `verify`. Short clean strings (JSON keys) are cached.
 
 Fail closed: redaction and verification use two separately built detector engines, so a
 scrubber that misses a kind (a bug, or a fault injected in a test) is still caught by
@@ -436,6 +438,46 @@ class _Engine:
             triggers.add(config.user.lower())
         # A trigger that contains another is redundant: the shorter one finds the same places.
         self.triggers = sorted(t for t in triggers if not any(o != t and t.startswith(o) for o in triggers))
+        # The triggers as they read inside JSON text: once escaped (a message's strings in a tape
+        # line) and twice (a `raw` message inside one). Only a literal holding a quote, a
+        # backslash or a control character differs (a known value, a Windows home).
+        escaped = {_json_escaped(t) for t in self.triggers}
+        escaped |= {_json_escaped(t) for t in escaped}
+        self.json_triggers = tuple(sorted(set(self.triggers) | escaped))
+        # MCP's `progressToken` is in most requests of clients that ask for progress (and in the
+        # responses echoing them). It holds the trigger `token`, but it is not a secret's name
+        # (_EXCLUDED_NAMES), so could_match passes over the exact JSON string `"progressToken"`;
+        # unless some other trigger could overlap it (a known value inside it, or one with a quote).
+        inside = [t for t in self.json_triggers if t in "progresstoken"]
+        quoted = any('"' in t for t in self.json_triggers)
+        self._harmless = ('"progresstoken"',) if inside == ["token"] and not quoted else ()
+
+    def could_match(self, text: str) -> bool:
+        """Cheap superset test: False only if nothing in `text` can be found by this engine, whether
+        `text` is scanned as it stands or parsed as JSON and walked (tape lines, JSON reports).
+
+        Every detector starts with one of `triggers` (secret-named fields too: each name holds
+        one), so a text whose lowercase holds none of them, plain or JSON-escaped, holds no match;
+        a decoder needs an encoded run. Whatever cannot be ruled out this cheaply counts as a
+        possible match: `\\u` and `\\/` escapes (they can spell a trigger), user patterns (one
+        may be anchored, or match only unescaped text) and a garbage event's `b64` bytes (decoded
+        whatever their case). About 40 µs per KB here; the full walk costs several times that.
+        """
+        if self.config.patterns or "\\u" in text or "\\/" in text or '"b64"' in text:
+            return True
+        low = text.lower()
+        for harmless in self._harmless:
+            low = low.replace(harmless, '""')  # quotes: no trigger holds one, so none spans the cut
+        if any(t in low for t in self.json_triggers) or ("://" in low and "@" in low):
+            return True
+        if self.config.decode:
+            if "%" in text:
+                return True
+            for m in _B64_RUN.finditer(text) if _has_b64_run(text) else ():
+                run = m.group(0)
+                if run.lower() != run and run.upper() != run:  # mixed case: could be base64 text
+                    return True
+        return False
 
     # -- text -------------------------------------------------------------------------------
 
@@ -833,6 +875,11 @@ def _path_key(k: str) -> str:
 _PATH_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_\-]{0,40}")
 
 
+def _json_escaped(text: str) -> str:
+    """`text` as it reads inside a JSON string written by jsonrpc.dumps (no quotes around it)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
 def _b64_text(run: str) -> str | None:
     """The decoded text of a base64 run if it is plausibly encoded text, else None (cheap checks first)."""
     body = run.rstrip("=")
@@ -957,26 +1004,6 @@ class Redactor:
 
     # -- scrubbing ----------------------------------------------------------------------------
 
-    def _might_hold_secret(self, text: str) -> bool:
-        """Cheap superset test on a serialized event: could any detector or decoder find anything?
-
-        Bare literals, no boundaries: JSON escapes put letters next to values (`\\nghp_`), where
-        a detector's boundary check would fail but a substring test cannot.
-        """
-        low = text.lower()
-        if any(t in low for t in self._scrubber.triggers) or ("://" in low and "@" in low):
-            return True
-        if self._config.patterns and any(rx.search(text) for rx in self._config.patterns):
-            return True
-        if self._config.decode:
-            if "%" in text or "\\u" in text:
-                return True
-            for m in _B64_RUN.finditer(text) if _has_b64_run(text) else ():
-                run = m.group(0)
-                if run.lower() != run and run.upper() != run:  # mixed case: could be base64 text
-                    return True
-        return False
-
     def redact_event(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """A new event with every secret replaced, in every part (msg, raw, text, b64, detail, ...).
 
@@ -984,7 +1011,7 @@ class Redactor:
         """
         from mcptape.jsonrpc import dumps
 
-        if not self._scrubber.pem_open and not self._might_hold_secret(dumps(event)):
+        if not self._scrubber.pem_open and not self._scrubber.could_match(dumps(event)):
             return dict(event)
         return self._scrubber.event(event, self._sink)
 
@@ -1012,10 +1039,20 @@ class Redactor:
         return data
 
     def line_bytes(self, line: Mapping[str, Any], where: str) -> bytes:
-        """One scrubbed, verified, serialized tape line (newline included), for streaming writers."""
+        """One tape line scrubbed, serialized (newline included) and verified: what a streaming
+        writer writes. Raises SecretLeak (write nothing) if verification finds anything.
+
+        A line in which the checker can find nothing (`could_match`, verify's own first step) is
+        final as it stands: it is not walked, scrubbed or serialized twice. That is verification
+        by the checker, not trust in the scrubber, so the two engines stay independent.
+        """
+        from mcptape.jsonrpc import dumps
         from mcptape.tape.format import serialize
 
-        data = serialize(self.redact_event(line))
+        text = dumps(line)
+        if not self._scrubber.pem_open and not self._checker.could_match(text):
+            return (text + "\n").encode("utf-8")
+        data = serialize(self._scrubber.event(line, self._sink))
         self.verify(data, where)
         return data
 
@@ -1045,8 +1082,8 @@ class Redactor:
         lines = text.split("\n")
         multi = len([ln for ln in lines if ln.strip()]) > 1
         for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
+            if not line.strip() or not (checker.pem_open or checker.could_match(line)):
+                continue  # nothing there any detector could find, as text or parsed
             place = f"{where}:{number}" if multi else where
             parsed: Any = None
             stripped = line.strip()
