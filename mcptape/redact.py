@@ -289,6 +289,25 @@ def _has_b64_run(text: str) -> bool:
     return _B64_NEEDLE in text.encode("utf-8", "surrogatepass").translate(_B64_MASK)
 
 
+def _b64_runs(text: str) -> list[tuple[int, int]]:
+    """The spans `_B64_RUN.finditer(text)` finds, found with translate and find: the regex tries
+    every position of every shorter word (~75 µs per KB of JSON with hex ids, against ~5)."""
+    if not text.isascii():  # byte offsets would not be character offsets
+        return [m.span() for m in _B64_RUN.finditer(text)] if _has_b64_run(text) else []
+    masked = text.encode("ascii").translate(_B64_MASK)
+    runs: list[tuple[int, int]] = []
+    pos = 0
+    while (start := masked.find(_B64_NEEDLE, pos)) != -1:
+        end = masked.find(b" ", start + B64_MIN_RUN)
+        if end == -1:
+            end = len(masked)
+        pos = end
+        while pos < len(text) and pos - end < 2 and text[pos] == "=":
+            pos += 1  # the run's padding, as `={0,2}` takes it
+        runs.append((start, pos))
+    return runs
+
+
 _B64_CHARS = re.compile(r"[A-Za-z0-9+/=_\-]")
 _PCT_RUN = re.compile(r"(?:[A-Za-z0-9._~+\-]|%[0-9A-Fa-f]{2})*%[0-9A-Fa-f]{2}(?:[A-Za-z0-9._~+\-]|%[0-9A-Fa-f]{2})*")
 _U_RUN = re.compile(r"(?:[A-Za-z0-9._~+/=\-]|\\u[0-9A-Fa-f]{4})*\\u[0-9A-Fa-f]{4}(?:[A-Za-z0-9._~+/=\-]|\\u[0-9A-Fa-f]{4})*")
@@ -465,19 +484,17 @@ class _Engine:
         """
         if self.config.patterns or "\\u" in text or "\\/" in text or '"b64"' in text:
             return True
+        if self.config.decode:  # before the triggers: a base64 image is ruled in at its first run
+            if "%" in text:
+                return True
+            for start, end in _b64_runs(text):
+                run = text[start:end]
+                if run.lower() != run and run.upper() != run:  # mixed case: could be base64 text
+                    return True
         low = text.lower()
         for harmless in self._harmless:
             low = low.replace(harmless, '""')  # quotes: no trigger holds one, so none spans the cut
-        if any(t in low for t in self.json_triggers) or ("://" in low and "@" in low):
-            return True
-        if self.config.decode:
-            if "%" in text:
-                return True
-            for m in _B64_RUN.finditer(text) if _has_b64_run(text) else ():
-                run = m.group(0)
-                if run.lower() != run and run.upper() != run:  # mixed case: could be base64 text
-                    return True
-        return False
+        return any(t in low for t in self.json_triggers) or ("://" in low and "@" in low)
 
     # -- text -------------------------------------------------------------------------------
 
@@ -654,15 +671,15 @@ class _Engine:
     def decoded_hits(self, text: str, depth: int, sink: _Sink, path: str) -> list[tuple[int, int, str]]:
         """(start, end, replacement) for secrets hidden behind base64, percent or \\u encoding."""
         out: list[tuple[int, int, str]] = []
-        for m in _B64_RUN.finditer(text) if _has_b64_run(text) else ():
-            run = m.group(0)
+        for start, end in _b64_runs(text):
+            run = text[start:end]
             decoded = _b64_text(run)
             if decoded is None:
                 continue
             inner = self.text(decoded, depth + 1, sink, path)
             if inner != decoded:
                 kind = sink.last_kind or "secret"
-                out.append((m.start(), m.end(), self.placeholder(f"base64:{kind}", run, sink.last_named)))
+                out.append((start, end, self.placeholder(f"base64:{kind}", run, sink.last_named)))
         if "%" in text:
             for m in _PCT_RUN.finditer(text):
                 decoded = unquote(m.group(0))

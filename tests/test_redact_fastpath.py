@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
+from mcptape import redact
 from mcptape.jsonrpc import dumps
 from mcptape.redact import Redactor, _Sink
 from mcptape.tape import EventBuilder, garbage_event, stderr_event
@@ -146,3 +147,16 @@ def test_an_anchored_user_pattern_is_applied_to_field_values() -> None:
     event = {"kind": "response", "dir": "s2c", "id": 1, "msg": {"result": {"code": "ACME-123456"}}}
     assert r.redact_event(event)["msg"]["result"]["code"] == "<REDACTED:pattern>"
     assert b"ACME-123456" not in r.line_bytes(event, "t:2")
+
+
+def test_b64_runs_finds_exactly_what_the_run_regex_finds() -> None:
+    rng = random.Random(f"{SEED}/b64")
+    alphabet = "AZaz09+/_-"
+    for case in range(3000):
+        parts = []
+        for _ in range(rng.randint(0, 6)):
+            parts.append("".join(rng.choices(alphabet, k=rng.choice([0, 5, 23, 24, 25, 40]))))
+            parts.append("=" * rng.randint(0, 4) + rng.choice(["", " ", ".", '"', "\n", "é" if case % 3 == 0 else "~"]))
+        text = "".join(parts)
+        want = [m.span() for m in redact._B64_RUN.finditer(text)]
+        assert redact._b64_runs(text) == want, (SEED, text)
