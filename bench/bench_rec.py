@@ -7,12 +7,16 @@ so client overhead stays out), three ways in the same run, interleaved in rounds
     direct   client -> calc_server.py
     relay    client -> a bare Python relay (one poll loop, one reused buffer; records nothing) -> server
     relay-c  client -> the same relay in C, when a C compiler is on the machine -> server
+    relay-c-tee  the C relay also teeing every chunk, framed, into a socket that a SCHED_IDLE
+             child drains with rec's 5 ms naps and throws away: rec's mechanism, minus Python
+             and minus the writer's work
     rec      client -> mcptape rec -> server
     rec-raw  client -> mcptape rec with mcptape.redact blocked from importing -> server
 
 A relay is the floor any proxy pays (two extra pipe hops per round trip): the Python one is
-the floor for a proxy written in Python, the C one the floor of the machine. Reported: p50/p99
-per mode, the latency each adds vs direct (p50, p99) and rec's ratio to each relay's, for a
+the floor for a proxy written in Python, the C one the floor of the machine, the teeing C one
+the floor of any recorder that hands its copy to another process. Reported: p50/p99 per mode,
+the latency each adds vs direct (p50, p99) and rec's ratio to each relay's, for a
 tiny, a 1 KB and a ~5 MB message. Each figure is the median over rounds; a nice-19 spinner per core
 keeps the CPUs out of idle states whose wake-up latency would otherwise swamp microseconds.
 
@@ -94,28 +98,60 @@ def relay_main(command: list[str]) -> int:
 
 
 C_RELAY = r"""
+#define _GNU_SOURCE /* SCHED_IDLE */
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 static char buf[1 << 20];
-static int pump(int src, int dst) {
+static int tee_fd = -1;
+static int pump(int src, int dst, unsigned char tag) {
     ssize_t n = read(src, buf, sizeof buf);
     if (n <= 0) return 0;
-    for (char *p = buf; n > 0;) { ssize_t w = write(dst, p, n); if (w < 0) return 0; p += w; n -= w; }
+    for (char *p = buf, *end = buf + n; p < end;) { ssize_t w = write(dst, p, end - p); if (w < 0) return 0; p += w; }
+    if (tee_fd >= 0) {  /* rec's tee: a (tag, length) head and the chunk, non-blocking, never waited for */
+        unsigned char head[5] = {tag, n & 255, (n >> 8) & 255, (n >> 16) & 255, (n >> 24) & 255};
+        struct iovec iov[2] = {{head, 5}, {buf, (size_t)n}};
+        if (writev(tee_fd, iov, 2) < 0) { /* full: dropped, this is a floor, not a recorder */ }
+    }
     return 1;
 }
+static void drain(int fd) {  /* rec's writer without the work: read, nap 5 ms, SCHED_IDLE */
+    static char sink[1 << 16];
+    struct sched_param idle = {0};
+    setpgid(0, 0);
+    sched_setscheduler(0, SCHED_IDLE, &idle);
+    for (;;) {
+        ssize_t n = read(fd, sink, sizeof sink);
+        if (n <= 0) _exit(0);
+        if (n < (ssize_t)sizeof sink) { struct timespec nap = {0, 5000000}; nanosleep(&nap, 0); }
+    }
+}
 int main(int argc, char **argv) {
-    int in[2], out[2];
-    if (argc < 2 || pipe(in) || pipe(out)) return 2;
+    int in[2], out[2], pair[2];
+    if (argc < 2) return 2;
+    if (getenv("RELAY_TEE") && socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0) {
+        int size = 1 << 20;
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+        if (fork() == 0) { close(pair[0]); close(0); close(1); drain(pair[1]); }
+        close(pair[1]);
+        tee_fd = pair[0];
+        fcntl(tee_fd, F_SETFL, O_NONBLOCK);
+    }
+    if (pipe(in) || pipe(out)) return 2;
     pid_t pid = fork();
     if (pid == 0) { dup2(in[0], 0); dup2(out[1], 1); close(in[1]); close(out[0]); execvp(argv[1], argv + 1); _exit(127); }
     close(in[0]); close(out[1]);
     struct pollfd fds[2] = {{0, POLLIN, 0}, {out[0], POLLIN, 0}};
     for (;;) {
         if (poll(fds, 2, -1) < 0) continue;
-        if (fds[0].revents && !pump(0, in[1])) { close(in[1]); fds[0].fd = -1; }
-        if (fds[1].revents && !pump(out[0], 1)) break;
+        if (fds[0].revents && !pump(0, in[1], 1)) { close(in[1]); fds[0].fd = -1; }
+        if (fds[1].revents && !pump(out[0], 1, 2)) break;
     }
     int status; waitpid(pid, &status, 0); return 0;
 }
@@ -129,8 +165,11 @@ def build_c_relay(where: Path) -> Path | None:
         return None
     source, binary = where / "relay.c", where / "relay"
     source.write_text(C_RELAY, encoding="utf-8")
-    done = subprocess.run([cc, "-O2", "-o", str(binary), str(source)], capture_output=True)
-    return binary if done.returncode == 0 else None
+    done = subprocess.run([cc, "-O2", "-o", str(binary), str(source)], capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"bench_rec: the C relay did not build, its rows are left out:\n{done.stderr}", file=sys.stderr)
+        return None
+    return binary
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,11 +274,14 @@ def run(
     c_relay = build_c_relay(tmp)
     if c_relay is not None:
         commands["relay-c"] = [str(c_relay), *server]
+        commands["relay-c-tee"] = [str(c_relay), *server]
     shim = tmp / "shim"
     shim.mkdir()
     (shim / "sitecustomize.py").write_text(NO_REDACT_SHIM, encoding="utf-8")
     envs: dict[str, dict[str, str] | None] = {m: None for m in commands}
     envs["rec-raw"] = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), str(ROOT)])}
+    if "relay-c-tee" in commands:
+        envs["relay-c-tee"] = {**os.environ, "RELAY_TEE": "1"}
     results: dict[str, Any] = {
         "calls": calls,
         "rounds": rounds,
@@ -281,7 +323,7 @@ def run(
                 row[f"{mode}_added_p99_us"] = statistics.median(
                     a[1] - d[1] for a, d in zip(per_round[mode], per_round["direct"], strict=True)
                 )
-            for floor_mode in ("relay", "relay-c"):
+            for floor_mode in ("relay", "relay-c", "relay-c-tee"):
                 floor = row.get(f"{floor_mode}_added_p50_us")
                 for mode in ("rec", "rec-raw"):
                     ok = floor is not None and floor > 0
@@ -295,15 +337,17 @@ def print_table(results: dict[str, Any]) -> None:
         f"mcptape rec round-trip latency, µs (median of {results['rounds']} interleaved rounds; "
         f"{results['cpus']} CPUs; spinner {'on' if results['spinner'] else 'off'})"
     )
+    floors = (("relay", 9), ("relay-c", 10), ("relay-c-tee", 12))
     for name, row in results["sizes"].items():
-        modes = [m for m in ("direct", "relay", "relay-c", "rec", "rec-raw") if m in row]
+        modes = [m for m in ("direct", "relay", "relay-c", "relay-c-tee", "rec", "rec-raw") if m in row]
         print(f"\n{name} message, {row['calls_per_round']} calls per mode per round")
-        print(f"  {'mode':<8} {'p50':>9} {'p99':>9} {'+p50':>9} {'+p99':>9} {'/ relay':>9} {'/ relay-c':>10}")
+        head = "".join(f" {'/ ' + f:>{w}}" for f, w in floors)
+        print(f"  {'mode':<11} {'p50':>9} {'p99':>9} {'+p50':>9} {'+p99':>9}{head}")
         for m in modes:
-            line = f"  {m:<8} {row[m]['p50_us']:>9.1f} {row[m]['p99_us']:>9.1f}"
+            line = f"  {m:<11} {row[m]['p50_us']:>9.1f} {row[m]['p99_us']:>9.1f}"
             if m != "direct":
                 line += f" {row[f'{m}_added_p50_us']:>9.1f} {row[f'{m}_added_p99_us']:>9.1f}"
-                for floor, width in (("relay", 9), ("relay-c", 10)):
+                for floor, width in floors:
                     ratio = row.get(f"{m}_vs_{floor}_p50")
                     line += f" {(f'{ratio:.2f}x' if ratio else '-'):>{width}}"
             print(line)
