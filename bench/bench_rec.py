@@ -230,7 +230,9 @@ class Session:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         try:
-            self.proc.wait(30)
+            # rec exits once its tape writer has caught up: waiting keeps a writer still busy with
+            # a backlog (5 MB messages) from running on into the benchmarks that come next.
+            self.proc.wait(300)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
