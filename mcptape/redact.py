@@ -355,12 +355,17 @@ def _b64_cores(raw: bytes) -> list[str]:
     return out
 
 
+def _json_escaped(text: str) -> str:
+    """`text` as it reads inside a JSON string written by jsonrpc.dumps (no quotes around it)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
 def _known_forms(value: str) -> tuple[set[str], set[str]]:
     """(literal forms, base64 cores) under which `value` may appear in output."""
     forms = {value, quote(value, safe=""), quote_plus(value), quote(value, safe="/:")}
     forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), f) for f in list(forms)}
     forms.add(json.dumps(value)[1:-1])
-    forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+    forms.add(_json_escaped(value))
     forms = {f for f in forms if len(f) >= KNOWN_MIN_LEN}
     cores = set(_b64_cores(value.encode("utf-8")))
     return forms, cores - forms
@@ -890,11 +895,6 @@ def _path_key(k: str) -> str:
 
 
 _PATH_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_\-]{0,40}")
-
-
-def _json_escaped(text: str) -> str:
-    """`text` as it reads inside a JSON string written by jsonrpc.dumps (no quotes around it)."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 def _b64_text(run: str) -> str | None:
