@@ -277,6 +277,8 @@ _SCHEMES = frozenset({"bearer", "basic", "token", "digest", "bot"})
 _AUTH_SCHEME = re.compile(r"(?i)^(bearer|basic|token|digest|bot)\s+(\S.*)$", re.S)
 
 _CLEAN_CACHE_LEN = 96
+# Characters a trigger may be gated on in could_match, the rarer in ordinary text first.
+_TRIGGER_GATES = "$<_-\\\"/.:"
 _CLEAN_CACHE_SIZE = 50_000
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{" + str(B64_MIN_RUN) + r",}={0,2}")
 _B64_ALPHABET = frozenset(string.ascii_letters + string.digits + "+/_-")
@@ -468,6 +470,13 @@ class _Engine:
         escaped = {_json_escaped(t) for t in self.triggers}
         escaped |= {_json_escaped(t) for t in escaped}
         self.json_triggers = tuple(sorted(set(self.triggers) | escaped))
+        # For could_match, grouped by a character each holds that prose and JSON keys seldom do
+        # (`ghp_`, `sk-`, `<redacted:`): a group whose character is absent is passed over with
+        # one single-character test instead of a search per literal. The rest ("") always run.
+        groups: dict[str, list[str]] = {}
+        for t in self.json_triggers:
+            groups.setdefault(next((c for c in _TRIGGER_GATES if c in t), ""), []).append(t)
+        self._trigger_groups = tuple((gate, tuple(group)) for gate, group in sorted(groups.items()))
         # MCP's `progressToken` is in most requests of clients that ask for progress (and in the
         # responses echoing them). It holds the trigger `token`, but it is not a secret's name
         # (_EXCLUDED_NAMES), so could_match passes over the exact JSON string `"progressToken"`;
@@ -499,7 +508,9 @@ class _Engine:
         low = text.lower()
         for harmless in self._harmless:
             low = low.replace(harmless, '""')  # quotes: no trigger holds one, so none spans the cut
-        return any(t in low for t in self.json_triggers) or ("://" in low and "@" in low)
+        if "://" in low and "@" in low:
+            return True
+        return any(gate in low and any(t in low for t in group) for gate, group in self._trigger_groups)
 
     # -- text -------------------------------------------------------------------------------
 

@@ -28,15 +28,18 @@ from tests.redact_corpus import KNOWN_SOURCE, corpus
 SEED = int(os.environ.get("REDACT_SEED") or random.randrange(1 << 30))
 WORDS = ["the", "server", "returned", "items", "for", "query", "with", "name", "value", "and", "short", "description", "of", "results"]
 
-# name -> (known value, home, user, share of requests with a progressToken)
-CONFIGS: dict[str, tuple[str, str, str | None, float]] = {
-    "default": ("kQ7-zr93Lm-w0Yp4", "/home/zelda-q", "zelda-q", 0.6),
+# name -> (known value, home, user, share of requests with a progressToken, decoding on)
+CONFIGS: dict[str, tuple[str, str, str | None, float, bool]] = {
+    "default": ("kQ7-zr93Lm-w0Yp4", "/home/zelda-q", "zelda-q", 0.6, True),
     # A known value holding a quote and a backslash: inside a `raw` message it reads escaped twice.
-    "quoted-known": ('p"w\\x9Zq-4410', "/home/zelda-q", None, 0.0),
+    "quoted-known": ('p"w\\x9Zq-4410', "/home/zelda-q", None, 0.0, True),
     # A known value inside "progressToken": the exact JSON string can no longer be passed over.
-    "known-in-progresstoken": ("essToken", "/home/zelda-q", None, 0.6),
+    "known-in-progresstoken": ("essToken", "/home/zelda-q", None, 0.6, True),
     # A Windows home (backslashes, escaped in JSON); no user name, which would find it anyway.
-    "windows-home": ("kQ7-zr93Lm-w0Yp4", "C:\\Users\\zelda-q", None, 0.0),
+    "windows-home": ("kQ7-zr93Lm-w0Yp4", "C:\\Users\\zelda-q", None, 0.0, True),
+    # Decoding off: a long mixed-case token no longer counts as a possible base64 run, so each
+    # token shape's own trigger has to find it.
+    "no-decode": ("kQ7-zr93Lm-w0Yp4", "/home/zelda-q", None, 0.6, False),
 }
 
 
@@ -105,9 +108,9 @@ def _found_by_full_walk(r: Redactor, line: str) -> int:
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 def test_could_match_clears_only_lines_the_full_walk_finds_nothing_in(config: str) -> None:
-    known, home, user, progress = CONFIGS[config]
+    known, home, user, progress, decode = CONFIGS[config]
     rng = random.Random(f"{SEED}/{config}")
-    r = Redactor(known={KNOWN_SOURCE: known}, home=home, user=user)
+    r = Redactor(known={KNOWN_SOURCE: known}, home=home, user=user, decode=decode)
     cleared = flagged = 0
     for number, line in enumerate(_lines(rng, known, home, progress, 400), start=1):
         r._checker.pem_open = False
