@@ -1130,6 +1130,7 @@ class TapeRecorder:
                 pos = start + n
             if pos:
                 del buf[:pos]
+            self._flush()  # one write per batch of events: the tape lags the tee by one batch at most
             if len(chunk) < WRITER_READ:
                 time.sleep(WRITER_NAP)
         try:
@@ -1174,7 +1175,7 @@ class TapeRecorder:
             return
         if not line.strip():
             return  # blank lines carry no message; peers skip them and so does the tape
-        self.emit(self.builder.line(_TAG_DIR[tag], line))
+        self.emit(*self.builder.line_and_text(_TAG_DIR[tag], line))
 
     def stderr_line(self, line: bytes, *, to_tape: bool = True) -> None:
         """One server stderr line: scrubbed once, then shown on rec's stderr and written to the tape.
@@ -1205,12 +1206,15 @@ class TapeRecorder:
         if to_tape and not self.overflowed:
             self._write(data)
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: Event, text: str | None = None) -> None:
+        """Write one event; `text`, if given, is `dumps(event)` already made (line_and_text)."""
         if self.failed:
             return
         try:
             if self.redactor is not None:
-                data = self.redactor.line_bytes(event, self._where_next())
+                data = self.redactor.line_bytes(event, self._where_next(), text)
+            elif text is not None:
+                data = (text + "\n").encode("utf-8")
             else:
                 data = serialize(event)
         except SecretLeak as e:
@@ -1232,10 +1236,14 @@ class TapeRecorder:
         return data
 
     def _write(self, data: bytes) -> None:
+        if not self.failed:
+            self.writer.write_line(data, flush=False)  # held in memory until _flush
+
+    def _flush(self) -> None:
         if self.failed:
             return
         try:
-            self.writer.write_line(data)
+            self.writer.flush()
         except OSError as e:
             # Keep draining the tee so the relay never backs up; just stop writing.
             self.failed = f"{self.where}: cannot write the tape: {e.strerror or e}"
@@ -1262,6 +1270,7 @@ class TapeRecorder:
             if last_words is not None:
                 self.stderr_line(last_words, to_tape=False)  # shown; the tape counts it as partial
             self.emit(note_event("recorder_killed", {"partial_bytes": partial} if partial else None))
+            self._flush()
             self._summary("recorder killed; tape cut short")
             self.writer.abandon()
             return
@@ -1283,6 +1292,7 @@ class TapeRecorder:
             self.emit(note_event("interrupted", {"signal": end.get("signal")}))
         elif reason == "recorder_error":
             self.emit(note_event("recorder_error"))
+        self._flush()
         if self.overflowed:
             self.writer.abandon()  # events are missing: no footer, the tape is not a clean record
             self._summary("writer fell behind; tape incomplete")

@@ -1066,9 +1066,10 @@ class Redactor:
         self.verify(data, where)
         return data
 
-    def line_bytes(self, line: Mapping[str, Any], where: str) -> bytes:
+    def line_bytes(self, line: Mapping[str, Any], where: str, text: str | None = None) -> bytes:
         """One tape line scrubbed, serialized (newline included) and verified: what a streaming
-        writer writes. Raises SecretLeak (write nothing) if verification finds anything.
+        writer writes. Raises SecretLeak (write nothing) if verification finds anything. `text`,
+        if given, must be `dumps(line)` (EventBuilder.line_and_text splices it for less).
 
         A line in which the checker can find nothing (`could_match`, verify's own first step) is
         final as it stands: it is not walked, scrubbed or serialized twice. That is verification
@@ -1077,7 +1078,8 @@ class Redactor:
         from mcptape.jsonrpc import dumps
         from mcptape.tape.format import serialize
 
-        text = dumps(line)
+        if text is None:
+            text = dumps(line)
         if not self._scrubber.pem_open and not self._checker.could_match(text):
             return (text + "\n").encode("utf-8")
         data = serialize(self._scrubber.event(line, self._sink))

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mcptape.errors import TapeError
+from mcptape.jsonrpc import dumps
 from mcptape.tape import (
     EventBuilder,
     TapeWriter,
     exit_event,
     make_header,
     read_tape,
+    serialize,
     tape_bytes,
     wire_text,
     write_atomic,
 )
+from mcptape.tape import events as events_module
 
 
 def _session() -> list[dict]:
@@ -64,6 +69,83 @@ def test_garbage_and_non_utf8_lines_are_kept() -> None:
     assert latin["kind"] == "garbage" and latin["b64"] == "Y2Fm6Q=="
 
 
+# Values whose serialization splicing must get exactly right: escapes, raw UTF-8, U+2028, and
+# lone surrogates (they make dumps ASCII-escape a whole line, so a part of it cannot be spliced).
+_NASTY: list[Any] = [1, 0, -3, 10**20, 1.5, "a", 'q"uote', "back\\slash", "é", "\u2028", "\ud800", "日本", None, True]
+
+
+def _nasty_value(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 2 and roll < 0.25:
+        return {rng.choice(["a", "msg", "params", "é", "\ud801"]): _nasty_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+    if depth < 2 and roll < 0.4:
+        return [_nasty_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return rng.choice(_NASTY)
+
+
+def _nasty_line(rng: random.Random, ids: list[Any]) -> bytes:
+    """A random stdout/stdin line: mostly JSON-RPC in either key order, compact or spaced."""
+    roll = rng.random()
+    if roll < 0.05:
+        return rng.choice([b"not json", b"caf\xe9", b"[1,2]", b'{"jsonrpc":"2.0"}', b"{}"])
+    msg_id = rng.choice(ids) if ids and rng.random() < 0.6 else rng.choice(_NASTY[:11])
+    if roll < 0.5:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": rng.choice(["tools/call", "pïng", "\udc00x"])}
+        if rng.random() < 0.1:
+            del msg["id"]  # a notification
+        if rng.random() < 0.8:
+            msg["params"] = _nasty_value(rng) if rng.random() < 0.5 else {"name": "echo", "arguments": {"t": _nasty_value(rng)}}
+        if rng.random() < 0.2:  # params not the last member
+            msg = dict(reversed(list(msg.items())))
+        if "id" in msg:
+            ids.append(msg_id)
+    else:
+        key = "result" if rng.random() < 0.8 else "error"
+        msg = {"jsonrpc": "2.0", "id": msg_id, key: _nasty_value(rng)}
+        if rng.random() < 0.2:
+            msg = dict(reversed(list(msg.items())))
+    text = dumps(msg) if rng.random() < 0.7 else json.dumps(msg, ensure_ascii=rng.random() < 0.5)
+    return text.encode("utf-8", "surrogatepass") + (b"\r" if rng.random() < 0.1 else b"")  # a surrogate: not UTF-8
+
+
+def _reference_dumps(obj: Any) -> str:
+    """jsonrpc.dumps as specified, written out here so that a change to it cannot hide here."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, separators=(",", ":"))
+    return text
+
+
+def test_line_and_text_is_the_compact_json_of_the_event_line_builds() -> None:
+    """The spliced text rec writes must be exactly dumps(event), on any line, in any session."""
+    rng = random.Random(20261129)
+    spliced = 0
+    for _ in range(300):
+        plain, splicing = EventBuilder(), EventBuilder()
+        ids: list[Any] = []
+        for _ in range(rng.randint(1, 12)):
+            direction = rng.choice(["c2s", "s2c"])
+            line = _nasty_line(rng, ids)
+            event, text = splicing.line_and_text(direction, line)
+            assert event == plain.line(direction, line)
+            assert text == _reference_dumps(event), line
+            spliced += "msg" in event
+    assert spliced > 1000  # the generator must reach the message path, not only garbage
+
+
+def test_a_compact_message_is_serialized_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event's text is spliced, not made by a second dumps over the whole event."""
+    b = EventBuilder()
+    calls: list[Any] = []
+    monkeypatch.setattr(events_module, "dumps", lambda obj: calls.append(obj) or dumps(obj))
+    b.line_and_text("c2s", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2}}}')
+    b.line_and_text("s2c", b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}')
+    b.line_and_text("s2c", b'{"jsonrpc": "2.0", "method": "notifications/message"}')  # raw kept, still spliced
+    assert calls == []
+
+
 def test_exit_event_names_the_signal() -> None:
     assert exit_event(-9) == {"kind": "exit", "code": None, "signal": "SIGKILL"}
     assert exit_event(3) == {"kind": "exit", "code": 3}
@@ -88,6 +170,35 @@ def test_cut_short_tape_is_readable_up_to_the_last_complete_line(tmp_path: Path)
         fh.write(b'{"kind":"notification","dir":"s2c","msg":{"jso')  # the recorder died mid-line
     tape = read_tape(path)
     assert not tape.complete and len(tape.events) == 2
+
+
+def test_held_lines_reach_the_file_whole_on_flush_close_or_abandon(tmp_path: Path) -> None:
+    """rec's writer holds a batch of lines and writes them in one go; the tape is the same."""
+    header = make_header("calc")
+    events = [*_session(), exit_event(0)]
+    streamed, held = tmp_path / "streamed.tape.jsonl", tmp_path / "held.tape.jsonl"
+    writer = TapeWriter(streamed, header)
+    for ev in events:
+        writer.write(ev)
+    writer.close()
+    writer = TapeWriter(held, header)
+    writer.write_line(serialize(events[0]), flush=False)
+    writer.write_line(serialize(events[1]), flush=False)
+    assert read_tape(held).events == [] and writer.count == 2  # held: counted, not yet in the file
+    writer.flush()
+    assert read_tape(held).events == events[:2]
+    for ev in events[2:]:
+        writer.write_line(serialize(ev), flush=False)
+    writer.close()  # writes what is held, then the footer over all of it
+    assert held.read_bytes() == streamed.read_bytes()
+
+    cut = tmp_path / "cut.tape.jsonl"
+    writer = TapeWriter(cut, header)
+    for ev in events[:3]:
+        writer.write_line(serialize(ev), flush=False)
+    writer.abandon()  # killed: what is held still lands, without a footer
+    tape = read_tape(cut)
+    assert tape.events == events[:3] and not tape.complete
 
 
 def test_unknown_format_version_says_how_to_fix(tmp_path: Path) -> None:

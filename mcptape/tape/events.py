@@ -25,7 +25,7 @@ import base64
 import json
 from typing import Any
 
-from mcptape.jsonrpc import classify, dumps, id_key
+from mcptape.jsonrpc import classify, dumps, id_key, utf8_dumps
 
 C2S = "c2s"
 S2C = "s2c"
@@ -40,49 +40,89 @@ class EventBuilder:
     """Builds events from wire lines, remembering open requests to echo them on their answers."""
 
     def __init__(self) -> None:
-        # (direction of the request, id key) -> (method, params)
-        self._open: dict[tuple[str, str], tuple[str, Any]] = {}
+        # (direction of the request, id key) -> (method, params, params' compact text or None)
+        self._open: dict[tuple[str, str], tuple[str, Any, str | None]] = {}
 
     def line(self, direction: str, line: bytes) -> dict[str, Any]:
         """The event for one newline-delimited wire line (the newline already stripped)."""
+        return self.line_and_text(direction, line)[0]
+
+    def line_and_text(self, direction: str, line: bytes) -> tuple[dict[str, Any], str]:
+        """The event for one wire line and its compact JSON, equal to `dumps(event)`.
+
+        A message event's text is spliced from the message's own serialization (made anyway, to
+        tell whether `raw` is needed) and, on an answer, the request's params serialized when the
+        request was seen: rec's writer serializes each message once instead of twice.
+        """
         if line.endswith(b"\r"):
             line = line[:-1]
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
-            return garbage_event(direction, line)
+            event = garbage_event(direction, line)
+            return event, dumps(event)
         try:
             msg = json.loads(text)
         except json.JSONDecodeError:
-            return garbage_event(direction, line)
-        return self.message(direction, msg, text)
+            event = garbage_event(direction, line)
+            return event, dumps(event)
+        event, spliced = self._build(direction, msg, text, splice=True)
+        return event, spliced if spliced is not None else dumps(event)
 
     def message(self, direction: str, msg: Any, text: str | None = None) -> dict[str, Any]:
         """The event for one parsed message; `text` is its exact wire form, if known."""
+        return self._build(direction, msg, text, splice=False)[0]
+
+    def _build(
+        self, direction: str, msg: Any, text: str | None, *, splice: bool
+    ) -> tuple[dict[str, Any], str | None]:
+        """The event, and with `splice` its compact JSON if it can be spliced: None if some part
+        holds a lone surrogate (dumps then ASCII-escapes the whole line) or the params' text is
+        unknown (the request came through message())."""
         kind = classify(msg)
         if kind == "invalid":
-            return garbage_event(direction, (text if text is not None else dumps(msg)).encode("utf-8"))
+            return garbage_event(direction, (text if text is not None else dumps(msg)).encode("utf-8")), None
+        msg_text = utf8_dumps(msg)
         event: dict[str, Any] = {"kind": kind, "dir": direction}
+        params: Any = None
+        params_text: str | None = None
         if kind in ("request", "notification"):
             if kind == "request":
                 event["id"] = msg["id"]
-                self._open[(direction, id_key(msg["id"]))] = (msg["method"], msg.get("params"))
+                request_params = msg.get("params")
+                self._open[(direction, id_key(msg["id"]))] = (
+                    msg["method"],
+                    request_params,
+                    utf8_dumps(request_params) if splice and request_params is not None else None,
+                )
             event["method"] = msg["method"]
         else:
             event["id"] = msg["id"]
-            method, params = self._open.pop((_other(direction), id_key(msg["id"])), (None, None))
+            method, params, params_text = self._open.pop((_other(direction), id_key(msg["id"])), (None, None, None))
             if method is not None:
                 event["method"] = method
-                if params is not None:
-                    event["params"] = params
+        # The event so far (kind, dir, id?, method?) is the head of its line; no head, no splicing.
+        head = utf8_dumps(event) if splice and msg_text is not None else None
+        if params is not None:
+            event["params"] = params
         event["msg"] = msg
-        if text is not None and text != dumps(msg):
+        if text is not None and text != (msg_text if msg_text is not None else dumps(msg)):
             event["raw"] = text
-        return event
+        raw_text = utf8_dumps(text) if "raw" in event else ""  # None only for a text message() was given
+        if head is None or raw_text is None or (params is not None and params_text is None):
+            return event, None
+        # In the event's key order: kind, dir, id?, method?, params?, msg, raw? (see the module doc).
+        return event, "".join((
+            head[:-1],
+            f',"params":{params_text}' if params is not None else "",
+            f',"msg":{msg_text}',
+            f',"raw":{raw_text}' if raw_text else "",
+            "}",
+        ))
 
     def open_requests(self) -> list[tuple[str, str, str]]:
         """(direction, id key, method) of requests still unanswered, e.g. when a server died."""
-        return [(d, k, m) for (d, k), (m, _) in self._open.items()]
+        return [(d, k, m) for (d, k), (m, _, _) in self._open.items()]
 
 
 def garbage_event(direction: str, line: bytes) -> dict[str, Any]:

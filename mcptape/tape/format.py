@@ -271,7 +271,8 @@ def _check_header(p: Path, number: int, header: dict[str, Any] | None) -> dict[s
 
 
 class TapeWriter:
-    """Streams a tape to disk, one flushed line per event, so a crash leaves a readable prefix."""
+    """Streams a tape to disk in whole lines, flushed as they come (or a batch at a time, see
+    write_line), so a crash leaves a readable prefix."""
 
     def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]) -> None:
         self.path = Path(path)
@@ -282,28 +283,46 @@ class TapeWriter:
         self._fh.write(data)
         self._fh.flush()
         self._crc = zlib.crc32(data)  # of everything written so far, for the footer
+        self._held: list[bytes] = []  # lines written with flush=False, not yet in the file
 
     def write(self, event: Event) -> None:
         self.write_line(serialize(event))
 
-    def write_line(self, data: bytes) -> None:
-        """Write one event already serialized (newline included), e.g. by Redactor.line_bytes."""
-        self._fh.write(data)
-        self._fh.flush()
+    def write_line(self, data: bytes, *, flush: bool = True) -> None:
+        """Write one event already serialized (newline included), e.g. by Redactor.line_bytes.
+
+        With flush=False the line is held until the next flush(), which writes every held line
+        in one system call: rec's writer flushes once per batch read off the tee, not per line.
+        """
+        self._held.append(data)
         self._crc = zlib.crc32(data, self._crc)
         self.count += 1
+        if flush:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._held:
+            return
+        data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+        self._held.clear()
+        self._fh.write(data)
+        self._fh.flush()
 
     def close(self, **footer_fields: Any) -> None:
         if self._fh.closed:
             return
+        self.flush()
         self._fh.write(serialize(make_footer(self.count, self._crc, **footer_fields)))
         self._fh.flush()
         self._fh.close()
 
     def abandon(self) -> None:
-        """Close without a footer: the tape stays marked as cut short."""
+        """Close without a footer: the tape stays marked as cut short (held lines still written)."""
         if not self._fh.closed:
-            self._fh.close()
+            try:
+                self.flush()
+            finally:
+                self._fh.close()
 
 
 def tape_bytes(header: dict[str, Any], events: Iterable[Event], **footer_fields: Any) -> bytes:
