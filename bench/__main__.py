@@ -93,6 +93,8 @@ def _rec_rows(r: dict[str, Any]) -> list[Row]:
                     ((ratio <= 1.5) if ratio else None) if target else None,
                 )
             )
+        if "rec_writer_catch_up_s" in row:  # the next round waited for it (bench_rec.settle)
+            rows.append((f"rec's writer behind a round of {label} calls", f"{row['rec_writer_catch_up_s']:.2f} s", "-", None))
     return rows
 
 

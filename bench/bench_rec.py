@@ -19,6 +19,8 @@ the floor of any recorder that hands its copy to another process. Reported: p50/
 the latency each adds vs direct (p50, p99) and rec's ratio to each relay's, for a
 tiny, a 1 KB and a ~5 MB message. Each figure is the median over rounds; a nice-19 spinner per core
 keeps the CPUs out of idle states whose wake-up latency would otherwise swamp microseconds.
+After each rec round the next round waits until rec's tape writer has caught up (see settle);
+how long that took is reported too (`writer catch-up`).
 
     python bench/bench_rec.py [--calls 2000] [--rounds 7] [--sizes tiny,1k,5m] [--json FILE]
 
@@ -54,6 +56,9 @@ CALLS_FOR = {"tiny": 1.0, "1k": 1.0, "5m": 0.01}
 # The client's read size: below malloc's mmap threshold, so the instrument itself stays cheap
 # (a 1 MiB os.read is an mmap/munmap per call; see mcptape/proxy.py ChunkReader).
 CLIENT_READ = 64 << 10
+# rec's writer reads the tee 64 KiB at a time and writes the tape after each read (~20 1 KB
+# round trips, a few ms of work): a tape unchanged this long means the writer is idle.
+SETTLE_QUIET = 0.1
 
 
 NO_REDACT_SHIM = """\
@@ -238,6 +243,29 @@ class Session:
             self.proc.wait(10)
 
 
+def settle(tape: Path, limit: float = 120.0) -> float:
+    """Wait until rec's tape writer has caught up (the tape unchanged for SETTLE_QUIET seconds);
+    the seconds it kept writing.
+
+    On a continuous stream of 1 KB round trips rec's writer falls behind (it redacts and parses
+    every line, at the lowest priority, on cores the wire is using) and works its backlog off
+    after the round. Left to run into the next mode's round it slowed that round (here: direct
+    +5 µs p50 right after a rec round), the baseline included, which made rec look cheaper.
+    """
+    t0 = time.monotonic()
+    last: tuple[int, int] | None = None
+    quiet_since = t0
+    while time.monotonic() - t0 < limit:
+        st = tape.stat()
+        now = time.monotonic()
+        if (st.st_size, st.st_mtime_ns) != last:
+            last, quiet_since = (st.st_size, st.st_mtime_ns), now
+        elif now - quiet_since >= SETTLE_QUIET:
+            break
+        time.sleep(0.01)
+    return max(0.0, quiet_since - t0)
+
+
 def pct(values: list[int], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000.0  # µs
@@ -249,6 +277,7 @@ def run(
     sizes = sizes or list(SIZES)
     tmp = Path(tempfile.mkdtemp(prefix="bench-rec-"))
     server = [sys.executable, str(CALC)]
+    tapes = {"rec": tmp / "bench.tape.jsonl", "rec-raw": tmp / "raw.tape.jsonl"}
     commands = {
         "direct": server,
         "relay": [sys.executable, str(Path(__file__).resolve()), "--relay", "--", *server],
@@ -258,7 +287,7 @@ def run(
             "mcptape",
             "rec",
             "--out",
-            str(tmp / "bench.tape.jsonl"),
+            str(tapes["rec"]),
             "--",
             *server,
         ],
@@ -268,7 +297,7 @@ def run(
             "mcptape",
             "rec",
             "--out",
-            str(tmp / "raw.tape.jsonl"),
+            str(tapes["rec-raw"]),
             "--",
             *server,
         ],
@@ -295,12 +324,15 @@ def run(
         for size_name in sizes:
             n = max(5, int(calls * CALLS_FOR[size_name]))
             per_round: dict[str, list[tuple[float, float]]] = {m: [] for m in commands}
+            catch_up: dict[str, list[float]] = {m: [] for m in tapes}
             sessions = {m: Session(c, envs[m]) for m, c in commands.items()}
             try:
                 text = "x" * SIZES[size_name]
                 for s in sessions.values():  # warm-up: caches, allocator, branch predictors
                     for _ in range(max(3, n // 10)):
                         s.round_trip(s.call_line(text))
+                for tape in tapes.values():
+                    settle(tape)
                 order = list(commands)
                 for _ in range(rounds):
                     random.shuffle(order)
@@ -309,10 +341,16 @@ def run(
                         lines = [s.call_line(text) for _ in range(n)]
                         times = [s.round_trip(line) for line in lines]
                         per_round[mode].append((pct(times, 0.50), pct(times, 0.99)))
+                        if mode in tapes:
+                            catch_up[mode].append(settle(tapes[mode]))
             finally:
                 for s in sessions.values():
                     s.close()
             row: dict[str, Any] = {"calls_per_round": n}
+            for mode, waits in catch_up.items():
+                # How long the writer kept writing after a round: how far behind a continuous
+                # session it falls.
+                row[f"{mode}_writer_catch_up_s"] = statistics.median(waits)
             for mode, stats in per_round.items():
                 row[mode] = {
                     "p50_us": statistics.median(p for p, _ in stats),
@@ -353,6 +391,9 @@ def print_table(results: dict[str, Any]) -> None:
                     ratio = row.get(f"{m}_vs_{floor}_p50")
                     line += f" {(f'{ratio:.2f}x' if ratio else '-'):>{width}}"
             print(line)
+        for m in ("rec", "rec-raw"):
+            if f"{m}_writer_catch_up_s" in row:
+                print(f"  {m}'s writer caught up {row[f'{m}_writer_catch_up_s']:.2f} s after a round (median)")
 
 
 def main(argv: list[str] | None = None) -> int:
