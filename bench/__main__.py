@@ -88,7 +88,7 @@ def _rec_rows(r: dict[str, Any]) -> list[Row]:
             rows.append(
                 (
                     f"rec added / {name} added (p50), {label}",
-                    f"{ratio:.2f}x" if ratio else "n/a (floor <= 0)",
+                    f"{ratio:.2f}x" if ratio else "n/a (a figure <= 0: noise)",
                     "<= 1.5x" if target else "-",
                     ((ratio <= 1.5) if ratio else None) if target else None,
                 )

@@ -366,8 +366,10 @@ def run(
             for floor_mode in ("relay", "relay-c", "relay-c-tee"):
                 floor = row.get(f"{floor_mode}_added_p50_us")
                 for mode in ("rec", "rec-raw"):
-                    ok = floor is not None and floor > 0
-                    row[f"{mode}_vs_{floor_mode}_p50"] = row[f"{mode}_added_p50_us"] / floor if ok else None
+                    # Below zero either figure is noise (5 MB: 20 calls a round), not a ratio.
+                    added = row[f"{mode}_added_p50_us"]
+                    ok = floor is not None and floor > 0 and added > 0
+                    row[f"{mode}_vs_{floor_mode}_p50"] = added / floor if ok else None
             results["sizes"][size_name] = row
     return results
 
