@@ -1,5 +1,5 @@
 """`python -m mcptape`: the same entry point as the `mcptape` console script."""
 
-from mcptape.cli import main
+from mcptape.cli import console
 
-raise SystemExit(main())
+raise SystemExit(console())

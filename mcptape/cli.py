@@ -103,9 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
+    """Run one command; its exit code. `exiting`: the process ends right after (console), so a
+    command may leave the objects it built unfreed (see diff's run_diff)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.exiting = exiting
     if not args.command:
         parser.print_help(sys.stderr)
         return EXIT_COULD_NOT_RUN
@@ -124,5 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_COULD_NOT_RUN
 
 
+def console() -> int:
+    """The `mcptape` console script and `python -m mcptape`."""
+    return main(exiting=True)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(console())

@@ -124,4 +124,11 @@ def run_diff(args: argparse.Namespace) -> int:
         from mcptape.report.terminal import make_console, render_diff
 
         render_diff(result, make_console(sys.stdout))
+    if getattr(args, "exiting", False):
+        # The process ends here. Both tapes and the diff are millions of small objects; freeing
+        # them one by one was 0.2 s of a 1.8 s diff of two 100k-event tapes. The OS takes the
+        # memory back at once, so the output is flushed and the process leaves without it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(result.exit_code)
     return result.exit_code

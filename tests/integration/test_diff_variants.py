@@ -9,6 +9,7 @@ the first drifted call must be the ones the variant exists to produce.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,9 +68,15 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  tmp_path_factory.mktemp("golden") / "arith.tape.jsonl")
 
 
+# diff leaves through os._exit once its output is flushed (see run_diff). With PYTHONUNBUFFERED
+# set (this sandbox sets it) stdout is written through and a missing flush would go unseen; a
+# user's shell or CI runner seldom sets it, so these runs do without it.
+_BUFFERED_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
 def diff(a: Path, b: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(mcptape_command("diff", str(a), str(b), *extra), capture_output=True, text=True,
-                          encoding="utf-8", timeout=60, cwd=Path(__file__).resolve().parents[2])
+                          encoding="utf-8", timeout=60, cwd=Path(__file__).resolve().parents[2], env=_BUFFERED_ENV)
 
 
 def diff_json(a: Path, b: Path) -> tuple[int, dict[str, Any]]:
