@@ -95,6 +95,9 @@ def _rec_rows(r: dict[str, Any]) -> list[Row]:
             )
         if "rec_writer_catch_up_s" in row:  # the next round waited for it (bench_rec.settle)
             rows.append((f"rec's writer behind a round of {label} calls", f"{row['rec_writer_catch_up_s']:.2f} s", "-", None))
+    cpu = r.get("writer_cpu_us_per_round_trip", {}).get("1k")
+    if cpu is not None:
+        rows.append(("rec's tape writer CPU per 1 KB round trip (in-process)", f"{cpu:.0f} µs", "-", None))
     return rows
 
 

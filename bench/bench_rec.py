@@ -20,7 +20,8 @@ the latency each adds vs direct (p50, p99) and rec's ratio to each relay's, for 
 tiny, a 1 KB and a ~5 MB message. Each figure is the median over rounds; a nice-19 spinner per core
 keeps the CPUs out of idle states whose wake-up latency would otherwise swamp microseconds.
 After each rec round the next round waits until rec's tape writer has caught up (see settle);
-how long that took is reported too (`writer catch-up`).
+how long that took is reported too (`writer catch-up`), and the writer's CPU per round trip
+measured in-process (writer_cpu_us).
 
     python bench/bench_rec.py [--calls 2000] [--rounds 7] [--sizes tiny,1k,5m] [--json FILE]
 
@@ -266,6 +267,41 @@ def settle(tape: Path, limit: float = 120.0) -> float:
     return max(0.0, quiet_since - t0)
 
 
+def writer_cpu_us(calls: int = 5000, reps: int = 7) -> dict[str, float]:
+    """CPU µs rec's tape writer spends per round trip, in-process: TapeRecorder fed the tee's
+    frames of `calls` echo round trips (the bench client's request with a progress token, calc's
+    answer), flushed every 16 frames as after a busy read; best of `reps`. What a continuous
+    session must stay under for the writer to keep up."""
+    from mcptape.proxy import TAG_C2S, TAG_S2C, TapeRecorder, _make_redactor
+    from mcptape.tape.format import TapeWriter, make_header
+
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-writer-") as tmp:
+        for size_name in ("tiny", "1k"):
+            text = "x" * SIZES[size_name]
+            frames: list[tuple[int, bytes]] = []
+            for i in range(calls):
+                params = {"name": "echo", "arguments": {"text": text}, "_meta": {"progressToken": i}}
+                request = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
+                answer = {"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": text}]}}
+                frames.append((TAG_C2S, json.dumps(request, separators=(",", ":")).encode() + b"\n"))
+                frames.append((TAG_S2C, json.dumps(answer, separators=(",", ":")).encode() + b"\n"))
+            best = float("inf")
+            for rep in range(reps):
+                writer = TapeWriter(Path(tmp) / f"{size_name}-{rep}.tape.jsonl", make_header("bench"))
+                recorder = TapeRecorder(writer, redactor=_make_redactor({}))
+                t0 = time.process_time()
+                for i, (tag, payload) in enumerate(frames):
+                    recorder.frame(tag, payload)
+                    if i % 16 == 15:
+                        recorder._flush()
+                recorder._flush()
+                best = min(best, time.process_time() - t0)
+                writer.close()
+            out[size_name] = best / calls * 1e6
+    return out
+
+
 def pct(values: list[int], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000.0  # µs
@@ -371,6 +407,7 @@ def run(
                     ok = floor is not None and floor > 0 and added > 0
                     row[f"{mode}_vs_{floor_mode}_p50"] = added / floor if ok else None
             results["sizes"][size_name] = row
+    results["writer_cpu_us_per_round_trip"] = writer_cpu_us(calls=max(500, calls))
     return results
 
 
@@ -396,6 +433,9 @@ def print_table(results: dict[str, Any]) -> None:
         for m in ("rec", "rec-raw"):
             if f"{m}_writer_catch_up_s" in row:
                 print(f"  {m}'s writer caught up {row[f'{m}_writer_catch_up_s']:.2f} s after a round (median)")
+    cpu = results.get("writer_cpu_us_per_round_trip", {})
+    if cpu:
+        print("\nrec's tape writer, CPU per round trip in-process: " + ", ".join(f"{k} {v:.0f} µs" for k, v in cpu.items()))
 
 
 def main(argv: list[str] | None = None) -> int:
