@@ -402,6 +402,26 @@ def test_rec_killed_leaves_a_readable_tape(tmp_path: Path) -> None:
     assert t.events[-1]["kind"] == "note" and t.events[-1]["what"] == "recorder_killed"
 
 
+def test_the_tape_on_disk_follows_a_live_session(tmp_path: Path) -> None:
+    """The writer writes a batch of lines after each read off the tee, not only at the end: a
+    session still running (or a rec killed with its whole group) has its calls on disk."""
+    tape = tmp_path / "live.tape.jsonl"
+    client = RawClient(rec_command(tape, calc_command()))
+    initialize(client)
+    for i in range(1, 4):
+        call(client, i, "add", a=i, b=i)
+        assert client.message()["id"] == i
+    deadline = time.monotonic() + WAIT
+    while b'"kind":"response","dir":"s2c","id":3,' not in tape.read_bytes():
+        assert time.monotonic() < deadline, tape.read_text(encoding="utf-8")
+        time.sleep(0.05)
+    assert client.proc.poll() is None  # still live: nothing was written because of an ending
+    answered = [e["id"] for e in read_tape(tape).events if e["kind"] == "response"]
+    assert answered == [0, 1, 2, 3]
+    client.close_stdin()
+    assert client.wait() == 0
+
+
 def test_server_that_cannot_start(tmp_path: Path) -> None:
     tape = tmp_path / "none.tape.jsonl"
     proc = subprocess.run(
