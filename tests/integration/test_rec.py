@@ -379,20 +379,30 @@ def test_interrupting_rec_finishes_the_tape(tmp_path: Path, sig: signal.Signals,
     assert any(e["kind"] == "exit" for e in t.events)
 
 
-def test_rec_killed_leaves_a_readable_tape(tmp_path: Path) -> None:
-    tape = tmp_path / "killed.tape.jsonl"
+def three_adds_through_rec(tape: Path) -> RawClient:
+    """A live rec session on calc that has initialized and had three `add` calls answered."""
     client = RawClient(rec_command(tape, calc_command()))
     initialize(client)
     for i in range(1, 4):
         call(client, i, "add", a=i, b=i)
         assert client.message()["id"] == i
-    client.proc.send_signal(signal.SIGKILL)
-    assert client.wait() == -signal.SIGKILL
-    # The orphaned writer finishes on its own; wait for its last line, boundedly.
+    return client
+
+
+def wait_for_bytes(tape: Path, needle: bytes) -> None:
+    """Until `needle` is in the tape file (rec's writer works on its own time), boundedly."""
     deadline = time.monotonic() + WAIT
-    while b"recorder_killed" not in tape.read_bytes():
+    while needle not in tape.read_bytes():
         assert time.monotonic() < deadline, tape.read_text(encoding="utf-8")
         time.sleep(0.05)
+
+
+def test_rec_killed_leaves_a_readable_tape(tmp_path: Path) -> None:
+    tape = tmp_path / "killed.tape.jsonl"
+    client = three_adds_through_rec(tape)
+    client.proc.send_signal(signal.SIGKILL)
+    assert client.wait() == -signal.SIGKILL
+    wait_for_bytes(tape, b"recorder_killed")  # the orphaned writer finishes on its own
     t = read_tape(tape)
     assert not t.complete
     answered = [e["id"] for e in t.events if e["kind"] == "response"]
@@ -406,15 +416,8 @@ def test_the_tape_on_disk_follows_a_live_session(tmp_path: Path) -> None:
     """The writer writes a batch of lines after each read off the tee, not only at the end: a
     session still running (or a rec killed with its whole group) has its calls on disk."""
     tape = tmp_path / "live.tape.jsonl"
-    client = RawClient(rec_command(tape, calc_command()))
-    initialize(client)
-    for i in range(1, 4):
-        call(client, i, "add", a=i, b=i)
-        assert client.message()["id"] == i
-    deadline = time.monotonic() + WAIT
-    while b'"kind":"response","dir":"s2c","id":3,' not in tape.read_bytes():
-        assert time.monotonic() < deadline, tape.read_text(encoding="utf-8")
-        time.sleep(0.05)
+    client = three_adds_through_rec(tape)
+    wait_for_bytes(tape, b'"kind":"response","dir":"s2c","id":3,')
     assert client.proc.poll() is None  # still live: nothing was written because of an ending
     answered = [e["id"] for e in read_tape(tape).events if e["kind"] == "response"]
     assert answered == [0, 1, 2, 3]
