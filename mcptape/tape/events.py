@@ -58,12 +58,8 @@ class EventBuilder:
             line = line[:-1]
         try:
             text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            event = garbage_event(direction, line)
-            return event, dumps(event)
-        try:
             msg = json.loads(text)
-        except json.JSONDecodeError:
+        except (UnicodeDecodeError, json.JSONDecodeError):
             event = garbage_event(direction, line)
             return event, dumps(event)
         event, spliced = self._build(direction, msg, text, splice=True)
