@@ -2,12 +2,16 @@
 
 The answer depends on who reads the schema. An `inputSchema` says what the server *accepts*:
 accepting less breaks callers (a required property added, a property removed, a type
-narrowed, an enum value removed, `additionalProperties` closed, a bound tightened); accepting
-more is compatible. An `outputSchema` says what the server *returns*: there the directions
-flip for values (a property removed, a type widened or an enum value added breaks a client
-that reads them; a narrowed type is compatible), while a new property is compatible either way.
-Descriptions, titles, examples and comments are cosmetic. A keyword this module does not
-know that changed is called breaking: a gate should err towards asking a human.
+narrowed, an enum value removed, `additionalProperties` closed, a bound tightened: `maxLength`
+100 → 10 refuses the caller who sends 50 characters); accepting more is compatible. An
+`outputSchema` says what the server *returns*: there the directions flip for values (a type
+widened, a bound loosened, an enum value added, `additionalProperties` opened: the server may
+now return what a client was promised it would not; a narrowed type is compatible), while a
+property removed breaks either way and a new property is compatible either way. A change that
+is neither narrower nor wider (a `pattern`, `format` or `const` replaced by another, `type`
+string → number, a `multipleOf` 2 → 3) is breaking either way. Descriptions, titles, examples
+and comments are cosmetic. A keyword this module does not know that changed is called
+breaking: a gate should err towards asking a human.
 
 Pure functions over plain dicts; classify.py turns the results into Findings.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from mcptape.diff.values import fast_same, join, show
@@ -25,7 +30,8 @@ SchemaKind = Literal["breaking", "compatible", "cosmetic"]
 Role = Literal["input", "output"]
 
 COSMETIC_KEYWORDS = frozenset({"description", "title", "examples", "$comment", "$schema", "$id", "markdownDescription"})
-# Bounds: (keyword, True if a larger value accepts less).
+# Bounds: (keyword, True if a larger value accepts less). Draft 4 spells exclusiveMinimum and
+# exclusiveMaximum as booleans beside minimum/maximum: there `true` accepts less for both.
 _BOUNDS = {
     "minimum": True,
     "exclusiveMinimum": True,
@@ -38,10 +44,15 @@ _BOUNDS = {
     "maxItems": False,
     "maxProperties": False,
 }
+# Keywords whose value either is there (accepting less) or is not; a different value is neither narrower nor wider.
+_RESTRICTIONS = ("const", "pattern", "format")
 _HANDLED = frozenset(
-    {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "default", "$defs",
-     "definitions", "pattern", "format", *_BOUNDS, *COSMETIC_KEYWORDS}
+    {"type", "enum", "properties", "required", "additionalProperties", "items", "default", "$defs",
+     "definitions", "multipleOf", *_RESTRICTIONS, *_BOUNDS, *COSMETIC_KEYWORDS}
 )
+# What a value of a missing (or `true`) schema may be: anything.
+_ANYTHING: dict[str, Any] = {}
+Direction = Literal["narrower", "wider", "same", "other"]
 
 
 @dataclass
@@ -71,7 +82,35 @@ def _narrower(role: Role) -> SchemaKind:
 
 
 def _wider(role: Role) -> SchemaKind:
+    """Accepting more: compatible for what the server accepts, breaking for what it returns."""
     return "compatible" if role == "input" else "breaking"
+
+
+def _kind(direction: Direction, role: Role) -> SchemaKind:
+    if direction == "narrower":
+        return _narrower(role)
+    if direction == "wider":
+        return _wider(role)
+    return "cosmetic" if direction == "same" else "breaking"
+
+
+class _Absent:
+    """A keyword that is not there (`const: null` and `default: null` are values)."""
+
+    def __repr__(self) -> str:
+        return "absent"
+
+
+_ABSENT: Any = _Absent()
+
+
+def _get(schema: dict[str, Any], key: str) -> Any:
+    return schema.get(key, _ABSENT)
+
+
+def _value(v: Any) -> Any:
+    """What a SchemaChange carries and a message shows for a keyword's value (absent is None)."""
+    return None if v is _ABSENT else v
 
 
 def schema_changes(a: Any, b: Any, path: str, role: Role) -> list[SchemaChange]:
@@ -82,13 +121,7 @@ def _schema(a: Any, b: Any, path: str, role: Role) -> Iterator[SchemaChange]:
     if fast_same(a, b):
         return
     if not isinstance(a, dict) or not isinstance(b, dict):
-        # true/false schemas or garbage: say what happened, conservatively.
-        if a is None:
-            yield SchemaChange(path, "compatible", "schema added", a, b)
-        elif b is None:
-            yield SchemaChange(path, "breaking", "schema removed", a, b)
-        else:
-            yield SchemaChange(path, "breaking", f"schema changed: {show(a)} → {show(b)}", a, b)
+        yield from _not_objects(a, b, path, role)
         return
 
     for key in sorted(COSMETIC_KEYWORDS):
@@ -96,59 +129,19 @@ def _schema(a: Any, b: Any, path: str, role: Role) -> Iterator[SchemaChange]:
             yield SchemaChange(join(path, key), "cosmetic", f"{key} {show(a.get(key))} → {show(b.get(key))}",
                                a.get(key), b.get(key))
 
-    ta, tb = _types(a), _types(b)
-    if ta != tb:
-        if ta is None:
-            yield SchemaChange(join(path, "type"), _narrower(role), f"type restricted to {show(b['type'])}", None, b["type"])
-        elif tb is None:
-            yield SchemaChange(join(path, "type"), _wider(role), f"type {show(a['type'])} no longer restricted", a["type"], None)
-        elif _accepts(ta, tb):
-            yield SchemaChange(join(path, "type"), _narrower(role), f"type narrowed {show(a['type'])} → {show(b['type'])}",
-                               a["type"], b["type"])
-        elif _accepts(tb, ta):
-            yield SchemaChange(join(path, "type"), _wider(role), f"type widened {show(a['type'])} → {show(b['type'])}",
-                               a["type"], b["type"])
-        else:
-            yield SchemaChange(join(path, "type"), "breaking", f"type changed {show(a['type'])} → {show(b['type'])}",
-                               a["type"], b["type"])
-
-    if not fast_same(a.get("enum"), b.get("enum")):
-        ea, eb = a.get("enum"), b.get("enum")
-        if ea is None:
-            yield SchemaChange(join(path, "enum"), _narrower(role), f"values restricted to {show(eb)}", None, eb)
-        elif eb is None:
-            yield SchemaChange(join(path, "enum"), _wider(role), "enum restriction removed", ea, None)
-        else:
-            ka = {canonical(v): v for v in ea} if isinstance(ea, list) else {}
-            kb = {canonical(v): v for v in eb} if isinstance(eb, list) else {}
-            removed = [ka[k] for k in ka if k not in kb]
-            added = [kb[k] for k in kb if k not in ka]
-            if removed:
-                yield SchemaChange(join(path, "enum"), _narrower(role), f"enum value(s) removed: {show(removed)}", removed, None)
-            if added:
-                yield SchemaChange(join(path, "enum"), _wider(role), f"enum value(s) added: {show(added)}", None, added)
-            if not removed and not added:
-                yield SchemaChange(join(path, "enum"), "cosmetic", "enum values reordered", ea, eb)
-
-    if not fast_same(a.get("const"), b.get("const")):
-        yield SchemaChange(join(path, "const"), "breaking", f"const {show(a.get('const'))} → {show(b.get('const'))}",
-                           a.get("const"), b.get("const"))
-
+    yield from _type(a, b, path, role)
+    yield from _enum(a, b, path, role)
     yield from _properties(a, b, path, role)
 
-    apa, apb = a.get("additionalProperties"), b.get("additionalProperties")
+    apa, apb = _get(a, "additionalProperties"), _get(b, "additionalProperties")
     if not fast_same(apa, apb):
-        closed_a, closed_b = apa is False, apb is False
         p = join(path, "additionalProperties")
-        if closed_b and not closed_a:
-            yield SchemaChange(p, _narrower(role), "additionalProperties closed", apa, apb)
-        elif closed_a and not closed_b:
-            yield SchemaChange(p, "compatible", "additionalProperties opened", apa, apb)
-        elif isinstance(apa, dict) and isinstance(apb, dict):
-            yield from _schema(apa, apb, p, role)
-        else:
-            yield SchemaChange(p, _narrower(role) if apb is not True and apb is not None else "compatible",
-                               f"additionalProperties {show(apa)} → {show(apb)}", apa, apb)
+        if apb is False:
+            yield SchemaChange(p, _narrower(role), "additionalProperties closed", _value(apa), apb)
+        elif apa is False:
+            yield SchemaChange(p, _wider(role), "additionalProperties opened", apa, _value(apb))
+        else:  # a schema for the extra properties: added, removed, changed
+            yield from _schema(_value(apa), _value(apb), p, role)
 
     if "items" in a or "items" in b:
         yield from _schema(a.get("items"), b.get("items"), join(path, "items"), role)
@@ -157,38 +150,151 @@ def _schema(a: Any, b: Any, path: str, role: Role) -> Iterator[SchemaChange]:
         da, db = a.get(defs) or {}, b.get(defs) or {}
         if isinstance(da, dict) and isinstance(db, dict):
             for name in sorted(set(da) | set(db)):
-                yield from _schema(da.get(name), db.get(name), join(join(path, defs), name), role)
+                p = join(join(path, defs), name)
+                if name not in da:  # nothing refers to it yet
+                    yield SchemaChange(p, "compatible", f"definition `{name}` added", None, db[name])
+                elif name not in db:  # a `$ref` to it no longer resolves
+                    yield SchemaChange(p, "breaking", f"definition `{name}` removed", da[name], None)
+                else:
+                    yield from _schema(da[name], db[name], p, role)
 
-    if not fast_same(a.get("default"), b.get("default")):
-        yield SchemaChange(join(path, "default"), "compatible",
-                           f"default {show(a.get('default'))} → {show(b.get('default'))}", a.get("default"), b.get("default"))
+    va, vb = _get(a, "default"), _get(b, "default")
+    if not fast_same(va, vb):
+        yield SchemaChange(join(path, "default"), "compatible", f"default {show(_value(va))} → {show(_value(vb))}",
+                           _value(va), _value(vb))
 
-    for key in ("pattern", "format"):
-        va, vb = a.get(key), b.get(key)
+    for key in _RESTRICTIONS:
+        va, vb = _get(a, key), _get(b, key)
         if not fast_same(va, vb):
-            kind: SchemaKind = _wider(role) if vb is None else _narrower(role)
-            yield SchemaChange(join(path, key), kind, f"{key} {show(va)} → {show(vb)}", va, vb)
+            direction: Direction = "narrower" if va is _ABSENT else "wider" if vb is _ABSENT else "other"
+            yield SchemaChange(join(path, key), _kind(direction, role), f"{key} {show(_value(va))} → {show(_value(vb))}",
+                               _value(va), _value(vb))
 
     for key, larger_is_narrower in _BOUNDS.items():
-        va, vb = a.get(key), b.get(key)
-        if fast_same(va, vb):
-            continue
-        if vb is None:
-            narrower = False
-        elif va is None:
-            narrower = True
-        elif isinstance(va, int | float) and isinstance(vb, int | float):
-            narrower = (vb > va) == larger_is_narrower
-        else:
-            narrower = True
-        yield SchemaChange(join(path, key), _narrower(role) if narrower else _wider(role),
-                           f"{key} {show(va)} → {show(vb)}", va, vb)
+        va, vb = _get(a, key), _get(b, key)
+        if not fast_same(va, vb):
+            yield SchemaChange(join(path, key), _kind(_bound(va, vb, larger_is_narrower), role),
+                               f"{key} {show(_value(va))} → {show(_value(vb))}", _value(va), _value(vb))
+
+    va, vb = _get(a, "multipleOf"), _get(b, "multipleOf")
+    if not fast_same(va, vb):
+        yield SchemaChange(join(path, "multipleOf"), _kind(_multiple_of(va, vb), role),
+                           f"multipleOf {show(_value(va))} → {show(_value(vb))}", _value(va), _value(vb))
 
     for key in sorted((set(a) | set(b)) - _HANDLED):
         if not fast_same(a.get(key), b.get(key)):
             yield SchemaChange(join(path, key), "breaking",
                                f"schema keyword `{key}` changed: {show(a.get(key))} → {show(b.get(key))}",
                                a.get(key), b.get(key))
+
+
+def _not_objects(a: Any, b: Any, path: str, role: Role) -> Iterator[SchemaChange]:
+    """Boolean or missing schemas: absent and `true` accept anything, `false` nothing, an object lies between."""
+    na = _ANYTHING if a is None or a is True else a
+    nb = _ANYTHING if b is None or b is True else b
+    if isinstance(na, dict) and isinstance(nb, dict):
+        if na is _ANYTHING and nb is _ANYTHING:
+            yield SchemaChange(path, "cosmetic", f"schema {show(a)} → {show(b)}", a, b)
+        else:  # compare keyword by keyword with the schema that says nothing
+            yield from _schema(na, nb, path, role)
+    elif nb is False and na is not False:
+        yield SchemaChange(path, _narrower(role), f"schema {show(a)} → false (nothing is valid)", a, b)
+    elif na is False and isinstance(nb, dict):
+        yield SchemaChange(path, _wider(role), f"schema false → {show(b)}", a, b)
+    else:  # garbage, or a form this module does not compare (tuple `items`): ask a human
+        yield SchemaChange(path, "breaking", f"schema changed: {show(a)} → {show(b)}", a, b)
+
+
+def _type(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
+    va, vb = _get(a, "type"), _get(b, "type")
+    if fast_same(va, vb):
+        return
+    ta, tb = _types(a), _types(b)
+    p = join(path, "type")
+    before, after = _value(va), _value(vb)
+    if va is _ABSENT:
+        yield SchemaChange(p, _narrower(role), f"type restricted to {show(after)}", None, after)
+    elif vb is _ABSENT:
+        yield SchemaChange(p, _wider(role), f"type {show(before)} no longer restricted", before, None)
+    elif ta is None or tb is None:
+        yield SchemaChange(p, "breaking", f"type changed {show(before)} → {show(after)}", before, after)
+    elif _accepts(ta, tb) and _accepts(tb, ta):
+        yield SchemaChange(p, "cosmetic", f"type written differently {show(before)} → {show(after)}", before, after)
+    elif _accepts(ta, tb):
+        yield SchemaChange(p, _narrower(role), f"type narrowed {show(before)} → {show(after)}", before, after)
+    elif _accepts(tb, ta):
+        yield SchemaChange(p, _wider(role), f"type widened {show(before)} → {show(after)}", before, after)
+    else:
+        yield SchemaChange(p, "breaking", f"type changed {show(before)} → {show(after)}", before, after)
+
+
+def _enum(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
+    ea, eb = _get(a, "enum"), _get(b, "enum")
+    if fast_same(ea, eb):
+        return
+    p = join(path, "enum")
+    if ea is _ABSENT:
+        yield SchemaChange(p, _narrower(role), f"values restricted to {show(eb)}", None, eb)
+    elif eb is _ABSENT:
+        yield SchemaChange(p, _wider(role), "enum restriction removed", ea, None)
+    elif not isinstance(ea, list) or not isinstance(eb, list):
+        yield SchemaChange(p, "breaking", f"enum {show(ea)} → {show(eb)}", ea, eb)
+    else:
+        ka = {canonical(v): v for v in ea}
+        kb = {canonical(v): v for v in eb}
+        removed = [ka[k] for k in ka if k not in kb]
+        added = [kb[k] for k in kb if k not in ka]
+        if removed:
+            yield SchemaChange(p, _narrower(role), f"enum value(s) removed: {show(removed)}", removed, None)
+        if added:
+            yield SchemaChange(p, _wider(role), f"enum value(s) added: {show(added)}", None, added)
+        if not removed and not added:
+            yield SchemaChange(p, "cosmetic", "enum values reordered", ea, eb)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _bound(va: Any, vb: Any, larger_is_narrower: bool) -> Direction:
+    """A bound added accepts less, removed accepts more, moved: by which way it moved."""
+    if isinstance(va, bool) or isinstance(vb, bool):
+        # Draft 4's exclusive flags: `true` accepts less; `false` is the same as no flag. A flag
+        # against a number is a draft 4 <-> 6 rewrite this comparison cannot read: ask a human.
+        if va not in (True, False, _ABSENT) or vb not in (True, False, _ABSENT):
+            return "other"
+        fa, fb = va is True, vb is True
+        return "narrower" if fb and not fa else "wider" if fa and not fb else "same"
+    if va is _ABSENT and _number(vb):
+        return "narrower"
+    if vb is _ABSENT and _number(va):
+        return "wider"
+    if _number(va) and _number(vb):
+        if va == vb:
+            return "same"  # 5 and 5.0
+        return "narrower" if (vb > va) == larger_is_narrower else "wider"
+    return "other"
+
+
+def _multiple_of(va: Any, vb: Any) -> Direction:
+    """Every multiple of 4 is a multiple of 2: 2 → 4 accepts less, 4 → 2 more, 2 → 3 neither."""
+    if va is _ABSENT and _number(vb):
+        return "narrower"
+    if vb is _ABSENT and _number(va):
+        return "wider"
+    if not (_number(va) and _number(vb)) or va <= 0 or vb <= 0:
+        return "other"
+    try:
+        da, db = Decimal(str(va)), Decimal(str(vb))  # decimal: 0.3 is a multiple of 0.1
+        if da == db:
+            return "same"
+        if db % da == 0:
+            return "narrower"
+        if da % db == 0:
+            return "wider"
+    except InvalidOperation:  # inf, nan
+        pass
+    return "other"
 
 
 def _properties(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
@@ -213,14 +319,13 @@ def _properties(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> 
         if name in pb:
             yield from _schema(pa[name], pb[name], join(ppath, name), role)
     rpath = join(path, "required")
+    # Required accepts less: a caller must send it (input); a client can count on it (output).
     for name in sorted(rb - ra):
         if name in pa or name not in pb:  # new properties were reported above
-            yield SchemaChange(rpath, _narrower(role) if role == "input" else "compatible",
-                               f"property `{name}` became required", sorted(ra), sorted(rb))
+            yield SchemaChange(rpath, _narrower(role), f"property `{name}` became required", sorted(ra), sorted(rb))
     for name in sorted(ra - rb):
         if name in pb:
-            yield SchemaChange(rpath, "compatible" if role == "input" else "breaking",
-                               f"property `{name}` no longer required", sorted(ra), sorted(rb))
+            yield SchemaChange(rpath, _wider(role), f"property `{name}` no longer required", sorted(ra), sorted(rb))
 
 
 def annotation_changes(a: Any, b: Any, path: str) -> list[SchemaChange]:
