@@ -42,6 +42,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from mcptape.errors import ConfigError
+from mcptape.report.model import FINDING_KINDS, IGNORE_KEYS, Severity, drift_classes
 
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 LEGACY_DEFAULT_PROTOCOL = "2025-06-18"  # the newest version every reference server accepts as asked
@@ -571,20 +572,65 @@ class RedactSettings(_Strict):
         return v
 
 
-Severity = Literal["structural", "output", "info"]
+def _unknown_drift_class(name: str) -> str | None:
+    """What is wrong with `name` as a drift class (`category` or `category.kind`), or None."""
+    classes = drift_classes()
+    if name in classes:
+        return None
+    category = name.partition(".")[0]
+    if category not in FINDING_KINDS:
+        return (f'unknown drift category "{name}"{_suggest(name, classes)} '
+                f"Categories: {', '.join(FINDING_KINDS)} (a category or category.kind)")
+    kinds = FINDING_KINDS[category]
+    return (f'unknown drift class "{name}"{_suggest(name, [f"{category}.{k}" for k in kinds])} '
+            f"Kinds of {category}: {', '.join(kinds)} (or `{category}` for all of them)")
 
 
 class DriftSettings(_Strict):
-    """What fails the gate: a severity per class, and rules that ignore differences."""
+    """What fails the gate: a severity per class, and rules that ignore differences.
+
+    The names a key or rule may use are report.model's (FINDING_KINDS, IGNORE_KEYS), checked here
+    so that a typo fails at load with its line instead of silently matching nothing.
+    """
 
     added_surface: Severity = Field(
         default="structural", description="severity of tools/resources/prompts added"
     )
-    fail_on: dict[str, Severity] = Field(default_factory=dict, description="drift class -> severity")
+    fail_on: dict[str, Severity] = Field(
+        default_factory=dict, description="drift class (category or category.kind) -> severity"
+    )
     ignore: list[dict[str, str]] = Field(default_factory=list, description="differences never reported")
     conformance: Severity = Field(
         default="structural", description="severity of protocol conformance findings"
     )
+
+    @field_validator("fail_on")
+    @classmethod
+    def _known_classes(cls, v: dict[str, Severity]) -> dict[str, Severity]:
+        for name in v:
+            problem = _unknown_drift_class(name)
+            if problem is not None:
+                raise _fail(problem, key=name)
+        return v
+
+    @field_validator("ignore")
+    @classmethod
+    def _known_rule_keys(cls, v: list[dict[str, str]]) -> list[dict[str, str]]:
+        for i, rule in enumerate(v):
+            if not rule:
+                raise _fail(f"an empty rule would ignore every difference; give one or more of: {', '.join(IGNORE_KEYS)}",
+                            at=(i,))
+            for key in rule:
+                if key not in IGNORE_KEYS:
+                    raise _fail(f'unknown key "{key}" in an ignore rule{_suggest(key, IGNORE_KEYS)} '
+                                f"Valid keys: {', '.join(IGNORE_KEYS)}", at=(i,), key=key)
+            category = rule.get("category")
+            # A glob (`notification*`) is not checked: only a plain name can be told a typo.
+            if category is not None and not any(c in category for c in "*?"):
+                problem = _unknown_drift_class(category)
+                if problem is not None:
+                    raise _fail(problem, at=(i, "category"))
+        return v
 
 
 class Config(_Strict):
@@ -1211,6 +1257,22 @@ def json_schema() -> dict[str, Any]:
     schema["properties"]["sessions"]["minItems"] = 1
     defs["NormalizeRule"]["oneOf"] = [{"required": ["path"]}, {"required": ["pattern"]}]
     defs["RedactSettings"]["properties"]["patterns"]["items"]["format"] = "regex"
+    drift = defs["DriftSettings"]["properties"]
+    severity = drift["fail_on"]["additionalProperties"]
+    drift["fail_on"]["properties"] = {name: severity for name in drift_classes()}
+    drift["fail_on"]["additionalProperties"] = False
+    drift["ignore"]["items"] = {
+        "type": "object",
+        "description": "a difference matching every key given is not reported; each value is a glob (* and ?)",
+        "properties": {
+            "path": {"type": "string", "description": "the finding's path, or anything beneath it"},
+            "category": {"type": "string", "description": "category.kind, e.g. schema.cosmetic or notification*"},
+            "method": {"type": "string", "description": "the call's method, e.g. tools/call"},
+            "name": {"type": "string", "description": "the tool, prompt or resource URI"},
+        },
+        "additionalProperties": False,
+        "minProperties": 1,
+    }
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "mcptape.yml"
     schema["description"] = (

@@ -351,6 +351,10 @@ def test_valid_configs_pass_the_published_schema(name: str) -> None:
         "bad_json_path.yml",
         "normalize_both_selectors.yml",
         "bad_log_level.yml",
+        "drift_fail_on_typo_kind.yml",
+        "drift_fail_on_typo_category.yml",
+        "drift_ignore_unknown_key.yml",
+        "drift_ignore_empty_rule.yml",
     ],
 )
 def test_published_schema_flags_what_the_loader_rejects(name: str) -> None:

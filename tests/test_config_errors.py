@@ -217,3 +217,33 @@ def test_variables_in_normalize_and_redact_are_left_alone(tmp_path: Path) -> Non
     )
     cfg = load_config(path, env={}).config
     assert cfg.normalize[0].replace == "${UNSET}"
+
+
+# --- drift: the names the diff engine emits, and nothing else -------------------------------------
+
+
+def test_every_drift_class_and_ignore_key_loads_and_the_published_schema_lists_the_same(tmp_path: Path) -> None:
+    from mcptape.config import json_schema
+    from mcptape.report.model import IGNORE_KEYS, drift_classes
+
+    path = tmp_path / "mcptape.yml"
+    fail_on = "".join(f"    {name}: info\n" for name in drift_classes())
+    path.write_text(
+        "servers: {calc: {command: [python, calc.py]}}\n"
+        "sessions: [{name: s, server: calc, steps: [ping]}]\n"
+        "drift:\n  fail_on:\n" + fail_on
+        + "  ignore:\n    - {path: 'result.*', category: 'notification*', method: tools/call, name: add}\n"
+        "    - {category: schema.cosmetic}\n",
+        encoding="utf-8",
+    )
+    drift = load_config(path, env={}).config.drift
+    assert list(drift.fail_on) == drift_classes() and len(drift.ignore) == 2
+    # The same file with one name misspelt is refused (the broken/drift_*.yml files say how).
+    path.write_text(path.read_text(encoding="utf-8").replace("    error.code: info\n", "    error.cod: info\n"),
+                    encoding="utf-8")
+    with pytest.raises(ConfigError, match=r'drift.fail_on: unknown drift class "error.cod"; did you mean "error.code"\?'):
+        load_config(path, env={})
+    published = json_schema()["$defs"]["DriftSettings"]["properties"]
+    assert list(published["fail_on"]["properties"]) == drift_classes()
+    assert published["fail_on"]["additionalProperties"] is False
+    assert list(published["ignore"]["items"]["properties"]) == list(IGNORE_KEYS)

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from recording import ADD, TapeBuilder
 
 from mcptape.config import DriftSettings
 from mcptape.diff import diff_tapes
 from mcptape.diff.schema import schema_changes
-from mcptape.errors import ConfigError
 from mcptape.report.model import DiffResult
 from mcptape.tape.events import C2S, S2C
 from mcptape.tape.format import Tape
@@ -359,10 +359,17 @@ def test_ignore_rules_by_category_and_path_glob() -> None:
     assert diff_tapes(g2, f2, DriftSettings(ignore=[{"method": "tools/call", "name": "other"}])).verdict == "output"
 
 
-def test_bad_ignore_rule_is_a_config_error() -> None:
+def test_bad_ignore_rule_or_fail_on_key_is_refused_before_any_diff() -> None:
+    # Settings built in code are checked as mcptape.yml's are (tests/configs/broken/drift_*.yml).
+    with pytest.raises(ValidationError, match='unknown key "paht" in an ignore rule; did you mean "path"'):
+        DriftSettings(ignore=[{"paht": "x"}])
+    with pytest.raises(ValidationError, match='unknown drift class "schema.braking"'):
+        DriftSettings(fail_on={"schema.braking": "info"})
+    # Positive control: the keys spelled right are taken, and they do change the verdict.
     g, f = cosmetic_and_result()
-    with pytest.raises(ConfigError, match=r"drift.ignore\[0\]: unknown key\(s\) paht"):
-        diff_tapes(g, f, DriftSettings(ignore=[{"paht": "x"}]))
+    assert diff_tapes(g, f).verdict == "output"
+    assert diff_tapes(g, f, DriftSettings(ignore=[{"path": "result.content[*].text"}],
+                                          fail_on={"schema.cosmetic": "info"})).verdict == "same"
 
 
 def test_result_round_trips_through_json() -> None:

@@ -8,13 +8,18 @@ the row's negative control: the difference is what the findings come from.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, get_args
 
 import pytest
 from recording import ADD, INIT_RESULT, TapeBuilder
 
+from mcptape.config import DriftSettings
 from mcptape.diff import diff_tapes
+from mcptape.diff.schema import SchemaKind
+from mcptape.report.model import FINDING_KINDS
 from mcptape.tape.events import C2S, S2C, garbage_event, note_event
 from mcptape.tape.format import Tape, make_header
 
@@ -206,6 +211,7 @@ def test_each_rule_gives_its_finding_and_severity(golden: Build, fresh: Build, f
     result = diff_tapes(golden(), fresh())
     assert {(f.category, f.kind, f.severity) for d in result.drifts for f in d.findings} == findings
     assert result.verdict == verdict
+    assert all(kind in FINDING_KINDS[category] for category, kind, _ in findings)  # what fail_on can name
 
 
 def test_a_cut_short_list_of_changes_says_so_in_an_output_finding() -> None:
@@ -214,3 +220,45 @@ def test_a_cut_short_list_of_changes_says_so_in_an_output_finding() -> None:
     assert len(findings) == 26 and findings[-1].message == "… and more differences (list cut short)"
     assert findings[-1].severity == OUTPUT
     assert len([f for d in diff_tapes(wide_result(0)(), wide_result(3)()).drifts for f in d.findings]) == 3
+    # The marker is of the class it stands for: the rule that relaxes the others relaxes it.
+    assert diff_tapes(wide_result(0)(), wide_result(30)(), DriftSettings(fail_on={"result.changed": "info"})).exit_code == 0
+
+
+def test_a_cut_short_list_of_argument_changes_follows_the_rule_for_arguments() -> None:
+    def call(offset: int) -> Tape:
+        return base().tool("t", {f"a{n:02}": n + offset for n in range(30)}, "ok").tape()
+
+    assert diff_tapes(call(0), call(1)).exit_code == 1
+    relaxed = diff_tapes(call(0), call(1), DriftSettings(fail_on={"call.arguments": "info"}))
+    assert len(relaxed.drifts[0].findings) == 26 and relaxed.exit_code == 0
+
+
+# --- the names fail_on and ignore may use are the names the code emits -----------------------------
+
+
+def literal_findings() -> list[tuple[str, str, str]]:
+    """(file:line, category, kind) of every Finding(...) / .finding(...) in the package whose
+    category and kind are both written as string literals (positional or by keyword)."""
+    out = []
+    for path in sorted((Path(__file__).parent.parent / "mcptape").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if name not in ("Finding", "finding"):
+                continue
+            args = {i: a for i, a in enumerate(node.args)} | {kw.arg: kw.value for kw in node.keywords if kw.arg}
+            category, kind = args.get(0, args.get("category")), args.get(6, args.get("kind"))
+            if isinstance(category, ast.Constant) and isinstance(kind, ast.Constant) and isinstance(kind.value, str):
+                out.append((f"{path.name}:{node.lineno}", category.value, kind.value))
+    return out
+
+
+def test_every_finding_the_code_builds_is_a_name_fail_on_accepts() -> None:
+    found = literal_findings()
+    assert len(found) >= 30  # the scan sees the classifiers, not nothing
+    unknown = [(where, c, k) for where, c, k in found if k not in FINDING_KINDS.get(c, ())]
+    assert unknown == [], "add these to report.model.FINDING_KINDS (and say what they mean in classify.py)"
+    # The kinds that come from a variable: schema changes and value changes.
+    assert set(FINDING_KINDS["schema"]) == set(get_args(SchemaKind))
+    assert {"changed", "added", "removed"} <= set(FINDING_KINDS["result"])

@@ -8,7 +8,8 @@ Three registries, so later work plugs in without touching the engine (STYLE.md 4
   that is the same events on both sides has nothing to compare and is not checked (engine.py);
 - SESSION_CHECKS, run once per pair of tapes (server requests, process events, protocol).
 
-Categories and kinds emitted (severity before DriftSettings are applied):
+Categories and kinds emitted (severity before DriftSettings are applied); their names are
+report.model.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked against:
     call          added | removed (structural) · arguments (output) ·
                   server_request_added | server_request_removed (output)
     surface       added (DriftSettings.added_surface, default structural) | removed (structural)
@@ -21,6 +22,9 @@ Categories and kinds emitted (severity before DriftSettings are applied):
     notification  added | removed | changed | order (output)
     process       no_answer | answered | crash (structural: crashed, or fresh tape cut short) ·
                   exit | garbage | note (output)
+and from the checks registered elsewhere: protocol changed (diff/protocol.py, structural) ·
+side_effect added | removed | changed (diff/side_effects.py, structural) · conformance schema |
+output_schema | version (conformance.py, DriftSettings.conformance).
 Every Finding carries golden_line/fresh_line: the tape line of the event it is about.
 """
 
@@ -123,13 +127,15 @@ def register_session_check(name: str) -> Callable[[SessionCheck], SessionCheck]:
     return deco
 
 
-def _more(pair: Pair, found: list[Change], category: str, prefix_findings: list[Finding]) -> list[Finding]:
+def _more(pair: Pair, found: list[Change], category: str, kind: str, prefix_findings: list[Finding]) -> list[Finding]:
+    """The first MAX_DIFFS findings and one that says there were more, of the same class (so the
+    `fail_on` or `ignore` rule that relaxes the others relaxes it too)."""
     from mcptape.diff.values import MAX_DIFFS
 
     if len(found) > MAX_DIFFS:
         prefix_findings = prefix_findings[:MAX_DIFFS]
         prefix_findings.append(pair.finding(category, "output", "", "… and more differences (list cut short)",
-                                            kind="changed"))
+                                            kind=kind))
     return prefix_findings
 
 
@@ -144,7 +150,7 @@ def check_arguments(pair: Pair) -> list[Finding]:
     found = changes(_params(pair.golden), _params(pair.fresh), "params")
     out = [pair.finding("call", "output", c.path, describe(c), c.before, c.after, "arguments",
                         g_event=pair.golden.request_event, f_event=pair.fresh.request_event) for c in found]
-    return _more(pair, found, "call", out)
+    return _more(pair, found, "call", "arguments", out)
 
 
 def _params(call: Call) -> Any:
@@ -230,7 +236,7 @@ def classify_result(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
         if c.path == "result.isError" and out:
             continue
         out.append(pair.finding("result", "output", c.path, describe(c), c.before, c.after, c.kind))
-    return _more(pair, found, "result", out)
+    return _more(pair, found, "result", "changed", out)
 
 
 # --- surface and schema ----------------------------------------------------------------------

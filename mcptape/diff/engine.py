@@ -37,14 +37,12 @@ from mcptape.diff import classify, protocol
 from mcptape.diff.align import align
 from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, build_stretch, find_window
 from mcptape.diff.classify import Pair, SurfaceNote
-from mcptape.errors import ConfigError
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, SurfaceChanges
 from mcptape.tape.format import Tape
 
 if TYPE_CHECKING:
     from mcptape.config import DriftSettings
 
-IGNORE_KEYS = ("path", "category", "method", "name")
 _RANK = {"info": 0, "output": 1, "structural": 2}
 
 
@@ -85,13 +83,7 @@ class Policy:
         if drift is None:
             return cls("structural", {}, [])
         rules = []
-        for i, rule in enumerate(drift.ignore):
-            unknown = sorted(set(rule) - set(IGNORE_KEYS))
-            if unknown or not rule:
-                raise ConfigError(
-                    f"drift.ignore[{i}]: {'unknown key(s) ' + ', '.join(unknown) if unknown else 'empty rule'}; "
-                    f"a rule uses one or more of: {', '.join(IGNORE_KEYS)}"
-                )
+        for rule in drift.ignore:  # its keys were checked when the config loaded (config.DriftSettings)
             rules.append(_Rule(
                 _glob(rule["path"], subtree=True) if "path" in rule else None,
                 _glob(rule["category"]) if "category" in rule else None,

@@ -26,6 +26,32 @@ VERDICT_EXIT: dict[str, int] = {
 }
 
 
+# The categories of a Finding and the kinds each comes in: the names `drift.fail_on` keys
+# ("category" or "category.kind") and `drift.ignore` rules use, checked when mcptape.yml loads.
+# What each means and how bad it is: diff/classify.py's docstring. tests/test_diff_classify.py
+# checks that every Finding the code builds is named here.
+FINDING_KINDS: dict[str, tuple[str, ...]] = {
+    "call": ("added", "removed", "arguments", "server_request_added", "server_request_removed"),
+    "surface": ("added", "removed"),
+    "schema": ("breaking", "compatible", "cosmetic"),
+    "session": ("protocol", "capability_removed", "capability_added", "capability_changed", "server_info", "changed"),
+    "protocol": ("changed",),
+    "result": ("changed", "added", "removed"),
+    "error": ("result_to_error", "error_to_result", "is_error", "code", "message", "data"),
+    "notification": ("added", "removed", "changed", "order"),
+    "process": ("no_answer", "answered", "crash", "exit", "garbage", "note"),
+    "side_effect": ("added", "removed", "changed"),
+    "conformance": ("schema", "output_schema", "version"),
+}
+# The keys of a `drift.ignore` rule: what of a finding and its call the rule matches (diff/engine.py).
+IGNORE_KEYS = ("path", "category", "method", "name")
+
+
+def drift_classes() -> list[str]:
+    """Every name a `drift.fail_on` key may be: each category, and each category.kind."""
+    return [name for category, kinds in FINDING_KINDS.items() for name in (category, *(f"{category}.{k}" for k in kinds))]
+
+
 def worst_exit(codes: list[int]) -> int:
     """4 > 3 > 2 > 1 > 0: a leaked secret outranks a crash, a crash outranks drift."""
     return max(codes, default=EXIT_OK)
@@ -56,13 +82,13 @@ class CallRef:
 class Finding:
     """One difference: its class, how bad it is, where (a path into the message) and what changed."""
 
-    category: str  # surface | schema | session | protocol | call | result | error | notification | side_effect | conformance | process
+    category: str  # a key of FINDING_KINDS: surface | schema | session | call | result | error | ...
     severity: Severity
     path: str  # e.g. "result.content[0].text"; "" for whole-call findings
     message: str  # one line: '"5" → "6"', "tool `divide` removed", ...
     before: Any = None
     after: Any = None
-    kind: str | None = None  # finer class: breaking | compatible | cosmetic | added | removed | changed
+    kind: str | None = None  # finer class, one of FINDING_KINDS[category]: breaking | added | changed | ...
     golden_line: int | None = None  # line in the golden (A) tape, for annotations
     fresh_line: int | None = None
 
