@@ -111,6 +111,11 @@ def clean_session() -> list[Msg]:
 
 def test_a_clean_legacy_session_has_no_findings(tmp_path: Path) -> None:
     assert check_tape(tape_of(tmp_path, clean_session())) == []
+    # Positive control: the same session with one structured value of the wrong type.
+    broken = clean_session()
+    broken[9] = res(2, {**broken[9][1]["result"], "structuredContent": {"temp_c": "warm", "unit": "C"}})
+    assert found(tape_of(tmp_path, broken)) == [
+        ("11:result.structuredContent.temp_c", "'warm' is not of type 'number' (outputSchema of tool `weather`, type)")]
 
 
 def test_tool_without_input_schema_is_reported_at_its_line_and_path(tmp_path: Path) -> None:
@@ -261,6 +266,9 @@ def test_methods_no_revision_defines_are_not_flagged(tmp_path: Path) -> None:
     tape = tape_of(tmp_path, [*legacy(), req(1, "acme/custom", {"anything": [1]}), res(1, {"free": "form"}),
                               note("notifications/tasks/status", {"whatever": True})])
     assert check_tape(tape) == []
+    # Positive control: the same free-form params under a method the revision defines are checked.
+    known = tape_of(tmp_path, [*legacy(), note("notifications/message", {"whatever": True})])
+    assert {path for path, _ in found(known)} == {"5:params.level", "5:params.data"}
 
 
 def test_a_server_request_from_a_later_revision_is_flagged(tmp_path: Path) -> None:
@@ -306,6 +314,10 @@ def test_a_clean_2026_session_has_no_findings_and_its_version_comes_from_meta(tm
     tape = tape_of(tmp_path, modern_session())
     assert tape.protocol == "2026-07-28"  # no header field, no initialize: read off the answered discover's _meta
     assert check_tape(tape) == []
+    # Positive control: the same session with one request lacking its `_meta`.
+    messages = modern_session()
+    messages[4] = req(2, "tools/call", {"name": "weather", "arguments": {}})
+    assert [path for path, _ in found(tape_of(tmp_path, messages))] == ["6:params._meta"]
 
 
 def test_a_legacy_shaped_result_in_a_2026_session(tmp_path: Path) -> None:

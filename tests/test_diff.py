@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from recording import ADD, TapeBuilder
+from recording import ADD, INIT_RESULT, TapeBuilder
 
 from mcptape.config import DriftSettings
 from mcptape.diff import diff_tapes
@@ -33,6 +33,8 @@ def test_identical_tapes_are_same() -> None:
     f = base(client="another-client").tool("add", {"a": 2, "b": 3}, "5").tape()
     result = diff_tapes(g, f)
     assert result.verdict == "same" and result.drifts == [] and result.exit_code == 0
+    changed = diff_tapes(g, base(client="another-client").tool("add", {"a": 2, "b": 3}, "6").tape())
+    assert changed.verdict == "output" and changed.exit_code == 1  # positive control: one changed result
 
 
 def test_one_call_inserted_early_reports_only_that_call() -> None:
@@ -68,6 +70,12 @@ def test_reordered_parallel_calls_are_not_drift() -> None:
         return tb.tape()
 
     assert diff_tapes(parallel([1, 2, 3]), parallel([3, 1, 2])).verdict == "same"
+    # Positive control: the same reordering with one answer changed is that call's drift.
+    changed = parallel([3, 1, 2])
+    last_answer = next(ev for ev in reversed(changed.events) if ev["kind"] == "response")
+    last_answer["msg"]["result"]["content"][0]["text"] = "7"  # the answer to a=3 (sent first, answered last)
+    result = diff_tapes(parallel([1, 2, 3]), changed)
+    assert [d.call.arguments for d in result.drifts if d.call] == [{"a": 3, "b": 3}]
 
 
 def test_repeated_identical_calls_pair_in_order() -> None:
@@ -170,6 +178,8 @@ def test_log_messages_compare_as_a_multiset_per_call() -> None:
     g = base().tool("t", {}, "ok", notes=[log("a"), log("b")]).tape()
     f = base().tool("t", {}, "ok", notes=[log("b"), log("a")]).tape()
     assert diff_tapes(g, f).verdict == "same"
+    changed = base().tool("t", {}, "ok", notes=[log("b"), log("c")]).tape()  # positive control: one message changed
+    assert kinds(diff_tapes(g, changed)) == [("notification", "changed")]
 
 
 def test_notification_added_removed_changed_are_output() -> None:
@@ -350,6 +360,8 @@ def test_ignore_rules_by_category_and_path_glob() -> None:
     g, f = cosmetic_and_result()
     result = diff_tapes(g, f, DriftSettings(ignore=[{"category": "schema.cosmetic"}, {"path": "result.content[*].text"}]))
     assert result.verdict == "same" and result.drifts == [] and result.surface.empty()
+    # Positive control: without the second rule, the changed result is drift again.
+    assert diff_tapes(g, f, DriftSettings(ignore=[{"category": "schema.cosmetic"}])).verdict == "output"
     # `[0]` is the index, not a character class; a path also ignores what lies beneath it.
     g2 = base().tool("now", {}, '{"t": 1}').tape()
     f2 = base().tool("now", {}, '{"t": 2}').tape()
@@ -407,6 +419,9 @@ def test_handshake_is_lenient_about_the_client() -> None:
     g = TapeBuilder(client="claude").tape()
     f = TapeBuilder(client="cursor").tape()
     assert diff_tapes(g, f).verdict == "same"
+    # Positive control: another client and a server that now says another version.
+    server = TapeBuilder(client="cursor", init_result=dict(INIT_RESULT, serverInfo={"name": "calc", "version": "2"}))
+    assert kinds(diff_tapes(g, server.tape())) == [("session", "server_info")]
 
 
 # --- redaction placeholders: a rotated secret is not drift ---------------------------------------
@@ -429,6 +444,10 @@ def test_rotated_secret_tags_are_not_drift_in_results_params_errors_and_notifica
 
     result = diff_tapes(run("1a2b3c4d"), run("5e6f7a8b"))
     assert result.verdict == "same" and result.drifts == []
+    # Positive control: the same rotation beside one changed word of a result is drift.
+    changed = run("5e6f7a8b")
+    next(ev for ev in reversed(changed.events) if ev["kind"] == "response")["msg"]["result"]["contents"] = [{"text": "new"}]
+    assert diff_tapes(run("1a2b3c4d"), changed).verdict == "output"
 
 
 def test_a_placeholder_of_another_kind_is_still_drift() -> None:
@@ -458,6 +477,12 @@ def test_rotated_secret_in_arguments_still_pairs_the_call() -> None:
     for msg_id in ids:
         tb.answer(msg_id, {"content": []})
     assert diff_tapes(g, tb.tape()).verdict == "same"
+    # Positive control: a rotated secret beside an argument that did change is an arguments drift.
+    tb = base()
+    ids = [tb.request("tools/call", {"name": "t", "arguments": {"k": "3" if n == 2 else gh("5e6f7a8b")}}) for n in (2, 1)]
+    for msg_id in ids:
+        tb.answer(msg_id, {"content": []})
+    assert ("call", "arguments") in kinds(diff_tapes(g, tb.tape()))
 
 
 # --- conformance of the fresh tape (diff_tapes(..., conformance=True)) ---------------------------

@@ -262,6 +262,10 @@ def test_clean_pr_that_never_drifted_gets_no_comment(runner: Runner, github: Fak
     assert github.thread(REPO, PR) == []
     assert github.writes() == []
     assert "no drift" in runner.summary.read_text(encoding="utf-8")
+    # Positive control: the same PR with one drifted result gets its comment.
+    assert runner.publish(drifted_report()).returncode == 2
+    [comment] = github.thread(REPO, PR)
+    assert '"5" → "6"' in comment["body"]
 
 
 def test_another_users_comment_with_the_marker_is_left_alone(runner: Runner, github: FakeGitHub) -> None:

@@ -53,6 +53,9 @@ def _places(volatiles: list[Any], kind: str) -> set[str]:
 def test_identical_runs_have_nothing_volatile() -> None:
     assert find_volatile([_run("1", "a", "info"), _run("1", "a", "info")]) == []
     assert find_volatile([RUNS[0]]) == []  # one run: nothing to compare
+    # Positive control: the same two runs with another clock value have that one volatile place.
+    assert _places(find_volatile([_run("1", "a", "info"), _run("2", "a", "info")]), "value") == {
+        "result.content[0].text(json).datetime", "result.structuredContent.datetime"}
 
 
 def test_finds_values_inside_json_text_plain_text_and_notifications() -> None:

@@ -187,6 +187,10 @@ def test_floating_events_land_in_one_canonical_place_whatever_step_they_raced_in
     ]
     a, b = canonical_order(run_a), canonical_order(run_b)
     assert a == b
+    # Positive control: the same race with one log line's text changed does not map to run A.
+    run_c = [note(2, "notifications/message", "c") if e.get("msg", {}).get("params") == {"data": "b"} else e
+             for e in run_b]
+    assert canonical_order(run_c) != a
     assert [e.get("method") or e["kind"] for e in a] == [
         "tools/call", "tools/call", "tools/call", "tools/call",
         "notifications/message", "notifications/message", "roots/list", "roots/list", "stderr", "exit",

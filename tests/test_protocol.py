@@ -120,19 +120,26 @@ def test_a_new_server_version_across_eras_is_reported_and_same_era_tapes_compare
     assert findings(result) == [("protocol", "structural", "protocol"), ("session", "output", "serverInfo")]
     assert diff_tapes(modern(), modern()).verdict == "same"
     assert diff_tapes(legacy(), legacy()).verdict == "same"
+    assert diff_tapes(legacy(), legacy(add=6.0)).verdict == "output"  # positive control within the era
     # 2026 vs 2026: a new serverInfo in the discover result is the handshake's session finding, as for initialize
     moved = diff_tapes(modern(), modern(info={"name": "calc", "version": "2.0.0"}))
     assert [(f.category, f.kind) for d in moved.drifts for f in d.findings] == [("session", "server_info")]
 
 
 def test_envelope_changes_alone_are_not_drift_between_two_2026_tapes() -> None:
-    other = modern()
-    for ev in other.events:
-        result = (ev.get("msg") or {}).get("result")
-        if isinstance(result, dict) and "ttlMs" in result:
-            result["ttlMs"] = 60000
-            result["cacheScope"] = "public"
-    assert diff_tapes(modern(), other).verdict == "same"
+    def envelope_changed(tape: Tape) -> Tape:
+        for ev in tape.events:
+            result = (ev.get("msg") or {}).get("result")
+            if isinstance(result, dict) and "ttlMs" in result:
+                result["ttlMs"] = 60000
+                result["cacheScope"] = "public"
+        return tape
+
+    assert diff_tapes(modern(), envelope_changed(modern())).verdict == "same"
+    # Positive control: the same envelope change with one changed result is that result's drift.
+    changed = diff_tapes(modern(), envelope_changed(modern(add=6.0)))
+    assert changed.verdict == "output"
+    assert {f.path for d in changed.drifts for f in d.findings} == {"result.content[0].text", "result.structuredContent.result"}
 
 
 def test_prepare_returns_untouched_legacy_tapes_as_they_are() -> None:

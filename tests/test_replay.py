@@ -76,6 +76,12 @@ def test_reordered_parallel_calls_match_by_content() -> None:
     assert ask(engine, call(11, "add", a=1, b=2)) == [res(11, text("3"))]
     report = engine.report()
     assert report.exit_code == 0 and report.misses == [] and report.unused == []
+    # Positive control: the same tape asked one changed argument misses, and says so.
+    engine = ReplayEngine(tape)
+    assert ask(engine, call(10, "add", a=3, b=4)) == [res(10, text("7"))]
+    [miss] = ask(engine, call(11, "add", a=1, b=5))
+    assert "arguments.b differs: 2 recorded, 5 asked" in miss["error"]["message"]
+    assert engine.report().exit_code == 1
 
 
 def test_identical_repeats_consume_in_order_then_miss() -> None:

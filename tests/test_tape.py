@@ -25,11 +25,11 @@ from mcptape.tape import (
 from mcptape.tape import events as events_module
 
 
-def _session() -> list[dict]:
+def _session(text: bytes = b"caf\xc3\xa9") -> list[dict]:
     b = EventBuilder()
     return [
         b.line("c2s", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2}}}'),
-        b.line("s2c", b'{"result":{"content":[{"type":"text","text":"caf\xc3\xa9"}]},"jsonrpc":"2.0","id":1}'),
+        b.line("s2c", b'{"result":{"content":[{"type":"text","text":"' + text + b'"}]},"jsonrpc":"2.0","id":1}'),
         b.line("s2c", b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}'),
         exit_event(-9),
     ]
@@ -38,6 +38,9 @@ def _session() -> list[dict]:
 def test_same_session_gives_same_bytes() -> None:
     header = make_header("calc", server={"command": ["calc"]})
     assert tape_bytes(header, _session()) == tape_bytes(header, _session())
+    # Positive control: one changed character of a result is that line changed (and the footer's checksum).
+    same, changed = (tape_bytes(header, s).split(b"\n") for s in (_session(), _session(b"cafe")))
+    assert [n for n, (x, y) in enumerate(zip(same, changed, strict=True)) if x != y] == [2, 5]
 
 
 def test_response_echoes_its_request_and_keeps_raw_only_when_needed() -> None:

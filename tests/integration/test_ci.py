@@ -100,6 +100,14 @@ def test_update_golden_twice_is_byte_identical_and_says_unchanged(recorded: Path
     assert again.stdout.count("unchanged") >= 2
     text = first["arithmetic.tape.jsonl"].decode()
     assert str(recorded.parent) not in text and "duration" not in text  # no absolute paths, no timings
+    # Positive control: the same update on a server whose add answers 6 rewrites that golden only,
+    # and in it only the answer's line (and the footer's checksum).
+    assert ci(recorded, "--update-golden", variant="changed_result").returncode == 0
+    changed = goldens(recorded.parent)
+    assert changed["surface.tape.jsonl"] == first["surface.tape.jsonl"]
+    old, new = (t["arithmetic.tape.jsonl"].splitlines() for t in (first, changed))
+    assert [(a, b) for a, b in zip(old, new, strict=True) if a != b][0][1].count(b'"text":"6"') == 1
+    assert sum(a != b for a, b in zip(old, new, strict=True)) == 2
 
 
 def test_update_golden_reports_what_changed(recorded: Path) -> None:
@@ -107,6 +115,7 @@ def test_update_golden_reports_what_changed(recorded: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "updated" in proc.stdout and "tapes/arithmetic.tape.jsonl" in proc.stdout
     assert ci(recorded, variant="changed_result").returncode == 0  # the change is now accepted
+    assert ci(recorded).returncode == 1  # positive control: the old answer is now the drift
 
 
 def test_a_session_without_golden_is_structural_drift_that_says_how_to_record_it(tmp_path: Path) -> None:
@@ -204,6 +213,9 @@ def test_orphan_goldens_are_reported_and_out_dir_keeps_fresh_tapes(recorded: Pat
     assert "old-session.tape.jsonl" in proc.stdout
     assert json.loads((recorded.parent / "r.json").read_text(encoding="utf-8"))["orphans"] == ["tapes/old-session.tape.jsonl"]
     assert (out / "arithmetic.tape.jsonl").read_bytes() == (recorded.parent / "tapes" / "arithmetic.tape.jsonl").read_bytes()
+    # Positive control: --out-dir keeps the fresh tape, not a copy of the golden.
+    assert ci(recorded, "--out-dir", str(out), variant="changed_result").returncode == 1
+    assert b'"text":"6"' in (out / "arithmetic.tape.jsonl").read_bytes()
 
 
 def test_session_and_shard_selection(recorded: Path) -> None:

@@ -152,5 +152,8 @@ def test_a_conformant_server_and_the_bundled_example_pass(tmp_path: Path) -> Non
     proc = ci(config, "--update-golden")
     assert proc.returncode == 0 and "conformance" not in proc.stdout, proc.stdout + proc.stderr
     assert ci(config).returncode == 0
+    assert ci(config, env={"VARIANT": "bad_structured"}).returncode == 2  # positive control: the server breaks
     example = ci(FIXTURES / "example" / "mcptape.yml")
     assert example.returncode == 0, example.stdout + example.stderr
+    changed = ci(FIXTURES / "example" / "mcptape.yml", env={"MCPTAPE_FIXTURE_VARIANT": "changed_result"})
+    assert changed.returncode == 1 and '"5" → "6"' in changed.stdout, changed.stdout + changed.stderr

@@ -199,3 +199,9 @@ def test_reference_servers_give_stable_goldens(tmp_path: Path) -> None:
     assert '"method":"roots/list"' in everything  # the timer's request, in its canonical place
     for text in goldens.values():
         assert str(tmp_path) not in text.decode()  # no absolute paths of this machine
+
+    # Positive control: the same filesystem session over a file whose text changed drifts.
+    (tmp_path / "files" / "hello.txt").write_text("hello from a changed fixture file\n", encoding="utf-8")
+    changed = ci(config, 5, "--session", "filesystem")
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "hello from a changed fixture file" in changed.stdout

@@ -9,6 +9,7 @@ server is spoken to in 2026-07-28 (server/discover, `_meta` on every request).
 
 from __future__ import annotations
 
+import copy
 import json
 import queue
 import subprocess
@@ -35,6 +36,17 @@ LISTS: list[Request] = [("tools/list", None), ("resources/list", None), ("resour
 
 
 # --- the nonconformant fixture, through mcptape rec ------------------------------------------
+
+
+def with_one_answer_changed(tape: Tape, method: str, change: Callable[[dict[str, Any]], None]) -> Tape:
+    """A copy of `tape` whose first answer to `method` is edited by `change` (the answer's
+    `result` or `error`): the positive control of a "no findings" test."""
+    copied = copy.deepcopy(tape)
+    answer = next(ev for ev in copied.events if ev.get("kind") in ("response", "error") and ev.get("dir") == S2C
+                  and ev.get("method") == method)
+    change(answer["msg"].get("result", answer["msg"].get("error")))
+    answer.pop("raw", None)
+    return copied
 
 
 def rec_session(tmp_path: Path, server: list[str], requests: list[tuple[str, dict[str, Any] | None]]) -> Tape:
@@ -116,6 +128,9 @@ def test_the_fixture_in_its_clean_variant_is_clean(tmp_path: Path) -> None:
     tape = rec_session(tmp_path, [sys.executable, str(NONCONFORMANT), "--variant", "clean"], FIXTURE_SCRIPT)
     assert sum(1 for ev in tape.events if ev.get("kind") in ("response", "error", "notification")) >= 6
     assert check_tape(tape) == []
+    # Positive control: the same tape with the weather answer's content made a string.
+    broken = with_one_answer_changed(tape, "tools/call", lambda result: result.update(content="hello"))
+    assert [f.path.split(":", 1)[1] for f in check_tape(broken)] == ["result.content"]
 
 
 # --- real servers: no false positives ---------------------------------------------------------
@@ -182,6 +197,9 @@ def test_reference_server_tapes_are_conformant(tmp_path: Path, name: str) -> Non
     assert len(answers) == len(requests) + 1, "every request (and initialize) was answered"
     findings = check_tape(tape)
     assert findings == [], [(f.path, f.message) for f in findings]
+    # Positive control: the same tape with the first tool's inputSchema gone.
+    broken = with_one_answer_changed(tape, "tools/list", lambda result: result["tools"][0].pop("inputSchema"))
+    assert [f.path.split(":", 1)[1] for f in check_tape(broken)] == ["result.tools[0].inputSchema"]
 
 
 def record_2026(command: list[str], requests: list[Request], capabilities: dict[str, Any] | None = None) -> Tape:
@@ -218,3 +236,6 @@ def test_official_sdk_server_speaking_2026_is_conformant() -> None:
     assert add["msg"]["result"]["resultType"] == "complete"  # really the 2026 shape, not a legacy fallback
     assert "structuredContent" in add["msg"]["result"]  # so its outputSchema was checked too
     assert check_tape(tape) == []
+    # Positive control: the same tape with the add answer in the legacy shape (no resultType).
+    broken = with_one_answer_changed(tape, "tools/call", lambda result: result.pop("resultType"))
+    assert [f.path.split(":", 1)[1] for f in check_tape(broken)] == ["result.resultType"]

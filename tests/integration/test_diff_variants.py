@@ -171,3 +171,10 @@ def test_a_fresh_tape_sharing_most_lines_reads_the_same(golden: Path, tmp_path: 
     same = tmp_path / "same.tape.jsonl"
     same.write_text(text, encoding="utf-8")
     assert diff_json(golden, same)[1]["verdict"] == "same"
+    # Positive control: the same lines but one, whose answer changed, is read as that line.
+    [add_line] = [n for n, line in enumerate(lines) if '"text":"5"' in line]
+    changed = tmp_path / "changed.tape.jsonl"
+    changed.write_text("".join(lines[:add_line]) + lines[add_line].replace('"text":"5"', '"text":"6"')
+                       + "".join(lines[add_line + 1:]), encoding="utf-8")
+    rc, data = diff_json(golden, changed)
+    assert (rc, data["first_drift"]) == (1, EXPECTED["changed_result"][2])

@@ -103,3 +103,11 @@ def test_repeat_finds_volatile_paths_and_its_rules_give_zero_false_drift(tmp_pat
     for run in range(1, 6):
         proc = _ci(config)
         assert proc.returncode == 0, f"run {run} drifted:\n{proc.stdout}\n{proc.stderr}"
+
+    # Positive control: the pasted rules do not hide a real change (the file written is longer now:
+    # a different side effect, structural, and the size get_file_info prints).
+    config.write_text(base.replace("written by the tool", "written by the changed tool") + block + "\n",
+                      encoding="utf-8")
+    changed = _ci(config, "--session", "filesystem")
+    assert changed.returncode == 2, changed.stdout + changed.stderr
+    assert "different side effect" in changed.stdout and '"size: 19' in changed.stdout

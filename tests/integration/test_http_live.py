@@ -425,6 +425,13 @@ def test_same_session_over_stdio_and_http_diffs_identical(calc_upstream: str, tm
     golden.event_lines = []
     result = diff_tapes(golden, read_tape(http_tape))
     assert result.exit_code == 0, result
+    # Positive control: the same HTTP tape with the add answer changed is that call's output drift.
+    changed = read_tape(http_tape)
+    add = next(e for e in changed.events if e["kind"] == "response" and e.get("params", {}).get("name") == "add")
+    add["msg"]["result"]["content"][0]["text"] = "6"
+    add.pop("raw", None)
+    drifted = diff_tapes(golden, changed)
+    assert drifted.exit_code == 1 and [d.call.name for d in drifted.drifts if d.call] == ["add"]
 
 
 @pytest.mark.node

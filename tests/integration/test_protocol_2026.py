@@ -108,7 +108,7 @@ def changed(project: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_each_version_choice_is_negotiated_recorded_in_the_header_and_rechecks_clean(
-    project: Path, recheck: subprocess.CompletedProcess[str]
+    project: Path, recheck: subprocess.CompletedProcess[str], changed: subprocess.CompletedProcess[str]
 ) -> None:
     headers = {name: events(project / "tapes" / f"{name}.tape.jsonl")[0] for name in VERSIONS}
     assert {n: (h["protocol"], h["negotiation"]) for n, h in headers.items()} == {
@@ -130,6 +130,13 @@ def test_each_version_choice_is_negotiated_recorded_in_the_header_and_rechecks_c
         assert (project / "fresh" / f"{name}.tape.jsonl").read_bytes() == (
             project / "tapes" / f"{name}.tape.jsonl"
         ).read_bytes(), name
+    # Positive control: the same sessions on the server whose add answers 6 differ in that answer's line
+    # (and the footer's checksum), under every version.
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    for name in VERSIONS:
+        golden, fresh = ((project / d / f"{name}.tape.jsonl").read_bytes().splitlines() for d in ("tapes", "changed"))
+        differing = [b for a, b in zip(golden, fresh, strict=True) if a != b]
+        assert len(differing) == 2 and b'"structuredContent":{"result":6.0}' in differing[0], name
 
 
 def test_a_changed_result_is_output_drift_under_every_version(changed: subprocess.CompletedProcess[str],
@@ -263,6 +270,11 @@ sessions:
     assert update.returncode == 0, update.stdout + update.stderr
     check = ci(run=2)
     assert check.returncode == 0, check.stdout + check.stderr
+    # Positive control: the same memory session over a store that already holds an entity drifts.
+    (tmp_path / "memory-3.json").write_text(
+        '{"type":"entity","name":"left-over","entityType":"thing","observations":[]}\n', encoding="utf-8")
+    changed = ci("--session", "memory", run=3)
+    assert changed.returncode == 1 and "left-over" in changed.stdout, changed.stdout + changed.stderr
     for name in ("everything", "memory"):
         header, evs = events(tmp_path / "tapes" / f"{name}.tape.jsonl")
         assert header["negotiation"] == "fallback: initialize after -32601"
