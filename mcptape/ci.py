@@ -15,6 +15,10 @@ later gate run checks again.
 
 Every byte that leaves this module for a file or the terminal passes `_Outlet.emit`, the single
 choke point where redaction is verified (redact.py); a secret that survives fails closed (exit 4).
+
+Sessions run in worker threads, so everything the session pipeline imports is imported here, at
+module level, in the main thread, before any worker starts (see the imports below): a first
+import racing in two threads can hand one of them a partially initialized module.
 """
 
 from __future__ import annotations
@@ -30,10 +34,24 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+# The session pipeline's imports, including the ones its modules make lazily (to keep
+# `mcptape --version` and `play` light): ci.py is imported only for `mcptape ci` (and merge), so
+# they cost nothing elsewhere, and no worker thread ever does a first import. Two threads importing
+# `mcptape.diff` (diff_tapes) and `mcptape.diff.engine` (conformance_drifts) at once deadlocked
+# in the import system, which then gave one of them a partially initialized module (ImportError).
+# tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
+import httpx  # noqa: F401  (transports/http.py imports it where it is used)
+import jsonschema  # noqa: F401  (client.schema_violation, against a golden's inputSchema)
+
+import mcptape.conformance  # noqa: F401  (diff/engine.py: conformance_drifts; mcp_types, pydantic, jsonschema)
+import mcptape.diff.values  # noqa: F401  (diff/engine.py, diff/classify.py)
+import mcptape.transports.http  # noqa: F401  (transports/factory.py, for `url:` servers)
 from mcptape.client import Recording, record_session
 from mcptape.config import HttpServer, LoadedConfig, Session, load_config
+from mcptape.diff import diff_tapes
+from mcptape.diff.engine import conformance_drifts
 from mcptape.errors import (
     EXIT_COULD_NOT_RUN,
     EXIT_SECRET,
@@ -43,9 +61,10 @@ from mcptape.errors import (
     TapeError,
 )
 from mcptape.logsafe import ci_log_block
-from mcptape.normalize import Normalizer, session_paths
+from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.redact import Redactor
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult, worst_exit
+from mcptape.sandbox import Sandbox
 from mcptape.tape.format import (
     TAPE_SUFFIX,
     Tape,
@@ -56,9 +75,6 @@ from mcptape.tape.format import (
     write_atomic,
 )
 from mcptape.transports.factory import open_transport
-
-if TYPE_CHECKING:
-    from mcptape.sandbox import Sandbox
 
 UPDATE_HINT = "mcptape ci --update-golden"
 
@@ -137,8 +153,6 @@ def open_sandbox(ctx: RunContext, session: Session) -> Sandbox | None:
     """Snapshot the session's `sandbox:` directories before its server starts (None if it declares none)."""
     if not session.sandbox:
         return None
-    from mcptape.sandbox import Sandbox
-
     roots = [ctx.loaded.resolve(d) for d in session.sandbox]
     # File names pass the session's normalizer: a timestamp in a name must not be drift.
     sandbox = Sandbox(roots, label=_normalizer(ctx, session).text)
@@ -315,8 +329,6 @@ def _compare(
     cfg: Any,
     recording: Recording,
 ) -> DiffResult:
-    from mcptape.diff import diff_tapes
-
     # The golden is normalized again with today's rules (values only: its order is already
     # canonical, and keeping it keeps its line numbers right for annotations).
     golden_n = Tape(
@@ -340,16 +352,12 @@ def _as_sent(header: dict[str, Any], redacted: list[dict[str, Any]]) -> Tape:
     """The fresh recording for the conformance check: redacted, not normalized (a normalize rule
     may rewrite what the server sent, even a schema), in the fresh tape's order. Only the floating
     block (normalize.py) can order differently, where normalized values sort differently."""
-    from mcptape.normalize import canonical_order
-
     return _fresh_tape(header, canonical_order(redacted))
 
 
 def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Any) -> list[Drift]:
     """Failing conformance findings (mcptape/conformance.py, drift settings applied) of a fresh
     recording that is not compared with a golden one: no golden yet, or --update-golden."""
-    from mcptape.diff.engine import conformance_drifts
-
     return [d for _, d in conformance_drifts(_as_sent(header, redacted), cfg.drift) if d.severity != "info"]
 
 
@@ -518,8 +526,6 @@ class _Repeated:
 
 def _record_once(ctx: RunContext, session: Session) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | str:
     """One live run: (normalized events, redacted events in canonical order), or the error (redacted)."""
-    from mcptape.normalize import canonical_order
-
     loaded = ctx.loaded
     cfg = loaded.config
     server = cfg.servers[session.server]
