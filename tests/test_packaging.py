@@ -14,7 +14,6 @@ import re
 import sys
 import tomllib
 from importlib.metadata import packages_distributions
-from pathlib import Path
 
 from tests.conftest import ROOT
 
