@@ -18,7 +18,9 @@ choke point where redaction is verified (redact.py); a secret that survives fail
 
 Sessions run in worker threads, so everything the session pipeline imports is imported here, at
 module level, in the main thread, before any worker starts (see the imports below): a first
-import racing in two threads can hand one of them a partially initialized module.
+import racing in two threads can hand one of them a partially initialized module. Files are
+written with tape.format.write_atomic, whose OSErrors are WriteErrors (exit 3); a golden or fresh
+tape that cannot be written fails its session, a report that cannot be written fails the run.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from mcptape.errors import (
     McptapeError,
     SecretLeak,
     TapeError,
+    WriteError,
 )
 from mcptape.logsafe import ci_log_block
 from mcptape.normalize import Normalizer, canonical_order, session_paths
@@ -266,7 +269,10 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     result.redactions = dict(getattr(redactor, "counts", {}) or {})
     if ctx.out_dir is not None:
         fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
-        write_atomic(fresh_path, fresh_bytes)
+        try:
+            write_atomic(fresh_path, fresh_bytes, what=f"fresh tape of session {session.name}")
+        except WriteError as e:
+            return fail(str(e))
         result.fresh = str(fresh_path)
     outcome = SessionOutcome(result, fresh_bytes=fresh_bytes)
     result.duration_s = round(recording.duration_s, 3)
@@ -283,12 +289,20 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         return outcome
 
     if ctx.update:
-        old = gpath.read_bytes() if gpath.exists() else None
+        try:
+            old = gpath.read_bytes() if gpath.exists() else None
+        except OSError as e:  # e.g. a directory where the golden tape should be
+            return fail(f"{gpath}: cannot read the golden tape to replace it: {e.strerror or e}")
         if old == fresh_bytes:
             outcome.golden_change = "unchanged"
             result.verdict = "same"
         else:
-            write_atomic(gpath, fresh_bytes)
+            try:
+                write_atomic(gpath, fresh_bytes, what=f"golden tape of session {session.name}")
+            except WriteError as e:
+                outcome = fail(str(e))
+                outcome.result.notes.append(f"golden tape {result.golden} left untouched: it could not be written")
+                return outcome
             outcome.golden_change = "created" if old is None else "updated"
             result.verdict = "updated"
             if golden is not None:
@@ -393,6 +407,41 @@ def parse_shard(text: str) -> tuple[int, int]:
     return index, total
 
 
+def _not_a_directory(path: Path) -> Path | None:
+    """The nearest existing one of `path` and its parents when it is not a directory (a file in
+    the way), else None: then `path` is a directory or can be made one."""
+    for candidate in (path, *path.parents):
+        if candidate.is_symlink() or candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+def check_output_paths(loaded: LoadedConfig, args: argparse.Namespace, out_dir: Path | None) -> None:
+    """Refuse at once, before any server starts, the places a run could not write to: a golden_dir,
+    --out-dir or report directory that is (or lies under) a file, a report path that is a directory.
+    What only the write itself can tell (read-only, disk full) is a WriteError when it happens."""
+    blocker = _not_a_directory(loaded.golden_dir)
+    if blocker is not None:
+        raise ConfigError(
+            f"{loaded.path}:{loaded.line_of('golden_dir')}: golden_dir {loaded.config.golden_dir!r}: "
+            f"{blocker} is a file, not a directory",
+            hint="golden_dir names the directory that holds the golden tapes; move the file or point golden_dir elsewhere",
+        )
+    if out_dir is not None and (blocker := _not_a_directory(out_dir)) is not None:
+        raise ConfigError(f"--out-dir {args.out_dir}: {blocker} is a file, not a directory",
+                          hint="--out-dir names a directory to keep the fresh tapes in")
+    reports = (("--json", "json_report"), ("--junit", "junit"), ("--summary", "summary"))
+    for flag, value in ((flag, getattr(args, name, None)) for flag, name in reports):
+        if not value:
+            continue
+        target = Path(value)
+        if target.is_dir():
+            raise ConfigError(f"{flag} {value}: is a directory", hint=f"{flag} names the file to write")
+        if (blocker := _not_a_directory(target.parent)) is not None:
+            raise ConfigError(f"{flag} {value}: {blocker} is a file, not a directory",
+                              hint=f"{flag} names the file to write, in a directory")
+
+
 def orphan_goldens(ctx: RunContext) -> list[str]:
     """Golden tapes in golden_dir that no session of the config (selected or not) owns."""
     if not ctx.golden_dir.is_dir():
@@ -435,6 +484,7 @@ def run_ci(args: argparse.Namespace) -> int:
     loaded = load_config(args.config)
     sessions = select_sessions(loaded, args.session or [], args.shard)
     out_dir = Path(args.out_dir).resolve() if args.out_dir else None
+    check_output_paths(loaded, args, out_dir)
     ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir)
     jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(sessions) or 1))
 
@@ -480,17 +530,17 @@ def _update_lines(outcomes: Sequence[SessionOutcome]) -> list[str]:
 def _write_reports(args: argparse.Namespace, report: RunReport, outlet: Redactor) -> None:
     if args.json_report:
         data = json.dumps(report.to_dict(), indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
-        write_atomic(args.json_report, emit(outlet, data, f"JSON report {args.json_report}"))
+        write_atomic(args.json_report, emit(outlet, data, f"JSON report {args.json_report}"), what="JSON report")
     if args.junit:
         from mcptape.report.junit import junit_xml
 
         data = junit_xml(report).encode("utf-8")
-        write_atomic(args.junit, emit(outlet, data, f"JUnit report {args.junit}"))
+        write_atomic(args.junit, emit(outlet, data, f"JUnit report {args.junit}"), what="JUnit report")
     if getattr(args, "summary", None):
         from mcptape.report.markdown import render_summary
 
         data = render_summary(report).encode("utf-8")
-        write_atomic(args.summary, emit(outlet, data, f"summary {args.summary}"))
+        write_atomic(args.summary, emit(outlet, data, f"summary {args.summary}"), what="markdown summary")
 
 
 def _publish(report: RunReport, loaded: LoadedConfig) -> int:
