@@ -192,7 +192,7 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     problem = unsupported_platform()
     if problem is not None and arguments != ["--version"]:
-        print(f"mcptape: {problem}", file=sys.stderr)
+        print(problem, file=sys.stderr)
         return EXIT_COULD_NOT_RUN
     parser = build_parser()
     args = parser.parse_args(arguments)

@@ -152,7 +152,7 @@ def test_on_windows_every_command_exits_3_at_once_with_one_line(
         code = cli.main(argv)
     assert code == EXIT_COULD_NOT_RUN
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("mcptape: mcptape runs on Linux and macOS (POSIX) only, not on win32")
+    assert err.count("\n") == 1 and err.startswith("mcptape runs on Linux and macOS (POSIX) only, not on win32: it needs process groups")
 
 
 def test_on_windows_the_check_comes_before_the_command_is_imported() -> None:
@@ -162,7 +162,7 @@ def test_on_windows_the_check_comes_before_the_command_is_imported() -> None:
             "print(code, sorted(m for m in sys.modules if m in ('mcptape.ci', 'mcptape.config', 'mcptape.proxy')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.stdout == "3 []\n", proc.stderr
-    assert proc.stderr.startswith("mcptape: mcptape runs on Linux and macOS")
+    assert proc.stderr.startswith("mcptape runs on Linux and macOS")
 
 
 def test_on_windows_version_still_answers(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
