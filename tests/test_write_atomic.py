@@ -8,6 +8,7 @@ kills a real `mcptape ci --update-golden` mid-write inside a git repository).
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -77,3 +78,16 @@ def test_an_os_error_is_a_write_error_naming_path_and_cause(tmp_path: Path, case
     assert cause in info.value.message
     assert TEMP_DIR not in info.value.message  # the temp file is ours; the user's path is named
     assert isinstance(info.value.__cause__, OSError)
+
+
+def test_a_pipe_or_device_is_written_into_not_replaced(tmp_path: Path) -> None:
+    """`--json /dev/stdout` must not rename a file over /dev/stdout; a FIFO stands in for it here."""
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen([sys.executable, "-c", f"import sys; sys.stdout.write(open({str(fifo)!r}).read())"],
+                              stdout=subprocess.PIPE, text=True)
+    write_atomic(fifo, b'{"result": "none"}\n', what="JSON report")
+    out, _ = reader.communicate(timeout=30)
+    assert out == '{"result": "none"}\n'
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.fifo"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -377,6 +378,16 @@ def _cause(e: OSError, target: Path) -> str:
 
 
 def _write_atomic(p: Path, data: bytes) -> None:
+    try:
+        mode = p.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):  # not there yet (mkdir below says why, if it cannot be)
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        # `--json /dev/stdout`, a FIFO: renaming over it would replace the device or pipe with a
+        # file (as root, /dev/stdout itself). There is nothing to keep atomic: write into it.
+        with open(p, "wb") as fh:
+            fh.write(data)
+        return
     p.parent.mkdir(parents=True, exist_ok=True)
     temp_dir = p.parent / TEMP_DIR
     with _temp_dir_lock:
