@@ -18,8 +18,11 @@ event), GITHUB_REPOSITORY, GITHUB_API_URL pointing at the loopback GitHub stand-
 skipped, as in a composite action without `if:`.
 
 Nothing here is mocked: the install step really creates a venv and pip-installs the checkout with
-no extras. RUNNER_TEMP lives as long as a job does; tests share one per pytest session
-(`shared_runner_temp`), like several uses of the action in one job, so the venv is built once.
+no extras. GITHUB_ACTION_PATH is a copy of this checkout's sources under RUNNER_TEMP, as the
+runner downloads an action (pip builds in the source tree: the working copy stays clean, and a
+stale build/ there cannot leak into the install). RUNNER_TEMP lives as long as a job does; tests
+share one per pytest session (`shared_runner_temp`), like several uses of the action in one job,
+so the venv is built once.
 """
 
 from __future__ import annotations
@@ -58,6 +61,19 @@ def shared_runner_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One RUNNER_TEMP for the whole pytest session (the action's venv is built in it once)."""
     path = tmp_path_factory.getbasetemp() / "runner-temp"
     path.mkdir(exist_ok=True)
+    return path
+
+
+# What a checkout of the action does not hold: local installs, caches, build output.
+NOT_IN_A_CHECKOUT = shutil.ignore_patterns(
+    ".git", ".venv", "node_modules", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "bench")
+
+
+def action_checkout(runner_temp: Path) -> Path:
+    """The action's sources as the runner would download them, copied once per RUNNER_TEMP."""
+    path = runner_temp / "_actions" / "mcptape"
+    if not path.is_dir():
+        shutil.copytree(ROOT, path, ignore=NOT_IN_A_CHECKOUT)
     return path
 
 
@@ -171,8 +187,12 @@ class ActionRunner:
     token: str = "ghs_job_token"  # what `${{ github.token }}` evaluates to
     repo: str = "acme/calc"
     pr: int | None = 7  # None: a push event
-    action_dir: Path = ROOT  # GITHUB_ACTION_PATH: the checkout of the action
+    action_dir: Path | None = None  # GITHUB_ACTION_PATH; None: a copy of this checkout (action_checkout)
     action: dict[str, Any] = field(default_factory=load_action)
+
+    def __post_init__(self) -> None:
+        if self.action_dir is None:
+            self.action_dir = action_checkout(self.runner_temp)
 
     def run(
         self,
