@@ -15,6 +15,12 @@ later gate run checks again.
 
 Every byte that leaves this module for a file or the terminal passes `_Outlet.emit`, the single
 choke point where redaction is verified (redact.py); a secret that survives fails closed (exit 4).
+
+Sessions run in worker threads, so everything the session pipeline imports is imported here, at
+module level, in the main thread, before any worker starts (see the imports below): a first
+import racing in two threads can hand one of them a partially initialized module. Files are
+written with tape.format.write_atomic, whose OSErrors are WriteErrors (exit 3); a golden or fresh
+tape that cannot be written fails its session, a report that cannot be written fails the run.
 """
 
 from __future__ import annotations
@@ -30,10 +36,24 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+# The session pipeline's imports, including the ones its modules make lazily (to keep
+# `mcptape --version` and `play` light): ci.py is imported only for `mcptape ci` (and merge), so
+# they cost nothing elsewhere, and no worker thread ever does a first import. Two threads importing
+# `mcptape.diff` (diff_tapes) and `mcptape.diff.engine` (conformance_drifts) at once deadlocked
+# in the import system, which then gave one of them a partially initialized module (ImportError).
+# tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
+import httpx  # noqa: F401  (transports/http.py imports it where it is used)
+import jsonschema  # noqa: F401  (client.schema_violation, against a golden's inputSchema)
+
+import mcptape.conformance  # noqa: F401  (diff/engine.py: conformance_drifts; mcp_types, pydantic, jsonschema)
+import mcptape.diff.values  # noqa: F401  (diff/engine.py, diff/classify.py)
+import mcptape.transports.http  # noqa: F401  (transports/factory.py, for `url:` servers)
 from mcptape.client import Recording, record_session
 from mcptape.config import HttpServer, LoadedConfig, Session, load_config
+from mcptape.diff import diff_tapes
+from mcptape.diff.engine import conformance_drifts
 from mcptape.errors import (
     EXIT_COULD_NOT_RUN,
     EXIT_SECRET,
@@ -41,11 +61,13 @@ from mcptape.errors import (
     McptapeError,
     SecretLeak,
     TapeError,
+    WriteError,
 )
 from mcptape.logsafe import ci_log_block
-from mcptape.normalize import Normalizer, session_paths
+from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.redact import Redactor
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult, worst_exit
+from mcptape.sandbox import Sandbox
 from mcptape.tape.format import (
     TAPE_SUFFIX,
     Tape,
@@ -56,9 +78,6 @@ from mcptape.tape.format import (
     write_atomic,
 )
 from mcptape.transports.factory import open_transport
-
-if TYPE_CHECKING:
-    from mcptape.sandbox import Sandbox
 
 UPDATE_HINT = "mcptape ci --update-golden"
 
@@ -137,8 +156,6 @@ def open_sandbox(ctx: RunContext, session: Session) -> Sandbox | None:
     """Snapshot the session's `sandbox:` directories before its server starts (None if it declares none)."""
     if not session.sandbox:
         return None
-    from mcptape.sandbox import Sandbox
-
     roots = [ctx.loaded.resolve(d) for d in session.sandbox]
     # File names pass the session's normalizer: a timestamp in a name must not be drift.
     sandbox = Sandbox(roots, label=_normalizer(ctx, session).text)
@@ -252,7 +269,10 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     result.redactions = dict(getattr(redactor, "counts", {}) or {})
     if ctx.out_dir is not None:
         fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
-        write_atomic(fresh_path, fresh_bytes)
+        try:
+            write_atomic(fresh_path, fresh_bytes, what=f"fresh tape of session {session.name}")
+        except WriteError as e:
+            return fail(str(e))
         result.fresh = str(fresh_path)
     outcome = SessionOutcome(result, fresh_bytes=fresh_bytes)
     result.duration_s = round(recording.duration_s, 3)
@@ -269,12 +289,20 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         return outcome
 
     if ctx.update:
-        old = gpath.read_bytes() if gpath.exists() else None
+        try:
+            old = gpath.read_bytes() if gpath.exists() else None
+        except OSError as e:  # e.g. a directory where the golden tape should be
+            return fail(f"{gpath}: cannot read the golden tape to replace it: {e.strerror or e}")
         if old == fresh_bytes:
             outcome.golden_change = "unchanged"
             result.verdict = "same"
         else:
-            write_atomic(gpath, fresh_bytes)
+            try:
+                write_atomic(gpath, fresh_bytes, what=f"golden tape of session {session.name}")
+            except WriteError as e:
+                outcome = fail(str(e))
+                outcome.result.notes.append(f"golden tape {result.golden} left untouched: it could not be written")
+                return outcome
             outcome.golden_change = "created" if old is None else "updated"
             result.verdict = "updated"
             if golden is not None:
@@ -315,8 +343,6 @@ def _compare(
     cfg: Any,
     recording: Recording,
 ) -> DiffResult:
-    from mcptape.diff import diff_tapes
-
     # The golden is normalized again with today's rules (values only: its order is already
     # canonical, and keeping it keeps its line numbers right for annotations).
     golden_n = Tape(
@@ -340,16 +366,12 @@ def _as_sent(header: dict[str, Any], redacted: list[dict[str, Any]]) -> Tape:
     """The fresh recording for the conformance check: redacted, not normalized (a normalize rule
     may rewrite what the server sent, even a schema), in the fresh tape's order. Only the floating
     block (normalize.py) can order differently, where normalized values sort differently."""
-    from mcptape.normalize import canonical_order
-
     return _fresh_tape(header, canonical_order(redacted))
 
 
 def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Any) -> list[Drift]:
     """Failing conformance findings (mcptape/conformance.py, drift settings applied) of a fresh
     recording that is not compared with a golden one: no golden yet, or --update-golden."""
-    from mcptape.diff.engine import conformance_drifts
-
     return [d for _, d in conformance_drifts(_as_sent(header, redacted), cfg.drift) if d.severity != "info"]
 
 
@@ -383,6 +405,41 @@ def parse_shard(text: str) -> tuple[int, int]:
     if total < 1 or not 1 <= index <= total:
         raise ConfigError(f"--shard {text}: expected I/N with 1 <= I <= N, e.g. --shard 1/3")
     return index, total
+
+
+def _not_a_directory(path: Path) -> Path | None:
+    """The nearest existing one of `path` and its parents when it is not a directory (a file in
+    the way), else None: then `path` is a directory or can be made one."""
+    for candidate in (path, *path.parents):
+        if candidate.is_symlink() or candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+def check_output_paths(loaded: LoadedConfig, args: argparse.Namespace, out_dir: Path | None) -> None:
+    """Refuse at once, before any server starts, the places a run could not write to: a golden_dir,
+    --out-dir or report directory that is (or lies under) a file, a report path that is a directory.
+    What only the write itself can tell (read-only, disk full) is a WriteError when it happens."""
+    blocker = _not_a_directory(loaded.golden_dir)
+    if blocker is not None:
+        raise ConfigError(
+            f"{loaded.path}:{loaded.line_of('golden_dir')}: golden_dir {loaded.config.golden_dir!r}: "
+            f"{blocker} is a file, not a directory",
+            hint="golden_dir names the directory that holds the golden tapes; move the file or point golden_dir elsewhere",
+        )
+    if out_dir is not None and (blocker := _not_a_directory(out_dir)) is not None:
+        raise ConfigError(f"--out-dir {args.out_dir}: {blocker} is a file, not a directory",
+                          hint="--out-dir names a directory to keep the fresh tapes in")
+    reports = (("--json", "json_report"), ("--junit", "junit"), ("--summary", "summary"))
+    for flag, value in ((flag, getattr(args, name, None)) for flag, name in reports):
+        if not value:
+            continue
+        target = Path(value)
+        if target.is_dir():
+            raise ConfigError(f"{flag} {value}: is a directory", hint=f"{flag} names the file to write")
+        if (blocker := _not_a_directory(target.parent)) is not None:
+            raise ConfigError(f"{flag} {value}: {blocker} is a file, not a directory",
+                              hint=f"{flag} names the file to write, in a directory")
 
 
 def orphan_goldens(ctx: RunContext) -> list[str]:
@@ -427,6 +484,7 @@ def run_ci(args: argparse.Namespace) -> int:
     loaded = load_config(args.config)
     sessions = select_sessions(loaded, args.session or [], args.shard)
     out_dir = Path(args.out_dir).resolve() if args.out_dir else None
+    check_output_paths(loaded, args, out_dir)
     ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir)
     jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(sessions) or 1))
 
@@ -472,17 +530,17 @@ def _update_lines(outcomes: Sequence[SessionOutcome]) -> list[str]:
 def _write_reports(args: argparse.Namespace, report: RunReport, outlet: Redactor) -> None:
     if args.json_report:
         data = json.dumps(report.to_dict(), indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
-        write_atomic(args.json_report, emit(outlet, data, f"JSON report {args.json_report}"))
+        write_atomic(args.json_report, emit(outlet, data, f"JSON report {args.json_report}"), what="JSON report")
     if args.junit:
         from mcptape.report.junit import junit_xml
 
         data = junit_xml(report).encode("utf-8")
-        write_atomic(args.junit, emit(outlet, data, f"JUnit report {args.junit}"))
+        write_atomic(args.junit, emit(outlet, data, f"JUnit report {args.junit}"), what="JUnit report")
     if getattr(args, "summary", None):
         from mcptape.report.markdown import render_summary
 
         data = render_summary(report).encode("utf-8")
-        write_atomic(args.summary, emit(outlet, data, f"summary {args.summary}"))
+        write_atomic(args.summary, emit(outlet, data, f"summary {args.summary}"), what="markdown summary")
 
 
 def _publish(report: RunReport, loaded: LoadedConfig) -> int:
@@ -518,8 +576,6 @@ class _Repeated:
 
 def _record_once(ctx: RunContext, session: Session) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | str:
     """One live run: (normalized events, redacted events in canonical order), or the error (redacted)."""
-    from mcptape.normalize import canonical_order
-
     loaded = ctx.loaded
     cfg = loaded.config
     server = cfg.servers[session.server]

@@ -3,18 +3,35 @@
 Each command lives in its own module and is imported only when chosen, so `mcptape --version`
 and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. For `rec` and `play`
 stdout is the MCP wire: everything human goes to stderr.
+
+The exit code is total: every way a command can end maps to the table of DESIGN.md.
+    McptapeError              its exit_code, one message (ConfigError, WriteError, ... see errors.py)
+    OSError not translated    3, the path and the cause
+    any other exception       3, `mcptape: internal error in <command>: <type>: <message>`
+    a crash in another thread 3 at the end (at worst), the same one line when it happens
+    a usage error (argparse)  3, not argparse's 2, which a CI system would read as structural drift
+    KeyboardInterrupt         130, the shell's code for SIGINT
+A traceback is printed only with MCPTAPE_DEBUG=1. Every message can quote a server, a tape or a
+config value: it is redacted with the built-in detectors and made inert for a CI log.
+The platform is checked before any command runs (`unsupported_platform`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import threading
 from collections.abc import Sequence
+from typing import NoReturn
 
 from mcptape import __version__
 from mcptape.errors import EXIT_COULD_NOT_RUN, McptapeError
 from mcptape.logsafe import ci_log_block
+
+DEBUG_VARIABLE = "MCPTAPE_DEBUG"
+SUPPORTED_PLATFORMS = "Linux and macOS"
 
 # command -> "module:function"; the function takes the parsed args and returns an exit code.
 COMMANDS = {
@@ -30,15 +47,40 @@ COMMANDS = {
 }
 
 
+def unsupported_platform(os_name: str | None = None, sys_platform: str | None = None) -> str | None:
+    """Why mcptape cannot run on this platform, or None where it can (POSIX: Linux, macOS).
+
+    The recorder and the session runner rely on POSIX process groups, signals and fork
+    (os.killpg, signal.SIGKILL, os.fork, fcntl); on Windows they do not exist, and the commands
+    would fail halfway with an AttributeError. Saying so at once is the honest outcome.
+    """
+    name = os.name if os_name is None else os_name
+    platform = sys.platform if sys_platform is None else sys_platform
+    if name == "posix" and platform != "win32":
+        return None
+    return (
+        f"mcptape runs on {SUPPORTED_PLATFORMS} (POSIX) only, not on {platform}: it needs process groups, "
+        "signals and fork. Use WSL or a Linux runner (runs-on: ubuntu-latest)."
+    )
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error exits 3 (could not run): its own 2 reads as structural drift."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_COULD_NOT_RUN, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mcptape",
         description="Record, replay and diff MCP sessions; gate MCP servers in CI.",
         epilog="exit codes: 0 no drift, 1 output drift, 2 structural drift, 3 could not run, "
         "4 a secret survived redaction",
     )
     parser.add_argument("--version", action="version", version=f"mcptape {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     # --- rec -------------------------------------------------------------------------------
     rec = sub.add_parser("rec", help="record a live session through a transparent proxy")
@@ -103,28 +145,99 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _debug() -> bool:
+    return os.environ.get(DEBUG_VARIABLE, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _safe(text: str, fallback: str) -> str:
+    """`text` with secrets scrubbed by the built-in detectors (an exception's message may quote a
+    config value or a server's answer), made inert for a CI log; `fallback` if it cannot be checked."""
+    try:
+        from mcptape.redact import Redactor
+
+        text = Redactor().redact_text(text)
+    except Exception:  # noqa: BLE001 - reporting an error must not crash: then say less
+        text = fallback
+    return ci_log_block(text)
+
+
+def _report_crash(command: str, e: BaseException, *, where: str = "") -> None:
+    """The one line of an unexpected exception (and its traceback with MCPTAPE_DEBUG=1)."""
+    head = f"mcptape: internal error in {command}{where}: {type(e).__name__}"
+    _print_error(e, f"{head}: {' '.join(str(e).split())}", head)
+
+
+def _os_error(command: str, e: OSError) -> None:
+    """An OSError no boundary translated: the path and the cause, still one line."""
+    where = f"{os.fsdecode(e.filename)}: " if e.filename is not None else ""
+    head = f"mcptape {command}: {type(e).__name__}"
+    _print_error(e, f"mcptape {command}: {where}{e.strerror or e}", head)
+
+
+def _print_error(e: BaseException, line: str, head: str) -> None:
+    fallback = f"{head} (message withheld: it could not be checked for secrets)"
+    if _debug():
+        import traceback
+
+        print(_safe("".join(traceback.format_exception(e)), "(traceback withheld)\n"), file=sys.stderr, end="")
+        print(_safe(line + "\n", fallback + "\n"), file=sys.stderr, end="")
+    else:
+        hint = f"; {DEBUG_VARIABLE}=1 shows the traceback\n"
+        print(_safe(line + hint, fallback + hint), file=sys.stderr, end="")
+
+
 def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     """Run one command; its exit code. `exiting`: the process ends right after (console), so a
     command may leave the objects it built unfreed (see diff's run_diff)."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    problem = unsupported_platform()
+    if problem is not None and arguments != ["--version"]:
+        print(problem, file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     args.exiting = exiting
     if not args.command:
         parser.print_help(sys.stderr)
         return EXIT_COULD_NOT_RUN
-    module_name, func_name = COMMANDS[args.command].split(":")
+    command = args.command
+    module_name, func_name = COMMANDS[command].split(":")
+    crashed: list[BaseException] = []
+    previous_hook = threading.excepthook
+
+    def thread_crashed(hook_args: threading.ExceptHookArgs) -> None:
+        # A worker or reader thread died: say so in one line now, and make the run exit 3 at the end.
+        if hook_args.exc_type is SystemExit or hook_args.exc_value is None:
+            return
+        crashed.append(hook_args.exc_value)
+        name = hook_args.thread.name if hook_args.thread is not None else "a thread"
+        _report_crash(command, hook_args.exc_value, where=f" (thread {name})")
+
+    threading.excepthook = thread_crashed
     try:
         func = getattr(importlib.import_module(module_name), func_name)
-        return int(func(args))
+        code = int(func(args))
     except McptapeError as e:
         # Error messages can quote a server's stderr or a tape: keep them inert in a CI log.
-        print(ci_log_block(f"mcptape {args.command}: {e}\n"), file=sys.stderr, end="")
-        return e.exit_code
+        print(ci_log_block(f"mcptape {command}: {e}\n"), file=sys.stderr, end="")
+        code = e.exit_code
     except KeyboardInterrupt:
-        print(f"mcptape {args.command}: interrupted", file=sys.stderr)
+        print(f"mcptape {command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return EXIT_COULD_NOT_RUN
+        code = EXIT_COULD_NOT_RUN
+    except OSError as e:
+        _os_error(command, e)
+        code = EXIT_COULD_NOT_RUN
+    except Exception as e:  # noqa: BLE001 - the top level: a crash is never a verdict (DESIGN.md)
+        _report_crash(command, e)
+        code = EXIT_COULD_NOT_RUN
+    finally:
+        if not exiting:  # in-process callers (tests) get their hook back; a process keeps ours to the end
+            threading.excepthook = previous_hook
+    if crashed:
+        code = max(code, EXIT_COULD_NOT_RUN)
+    return code
 
 
 def console() -> int:

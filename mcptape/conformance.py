@@ -22,8 +22,11 @@ always checked as 2026-07-28: it is the probe a client sends before any version 
 Methods no revision defines (extensions, `tasks/*` which the package leaves out) get only the
 JSON-RPC envelope check, so a server's own methods are never flagged.
 
-`mcp_types` (pydantic models, about a second to build) and `jsonschema` are imported inside
-`check_tape`: nothing here may slow `mcptape --version` or `mcptape play`.
+`mcp_types` (pydantic models, about half a second to import), pydantic and `jsonschema` are
+imported at module level: this module is imported only where conformance is checked (`mcptape
+ci`, `diff --conformance`, through diff/engine.py's lazy import), never on the path of `mcptape
+--version` or `mcptape play`; and ci imports it before its session threads start, so no thread
+does a first import of these packages (they are entered at several modules, which can race).
 """
 
 from __future__ import annotations
@@ -32,6 +35,15 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import jsonschema
+import mcp_types._v2025_11_25 as v2025
+import mcp_types._v2026_07_28 as v2026
+from jsonschema.validators import validator_for
+from mcp_types import methods as m
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter, ValidationError
+from referencing.exceptions import Unresolvable
 
 from mcptape.diff.values import join, show
 from mcptape.report.model import Finding, Severity
@@ -57,10 +69,6 @@ class _Surface:
 
     @classmethod
     def load(cls) -> _Surface:
-        import mcp_types._v2025_11_25 as v2025
-        import mcp_types._v2026_07_28 as v2026
-        from mcp_types import methods as m
-
         return cls(
             requests={C2S: m.CLIENT_REQUESTS, S2C: m.SERVER_REQUESTS},
             notifications={C2S: m.CLIENT_NOTIFICATIONS, S2C: m.SERVER_NOTIFICATIONS},
@@ -75,8 +83,6 @@ class _Surface:
         Strict, so JSON types are not coerced ("1" is not an int, 1 is not a bool), and by alias
         only, as the wire spells fields (`inputSchema`, never `input_schema`).
         """
-        from pydantic import ValidationError
-
         try:
             _adapter(model).validate_python(data, strict=True, by_name=False)
         except ValidationError as e:
@@ -87,8 +93,6 @@ class _Surface:
 @functools.cache
 def _adapter(model: Any) -> Any:
     """One TypeAdapter per model for the life of the process: building one costs far more than using it."""
-    from pydantic import TypeAdapter
-
     return TypeAdapter(model)
 
 
@@ -106,8 +110,6 @@ def check_tape(tape: Tape, *, severity: Severity = "structural") -> list[Finding
 def check_tape_placed(tape: Tape, *, severity: Severity = "structural") -> list[tuple[int, Finding]]:
     """check_tape, each finding with the index of the event it is about (0 for the version note):
     the (position, finding) pairs diff's session checks produce, so the engine can place them."""
-    from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
-
     placed: list[tuple[int, Finding]] = []
     version, note = negotiated_version(tape, KNOWN_PROTOCOL_VERSIONS)
     if note:
@@ -321,9 +323,6 @@ class _OutputSchemas:
         return []
 
     def _learn(self, result: dict[str, Any]) -> list[Problem]:
-        import jsonschema
-        from jsonschema.validators import validator_for
-
         problems: list[Problem] = []
         tools = result.get("tools")
         for i, tool in enumerate(tools if isinstance(tools, list) else []):
@@ -345,8 +344,6 @@ class _OutputSchemas:
         return problems
 
     def _validate(self, name: str, result: dict[str, Any]) -> list[Problem]:
-        from referencing.exceptions import Unresolvable
-
         validator = self.schemas[name]
         if validator is None or result.get("isError") is True or result.get("resultType") == "input_required":
             return []

@@ -10,9 +10,12 @@ into a message on stderr and that code, never a traceback::
     │   └── ServerTimeout             3  a request or session ran past its timeout
     ├── ReplayError                   2  a tape that cannot be replayed (say why)
     ├── GitHubError                   3  a GitHub API call failed (which call, HTTP status, the fix)
+    ├── WriteError                    3  a file could not be written (golden, fresh tape, report): path, cause
     └── SecretLeak                    4  a secret survived redaction; nothing was written
 
 Foreign exceptions are translated at the boundary where they occur, with `raise ... from e`.
+Anything that still escapes a command (a bug, by definition) is caught by cli.py's top level and
+reported in one line as an internal error, exit 3: a crash is never a verdict.
 """
 
 from __future__ import annotations
@@ -67,6 +70,10 @@ class GitHubError(McptapeError):
     def __init__(self, message: str, *, hint: str | None = None, status: int | None = None) -> None:
         super().__init__(message, hint=hint)
         self.status = status
+
+
+class WriteError(McptapeError):
+    """A file could not be written (disk full, read-only, a directory in the way): names the path and the cause."""
 
 
 class SecretLeak(McptapeError):

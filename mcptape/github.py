@@ -430,12 +430,17 @@ def _load_body(path: str, key: str | None, workspace: str) -> tuple[str, str, bo
     except (OSError, UnicodeDecodeError) as e:
         raise GitHubError(f"{path}: cannot read the comment body: {e}", hint="pass the file a ci run saved") from e
     if raw.lstrip().startswith("{"):
+        from mcptape.merge import read_report
+
+        hint = "use the file `mcptape ci --json` wrote"
+        report, _ = read_report(path, hint)
         try:
-            report = RunReport.from_dict(json.loads(raw))
-        except (ValueError, KeyError, TypeError) as e:
-            raise GitHubError(f"{path}: not an mcptape JSON report: {e}", hint="use the file `mcptape ci --json` wrote") from e
-        marker = comment_marker(key or comment_key(report.config, workspace))
-        return marker, render_comment(report, marker), report.exit_code != 0
+            marker = comment_marker(key or comment_key(report.config, workspace))
+            body = render_comment(report, marker)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            # Fields of the wrong type deep inside (the report comes from an untrusted run).
+            raise GitHubError(f"{path}: not a valid mcptape JSON report: {type(e).__name__}: {e}", hint=hint) from e
+        return marker, body, report.exit_code != 0
     first = raw.split("\n", 1)[0].strip()
     if not MARKER_RE.match(first):
         raise GitHubError(

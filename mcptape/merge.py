@@ -34,28 +34,30 @@ class ShardReport:
     stored_exit: int | None  # the exit code the shard's report says it ended with
 
 
-def load_report(path: str) -> ShardReport:
-    """One shard's JSON report; any problem is an McptapeError (exit 3) naming the file."""
-    from mcptape.ci import parse_shard
-
+def read_report(path: str, hint: str) -> tuple[RunReport, dict[str, Any]]:
+    """A JSON report `mcptape ci --json` wrote (the report and its raw data), checked as far as a
+    reader relies on it; any problem is an McptapeError (exit 3) naming the file, with `hint`.
+    Reports travel between jobs (shards, the fork pattern's artifact): they are untrusted input."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
-        raise McptapeError(f"{path}: cannot read the report: {e.strerror or e}", hint=REPORT_HINT) from e
+        raise McptapeError(f"{path}: cannot read the report: {e.strerror or e}", hint=hint) from e
     except UnicodeDecodeError as e:
-        raise McptapeError(f"{path}: not a JSON report (not UTF-8 text)", hint=REPORT_HINT) from e
+        raise McptapeError(f"{path}: not a JSON report (not UTF-8 text)", hint=hint) from e
     try:
         data = json.loads(text)
     except ValueError as e:
-        raise McptapeError(f"{path}: not a JSON report: {e}", hint=REPORT_HINT) from e
+        raise McptapeError(f"{path}: not a JSON report: {e}", hint=hint) from e
     if not isinstance(data, dict) or "mcptape_report" not in data:
-        raise McptapeError(f'{path}: not an mcptape JSON report (no "mcptape_report" field)', hint=REPORT_HINT)
+        raise McptapeError(f'{path}: not an mcptape JSON report (no "mcptape_report" field)', hint=hint)
     if data["mcptape_report"] != 1:
         raise McptapeError(
             f"{path}: report format {data['mcptape_report']!r} is not one this mcptape reads (1)",
-            hint="merge with the mcptape version that wrote the reports",
+            hint="use the mcptape version that wrote the report",
         )
     try:
+        if not isinstance(data.get("sessions", []), list):
+            raise ValueError('"sessions" is not a list')
         report = RunReport.from_dict(data)
         for s in report.sessions:
             if s.verdict not in VERDICT_EXIT:
@@ -66,7 +68,15 @@ def load_report(path: str) -> ShardReport:
             raise ValueError('"config" is not a string')
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         what = f"missing field {e}" if isinstance(e, KeyError) else str(e)
-        raise McptapeError(f"{path}: not a valid mcptape JSON report: {what}", hint=REPORT_HINT) from e
+        raise McptapeError(f"{path}: not a valid mcptape JSON report: {what}", hint=hint) from e
+    return report, data
+
+
+def load_report(path: str) -> ShardReport:
+    """One shard's JSON report; any problem is an McptapeError (exit 3) naming the file."""
+    from mcptape.ci import parse_shard
+
+    report, data = read_report(path, REPORT_HINT)
     shard = None
     if report.shard is not None:
         try:
@@ -236,12 +246,12 @@ def run_merge(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         if args.json_report:
             data = json.dumps(report.to_dict(), indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
-            write_atomic(args.json_report, emit(outlet, data, f"JSON report {args.json_report}"))
+            write_atomic(args.json_report, emit(outlet, data, f"JSON report {args.json_report}"), what="JSON report")
         if args.summary:
             from mcptape.report.markdown import render_summary
 
             data = render_summary(report, redactor=outlet).encode("utf-8")
-            write_atomic(args.summary, emit(outlet, data, f"summary {args.summary}"))
+            write_atomic(args.summary, emit(outlet, data, f"summary {args.summary}"), what="markdown summary")
     except SecretLeak as e:
         print(f"mcptape merge: {e}", file=sys.stderr)
         return EXIT_SECRET
@@ -266,4 +276,4 @@ def _publish(report: RunReport, config_path: str, report_path: str | None) -> in
     return 0
 
 
-__all__ = ["load_report", "merge_reports", "missing_shards", "run_merge"]
+__all__ = ["load_report", "merge_reports", "missing_shards", "read_report", "run_merge"]

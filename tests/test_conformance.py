@@ -347,12 +347,16 @@ def test_a_refused_discover_probe_before_a_legacy_session_is_fine(tmp_path: Path
         "3:result.capabilities", "3:result.cacheScope", "3:result.ttlMs", "3:result.resultType"}
 
 
-def test_importing_the_module_stays_light() -> None:
-    """play and --version must not pay for pydantic models or jsonschema (CONTEXT.md)."""
-    code = ("import sys, mcptape.conformance; "
-            "print(sorted(m for m in ('pydantic', 'mcp_types', 'jsonschema') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+def test_only_a_conformance_check_pays_for_the_schema_models() -> None:
+    """play, --version and a plain diff must not pay for pydantic models or jsonschema: they never
+    import this module, which imports them at module level (so ci's threads never race on them)."""
+    heavy = "print(sorted(m for m in ('pydantic', 'mcp_types', 'jsonschema', 'mcptape.conformance') if m in sys.modules))"
+    light = f"import sys, mcptape.cli, mcptape.replay, mcptape.diff; {heavy}"
+    out = subprocess.run([sys.executable, "-c", light], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+    checked = f"import sys, mcptape.conformance; {heavy}"
+    out = subprocess.run([sys.executable, "-c", checked], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "['jsonschema', 'mcp_types', 'mcptape.conformance', 'pydantic']"
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])

@@ -1,64 +1,71 @@
-"""The composite action's own bash, run as the runner would run it, against this checkout.
+"""The GitHub Action as a workflow runs it: action.yml's own steps through tests/action_runner.py.
 
-The steps are read from action.yml; their `env:` expressions are evaluated the way Actions
-would (inputs and their defaults, earlier steps' outputs) and each `run:` script is executed
-by bash with a fake RUNNER_TEMP and its own GITHUB_OUTPUT. The install step is left to the
-repository workflow (`uses: ./`): it needs PyPI. Here `mcptape` is this checkout, spawned
-as a real process by a wrapper where the venv's entry point would be.
+The install step really creates a venv and pip-installs this checkout with no extras (once per
+pytest session: the runner temp dir is shared, as by several uses of the action in one job);
+`mcptape ci` then runs the bundled example (fixtures/example) against the calc fixture server,
+whose drift variant MCPTAPE_FIXTURE_VARIANT selects (as .github/workflows/ci.yml does), and
+publishes to the loopback GitHub. Each test checks the outputs, the job summary, the PR comment
+and the job result. These tests never skip: under CI they are the proof the Action works.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 import stat
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
+from tests.action_runner import ActionRun, ActionRunner, load_action, shared_runner_temp, workflow_commands
 from tests.conftest import ROOT
 from tests.github_fake import ACTIONS_BOT, FakeGitHub, Token
-from tests.test_github import parse_outputs
 
-ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
-STEPS = {s["id"]: s for s in ACTION["runs"]["steps"]}
-EXPR = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
-TIMEOUT = 180
-BASH = shutil.which("bash") or "/bin/bash"
+TOKEN = "ghs_job_token"
+EXAMPLE = {"working-directory": "fixtures/example"}
+MARKER = "<!-- mcptape:fixtures/example/mcptape.yml -->"
+ACTION = load_action()
 
 
-def evaluate(value: str, inputs: dict[str, str], steps: dict[str, dict[str, str]]) -> str:
-    def one(m: re.Match[str]) -> str:
-        expr = m.group(1)
-        if expr.startswith("inputs."):
-            name = expr[len("inputs."):]
-            return inputs.get(name, str(ACTION["inputs"][name].get("default", "")))
-        sm = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
-        if sm:
-            return steps[sm.group(1)][sm.group(2)]
-        raise AssertionError(f"unexpected expression in action.yml: {expr}")
-
-    return EXPR.sub(one, value)
+@pytest.fixture(scope="session")
+def runner_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_runner_temp(tmp_path_factory)
 
 
-def run_step(step_id: str, *, inputs: dict[str, str], steps: dict[str, dict[str, str]], base_env: dict[str, str],
-             cwd: Path, temp: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
-    step = STEPS[step_id]
-    output = temp / f"output-{step_id}"
-    output.write_text("", encoding="utf-8")
-    env = dict(base_env)
-    env.update({k: evaluate(str(v), inputs, steps) for k, v in (step.get("env") or {}).items()})
-    env.update({"GITHUB_OUTPUT": str(output), "RUNNER_TEMP": str(temp)})
-    workdir = cwd / evaluate(step.get("working-directory", "."), inputs, steps)
-    proc = subprocess.run([BASH, "-e", "-c", step["run"]], cwd=workdir, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT)
-    return proc, parse_outputs(output.read_text(encoding="utf-8"))
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub(tokens={TOKEN: Token(ACTIONS_BOT, app=True)}).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+@pytest.fixture
+def runner(runner_temp: Path, github: FakeGitHub) -> ActionRunner:
+    return ActionRunner(runner_temp, github, token=TOKEN)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A checkout of a repository that uses the action: the example config, its golden tapes, the server."""
+    ws = tmp_path / "ws"
+    shutil.copytree(ROOT / "fixtures" / "example", ws / "fixtures" / "example",
+                    ignore=shutil.ignore_patterns("demo.py", "__pycache__"))
+    shutil.copytree(ROOT / "fixtures" / "servers", ws / "fixtures" / "servers", ignore=shutil.ignore_patterns("__pycache__"))
+    return ws
+
+
+def report_of(run: ActionRun) -> dict:
+    return json.loads(Path(run.outputs["report"]).read_text(encoding="utf-8"))
+
+
+def assert_no_traceback(run: ActionRun) -> None:
+    assert "Traceback" not in run.log, run.log
+
+
+# --- the action's shape ----------------------------------------------------------------------------
 
 
 def test_inputs_never_reach_a_script_as_an_expression() -> None:
@@ -70,6 +77,164 @@ def test_inputs_never_reach_a_script_as_an_expression() -> None:
     assert set(ACTION["outputs"]) >= {"result", "exit-code", "first-drift", "drifted-sessions", "comment-url", "report"}
     assert ACTION["inputs"]["github-token"]["default"] == "${{ github.token }}"
     assert ACTION["branding"]["icon"] and ACTION["branding"]["color"]
+
+
+# --- the bundled example, installed and run as a workflow does ----------------------------------------
+
+
+def test_unchanged_server_then_a_drift_then_the_fix(runner: ActionRunner, workspace: Path) -> None:
+    clean = runner.run(workspace, EXAMPLE)
+    assert clean.result == "success", clean.log
+    assert clean.step("install").outputs["mcptape"].startswith(str(runner.runner_temp / "mcptape-venv-"))
+    assert "mcptape 0.1.0" in clean.step("install").stdout
+    assert clean.outputs["result"] == "none" and clean.outputs["exit-code"] == "0", clean.log
+    assert clean.outputs["first-drift"] == "" and clean.outputs["drifted-sessions"] == ""
+    assert report_of(clean)["result"] == "none"
+    assert clean.summary.startswith("## mcptape · ") and "✅ no drift\n\n3 sessions · exit code 0" in clean.summary
+    assert clean.comments == []  # a PR that never drifted gets no comment
+    assert_no_traceback(clean)
+
+    # The same job, the same setup, one real change: `add` answers 6.
+    drift = runner.run(workspace, EXAMPLE, env={"MCPTAPE_FIXTURE_VARIANT": "changed_result"})
+    assert drift.result == "failure", drift.log  # fail-on: output (the default)
+    assert drift.step("run").returncode == 1
+    assert drift.outputs["result"] == "output" and drift.outputs["exit-code"] == "1", drift.log
+    assert drift.outputs["drifted-sessions"] == "arithmetic"
+    assert "tools/call add" in drift.outputs["first-drift"]
+    assert report_of(drift)["result"] == "output"
+    assert "🟡 output drift" in drift.summary
+    [error] = drift.step("run").annotations("error")
+    assert error.properties["file"] == "fixtures/example/tapes/arithmetic.tape.jsonl"
+    assert error.properties["title"] == "mcptape: output drift in arithmetic"
+    [comment] = drift.comments
+    assert comment["body"].startswith(MARKER + "\n") and "🟡 output drift" in comment["body"]
+    assert drift.outputs["comment-url"] == comment["html_url"]
+
+    fixed = runner.run(workspace, EXAMPLE)
+    assert fixed.result == "success" and fixed.outputs["result"] == "none", fixed.log
+    [comment] = fixed.comments  # the same comment, turned green in place
+    assert comment["body"].startswith(MARKER + "\n") and "### mcptape: ✅ no drift" in comment["body"]
+
+
+def test_output_drift_passes_with_fail_on_structural(runner: ActionRunner, workspace: Path) -> None:
+    run = runner.run(workspace, {**EXAMPLE, "fail-on": "structural"}, env={"MCPTAPE_FIXTURE_VARIANT": "changed_result"})
+    assert run.result == "success", run.log
+    assert run.outputs["result"] == "output" and run.outputs["exit-code"] == "1"
+    assert run.outputs["drifted-sessions"] == "arithmetic"
+    [notice] = run.step("run").annotations("notice")
+    assert notice.message == "mcptape exited 1; not failing the job (fail-on: structural)"
+    assert "🟡 output drift" in run.summary
+    [comment] = run.comments  # drift is still reported where the reviewer looks
+    assert "🟡 output drift" in comment["body"]
+
+
+def test_structural_drift_fails_with_fail_on_structural(runner: ActionRunner, workspace: Path) -> None:
+    run = runner.run(workspace, {**EXAMPLE, "fail-on": "structural"}, env={"MCPTAPE_FIXTURE_VARIANT": "removed_tool"})
+    assert run.result == "failure", run.log
+    assert run.step("run").returncode == 2
+    assert run.outputs["result"] == "structural" and run.outputs["exit-code"] == "2"
+    assert "surface" in run.outputs["drifted-sessions"].split("\n")
+    assert "divide" in run.outputs["first-drift"]
+    assert report_of(run)["result"] == "structural"
+    assert "🔴 structural drift" in run.summary
+    [comment] = run.comments
+    assert "🔴 structural drift" in comment["body"] and "divide" in comment["body"]
+    assert run.step("run").annotations("notice") == []
+
+
+def _invalid_config(ws: Path) -> str:
+    (ws / "fixtures" / "example" / "mcptape.yml").write_text("version: 1\nservers: {}\nsessions: oops\n", encoding="utf-8")
+    return "mcptape.yml:3"
+
+
+def _golden_dir_is_a_file(ws: Path) -> str:
+    tapes = ws / "fixtures" / "example" / "tapes"
+    shutil.rmtree(tapes)
+    tapes.write_text("not a directory\n", encoding="utf-8")
+    return "is a file, not a directory"
+
+
+@pytest.mark.parametrize("fault", [_invalid_config, _golden_dir_is_a_file], ids=["invalid-config", "golden-dir-is-a-file"])
+@pytest.mark.parametrize("fail_on", ["never", "structural"])
+def test_mcptape_that_cannot_run_fails_the_step_whatever_fail_on_says(
+    runner: ActionRunner, workspace: Path, fault: object, fail_on: str
+) -> None:
+    # An earlier use of the action in this job left its report in RUNNER_TEMP.
+    stale = runner.runner_temp / "mcptape-report.json"
+    stale.write_text('{"mcptape_report": 1, "result": "none", "exit_code": 0}\n', encoding="utf-8")
+    expected = fault(workspace)  # type: ignore[operator]
+
+    run = runner.run(workspace, {**EXAMPLE, "fail-on": fail_on})
+    assert run.result == "failure", run.log
+    assert run.step("run").returncode == 3
+    assert run.outputs["result"] == "error" and run.outputs["exit-code"] == "3", run.log
+    assert run.outputs["report"] == "" and not stale.exists()  # not the earlier run's report
+    assert expected in run.step("run").stderr
+    [error] = run.step("run").annotations("error")
+    assert error.message == f"mcptape exited 3 without writing its report; fail-on: {fail_on} relaxes drift, not this"
+    assert "### mcptape: could not run" in run.summary
+    assert run.comments == []
+    assert_no_traceback(run)
+
+
+def test_a_session_that_cannot_run_is_reported_and_fails_with_fail_on_never(runner: ActionRunner, workspace: Path) -> None:
+    config = workspace / "fixtures" / "example" / "mcptape.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace("../servers/calc_server.py", "../servers/missing.py"),
+                      encoding="utf-8")
+    run = runner.run(workspace, {**EXAMPLE, "fail-on": "never"})
+    assert run.result == "failure", run.log
+    assert run.outputs["result"] == "error" and run.outputs["exit-code"] == "3"
+    assert report_of(run)["result"] == "error"  # mcptape got as far as its report: it is kept
+    assert "⛔ could not run" in run.summary
+    [comment] = run.comments
+    assert "⛔ could not run" in comment["body"]
+    assert any(a.message.endswith("fail-on: never relaxes drift, not this") for a in run.step("run").annotations("error"))
+    assert_no_traceback(run)
+
+
+def _stand_in(directory: Path, body: str) -> str:
+    """An executable where the venv's `mcptape` would be, for the outcomes mcptape itself never has."""
+    path = directory / "mcptape-stand-in"
+    path.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+@pytest.mark.parametrize(("code", "result"), [(1, "error"), (2, "error"), (4, "secret"), (139, "error")])
+def test_an_exit_without_a_report_is_never_a_verdict(runner: ActionRunner, tmp_path: Path, code: int, result: str) -> None:
+    """A crash that exits 1 (a traceback before mcptape starts, say) must not read as output drift."""
+    mcptape = _stand_in(tmp_path, f"echo 'Traceback (most recent call last):' >&2\nexit {code}")
+    run = runner.run(tmp_path, {"fail-on": "never"}, only=["run"], prior_outputs={"install": {"mcptape": mcptape}})
+    assert run.result == "failure"
+    assert run.step("run").returncode == (code if code >= 3 else 3)
+    assert run.outputs["result"] == result and run.outputs["exit-code"] == str(code)
+    assert run.outputs["report"] == ""
+    [error] = run.step("run").annotations("error")
+    assert error.message.endswith("fail-on: never relaxes drift, not this")
+
+
+def test_a_report_next_to_a_drift_exit_code_is_a_verdict(runner: ActionRunner, tmp_path: Path) -> None:
+    """The positive control of the test above: the same stand-in, writing its report, is a verdict."""
+    mcptape = _stand_in(tmp_path, 'echo \'{"result": "output"}\' > "$MCPTAPE_REPORT"\nexit 1')
+    run = runner.run(tmp_path, {"fail-on": "never"}, only=["run"], prior_outputs={"install": {"mcptape": mcptape}})
+    assert run.result == "success", run.log
+    assert run.outputs["result"] == "output" and run.outputs["exit-code"] == "1"
+    assert run.outputs["report"] == str(runner.runner_temp / "mcptape-report.json")
+
+
+def test_args_cannot_take_the_report_away(runner: ActionRunner, tmp_path: Path) -> None:
+    mcptape = _stand_in(tmp_path, "exit 0")
+    run = runner.run(tmp_path, {"args": "--jobs 2 --json mine.json"}, only=["run"], prior_outputs={"install": {"mcptape": mcptape}})
+    assert run.result == "failure"
+    [error] = run.step("run").annotations("error")
+    assert error.message.startswith("input args must not contain --json")
+
+
+def test_unknown_fail_on_is_rejected(runner: ActionRunner, tmp_path: Path) -> None:
+    run = runner.run(tmp_path, {"fail-on": "sometimes"}, only=["run"], prior_outputs={"install": {"mcptape": "/nonexistent"}})
+    assert run.result == "failure" and run.step("run").returncode == 3
+    [error] = run.step("run").annotations("error")
+    assert error.message == "input fail-on must be output, structural or never"
 
 
 def _fake_python(bin_dir: Path, version: str) -> None:
@@ -84,7 +249,7 @@ def _fake_python(bin_dir: Path, version: str) -> None:
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
 
 
-def test_python_check_fails_clearly_without_python_311(tmp_path: Path) -> None:
+def test_python_check_fails_clearly_without_python_311(runner: ActionRunner, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _fake_python(bin_dir, "3.8.10")
@@ -94,96 +259,23 @@ def test_python_check_fails_clearly_without_python_311(tmp_path: Path) -> None:
         if found:
             (bin_dir / tool).symlink_to(found)
     env = {"PATH": str(bin_dir)}
-    proc, out = run_step("python", inputs={}, steps={}, base_env=env, cwd=tmp_path, temp=tmp_path)
-    assert proc.returncode == 1
-    assert "::error title=mcptape::mcptape needs Python 3.11 or newer" in proc.stdout
-    assert out == {}
+    run = runner.run(tmp_path, env=env, only=["python"])
+    assert run.result == "failure" and run.step("python").returncode == 1
+    [error] = run.step("python").annotations("error")
+    assert error.message.startswith("mcptape needs Python 3.11 or newer")
+    assert run.step("python").outputs == {}
 
     _fake_python(bin_dir, "3.12.1")
-    proc, out = run_step("python", inputs={}, steps={}, base_env=env, cwd=tmp_path, temp=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert out == {"python": str(bin_dir / "python3")}
+    run = runner.run(tmp_path, env=env, only=["python"])
+    assert run.result == "success", run.log
+    assert run.step("python").outputs == {"python": str(bin_dir / "python3")}
 
 
-@pytest.fixture
-def checkout(tmp_path: Path) -> Path:
-    """A workspace holding a copy of the example config, its golden tapes and the fixture server."""
-    ws = tmp_path / "ws"
-    shutil.copytree(ROOT / "fixtures" / "example", ws / "fixtures" / "example")
-    shutil.copytree(ROOT / "fixtures" / "servers", ws / "fixtures" / "servers")
-    return ws
+# --- the runner itself --------------------------------------------------------------------------------
 
 
-def _wrapper(temp: Path) -> Path:
-    """Where the venv's `mcptape` would be: this checkout, as a real process."""
-    path = temp / "venv-bin" / "mcptape"
-    path.parent.mkdir(parents=True)
-    path.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m mcptape "$@"\n', encoding="utf-8")
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return path
-
-
-@pytest.mark.parametrize(
-    ("fail_on", "step_exit"),
-    [("output", 1), ("structural", 0), ("never", 0)],
-)
-def test_run_step_maps_the_exit_code_through_fail_on(checkout: Path, tmp_path: Path, fail_on: str, step_exit: int) -> None:
-    github = FakeGitHub(tokens={"t": Token(ACTIONS_BOT, app=True)}).start()
-    try:
-        temp = tmp_path / "runner_temp"
-        temp.mkdir()
-        event = temp / "event.json"
-        repo = "acme/calc"
-        event.write_text(json.dumps({"number": 7, "pull_request": {
-            "number": 7, "head": {"repo": {"full_name": repo}}, "base": {"repo": {"full_name": repo}}}}), encoding="utf-8")
-        summary = temp / "summary.md"
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": os.environ.get("HOME", str(tmp_path)),
-            "GITHUB_ACTIONS": "true",
-            "GITHUB_WORKSPACE": str(checkout),
-            "GITHUB_EVENT_NAME": "pull_request",
-            "GITHUB_EVENT_PATH": str(event),
-            "GITHUB_REPOSITORY": repo,
-            "GITHUB_API_URL": github.url,
-            "GITHUB_STEP_SUMMARY": str(summary),
-            "MCPTAPE_FIXTURE_VARIANT": "changed_result",  # the calc server now answers 2+3=6
-        }
-        inputs = {"working-directory": "fixtures/example", "fail-on": fail_on, "github-token": "t", "args": "--jobs 1"}
-        steps = {"install": {"mcptape": str(_wrapper(temp))}}
-        proc, out = run_step("run", inputs=inputs, steps=steps, base_env=env, cwd=checkout, temp=temp)
-    finally:
-        github.stop()
-
-    assert proc.returncode == step_exit, proc.stdout + proc.stderr
-    assert out.get("result") == "output" and out["exit-code"] == "1", proc.stdout + proc.stderr
-    assert out["drifted-sessions"] == "arithmetic"
-    assert "tools/call add" in out["first-drift"]
-    assert out["report"] == str(temp / "mcptape-report.json")
-    assert json.loads(Path(out["report"]).read_text(encoding="utf-8"))["result"] == "output"
-    [comment] = github.thread(repo, 7)
-    assert comment["body"].startswith("<!-- mcptape:fixtures/example/mcptape.yml -->\n")
-    assert out["comment-url"] == comment["html_url"]
-    assert "::error file=fixtures/example/tapes/arithmetic.tape.jsonl,line=" in proc.stdout
-    assert "🟡 output drift" in summary.read_text(encoding="utf-8")
-    if step_exit == 0:
-        assert f"not failing the job (fail-on: {fail_on})" in proc.stdout
-
-
-def test_run_step_fills_outputs_when_mcptape_stops_early(tmp_path: Path) -> None:
-    temp = tmp_path / "runner_temp"
-    temp.mkdir()
-    (tmp_path / "mcptape.yml").write_text("version: 1\nservers: {}\nsessions: oops\n", encoding="utf-8")
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "GITHUB_ACTIONS": "true"}
-    steps = {"install": {"mcptape": str(_wrapper(temp))}}
-    proc, out = run_step("run", inputs={"fail-on": "never"}, steps=steps, base_env=env, cwd=tmp_path, temp=temp)
-    assert proc.returncode == 3, proc.stdout + proc.stderr  # could not run fails even with fail-on: never
-    assert out["result"] == "error" and out["exit-code"] == "3"
-
-
-def test_unknown_fail_on_is_rejected(tmp_path: Path) -> None:
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
-    steps: dict[str, Any] = {"install": {"mcptape": "/nonexistent"}}
-    proc, _ = run_step("run", inputs={"fail-on": "sometimes"}, steps=steps, base_env=env, cwd=tmp_path, temp=tmp_path)
-    assert proc.returncode == 3
-    assert "::error title=mcptape::input fail-on must be output, structural or never" in proc.stdout
+def test_the_runner_reads_workflow_commands_as_the_runner_does() -> None:
+    out = "::error file=a%2Cb.txt,line=3::one%0Atwo\n::stop-commands::tok\n::error::ignored\n::tok::\n::notice::back"
+    commands = workflow_commands(out)
+    assert [(c.name, c.properties, c.message) for c in commands] == [
+        ("error", {"file": "a,b.txt", "line": "3"}, "one\ntwo"), ("notice", {}, "back")]
