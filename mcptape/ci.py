@@ -46,6 +46,7 @@ from mcptape.logsafe import ci_log_block
 from mcptape.normalize import Normalizer, session_paths
 from mcptape.redact import Redactor
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult, worst_exit
+from mcptape.tape.events import recording_notes
 from mcptape.tape.format import (
     TAPE_SUFFIX,
     Tape,
@@ -238,6 +239,7 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     # Redaction first: a rotated token must not be drift, and nothing unredacted is normalized into a golden.
     redacted = [redactor.redact_event(e) for e in recording.events]
     events = normalizer.fresh(redacted)
+    result.notes.extend(recording_notes(events))  # a limit that triggered is reported, never silent
     header = make_header(
         session.name,
         transport="http" if isinstance(server, HttpServer) else "stdio",

@@ -68,6 +68,7 @@ from mcptape.tape.events import (
     S2C,
     EventBuilder,
     exit_event,
+    note_detail,
     note_event,
     stderr_event,
 )
@@ -1176,6 +1177,9 @@ class TapeRecorder:
         if not line.strip():
             return  # blank lines carry no message; peers skip them and so does the tape
         self.emit(*self.builder.line_and_text(_TAG_DIR[tag], line))
+        for note in self.builder.take_notes():  # a deep message's cut, an answer that is not UTF-8
+            self.emit(note)
+            self._say(f"mcptape rec: noted {note['what']}: {note_detail(note)}")
 
     def stderr_line(self, line: bytes, *, to_tape: bool = True) -> None:
         """One server stderr line: scrubbed once, then shown on rec's stderr and written to the tape.

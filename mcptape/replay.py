@@ -77,7 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
-from mcptape.jsonrpc import classify, dumps, id_key, top_level_span
+from mcptape.jsonrpc import classify, dumps, id_key, loads, top_level_span
 from mcptape.tape import C2S, S2C, Event, Tape, read_tape, wire_text
 from mcptape.tape.format import parse_lines, written_verbatim
 
@@ -700,7 +700,7 @@ class ReplayEngine:
             if not text or text.isspace():
                 return []
             try:
-                msg = json.loads(text)
+                msg = loads(text)  # depth-capped, as the tape's messages were when recorded
             except ValueError:
                 return [_error_line(None, PARSE_ERROR, "Parse error: not JSON (mcptape play)")]
             kind = classify(msg)
