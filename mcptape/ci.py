@@ -42,7 +42,7 @@ from mcptape.errors import (
     SecretLeak,
     TapeError,
 )
-from mcptape.logsafe import ci_log_block
+from mcptape.logsafe import ci_log_block, safe_log
 from mcptape.normalize import Normalizer, session_paths
 from mcptape.redact import Redactor
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult, worst_exit
@@ -666,7 +666,7 @@ def run_repeat(args: argparse.Namespace) -> int:
     text, exit_code = analyse_repeats(results, runs)
     try:
         sys.stdout.write(
-            ci_log_block(emit(make_redactor(loaded), text.encode("utf-8"), "--repeat report").decode("utf-8"))
+            safe_log(emit(make_redactor(loaded), text.encode("utf-8"), "--repeat report").decode("utf-8"))
         )
         sys.stdout.flush()
     except SecretLeak as e:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from mcptape import __version__
 from mcptape.errors import EXIT_COULD_NOT_RUN, McptapeError
-from mcptape.logsafe import ci_log_block
+from mcptape.logsafe import safe_log
 
 # command -> "module:function"; the function takes the parsed args and returns an exit code.
 COMMANDS = {
@@ -117,8 +117,8 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
         func = getattr(importlib.import_module(module_name), func_name)
         return int(func(args))
     except McptapeError as e:
-        # Error messages can quote a server's stderr or a tape: keep them inert in a CI log.
-        print(ci_log_block(f"mcptape {args.command}: {e}\n"), file=sys.stderr, end="")
+        # Error messages can quote a server's stderr or a tape: keep them inert on a terminal and in a CI log.
+        print(safe_log(f"mcptape {args.command}: {e}\n"), file=sys.stderr, end="")
         return e.exit_code
     except KeyboardInterrupt:
         print(f"mcptape {args.command}: interrupted", file=sys.stderr)

@@ -78,6 +78,7 @@ from typing import Any
 
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
 from mcptape.jsonrpc import classify, dumps, id_key, loads, top_level_span
+from mcptape.logsafe import safe_log
 from mcptape.tape import C2S, S2C, Event, Tape, read_tape, wire_text
 from mcptape.tape.format import parse_lines, written_verbatim
 
@@ -774,7 +775,7 @@ class ReplayEngine:
                 call = nearest
             else:
                 self._report.misses.append(Miss(method, live, why, msg["id"]))
-                print(f"mcptape play: miss: {live}: {why}", file=sys.stderr, flush=True)
+                print(safe_log(f"mcptape play: miss: {live}: {why}"), file=sys.stderr, flush=True)
                 out.append(
                     _error_line(
                         msg["id"],
@@ -1454,5 +1455,5 @@ def run_play(args: Any) -> int:
         os.dup2(devnull, out)
         os.close(devnull)
     report = engine.report()
-    print(report.render(), file=sys.stderr)
+    print(safe_log(report.render()), file=sys.stderr)  # quotes the client's requests and the tape
     return report.exit_code
