@@ -208,6 +208,24 @@ def test_rec_records_deep_messages_both_ways_and_play_matches_a_deep_request(tmp
     assert miss.returncode == 1 and "miss" in out(miss)
 
 
+def test_secrets_in_a_deep_part_are_redacted_from_the_tape(tmp_path: Path) -> None:
+    """The deep part is text to every walker, and text is what redaction scans: a token and a
+    secret-named field 500 levels down never reach the tape (in raw nor in the marker)."""
+    token = "ghp_" + "".join(chr(ord("a") + (i * 7) % 26) if i % 3 else str(i % 10) for i in range(36))
+    tape = tmp_path / "secret.tape.jsonl"
+    client = RawClient(rec_command(tape, calc_command("deep")))
+    initialize(client)
+    call(client, 1, "deep", depth=500, leaf={"token": token, "password": "hunter2-and-more"})
+    assert token.encode() in (client.line() or b"")  # the client gets the server's bytes unchanged
+    client.close_stdin()
+    assert client.wait() == 0, client.stderr.decode()
+    data = tape.read_bytes()
+    assert token.encode() not in data and b"hunter2-and-more" not in data
+    assert b"<REDACTED:github-token" in data and b'"what":"deep_json"' in data
+    answer = next(e for e in map(json.loads, data.splitlines()[1:-1]) if e["kind"] == "response" and e["id"] == 1)
+    assert "<REDACTED:github-token" in answer["raw"] and answer["raw"].count("[") > 500
+
+
 # -- an answer that is not UTF-8 ----------------------------------------------------------------
 
 
