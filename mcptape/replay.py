@@ -1138,7 +1138,7 @@ class LazyEvent(dict[str, Any]):
         if line is not None:
             try:
                 parsed = json.loads(line)
-            except ValueError as e:  # only if bytes changed under a matching crc32
+            except (ValueError, RecursionError) as e:  # only if bytes changed under a matching crc32
                 raise ReplayError(f"a tape line is not JSON although the tape's crc32 matches: {e}") from e
             self.clear()
             self.update(parsed)
@@ -1343,11 +1343,12 @@ class TapeStream:
             for number, raw in chunk:
                 try:
                     obj = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
+                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):  # RecursionError: edited by hand
                     obj = None
                 if not isinstance(obj, dict):
                     raise ReplayError(
-                        f"{self.tape.path}:{number}: line is not a JSON object", hint="the tape is corrupt; re-record it"
+                        f"{self.tape.path}:{number}: line is not a JSON object mcptape can read (corrupt, or nested "
+                        "deeper than JSON readers go)", hint="the tape is corrupt; re-record it"
                     )
                 parsed.append(obj)
         return parsed

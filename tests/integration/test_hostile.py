@@ -226,6 +226,31 @@ def test_secrets_in_a_deep_part_are_redacted_from_the_tape(tmp_path: Path) -> No
     assert "<REDACTED:github-token" in answer["raw"] and answer["raw"].count("[") > 500
 
 
+def test_a_tape_line_nested_deeper_than_json_readers_go_is_an_unreadable_tape(tmp_path: Path) -> None:
+    """mcptape writes at most jsonrpc.MAX_DEPTH + 2 levels per line; a tape edited by hand (or by a
+    peer) can hold more. Past what Python's json reads, every command says which line, never a
+    traceback; a 900-level line still reads and diffs (the control, and a changed value found)."""
+    header = json.dumps({"mcptape": "tape", "format": 1, "version": "0.1.0", "name": "edited", "transport": "stdio"})
+
+    def tape(name: str, depth: int, leaf: str) -> str:
+        event = ('{"kind":"response","dir":"s2c","id":1,"msg":{"jsonrpc":"2.0","id":1,"result":{"v":'
+                 + "[" * depth + leaf + "]" * depth + "}}}")
+        (tmp_path / name).write_text(f"{header}\n{event}\n", encoding="utf-8")
+        return name
+
+    deep = tape("deep.tape.jsonl", 100_000, "1")
+    for command in (["show", deep], ["diff", deep, deep], ["play", deep]):
+        proc = run(*command, cwd=tmp_path, stdin=b"")
+        assert proc.returncode in (2, 3), (command, out(proc))  # play's unreadable tape is its ReplayError (2)
+        assert f"{deep}:2: line is not a JSON object mcptape can read (corrupt, or nested deeper" in out(proc)
+    listed = run("ls", deep, cwd=tmp_path)
+    assert listed.returncode == 0 and "unreadable" in out(listed)
+    a, b = tape("a.tape.jsonl", 900, "1"), tape("b.tape.jsonl", 900, "2")
+    assert run("diff", a, a, cwd=tmp_path).returncode == 0
+    changed = run("diff", a, b, cwd=tmp_path)
+    assert changed.returncode == 1 and "fresh:  2" in out(changed)
+
+
 # -- an answer that is not UTF-8 ----------------------------------------------------------------
 
 
