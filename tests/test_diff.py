@@ -709,3 +709,15 @@ def test_a_part_nested_past_max_depth_is_compared_as_text_and_the_change_says_so
     assert describe(change).startswith("\"" + "[" * 17 + "\\\"bottom\\\"")  # the texts, shown as strings
     (mixed,) = changes({"v": {DEEP_KEY: "[[1]]"}}, {"v": "plain"}, "result")  # deep on one side only
     assert (mixed.path, mixed.before, mixed.after) == ("result.v(deep)", "[[1]]", "plain")  # its text, not the marker
+
+
+def test_a_string_holding_json_too_deep_to_walk_is_compared_as_text_and_says_so() -> None:
+    from mcptape.diff.values import changes, describe
+
+    def text(leaf: str, depth: int) -> str:
+        return "[" * depth + f'"{leaf}"' + "]" * depth
+
+    (deep,) = changes({"t": text("a", 100)}, {"t": text("b", 100)}, "result")
+    assert deep.path == "result.t" and describe(deep).endswith("(holds JSON nested deeper than 64 levels: compared as text)")
+    (shallow,) = changes({"t": text("a", 10)}, {"t": text("b", 10)}, "result")  # control: walked into
+    assert shallow.path == "result.t(json)" + "[0]" * 10 and shallow.note is None

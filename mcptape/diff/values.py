@@ -29,6 +29,7 @@ _SHOW = 60  # characters of a value shown in a one-line message
 
 DEEP_SUFFIX = "(deep)"  # a path's last step when the value there was compared as deep JSON text
 DEEP_NOTE = f"nested deeper than {MAX_DEPTH} levels: compared as JSON text"
+DEEP_TEXT_NOTE = f"holds JSON nested deeper than {MAX_DEPTH} levels: compared as text"
 
 
 @dataclass
@@ -93,14 +94,23 @@ def join(path: str, key: str | int) -> str:
 def parse_json_text(text: str, level: int = 1) -> Any:
     """The JSON object/array a string at nesting `level` holds, or None: only strings that look
     like containers, and only if the JSON fits in the levels left (else it stays text)."""
+    return _json_in(text, level)[0]
+
+
+def _json_in(text: str, level: int) -> tuple[Any, bool]:
+    """(parse_json_text's value, whether the string holds JSON too deep for the levels left)."""
     stripped = text.lstrip()
-    if not stripped or stripped[0] not in "{[" or level >= MAX_DEPTH:
-        return None
+    if not stripped or stripped[0] not in "{[":
+        return None, False
+    if level >= MAX_DEPTH:
+        return None, True
     try:
         value, cut = loads_depth(text, MAX_DEPTH - level)
     except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict | list) and not cut else None
+        return None, False
+    if not isinstance(value, dict | list):
+        return None, False
+    return (None, True) if cut else (value, False)
 
 
 def changes(a: Any, b: Any, path: str = "") -> list[Change]:
@@ -140,13 +150,15 @@ def _walk(a: Any, b: Any, path: str, level: int) -> Iterator[Change]:
             yield Change(join(path, i), None, b[i], "added")
         return
     if isinstance(a, str) and isinstance(b, str):
-        ja, jb = parse_json_text(a, level), parse_json_text(b, level)
+        (ja, deep_a), (jb, deep_b) = _json_in(a, level), _json_in(b, level)
         if ja is not None and jb is not None:
             inner = list(_walk(ja, jb, path + "(json)", level))
             if inner:
                 yield from inner
                 return
             # Same JSON, other formatting (spaces, key order): still a different text.
+        yield Change(path, a, b, "changed", DEEP_TEXT_NOTE if deep_a or deep_b else None)
+        return
     yield Change(path, a, b, "changed")
 
 
