@@ -363,6 +363,19 @@ def test_ci_shows_what_a_hostile_server_says_escaped(hostile: Path) -> None:
     assert plain.returncode == 0 and "\\x1b" not in out(plain)
 
 
+def test_ci_shows_the_stderr_of_a_server_that_failed_escaped(tmp_path: Path) -> None:
+    script = f"import sys; sys.stderr.write({HOSTILE_TEXT!r} + '\\n'); sys.exit(1)"
+    config = tmp_path / "mcptape.yml"
+    config.write_text(
+        f"version: 1\nservers:\n  s:\n    command: [{json.dumps(sys.executable)}, -c, {json.dumps(script)}]\n"
+        "sessions:\n  - name: one\n    server: s\n    steps: [list_tools]\n",
+        encoding="utf-8",
+    )
+    proc = run("ci", "-c", str(config), cwd=tmp_path)
+    assert proc.returncode == 3 and "server stderr" in out(proc)
+    assert_inert(proc.stdout + proc.stderr, shown=WHOLE)
+
+
 def test_diff_show_ls_play_and_errors_show_hostile_text_escaped(hostile: Path) -> None:
     env = {"VARIANT": "hostile_names", "TEXT": HOSTILE_TEXT}
     assert run("ci", "-c", "mcptape.yml", "--out-dir", "fresh", cwd=hostile, env=env).returncode == 2
