@@ -141,14 +141,23 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 
 # One JSON token: whitespace, a string (as strict json.loads accepts it), a run of opening or of
-# closing brackets (a 100 000-level nest is two tokens), `:` `,`, a number or a literal.
+# closing brackets with any whitespace between them (a 100 000-level nest is two tokens, laid
+# out or not), `:` `,`, a number or a literal.
 _TOKEN = re.compile(
     r"""(?P<ws>[ \t\n\r]+)"""
     r"""|(?P<str>"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*")"""
-    r"""|(?P<open>[\[{]+)|(?P<close>[\]}]+)|(?P<colon>:)|(?P<comma>,)"""
+    r"""|(?P<open>[\[{](?:[ \t\n\r]*[\[{])*)|(?P<close>[\]}](?:[ \t\n\r]*[\]}])*)|(?P<colon>:)|(?P<comma>,)"""
     r"""|(?P<scalar>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|-?Infinity)"""
 )
 _CLOSER_OF = str.maketrans("[{", "]}")
+_DROP_WS = str.maketrans("", "", " \t\n\r")
+
+
+def _bracket_at(token: str, k: int) -> int:
+    """Offset in a bracket run `token` (whitespace between) of its k-th bracket, from 0."""
+    if " " not in token and "\t" not in token and "\n" not in token and "\r" not in token:
+        return k
+    return [i for i, ch in enumerate(token) if ch in "[]{}"][k]
 # Parser states of _cut: what may come next.
 _VALUE, _VALUE_OR_CLOSE, _KEY, _KEY_OR_CLOSE, _COLON, _AFTER_VALUE, _END = range(7)
 
@@ -175,32 +184,34 @@ def _cut(text: str, limit: int) -> tuple[Any, int]:
         at = m.start()
         token = m.group()
         if group == "open":
+            run = token.translate(_DROP_WS)
             # Inside one run every bracket but the last opens a value of the one before it,
             # which only an array may have without a key.
-            if state not in (_VALUE, _VALUE_OR_CLOSE) or "{" in token[:-1]:
+            if state not in (_VALUE, _VALUE_OR_CLOSE) or "{" in run[:-1]:
                 raise json.JSONDecodeError("unexpected bracket", text, at)
-            n = len(token)
+            n = len(run)
             if depth > limit:
-                parts.append(token)
+                parts.append(run)
             elif depth + n > limit:  # this run opens the part to cut off
-                start = at + limit - depth
-                parts = [token[limit - depth:]]
-            stack.extend(token)
+                start = at + _bracket_at(token, limit - depth)
+                parts = [run[limit - depth:]]
+            stack.extend(run)
             depth += n
             deepest = max(deepest, depth)
-            state = _KEY_OR_CLOSE if token[-1] == "{" else _VALUE_OR_CLOSE
+            state = _KEY_OR_CLOSE if run[-1] == "{" else _VALUE_OR_CLOSE
             continue
         if group == "close":
-            n = len(token)
+            run = token.translate(_DROP_WS)
+            n = len(run)
             if state not in (_AFTER_VALUE, _VALUE_OR_CLOSE, _KEY_OR_CLOSE) or n > depth:
                 raise json.JSONDecodeError("unexpected closing bracket", text, at)
-            if "".join(stack[depth - n:]).translate(_CLOSER_OF) != token[::-1]:
+            if "".join(stack[depth - n:]).translate(_CLOSER_OF) != run[::-1]:
                 raise json.JSONDecodeError("mismatched closing bracket", text, at)
             if depth > limit >= depth - n:  # this run closes the part cut off
-                parts.append(token[:depth - limit])
-                spans.append((start, at + depth - limit, "".join(parts)))
+                parts.append(run[:depth - limit])
+                spans.append((start, at + _bracket_at(token, depth - limit - 1) + 1, "".join(parts)))
             elif depth > limit:
-                parts.append(token)
+                parts.append(run)
             del stack[depth - n:]
             depth -= n
             state = _AFTER_VALUE if depth else _END
@@ -364,11 +375,12 @@ def _value_end(text: str, start: int) -> int | None:
     for m in _TOKEN.finditer(text, start):
         group = m.lastgroup
         if group == "open":
-            depth += len(m.group())
+            depth += len(m.group().translate(_DROP_WS))
         elif group == "close":
-            n = len(m.group())
+            token = m.group()
+            n = len(token.translate(_DROP_WS))
             if n >= depth:
-                return m.start() + depth if depth else None
+                return m.start() + _bracket_at(token, depth - 1) + 1 if depth else None
             depth -= n
     return None
 
