@@ -18,7 +18,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -463,27 +462,32 @@ def test_under_github_actions_no_server_text_acts_as_a_workflow_command(tmp_path
 # -- mcptape.yml -----------------------------------------------------------------------------------
 
 
+# Runs a command and prints its peak RSS in kB (os.wait4: that process's own figure). A fresh,
+# small process forks it: a child forked straight from this test process would count the test
+# process's own pages, which Linux carries into the child's peak across the exec.
+_PEAK_RSS = (
+    "import os, subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[1:])\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "print(usage.ru_maxrss)\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
 def test_a_yaml_alias_bomb_is_refused_with_exit_3_in_bounded_memory(tmp_path: Path) -> None:
-    """Measured on the mcptape process itself: os.wait4 gives that child's own peak RSS (not the
-    maximum over every child this test process ever had, as RUSAGE_CHILDREN would)."""
     bomb = ROOT / "tests" / "configs" / "broken" / "yaml_alias_bomb.yml"
-    with open(tmp_path / "out", "wb") as stdout, open(tmp_path / "err", "wb") as stderr:
-        child = subprocess.Popen(mcptape_command("ci", "-c", str(bomb)), cwd=ROOT,
-                                 env=user_env(PYTHONPATH=str(ROOT)), stdout=stdout, stderr=stderr)
-        deadline = time.monotonic() + WAIT
-        while True:  # a bounded wait that reaps the child itself, so that its rusage is ours to read
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                child.kill()
-                raise AssertionError(f"mcptape ci still running on an alias bomb after {WAIT}s")
-            time.sleep(0.02)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    err = (tmp_path / "err").read_bytes()
-    assert child.returncode == 3, err
-    assert (tmp_path / "out").read_bytes() == b"" and b"Traceback" not in err
-    assert b"yaml_alias_bomb.yml:12: f: YAML aliases (`*name`) here expand the file to more than 100000 values" in err
-    assert b"write the repeated parts out, or nest fewer aliases" in err
-    peak_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
+    proc = subprocess.Popen([sys.executable, "-c", _PEAK_RSS, *mcptape_command("ci", "-c", str(bomb))], cwd=ROOT,
+                            env=user_env(PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)  # the wrapper and mcptape with it
+        proc.communicate()
+        raise AssertionError(f"mcptape ci still running on an alias bomb after {WAIT}s") from None
+    assert proc.returncode == 3, stderr
+    assert b"Traceback" not in stderr
+    assert b"yaml_alias_bomb.yml:12: f: YAML aliases (`*name`) here expand the file to more than 100000 values" in stderr
+    assert b"write the repeated parts out, or nest fewer aliases" in stderr
+    peak_mb = int(stdout.decode().strip().splitlines()[-1]) / 1024  # kilobytes on Linux
     assert peak_mb < 100, f"peak RSS {peak_mb:.0f} MB"
