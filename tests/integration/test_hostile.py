@@ -287,6 +287,27 @@ def test_ci_takes_an_answer_that_is_not_utf8_as_garbage_at_once(tmp_path: Path) 
             and e["kind"] == "response"] == ["5"]  # step 2 ran
 
 
+def test_an_initialize_answer_that_is_not_utf8_stops_the_session_at_once(tmp_path: Path) -> None:
+    script = (
+        "import json, sys\n"
+        "msg = json.loads(sys.stdin.buffer.readline())\n"
+        "sys.stdout.buffer.write(b'{\"jsonrpc\":\"2.0\",\"id\":' + str(msg['id']).encode() + b',\"result\":"
+        "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"serverInfo\":{\"name\":\"caf\\xe9\"}}}\\n')\n"
+        "sys.stdout.flush()\n"
+        "sys.stdin.read()\n"
+    )
+    config = tmp_path / "mcptape.yml"
+    config.write_text(
+        f"version: 1\nservers:\n  s:\n    command: [{json.dumps(sys.executable)}, -c, {json.dumps(script)}]\n"
+        "    protocol: 2025-06-18\n"
+        "sessions:\n  - name: one\n    server: s\n    step_timeout: 600\n    timeout: 900\n    steps: [list_tools]\n",
+        encoding="utf-8",
+    )
+    proc = run("ci", "-c", str(config), cwd=tmp_path)  # bounded by WAIT, far below the step timeout
+    assert proc.returncode == 3, out(proc)
+    assert "initialize: the server's answer is not UTF-8 (recorded as garbage)" in out(proc)
+
+
 def test_rec_says_at_once_that_an_answer_is_not_utf8(tmp_path: Path) -> None:
     tape = tmp_path / "garbled.tape.jsonl"
     client = RawClient(rec_command(tape, calc_command()))
