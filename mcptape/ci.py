@@ -63,11 +63,12 @@ from mcptape.errors import (
     TapeError,
     WriteError,
 )
-from mcptape.logsafe import ci_log_block
+from mcptape.logsafe import ci_log_block, safe_log
 from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.redact import Redactor
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult, worst_exit
 from mcptape.sandbox import Sandbox
+from mcptape.tape.events import recording_notes
 from mcptape.tape.format import (
     TAPE_SUFFIX,
     Tape,
@@ -255,6 +256,7 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     # Redaction first: a rotated token must not be drift, and nothing unredacted is normalized into a golden.
     redacted = [redactor.redact_event(e) for e in recording.events]
     events = normalizer.fresh(redacted)
+    result.notes.extend(recording_notes(events))  # a limit that triggered is reported, never silent
     header = make_header(
         session.name,
         transport="http" if isinstance(server, HttpServer) else "stdio",
@@ -720,7 +722,7 @@ def run_repeat(args: argparse.Namespace) -> int:
     text, exit_code = analyse_repeats(results, runs)
     try:
         sys.stdout.write(
-            ci_log_block(emit(make_redactor(loaded), text.encode("utf-8"), "--repeat report").decode("utf-8"))
+            safe_log(emit(make_redactor(loaded), text.encode("utf-8"), "--repeat report").decode("utf-8"))
         )
         sys.stdout.flush()
     except SecretLeak as e:

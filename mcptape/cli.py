@@ -28,7 +28,7 @@ from typing import NoReturn
 
 from mcptape import __version__
 from mcptape.errors import EXIT_COULD_NOT_RUN, McptapeError
-from mcptape.logsafe import ci_log_block
+from mcptape.logsafe import safe_log
 
 DEBUG_VARIABLE = "MCPTAPE_DEBUG"
 SUPPORTED_PLATFORMS = "Linux and macOS"
@@ -158,7 +158,7 @@ def _safe(text: str, fallback: str) -> str:
         text = Redactor().redact_text(text)
     except Exception:  # noqa: BLE001 - reporting an error must not crash: then say less
         text = fallback
-    return ci_log_block(text)
+    return safe_log(text)
 
 
 def _report_crash(command: str, e: BaseException, *, where: str = "") -> None:
@@ -218,8 +218,8 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
         func = getattr(importlib.import_module(module_name), func_name)
         code = int(func(args))
     except McptapeError as e:
-        # Error messages can quote a server's stderr or a tape: keep them inert in a CI log.
-        print(ci_log_block(f"mcptape {command}: {e}\n"), file=sys.stderr, end="")
+        # Error messages can quote a server's stderr or a tape: keep them inert on a terminal and in a CI log.
+        print(safe_log(f"mcptape {command}: {e}\n"), file=sys.stderr, end="")
         code = e.exit_code
     except KeyboardInterrupt:
         print(f"mcptape {command}: interrupted", file=sys.stderr)

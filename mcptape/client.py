@@ -47,9 +47,9 @@ from typing import Any
 from mcptape import __version__
 from mcptape.config import LEGACY_DEFAULT_PROTOCOL, ClientSettings, Step
 from mcptape.errors import ConfigError, McptapeError, ServerError, ServerTimeout
-from mcptape.jsonrpc import dumps
+from mcptape.jsonrpc import dumps, id_key
 from mcptape.report.model import CallRef, Finding
-from mcptape.tape.events import C2S, S2C, EventBuilder, exit_event, note_event, stderr_event
+from mcptape.tape.events import C2S, GARBLED_NOTE, S2C, EventBuilder, exit_event, note_event, stderr_event
 from mcptape.tape.format import Event
 from mcptape.transports.factory import Transport
 
@@ -168,6 +168,7 @@ class ScriptedClient:
         self.live_tools: dict[str, Any] | None = None
         self._tools_pages: dict[str, Any] = {}
         self._next_id = 1
+        self._garbled: set[str] = set()  # id keys of our requests answered with non-UTF-8 lines
         self._step: int | None = None
         self._step_label = "initialize"
         self._step_deadline = 0.0
@@ -231,19 +232,33 @@ class ScriptedClient:
                 raise ServerError(f"{self._where()}: the server exited before answering initialize (failed to start)")
             raise ServerError(f"{self._where()}: the server closed its output (exited) before answering")
         event = self._record(self.builder.line(S2C, line))
+        for note in self.builder.take_notes():  # a deep message's cut, an answer that is not UTF-8
+            self._record(note)
+            if note["what"] == GARBLED_NOTE:
+                self._garbled.add(id_key(note["detail"]["id"]))
         msg = event.get("msg")
         if event["kind"] == "request" and isinstance(msg, dict):
             self._answer_server_request(msg)
         return event
 
     def _await(self, msg_id: int) -> dict[str, Any]:
-        """Wait for the answer to our request `msg_id`, recording everything that arrives meanwhile."""
+        """Wait for the answer to our request `msg_id`, recording everything that arrives meanwhile.
+
+        An answer that is not UTF-8 (recorded as garbage, with a note) ends the wait at once: it is
+        the server's answer, compared like any other, and no proper one will follow. The message
+        returned for it holds neither result nor error; the handshake cannot go on from it.
+        """
         while True:
             event = self._receive()
             assert event is not None
             if event["kind"] in ("response", "error") and event.get("id") == msg_id:
                 msg: dict[str, Any] = event["msg"]
                 return msg
+            if event["kind"] == "garbage" and id_key(msg_id) in self._garbled:
+                self._garbled.discard(id_key(msg_id))
+                if self._step is None:
+                    raise ServerError(f"{self._where()}: the server's answer is not UTF-8 (recorded as garbage)")
+                return {"jsonrpc": "2.0", "id": msg_id}
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send a request with the next id and return the server's answer (result or error message).

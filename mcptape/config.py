@@ -42,6 +42,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from mcptape.errors import ConfigError
+from mcptape.jsonrpc import MAX_DEPTH
 from mcptape.report.model import FINDING_KINDS, IGNORE_KEYS, Severity, drift_classes
 
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
@@ -788,11 +789,22 @@ def _field_name(loc: Loc) -> str:
     return out or "top level"
 
 
+# A hand-written mcptape.yml holds a few thousand values. Aliases are expanded, not shared, so
+# nested ones multiply (a "billion laughs" file of 1 KB is a billion values): the expansion stops
+# at MAX_YAML_VALUES, which costs well under a second and a few tens of MB, with a ConfigError.
+MAX_YAML_VALUES = 100_000
+# Nesting deeper than a message may be (jsonrpc.MAX_DEPTH) is refused: it is far beyond any
+# config, and it bounds the recursion here and the depth of the `arguments` mcptape sends.
+MAX_YAML_DEPTH = MAX_DEPTH
+
+
 class _YamlTree:
     """Builds plain Python data from the composed YAML node tree, remembering each node's line.
 
     Composing (not loading) keeps the nodes' marks; scalars are constructed by the same
     SafeConstructor yaml.safe_load uses, so values mean what they mean to any YAML reader.
+    Refused with a ConfigError: more than MAX_YAML_VALUES values once aliases are expanded,
+    nesting deeper than MAX_YAML_DEPTH, an alias that contains itself.
     """
 
     def __init__(self, loader: Any, display: str) -> None:
@@ -801,8 +813,37 @@ class _YamlTree:
         self.lines: dict[Loc, int] = {}  # value lines; key lines win below (where `name:` is written)
         self.key_lines: dict[Loc, int] = {}
         self._active: set[int] = set()
+        self._built = 0
+        self._seen: set[int] = set()  # nodes built once: building one again expands an alias
+        self._alias: Loc | None = None  # where the outermost alias being expanded is used
 
     def build(self, node: yaml.Node, loc: Loc) -> Any:
+        self._built += 1
+        outer = self._alias is None and id(node) in self._seen
+        if outer:
+            self._alias = loc
+        self._seen.add(id(node))
+        try:
+            return self._build(node, loc)
+        finally:
+            if outer:
+                self._alias = None
+
+    def _build(self, node: yaml.Node, loc: Loc) -> Any:
+        if self._built > MAX_YAML_VALUES:
+            where = self._alias[:-1] if self._alias else loc  # the value that holds the `*alias`
+            line = self.key_lines.get(where) or self.lines.get(where) or node.start_mark.line + 1
+            raise ConfigError(
+                f"{self.display}:{line}: {_field_name(where)}: YAML aliases (`*name`) here expand the file "
+                f"to more than {MAX_YAML_VALUES} values (anchored parts repeating parts that repeat others: "
+                "an alias bomb, or a config far larger than mcptape reads); write the repeated parts out, "
+                "or nest fewer aliases"
+            )
+        if len(loc) > MAX_YAML_DEPTH:
+            raise ConfigError(
+                f"{self.display}:{node.start_mark.line + 1}: {_field_name(loc[:6])}…: values nested more than "
+                f"{MAX_YAML_DEPTH} levels deep; mcptape.yml needs a handful: flatten this value"
+            )
         self.lines[loc] = node.start_mark.line + 1
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node, loc)

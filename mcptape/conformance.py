@@ -22,6 +22,13 @@ always checked as 2026-07-28: it is the probe a client sends before any version 
 Methods no revision defines (extensions, `tasks/*` which the package leaves out) get only the
 JSON-RPC envelope check, so a server's own methods are never flagged.
 
+Depth: a message arrives here at most jsonrpc.MAX_DEPTH levels deep, parts nested deeper kept
+as text (deep markers; the recording's `deep_json` note says so). Such parts sit inside
+free-form fields (`structuredContent`, `_meta`, schemas) where the MCP models do not look; a
+structuredContent holding one is not checked against its outputSchema (its deep parts were
+never parsed), and a schema or value too deep for jsonschema's recursion is a finding saying it
+could not be checked, never a crash.
+
 `mcp_types` (pydantic models, about half a second to import), pydantic and `jsonschema` are
 imported at module level: this module is imported only where conformance is checked (`mcptape
 ci`, `diff --conformance`, through diff/engine.py's lazy import), never on the path of `mcptape
@@ -46,6 +53,7 @@ from pydantic import TypeAdapter, ValidationError
 from referencing.exceptions import Unresolvable
 
 from mcptape.diff.values import join, show
+from mcptape.jsonrpc import holds_deep
 from mcptape.report.model import Finding, Severity
 from mcptape.tape.events import C2S, S2C, is_message
 from mcptape.tape.format import Tape
@@ -335,6 +343,12 @@ class _OutputSchemas:
             cls = validator_for(schema, default=jsonschema.Draft202012Validator)
             try:
                 cls.check_schema(schema)
+            except RecursionError:
+                problems.append((f"result.tools[{i}].outputSchema",
+                                 "cannot be checked: the schema is nested too deep for the JSON Schema checker",
+                                 "output_schema"))
+                self.schemas[tool["name"]] = None
+                continue
             except jsonschema.SchemaError as e:
                 problems.append((_json_path(f"result.tools[{i}].outputSchema", e.absolute_path),
                                  f"not a valid JSON Schema ({_draft(cls)}): {_short(e.message)}", "output_schema"))
@@ -351,9 +365,15 @@ class _OutputSchemas:
             return [("result.structuredContent",
                      f"missing: tool `{name}` declares an outputSchema, so a successful result must carry "
                      "structuredContent (MCP tools/call)", "output_schema")]
+        if holds_deep(result["structuredContent"]):
+            return []  # parts of it are JSON text, not values (module docstring: Depth)
         try:
             errors = sorted(validator.iter_errors(result["structuredContent"]),
                             key=lambda e: (list(map(str, e.absolute_path)), e.message))
+        except RecursionError:
+            return [("result.structuredContent",
+                     f"cannot be checked: it or the outputSchema of tool `{name}` is nested too deep for the "
+                     "JSON Schema checker", "output_schema")]
         except Unresolvable as e:
             return [("result.structuredContent",
                      f"cannot be checked: the outputSchema of tool `{name}` has a $ref that cannot be resolved "

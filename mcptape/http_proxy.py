@@ -30,7 +30,9 @@ from urllib.parse import urlsplit
 
 from mcptape.errors import EXIT_OK, ConfigError, SecretLeak
 from mcptape.http_serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, say, serve_until_stopped
+from mcptape.jsonrpc import loads_depth
 from mcptape.tape import C2S, S2C, TAPE_SUFFIX, EventBuilder, TapeWriter, make_header, note_event
+from mcptape.tape.events import deep_note
 from mcptape.transports.http import SseParser, new_client, parse_json_messages
 
 if TYPE_CHECKING:
@@ -85,16 +87,21 @@ class HttpRecorder:
     def messages_from(self, direction: str, text: str) -> None:
         """Record the message(s) of one body or SSE data field (a batch array is split)."""
         try:
-            parsed = json.loads(text)
+            parsed, depth = loads_depth(text)
         except json.JSONDecodeError:
             with self._lock:
                 self._queue.put(self._builder.line(direction, text.encode("utf-8")))
+                for note in self._builder.take_notes():
+                    self._queue.put(note)
             return
         items = parsed if isinstance(parsed, list) else [parsed]
         with self._lock:
             for item in items:
                 exact = text.strip() if len(items) == 1 else None
-                self._queue.put(self._builder.message(direction, item, exact))
+                event = self._builder.message(direction, item, exact)
+                self._queue.put(event)
+            if depth:  # nested past jsonrpc.MAX_DEPTH: said in the tape, as stdio tapes say it
+                self._queue.put(deep_note(event, depth))
 
     def note(self, detail: dict[str, Any]) -> None:
         self._queue.put(note_event("http", detail))

@@ -114,5 +114,8 @@ def serve_until_stopped(server: Server, on_ready: Callable[[], None], stop: thre
 
 
 def say(text: str) -> None:
-    """A human line on stderr (stdout stays free, as for the stdio commands)."""
-    print(text, file=sys.stderr, flush=True)
+    """A human line on stderr (stdout stays free, as for the stdio commands); it may quote a tape
+    or a peer, so it is escaped and framed (logsafe.safe_log)."""
+    from mcptape.logsafe import safe_log
+
+    print(safe_log(text), file=sys.stderr, flush=True)

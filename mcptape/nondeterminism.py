@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Literal
 
-from mcptape.jsonrpc import canonical
+from mcptape.jsonrpc import MAX_DEPTH, canonical, is_deep, loads_depth
 from mcptape.tape.format import Tape
 
 
@@ -218,13 +218,15 @@ def _groups(tapes: Sequence[Tape]) -> list[_Group]:
 # -- walking values --------------------------------------------------------------------------------
 
 
-def _json_container(value: Any) -> Any:
-    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+def _json_container(value: Any, level: int) -> Any:
+    """The object or array a string at nesting `level` holds, if it fits in the levels left
+    (jsonrpc.MAX_DEPTH: deeper embedded JSON is compared as text, as diff does)."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "[") and level < MAX_DEPTH:
         try:
-            doc = json.loads(value)
+            doc, cut = loads_depth(value, MAX_DEPTH - level)
         except ValueError:
             return None
-        return doc if isinstance(doc, (dict, list)) else None
+        return doc if isinstance(doc, (dict, list)) and not cut else None
     return None
 
 
@@ -233,7 +235,7 @@ def _walk(values: list[Any], parts: tuple[Part, ...], out: list[tuple[Kind, tupl
     first = canonical(values[0])
     if all(canonical(v) == first for v in values[1:]):
         return
-    if all(isinstance(v, dict) for v in values):
+    if all(isinstance(v, dict) and not is_deep(v) for v in values):  # a deep part is one value
         keys: dict[str, None] = {}
         for v in values:
             keys.update(dict.fromkeys(v))
@@ -249,7 +251,7 @@ def _walk(values: list[Any], parts: tuple[Part, ...], out: list[tuple[Kind, tupl
             _walk([v[i] for v in values], (*parts, i), out)
         return
     if all(isinstance(v, str) for v in values):
-        docs = [_json_container(v) for v in values]
+        docs = [_json_container(v, len(parts)) for v in values]
         if all(d is not None for d in docs):
             _walk(docs, (*parts, JSON), out)
             return
@@ -259,9 +261,9 @@ def _walk(values: list[Any], parts: tuple[Part, ...], out: list[tuple[Kind, tupl
 def value_at(doc: Any, parts: Sequence[Part]) -> Any:
     """The value at `parts`; a placeholder that replaced an ancestor stands for everything below it."""
     node = doc
-    for p in parts:
+    for level, p in enumerate(parts):
         if p is JSON:
-            inner = _json_container(node)
+            inner = _json_container(node, level)
             if inner is None:
                 return node
             node = inner
@@ -389,7 +391,7 @@ def _leaves(node: Any, parts: tuple[Part, ...], out: dict[tuple[Part, ...], str]
         for i, v in enumerate(node):
             _leaves(v, (*parts, i), out)
     else:
-        inner = _json_container(node)
+        inner = _json_container(node, len(parts))
         if inner is not None:
             _leaves(inner, (*parts, JSON), out)
         else:

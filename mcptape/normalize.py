@@ -20,11 +20,14 @@ through, in this order:
   5. on server stderr lines only (they are logs, and log prefixes carry the clock): slash dates
      `11/29/26` -> `<DATE>` and clock times `13:53:24` -> `<TIME>`.
 A string that holds a JSON object or array (a tool's JSON text copy of its structured result)
-is parsed, normalized the same way — descendant rules (`$..key`) and string rules apply
+is parsed (jsonrpc.loads, within the nesting levels the string itself leaves: deeper embedded
+JSON stays text), normalized the same way — descendant rules (`$..key`) and string rules apply
 inside, absolute rules do not, because their `$` is the message — and, if anything changed,
 re-serialized deterministically (indent 2 if the original had line breaks, else compact).
 An event whose message changed loses its `raw` field (the exact wire bytes held the volatile
-value; the normalized message is the truth for comparison).
+value; the normalized message is the truth for comparison), except a message holding deep
+markers (jsonrpc.py: "Depth"): those go through the string rules as text, and its `raw` is
+rebuilt from the normalized message, since the message alone no longer says its wire form.
 
 Order. The protocol does not fix when a server's timer-driven traffic lands relative to the
 steps: server-everything's `roots/list` fires on a ~350 ms timer, log messages and
@@ -51,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcptape.jsonrpc import canonical, id_key
+from mcptape.jsonrpc import DEEP_KEY, MAX_DEPTH, canonical, expand_deep, id_key, is_deep, loads_depth
 
 FLOATING_NOTIFICATIONS = frozenset(
     {
@@ -203,15 +206,15 @@ class Normalizer:
             s = _UUID.sub("<UUID>", s)
         return s
 
-    def _string(self, s: str) -> str:
+    def _string(self, s: str, level: int) -> str:
         stripped = s.lstrip()
-        if stripped[:1] in ("{", "[") and len(stripped) > 1:
+        if stripped[:1] in ("{", "[") and len(stripped) > 1 and level < MAX_DEPTH:
             try:
-                doc = json.loads(s)
+                doc, cut = loads_depth(s, MAX_DEPTH - level)
             except ValueError:
-                doc = None
-            if isinstance(doc, (dict, list)):
-                new = self.value(doc, embedded=True)
+                doc, cut = None, 0
+            if isinstance(doc, (dict, list)) and not cut:
+                new = self.value(doc, embedded=True, level=level)
                 if new == doc:
                     return s
                 if "\n" in s:
@@ -219,22 +222,25 @@ class Normalizer:
                 return json.dumps(new, ensure_ascii=False, separators=(",", ":"))
         return self.text(s)
 
-    def _strings(self, node: Any) -> Any:
+    def _strings(self, node: Any, level: int) -> Any:
         if isinstance(node, str):
-            return self._string(node)
+            return self._string(node, level)
         if isinstance(node, dict):
-            return {k: self._strings(v) for k, v in node.items()}
+            if is_deep(node):
+                return {DEEP_KEY: self.text(node[DEEP_KEY])}
+            return {k: self._strings(v, level + 1) for k, v in node.items()}
         if isinstance(node, list):
-            return [self._strings(v) for v in node]
+            return [self._strings(v, level + 1) for v in node]
         return node
 
-    def value(self, node: Any, *, embedded: bool = False) -> Any:
-        """A JSON value with path rules (all, or only descendant ones inside embedded JSON) then strings."""
+    def value(self, node: Any, *, embedded: bool = False, level: int = 0) -> Any:
+        """A JSON value with path rules (all, or only descendant ones inside embedded JSON) then
+        strings. `level`: how deep the value sits (in its message and the strings around it)."""
         for rule in self.path_rules:
             if embedded and not rule.descendant_only:
                 continue
             node = apply_path(node, rule.segs, rule.placeholder)
-        return self._strings(node)
+        return self._strings(node, level)
 
     # events -----------------------------------------------------------------------------------
 
@@ -244,7 +250,7 @@ class Normalizer:
         if "msg" in out:
             out["msg"] = self.value(out["msg"])
             if out["msg"] != event["msg"]:
-                out.pop("raw", None)
+                _message_changed(out)
         if "params" in out and out.get("kind") in ("response", "error"):
             out["params"] = self.value({"params": out["params"]})["params"]
         for key in ("text", "detail"):
@@ -338,9 +344,19 @@ def _renumber_server_requests(events: list[dict[str, Any]]) -> list[dict[str, An
             event["id"] = new_id
             if isinstance(event.get("msg"), dict):
                 event["msg"] = {**event["msg"], "id": new_id}
-            event.pop("raw", None)
+            _message_changed(event)
         out.append(event)
     return out
+
+
+def _message_changed(event: dict[str, Any]) -> None:
+    """`event`'s msg was rewritten: its recorded wire bytes no longer say it. Only a message with
+    deep markers (which always came with `raw`) needs its wire form rebuilt; others drop `raw`."""
+    wire = expand_deep(event.get("msg")) if "raw" in event else None
+    if wire is None:
+        event.pop("raw", None)
+    else:
+        event["raw"] = wire
 
 
 # -- the paths a session should not leak into a golden ---------------------------------------

@@ -63,11 +63,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, SecretLeak, TapeError
+from mcptape.logsafe import safe_log
 from mcptape.tape.events import (
     C2S,
     S2C,
     EventBuilder,
     exit_event,
+    note_detail,
     note_event,
     stderr_event,
 )
@@ -362,7 +364,7 @@ def record(
     os.close(tee_r)
     writer.abandon()  # the child owns the tape now; this closes only our copy of the file
     print(
-        f"mcptape rec: recording {' '.join(header['server']['command'])} -> {out}",
+        safe_log(f"mcptape rec: recording {' '.join(header['server']['command'])} -> {out}"),
         file=sys.stderr,
         flush=True,
     )
@@ -1053,12 +1055,19 @@ class _StderrRelay:
                 self.queue.clear()
                 self.size = 0
             try:
-                _write_blocking(self.fd, batch)
+                _write_blocking(self.fd, self._shown(batch))
             except OSError:  # rec's stderr is gone (EPIPE, closed): nobody left to show it to
                 with self.cond:
                     self.broken = True
                     self.queue.clear()
                 return
+
+    @staticmethod
+    def _shown(batch: bytes) -> bytes:
+        """Server text as it may reach a terminal or CI log: undecodable bytes as `\\xNN`, what
+        could act escaped, and in a GitHub job framed (logsafe.safe_log); CRLF endings kept plain."""
+        text = batch.decode("utf-8", "backslashreplace").replace("\r\n", "\n")
+        return safe_log(text).encode("utf-8")
 
     def close(self, timeout: float) -> None:
         """Let the last lines out (at most `timeout` seconds: a stalled reader must not keep rec alive)."""
@@ -1176,6 +1185,9 @@ class TapeRecorder:
         if not line.strip():
             return  # blank lines carry no message; peers skip them and so does the tape
         self.emit(*self.builder.line_and_text(_TAG_DIR[tag], line))
+        for note in self.builder.take_notes():  # a deep message's cut, an answer that is not UTF-8
+            self.emit(note)
+            self._say(f"mcptape rec: noted {note['what']}: {note_detail(note)}")
 
     def stderr_line(self, line: bytes, *, to_tape: bool = True) -> None:
         """One server stderr line: scrubbed once, then shown on rec's stderr and written to the tape.
@@ -1201,7 +1213,7 @@ class TapeRecorder:
             return
         if self.relay is not None:
             text = event.get("text", "")
-            # Unchanged lines go out as their exact bytes (non-UTF-8 and \r included).
+            # Unchanged lines go out as their bytes; the relay escapes what could act (_StderrRelay._shown).
             self.relay.put(line + b"\n" if text == shown else text.encode("utf-8", "backslashreplace") + b"\n")
         if to_tape and not self.overflowed:
             self._write(data)
@@ -1254,7 +1266,7 @@ class TapeRecorder:
         if self.relay is not None:
             self.relay.put(message.encode("utf-8", "backslashreplace") + b"\n")
         else:
-            print(message, file=sys.stderr, flush=True)
+            print(safe_log(message), file=sys.stderr, flush=True)  # it may quote the server
 
     def finish(self) -> None:
         end = self.end

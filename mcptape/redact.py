@@ -870,16 +870,19 @@ class _Engine:
         return out
 
     def raw(self, raw: str, sink: _Sink, path: str) -> str:
-        """Exact wire text: scrubbed as text, then as parsed JSON (finds `\\u`-escaped secrets)."""
-        from mcptape.jsonrpc import dumps
+        """Exact wire text: scrubbed as text, then as parsed JSON (finds `\\u`-escaped secrets).
+
+        Parsed depth-capped (jsonrpc.loads: too-deep parts stay text, scrubbed as text above).
+        """
+        from mcptape.jsonrpc import loads, wire_dumps
 
         scrubbed = self.text(raw, 0, sink, path)
         try:
-            parsed = json.loads(scrubbed)
+            parsed = loads(scrubbed)
         except ValueError:
             return scrubbed
         walked = self.obj(parsed, sink, path)
-        return dumps(walked) if walked != parsed else scrubbed
+        return wire_dumps(walked) if walked != parsed else scrubbed
 
     def b64_payload(self, b64: str, sink: _Sink, path: str) -> str | None:
         """A garbage line's bytes: scrubbed text form if a secret is inside, else None (keep b64)."""

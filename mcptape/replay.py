@@ -77,7 +77,8 @@ from pathlib import Path
 from typing import Any
 
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
-from mcptape.jsonrpc import classify, dumps, id_key, top_level_span
+from mcptape.jsonrpc import classify, dumps, id_key, loads, top_level_span
+from mcptape.logsafe import safe_log
 from mcptape.tape import C2S, S2C, Event, Tape, read_tape, wire_text
 from mcptape.tape.format import parse_lines, written_verbatim
 
@@ -700,7 +701,7 @@ class ReplayEngine:
             if not text or text.isspace():
                 return []
             try:
-                msg = json.loads(text)
+                msg = loads(text)  # depth-capped, as the tape's messages were when recorded
             except ValueError:
                 return [_error_line(None, PARSE_ERROR, "Parse error: not JSON (mcptape play)")]
             kind = classify(msg)
@@ -774,7 +775,7 @@ class ReplayEngine:
                 call = nearest
             else:
                 self._report.misses.append(Miss(method, live, why, msg["id"]))
-                print(f"mcptape play: miss: {live}: {why}", file=sys.stderr, flush=True)
+                print(safe_log(f"mcptape play: miss: {live}: {why}"), file=sys.stderr, flush=True)
                 out.append(
                     _error_line(
                         msg["id"],
@@ -1137,7 +1138,7 @@ class LazyEvent(dict[str, Any]):
         if line is not None:
             try:
                 parsed = json.loads(line)
-            except ValueError as e:  # only if bytes changed under a matching crc32
+            except (ValueError, RecursionError) as e:  # only if bytes changed under a matching crc32
                 raise ReplayError(f"a tape line is not JSON although the tape's crc32 matches: {e}") from e
             self.clear()
             self.update(parsed)
@@ -1342,11 +1343,12 @@ class TapeStream:
             for number, raw in chunk:
                 try:
                     obj = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
+                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):  # RecursionError: edited by hand
                     obj = None
                 if not isinstance(obj, dict):
                     raise ReplayError(
-                        f"{self.tape.path}:{number}: line is not a JSON object", hint="the tape is corrupt; re-record it"
+                        f"{self.tape.path}:{number}: line is not a JSON object mcptape can read (corrupt, or nested "
+                        "deeper than JSON readers go)", hint="the tape is corrupt; re-record it"
                     )
                 parsed.append(obj)
         return parsed
@@ -1454,5 +1456,5 @@ def run_play(args: Any) -> int:
         os.dup2(devnull, out)
         os.close(devnull)
     report = engine.report()
-    print(report.render(), file=sys.stderr)
+    print(safe_log(report.render()), file=sys.stderr)  # quotes the client's requests and the tape
     return report.exit_code

@@ -24,7 +24,7 @@ from typing import Any
 
 from mcptape.errors import EXIT_OK
 from mcptape.http_serve import ChunkedBody, Server, parse_listen, say, serve_until_stopped
-from mcptape.jsonrpc import classify, id_key
+from mcptape.jsonrpc import classify, id_key, loads
 from mcptape.replay import ReplayEngine, load_tape
 from mcptape.tape import Tape
 from mcptape.transports.http import SESSION_HEADER, format_sse
@@ -50,7 +50,7 @@ class ReplaySession:
         with self.lock:
             for line in lines:
                 try:
-                    msg = json.loads(line)
+                    msg = loads(line)
                 except ValueError:
                     msg = None
                 kind = classify(msg)
@@ -185,7 +185,7 @@ class PlayHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         text = self.rfile.read(length).decode("utf-8", "surrogateescape") if length else ""
         try:
-            msg = json.loads(text)
+            msg = loads(text)
         except ValueError:
             msg = None
         kind = classify(msg)

@@ -364,3 +364,31 @@ def test_every_legacy_revision_checks_the_same_shapes(tmp_path: Path, version: s
     assert check_tape(tape_of(tmp_path, [*legacy(version), *clean_session()[3:]])) == []
     tape = tape_of(tmp_path, [*legacy(version), req(1, "tools/list"), res(1, {"tools": [{"name": "bare"}]})])
     assert only(tape).message == f"field required (MCP {version}, tools/list result)"
+
+
+def test_a_structured_result_nested_past_max_depth_is_not_checked_against_its_output_schema(tmp_path: Path) -> None:
+    """Its deep part is JSON text (jsonrpc.loads), not values: checking it would find a marker
+    object where the schema says array. A recursive tree schema checks the shallow case."""
+    tree = {"type": "object", "properties": {"t": {"$ref": "#/$defs/node"}}, "required": ["t"],
+            "$defs": {"node": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}
+
+    def session(depth: int, leaf: str = "") -> list[Msg]:
+        return [*legacy(), req(1, "tools/list"), res(1, {"tools": [weather_tool(outputSchema=tree)]}),
+                req(2, "tools/call", {"name": "weather", "arguments": {}})]
+
+    def line(depth: int, leaf: str) -> bytes:
+        nest = "[" * depth + leaf + "]" * depth
+        return ('{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"t":' + nest + "}}}").encode()
+
+    def tape(depth: int, leaf: str = "") -> Tape:
+        builder = EventBuilder()
+        events = [builder.message(d, copy.deepcopy(m)) for d, m in session(depth)]
+        events.append(builder.line(S2C, line(depth, leaf)))
+        path = tmp_path / f"deep{depth}{leaf}.tape.jsonl"
+        path.write_bytes(tape_bytes(make_header("t"), events))
+        return read_tape(path)
+
+    assert check_tape(tape(500)) == []
+    assert check_tape(tape(30)) == []  # conforms, checked all the way down
+    broken = check_tape(tape(30, "1"))  # control: a number where the tree wants arrays is found
+    assert len(broken) == 1 and broken[0].kind == "output_schema" and "is not of type 'array'" in broken[0].message

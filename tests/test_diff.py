@@ -725,3 +725,31 @@ def test_read_pair_says_what_read_tape_says_about_a_corrupt_fresh_tape(tmp_path:
     a, b = _pair_files(tmp_path, golden, [*golden[:5], b'{"kind":"broken\n', *golden[5:]])
     with pytest.raises(TapeError, match=r"f.tape.jsonl:6: line is not a JSON object"):
         read_pair(a, b)
+
+
+def test_a_part_nested_past_max_depth_is_compared_as_text_and_the_change_says_so() -> None:
+    from mcptape.diff.values import changes, describe
+    from mcptape.jsonrpc import DEEP_KEY, loads
+
+    def result(leaf: str, layout: str = "") -> Any:
+        return loads('{"v":' + f"[{layout}" * 80 + f'"{leaf}"' + f"{layout}]" * 80 + "}")
+
+    assert changes(result("same"), result("same", " ")) == []  # the same JSON in another layout
+    (change,) = changes(result("bottom"), result("changed"), "result")
+    assert change.path == "result.v" + "[0]" * 63 + "(deep)"  # the part at level 65
+    assert describe(change).endswith("(nested deeper than 64 levels: compared as JSON text)")
+    assert describe(change).startswith("\"" + "[" * 17 + "\\\"bottom\\\"")  # the texts, shown as strings
+    (mixed,) = changes({"v": {DEEP_KEY: "[[1]]"}}, {"v": "plain"}, "result")  # deep on one side only
+    assert (mixed.path, mixed.before, mixed.after) == ("result.v(deep)", "[[1]]", "plain")  # its text, not the marker
+
+
+def test_a_string_holding_json_too_deep_to_walk_is_compared_as_text_and_says_so() -> None:
+    from mcptape.diff.values import changes, describe
+
+    def text(leaf: str, depth: int) -> str:
+        return "[" * depth + f'"{leaf}"' + "]" * depth
+
+    (deep,) = changes({"t": text("a", 100)}, {"t": text("b", 100)}, "result")
+    assert deep.path == "result.t" and describe(deep).endswith("(holds JSON nested deeper than 64 levels: compared as text)")
+    (shallow,) = changes({"t": text("a", 10)}, {"t": text("b", 10)}, "result")  # control: walked into
+    assert shallow.path == "result.t(json)" + "[0]" * 10 and shallow.note is None

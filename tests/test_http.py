@@ -137,3 +137,9 @@ def test_parse_listen() -> None:
     for bad in ("8765", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000"):
         with pytest.raises(ConfigError, match="HOST:PORT"):
             parse_listen(bad)
+
+
+def test_a_json_batch_holding_a_deep_message_splits_into_its_wire_messages() -> None:
+    deep = '{"jsonrpc":"2.0","id":2,"result":{"v":' + "[" * 100_000 + "0" + "]" * 100_000 + "}}"
+    batch = ('[{"jsonrpc":"2.0","id":1,"result":{}},' + deep + "]").encode()
+    assert parse_json_messages(batch) == [b'{"jsonrpc":"2.0","id":1,"result":{}}', deep.encode()]

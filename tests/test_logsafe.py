@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import ROOT, mcptape_command
 
-from mcptape.logsafe import ci_log_block
+from mcptape.logsafe import ci_log_block, escape_controls
 
 HOSTILE = "result:\n::add-mask::everything\n::error file=x,line=1::forged\n##[set-output name=x]y\n"
 
@@ -70,3 +70,35 @@ def test_live_commands_sees_an_unframed_command() -> None:
     assert live_commands("ok\n::error::x\n    ::warning::y\n") == ["::error::x", "::warning::y"]
     assert live_commands("::stop-commands::ab\n::error::x\n::ab::\n") == []
 
+
+
+# -- escape_controls: text that could act on a terminal is shown, escaped -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("clear \x1b[2J now", "clear \\x1b[2J now"),  # CSI: clear screen
+        ("\x1b]0;pwned\x07", "\\x1b]0;pwned\\x07"),  # OSC: window title
+        ("\x1b]52;c;ZXZpbA==\x07", "\\x1b]52;c;ZXZpbA==\\x07"),  # OSC 52: write the clipboard
+        ("8-bit \x9b2J", "8-bit \\x9b2J"),  # C1 CSI
+        ("over\rwrite\x08\x7f", "over\\x0dwrite\\x08\\x7f"),
+        ("add\u202e", "add\\u202e"),
+        ("zero\u200bwidth\ufeff\u2066", "zero\\u200bwidth\\ufeff\\u2066"),
+    ],
+)
+def test_controls_bidi_and_zero_width_are_shown_as_escapes(text: str, shown: str) -> None:
+    assert escape_controls(text) == shown
+
+
+def test_plain_text_tabs_newlines_and_unicode_pass_unchanged() -> None:
+    text = "résumé ✓ 日本\ttab\nline [bold]markup[/bold] \\x1b (already text)"
+    assert escape_controls(text) is text
+
+
+def test_the_json_form_keeps_the_document_valid_and_equal() -> None:
+    import json
+
+    doc = {"name": "add\u202e\x9b", "text": "\x1b[2J"}
+    text = escape_controls(json.dumps(doc, ensure_ascii=False), json=True)
+    assert "\u202e" not in text and "\x9b" not in text and json.loads(text) == doc

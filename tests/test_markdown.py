@@ -211,3 +211,39 @@ def test_marker_must_be_well_formed() -> None:
     with pytest.raises(ValueError):
         render_comment(RunReport(config="m.yml"), "<!-- mcptape:a --> <b>hi</b>")
     assert comment_marker("dir with space/mcptape.yml") == "<!-- mcptape:dir-with-space/mcptape.yml -->"
+
+
+# Characters that change what a reader sees without being seen: bidi overrides and isolates
+# (a tool `add‮` whose name reads as another), zero-width ones, and terminal controls.
+INVISIBLE = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
+             "\u200b", "\u200c", "\u200d", "\ufeff", "\u2060", "\x1b", "\x9b", "\x07"]
+
+
+@pytest.mark.parametrize("render", ["comment", "summary"])
+def test_bidi_and_zero_width_characters_in_names_and_values_are_shown_escaped(render: str) -> None:
+    names = [f"add{ch}x" for ch in INVISIBLE]
+    drift = Drift(CallRef("tools/call", "add\u202egnp.exe", {"text": "a\u200bb"}, step=1),
+                  [Finding("result", "output", "result.content[0].text", "text \u2066changed\u2069", "pay\u202eload",
+                           "\ufeffvalue\x1b[2J")])
+    diff = DiffResult("structural", drifts=[drift], surface=SurfaceChanges(added=names, removed=["zero\u200bwidth"]))
+    report = RunReport(config="mcptape.yml", sessions=[
+        SessionResult("se\u202ession", "structural", diff=diff, golden="tapes/s.tape.jsonl"),
+        SessionResult("crash", "error", error="server said \u202ereversed\x1b]0;title\x07"),
+    ])
+    md = render_comment(report, MARKER) if render == "comment" else render_summary(report)
+    html = gfm(md)
+    # Our own zero-width marks (a joiner after `@`, a space in `<!--`) are the only ones that may
+    # remain; none of the tape's invisible characters reaches the page.
+    for ch in INVISIBLE:
+        if ch in ("\u200b", "\u200d"):
+            continue
+        assert ch not in html, repr(ch)
+    assert "add\u200bx" not in html and "zero\u200bwidth" not in html and "add\u200dx" not in html
+    # They are shown, escaped, where they were.
+    for escaped in ("add\\u202ex", "add\\u2066x", "zero\\u200bwidth", "add\\ufeffx", "add\\x1bx"):
+        assert escaped in html, escaped
+    assert "se\\u202ession" in html and "add\\u202egnp.exe" in html and "\\x1b[2J" in html
+    if render == "summary":
+        assert "server said \\u202ereversed\\x1b]0;title\\x07" in html
+    # A positive control: plain names are shown as they are.
+    assert "mcptape.yml" in html

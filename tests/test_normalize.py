@@ -235,3 +235,29 @@ def test_log_clock_prefixes_on_stderr_are_placeholders_but_not_in_messages() -> 
     assert n.event({"kind": "stderr", "dir": "s2c", "text": line})["text"] == "[<DATE> <TIME>] INFO     Tool failed at <TIME>"
     msg = {"kind": "response", "dir": "s2c", "id": 1, "msg": {"id": 1, "result": {"text": "12:00:00 on 1/2/24"}}}
     assert n.event(msg) == msg  # a tool's answer is content, not a log
+
+
+def test_a_deep_message_is_normalized_as_text_and_keeps_a_true_wire_form() -> None:
+    """A message nested past jsonrpc.MAX_DEPTH: its deep part (a marker holding JSON text) gets
+    the string rules, and when anything changed its `raw` is rebuilt, not dropped (the message
+    alone cannot say its wire form)."""
+    from mcptape.jsonrpc import DEEP_KEY
+    from mcptape.tape import EventBuilder, wire_text
+
+    b = EventBuilder()
+    b.line("c2s", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deep"}}')
+    deep = "[" * 100 + '"at 2025-11-29T13:53:24Z"' + "]" * 100
+    line = '{"jsonrpc":"2.0","id":1,"result":{"when":"2025-11-29T13:53:24Z","v":' + deep + "}}"
+    event = b.line("s2c", line.encode())
+    out = Normalizer().event(event)
+    expected = line.replace("2025-11-29T13:53:24Z", "<TIMESTAMP>")
+    assert out["raw"] == expected and wire_text(out) == expected
+    assert json.loads(out["raw"])["result"]["when"] == "<TIMESTAMP>"
+    marker = out["msg"]["result"]["v"]
+    while isinstance(marker, list):
+        marker = marker[0]
+    assert "<TIMESTAMP>" in marker[DEEP_KEY]
+    assert Normalizer().event(out) == out  # idempotent: a golden normalized again is the same
+    # Control: with nothing volatile the event, raw and all, is unchanged.
+    calm = b.line("s2c", line.replace("2025-11-29T13:53:24Z", "then").replace('"id":1', '"id":2').encode())
+    assert Normalizer().event(calm) == calm

@@ -305,7 +305,7 @@ def test_stderr_is_shown_scrubbed_line_by_line_with_the_partial_last_line(tmp_pa
     lines = shown.split(b"\n")
     assert lines[0] == b"starting up"
     assert lines[1].startswith(b"using token <REDACTED:github-token") and lines[1].endswith(b" now")
-    assert lines[2] == b"raw \xff byte"  # untouched lines go out as their exact bytes
+    assert lines[2] == b"raw \\xff byte"  # a byte that is not UTF-8 is shown as an escape, never raw
     assert lines[3] == b"key is <REDACTED:env.MY_SERVICE_TOKEN> (from env)"
     assert lines[4] == b"bye without newline <REDACTED:env.MY_SERVICE_TOKEN>"  # flushed at the end
     assert lines[5].startswith(b"mcptape rec: ") and b"events ->" in lines[5]  # after the last line

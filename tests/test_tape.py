@@ -70,6 +70,38 @@ def test_garbage_and_non_utf8_lines_are_kept() -> None:
     assert b.line("s2c", b"hello") == {"kind": "garbage", "dir": "s2c", "text": "hello", "bytes": 5}
     latin = b.line("s2c", b"caf\xe9")
     assert latin["kind"] == "garbage" and latin["b64"] == "Y2Fm6Q=="
+    assert b.take_notes() == []  # garbage that answers nothing is just garbage
+
+
+def test_an_answer_that_is_not_utf8_is_garbage_and_a_note_that_closes_its_request() -> None:
+    b = EventBuilder()
+    b.line("c2s", b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"latin1"}}')
+    b.line("c2s", b'{"jsonrpc":"2.0","id":4,"method":"ping"}')
+    event = b.line("s2c", b'{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"caf\xe9"}]}}')
+    assert event["kind"] == "garbage" and "b64" in event
+    assert b.take_notes() == [{"kind": "note", "what": "garbled_answer", "detail": {
+        "id": 3, "method": "tools/call", "error": "not UTF-8: byte 0xe9 at offset 71; recorded as garbage"}}]
+    assert b.take_notes() == []  # taken once
+    assert [k for _, k, _ in b.open_requests()] == ["4"]  # answered, if badly: not "unanswered" at the end
+    b.line("s2c", b'{"jsonrpc":"2.0","id":99,"result":{"t":"\xff"}}')  # answers nothing open
+    assert b.take_notes() == []
+
+
+def test_a_line_nested_past_max_depth_is_a_message_with_raw_and_a_note() -> None:
+    b = EventBuilder()
+    request = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deep"}}'
+    b.line("c2s", request)
+    line = b'{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"v":' + b"[" * 500 + b"0" + b"]" * 500 + b"}}}"
+    event, text = b.line_and_text("s2c", line)
+    assert event["kind"] == "response" and event["method"] == "tools/call" and event["params"] == {"name": "deep"}
+    assert event["raw"] == line.decode() and wire_text(event) == line.decode()
+    assert text == dumps(event) and json.loads(text) == event  # a tape line any reader parses
+    (note,) = b.take_notes()
+    assert note["what"] == "deep_json" and "nested 503 levels" in note["detail"] and "id 1" in note["detail"]
+    # Without `raw` (normalization dropped it), the wire text is rebuilt from the markers.
+    assert wire_text({k: v for k, v in event.items() if k != "raw"}) == line.decode()
+    shallow = b'{"jsonrpc":"2.0","id":2,"result":{"v":' + b"[" * 60 + b"0" + b"]" * 60 + b"}}"
+    assert "raw" not in b.line("s2c", shallow) and b.take_notes() == []
 
 
 # Values whose serialization splicing must get exactly right: escapes, raw UTF-8, U+2028, and

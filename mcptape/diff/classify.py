@@ -171,7 +171,9 @@ def check_answer(pair: Pair) -> list[Finding]:
     if g.answer is None and f.answer is None:
         return []
     if f.answer is None:
-        return [pair.finding("process", "structural", "", "no answer (the server did not respond)",
+        # A line that is no JSON-RPC message (not UTF-8, not JSON) may have been the answer: say so.
+        why = "the server wrote a line that does not parse instead" if f.garbage else "the server did not respond"
+        return [pair.finding("process", "structural", "", f"no answer ({why})",
                              _answer_summary(g.answer), None, "no_answer")]
     if g.answer is None:
         return [pair.finding("process", "structural", "", "answered now, had no answer in the golden tape",

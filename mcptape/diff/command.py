@@ -26,6 +26,8 @@ import sys
 from typing import Any
 
 from mcptape.diff.values import common_prefix, common_suffix, equal_back
+from mcptape.logsafe import ci_log_block, escape_controls
+from mcptape.tape.events import recording_notes
 from mcptape.tape.format import (
     FORMAT_VERSION,
     Tape,
@@ -115,15 +117,24 @@ def run_diff(args: argparse.Namespace) -> int:
     gc.disable()
     golden, fresh = read_pair(args.a, args.b)  # TapeError -> exit 3 in cli.py
     result = diff_tapes(golden, fresh, conformance=bool(getattr(args, "conformance", False)))
+    # A limit mcptape hit while recording either tape (a message nested too deep) shaped how it
+    # was compared: said with the verdict, never left to the tapes alone.
+    notes = [f"{side} tape: {line}" for side, tape in (("golden", golden), ("fresh", fresh))
+             for line in recording_notes(tape.events)]
     if getattr(args, "json", False):
         data = result.to_dict()
         data["first_drift"] = result.first.one_line() if result.first is not None else None
-        json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
+        data["notes"] = notes
+        text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+        sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
     else:
-        from mcptape.report.terminal import make_console, render_diff
+        from mcptape.report.terminal import note_lines, print_report, render_diff
 
-        render_diff(result, make_console(sys.stdout))
+        def render(console: Any) -> None:
+            render_diff(result, console)
+            note_lines(notes, console)
+
+        print_report(render)
     if getattr(args, "exiting", False):
         # The process ends here. Both tapes and the diff are millions of small objects; freeing
         # them one by one was 0.2 s of a 1.8 s diff of two 100k-event tapes. The OS takes the

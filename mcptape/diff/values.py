@@ -1,8 +1,10 @@
 """Path-level differences between two JSON values: `result.content[0].text(json).datetime`.
 
 Strict about JSON types (1, 1.0 and true are three values), looks inside strings that hold
-JSON objects or arrays so the path points at the field that changed, and stops after a few
-dozen differences per value (a reviewer reads the first ones; the count says the rest).
+JSON objects or arrays so the path points at the field that changed (within the nesting levels
+jsonrpc.MAX_DEPTH leaves them), compares a part nested deeper than that (a deep marker,
+jsonrpc.py) as its JSON text and says so, and stops after a few dozen differences per value
+(a reviewer reads the first ones; the count says the rest).
 Knows nothing about MCP; classify.py decides what each difference means.
 
 Redaction placeholders compare by kind, not by tag: `<REDACTED:github-token#1a2b3c4d>` and
@@ -19,10 +21,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcptape.jsonrpc import dumps
+from mcptape.jsonrpc import MAX_DEPTH, deep_text, dumps, is_deep, loads_depth
 
 MAX_DIFFS = 25
 _SHOW = 60  # characters of a value shown in a one-line message
+
+
+DEEP_SUFFIX = "(deep)"  # a path's last step when the value there was compared as deep JSON text
+DEEP_NOTE = f"nested deeper than {MAX_DEPTH} levels: compared as JSON text"
+DEEP_TEXT_NOTE = f"holds JSON nested deeper than {MAX_DEPTH} levels: compared as text"
 
 
 @dataclass
@@ -31,6 +38,7 @@ class Change:
     before: Any
     after: Any
     kind: str  # changed | added | removed
+    note: str | None = None  # said after the change: why it was compared the way it was
 
 
 TAG_MARK = "<REDACTED:"
@@ -83,37 +91,51 @@ def join(path: str, key: str | int) -> str:
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
-def parse_json_text(text: str) -> Any:
-    """The JSON object/array a string holds, or None: only strings that look like containers."""
+def parse_json_text(text: str, level: int = 1) -> Any:
+    """The JSON object/array a string at nesting `level` holds, or None: only strings that look
+    like containers, and only if the JSON fits in the levels left (else it stays text)."""
+    return _json_in(text, level)[0]
+
+
+def _json_in(text: str, level: int) -> tuple[Any, bool]:
+    """(parse_json_text's value, whether the string holds JSON too deep for the levels left)."""
     stripped = text.lstrip()
     if not stripped or stripped[0] not in "{[":
-        return None
+        return None, False
+    if level >= MAX_DEPTH:
+        return None, True
     try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    return value if isinstance(value, dict | list) else None
+        value, cut = loads_depth(text, MAX_DEPTH - level)
+    except json.JSONDecodeError:
+        return None, False
+    if not isinstance(value, dict | list):
+        return None, False
+    return (None, True) if cut else (value, False)
 
 
 def changes(a: Any, b: Any, path: str = "") -> list[Change]:
     """Up to MAX_DIFFS (+1 marker) differences between a and b, in document order."""
     out: list[Change] = []
-    for change in _walk(a, b, path):
+    for change in _walk(a, b, path, 1):
         out.append(change)
         if len(out) > MAX_DIFFS:
             break
     return out
 
 
-def _walk(a: Any, b: Any, path: str) -> Iterator[Change]:
+def _walk(a: Any, b: Any, path: str, level: int) -> Iterator[Change]:
     if fast_same(a, b):
+        return
+    if is_deep(a) or is_deep(b):
+        ta, tb = deep_text(a), deep_text(b)
+        yield Change(path + DEEP_SUFFIX, a if ta is None else ta, b if tb is None else tb, "changed", DEEP_NOTE)
         return
     if isinstance(a, dict) and isinstance(b, dict):
         for key, value in a.items():
             if key not in b:
                 yield Change(join(path, key), value, None, "removed")
             else:
-                yield from _walk(value, b[key], join(path, key))
+                yield from _walk(value, b[key], join(path, key), level + 1)
         for key, value in b.items():
             if key not in a:
                 yield Change(join(path, key), None, value, "added")
@@ -121,20 +143,22 @@ def _walk(a: Any, b: Any, path: str) -> Iterator[Change]:
     if isinstance(a, list) and isinstance(b, list):
         common = min(len(a), len(b))
         for i in range(common):
-            yield from _walk(a[i], b[i], join(path, i))
+            yield from _walk(a[i], b[i], join(path, i), level + 1)
         for i in range(common, len(a)):
             yield Change(join(path, i), a[i], None, "removed")
         for i in range(common, len(b)):
             yield Change(join(path, i), None, b[i], "added")
         return
     if isinstance(a, str) and isinstance(b, str):
-        ja, jb = parse_json_text(a), parse_json_text(b)
+        (ja, deep_a), (jb, deep_b) = _json_in(a, level), _json_in(b, level)
         if ja is not None and jb is not None:
-            inner = list(_walk(ja, jb, path + "(json)"))
+            inner = list(_walk(ja, jb, path + "(json)", level))
             if inner:
                 yield from inner
                 return
             # Same JSON, other formatting (spaces, key order): still a different text.
+        yield Change(path, a, b, "changed", DEEP_TEXT_NOTE if deep_a or deep_b else None)
+        return
     yield Change(path, a, b, "changed")
 
 
@@ -145,7 +169,12 @@ def show(value: Any) -> str:
 
 
 def describe(change: Change) -> str:
-    """The one-line message of a change: `"5" → "6"`, `added 7`, `removed {"a":1}`."""
+    """The one-line message of a change: `"5" → "6"`, `added 7`, `removed {"a":1}`, and its note."""
+    text = _describe(change)
+    return f"{text} ({change.note})" if change.note else text
+
+
+def _describe(change: Change) -> str:
     if change.kind == "added":
         return f"added {show(change.after)}"
     if change.kind == "removed":

@@ -10,6 +10,9 @@ backtick run in the text, or code spans built the same way — where GitHub rend
 markdown and no @mentions. Text outside code that is not ours (session names, paths) is
 HTML-escaped and has its mentions broken with a zero-width joiner. `<!--` is defanged in all
 untrusted text so no tape can plant a second `<!-- mcptape:... -->` marker in our comment.
+Controls, bidi overrides and isolates and zero-width characters in untrusted text are shown
+as escapes (logsafe.escape_controls, before our own zero-width marks go in), so a tool
+`add\u202e` cannot read as another name and nothing invisible hides in one.
 Sizes are capped by dropping whole sections, never by cutting through a fence or a <details>.
 """
 
@@ -22,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from mcptape.logsafe import escape_controls
 from mcptape.report.model import Drift, Finding, RunReport, SessionResult, SurfaceChanges
 
 # GitHub rejects a comment body of 65,536 characters or more and a step summary over 1 MiB.
@@ -88,8 +92,8 @@ def clip(text: str, max_chars: int, max_lines: int | None = None) -> str:
 
 
 def one_line(text: str, max_chars: int = 200) -> str:
-    """A single display line: newlines and tabs become visible marks, long text is clipped."""
-    text = _NEWLINES.sub("⏎", text).replace("\t", " ")
+    """A single display line: newlines and tabs become visible marks, controls escapes, long text is clipped."""
+    text = escape_controls(_NEWLINES.sub("⏎", text).replace("\t", " "))
     if len(text) > max_chars:
         text = text[: max_chars - 1] + "…"
     return text
@@ -108,7 +112,7 @@ def code_span(text: str, *, table: bool = False, max_chars: int = 200) -> str:
 
 def fenced(text: str, info: str = "") -> str:
     """Untrusted text as a fenced code block whose fence no backtick run inside can close."""
-    body = _defang(_NEWLINES.sub("\n", text)).replace("\x00", "\ufffd")
+    body = _defang(escape_controls(_NEWLINES.sub("\n", text)))
     fence = "`" * max(3, _longest_backtick_run(body) + 1)
     if not body.endswith("\n"):
         body += "\n"

@@ -3,19 +3,24 @@
 Reads the verdict model (model.py) and tapes; decides nothing about drift (that is diff/'s).
 rich is imported inside functions so `mcptape --version` and `mcptape play` never load it.
 Where the command is a wire command the caller hands in a stderr console; `diff`, `ls` and
-`show` print to stdout. All text from tapes goes through rich.text.Text, never markup, so a
-tool result holding "[red]" prints as written.
+`show` print to stdout (`print_report`: in a GitHub job framed as logsafe.ci_log_block says).
+All text goes through `_text`: rich.text.Text, never markup, so a tool result holding "[red]"
+prints as written, and logsafe.escape_controls first, so one holding `\x1b[2J` prints that
+escape instead of clearing the screen.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from mcptape.jsonrpc import dumps
+from mcptape.logsafe import ci_log_block, escape_controls
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult
 
 if TYPE_CHECKING:
@@ -37,15 +42,28 @@ def make_console(file: IO[str] | None = None) -> Console:
     return Console(file=target, highlight=False, width=width, soft_wrap=False)
 
 
+def print_report(render: Callable[[Console], None], file: IO[str] | None = None) -> None:
+    """Render to `file` (stdout); in a GitHub job through a buffer and logsafe.ci_log_block, so
+    no tape text in it acts as a workflow command."""
+    target = file if file is not None else sys.stdout
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        render(make_console(target))
+        return
+    buffer = io.StringIO()
+    render(make_console(buffer))
+    target.write(ci_log_block(buffer.getvalue()))
+
+
 def _text(*parts: tuple[str, str] | str) -> Any:
+    """Rich text from plain strings (and (string, style) pairs): no markup, controls escaped."""
     from rich.text import Text
 
     out = Text()
     for part in parts:
         if isinstance(part, tuple):
-            out.append(part[0], style=part[1])
+            out.append(escape_controls(part[0]), style=part[1])
         else:
-            out.append(part)
+            out.append(escape_controls(part))
     return out
 
 
@@ -76,7 +94,7 @@ def surface_table(result: DiffResult) -> Any:
     from rich.table import Table
 
     s = result.surface
-    table = Table(title="tool surface", title_justify="left")
+    table = Table(title=_text("tool surface"), title_justify="left")
     columns = (("Added", s.added), ("Removed", s.removed), ("Breaking", s.breaking),
                ("Compatible", s.compatible), ("Cosmetic", s.cosmetic))
     for title, _ in columns:
@@ -130,6 +148,11 @@ def _render_info(result: DiffResult, console: Console) -> None:
             console.print(_text("    ", (drift.one_line(), "dim")), soft_wrap=True)
 
 
+def note_lines(notes: list[str], console: Console) -> None:
+    for note in notes:
+        console.print(_text(("note", "dim"), f" · {note}"), soft_wrap=True)
+
+
 # --- ci run --------------------------------------------------------------------------------------
 
 
@@ -137,7 +160,7 @@ def render_run(report: RunReport, console: Console) -> None:
     """One line per session (verdict + first drifted call), then details per drifted session."""
     from rich.table import Table
 
-    table = Table(title=f"mcptape ci · {report.config}", title_justify="left")
+    table = Table(title=_text(f"mcptape ci · {report.config}"), title_justify="left")
     table.add_column("verdict")
     table.add_column("session")
     table.add_column("first drifted call / error")
@@ -208,10 +231,9 @@ def run_ls(args: argparse.Namespace) -> int:
     from mcptape.errors import TapeError
     from mcptape.tape.format import read_tape
 
-    console = make_console(sys.stdout)
     tapes = _find_tapes(list(args.paths or ["."]))
     if not tapes:
-        console.print(f"no tapes (*.tape.jsonl) under {', '.join(args.paths or ['.'])}")
+        print_report(lambda console: console.print(_text(f"no tapes (*.tape.jsonl) under {', '.join(args.paths or ['.'])}")))
         return 0
     table = Table()
     for col, justify in (("name", "left"), ("path", "left"), ("events", "right"), ("calls", "right"),
@@ -227,7 +249,7 @@ def run_ls(args: argparse.Namespace) -> int:
         calls = sum(1 for c in build_calls(tape).calls if not c.notify)
         table.add_row(_text(tape.name), _text(str(path)), str(len(tape.events)), str(calls), _text(tape.protocol or "?"),
                       _text(("yes", "green") if tape.complete else ("no (cut short)", "red")), size)
-    console.print(table)
+    print_report(lambda console: console.print(table))
     return 0
 
 
@@ -284,11 +306,10 @@ def run_show(args: argparse.Namespace) -> int:
     from mcptape.tape.format import read_tape
 
     tape = read_tape(args.tape)
-    console = make_console(sys.stdout)
     header = tape.header
-    console.print(_text((tape.name, "bold"), f" · protocol {tape.protocol or '?'} · {len(tape.events)} events · "
-                        f"{'complete' if tape.complete else 'cut short (no footer)'} · recorded by mcptape "
-                        f"{header.get('version', '?')}"), soft_wrap=True)
+    title = _text((tape.name, "bold"), f" · protocol {tape.protocol or '?'} · {len(tape.events)} events · "
+                  f"{'complete' if tape.complete else 'cut short (no footer)'} · recorded by mcptape "
+                  f"{header.get('version', '?')}")
     table = Table()
     table.add_column("#", justify="right")
     table.add_column("line", justify="right")
@@ -308,5 +329,10 @@ def run_show(args: argparse.Namespace) -> int:
             _text(str(ev.get("method", ""))),
             _text(message_summary(ev, limit)),
         )
-    console.print(table)
+
+    def render(console: Console) -> None:
+        console.print(title, soft_wrap=True)
+        console.print(table)
+
+    print_report(render)
     return 0

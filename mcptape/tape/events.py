@@ -14,6 +14,11 @@ Event kinds and their fixed key order:
 
 `dir` is "c2s" (client to server) or "s2c". `raw` holds the exact line only when it differs
 from the compact serialization of `msg`, so replay can send the recorded bytes unchanged.
+
+A line nested deeper than jsonrpc.MAX_DEPTH is parsed with its deep parts kept as markers
+holding their JSON text (jsonrpc.py: "Depth"); its event always has `raw` (the wire form, which
+`wire_text` gives), and a `note` event ("deep_json", DEEP_NOTE) follows it: the builder holds it
+until the producer takes it (`take_notes`), so every producer writes the cut into its tape.
 Nothing but `raw` and the scripted client's `step` (an int, client.py) may follow `msg`: play
 reads a message's wire text straight off a verbatim tape's line by that order (replay.lazy_event).
 Server-to-client request ids overlap client ids, so requests are keyed by direction + id.
@@ -25,11 +30,13 @@ import base64
 import json
 from typing import Any
 
-from mcptape.jsonrpc import classify, dumps, id_key, utf8_dumps
+from mcptape.jsonrpc import MAX_DEPTH, classify, dumps, id_key, loads_depth, utf8_dumps, wire_dumps
 
 C2S = "c2s"
 S2C = "s2c"
 MESSAGE_KINDS = frozenset({"request", "notification", "response", "error"})
+DEEP_NOTE = "deep_json"  # the `what` of the note that says a message was cut at MAX_DEPTH
+GARBLED_NOTE = "garbled_answer"  # the `what` of the note that says an answer was not UTF-8
 
 
 def _other(direction: str) -> str:
@@ -42,6 +49,13 @@ class EventBuilder:
     def __init__(self) -> None:
         # (direction of the request, id key) -> (method, params, params' compact text or None)
         self._open: dict[tuple[str, str], tuple[str, Any, str | None]] = {}
+        self._notes: list[dict[str, Any]] = []
+
+    def take_notes(self) -> list[dict[str, Any]]:
+        """The note events the lines built since the last call produced (a deep message's cut), to
+        be written right after that line's event."""
+        notes, self._notes = self._notes, []
+        return notes
 
     def line(self, direction: str, line: bytes) -> dict[str, Any]:
         """The event for one newline-delimited wire line (the newline already stripped)."""
@@ -58,11 +72,17 @@ class EventBuilder:
             line = line[:-1]
         try:
             text = line.decode("utf-8")
-            msg = json.loads(text)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            msg, depth = loads_depth(text)
+        except UnicodeDecodeError as e:
+            event = garbage_event(direction, line)
+            self._garbled(direction, line, e)
+            return event, dumps(event)
+        except json.JSONDecodeError:
             event = garbage_event(direction, line)
             return event, dumps(event)
         event, spliced = self._build(direction, msg, text, splice=True)
+        if depth:
+            self._notes.append(deep_note(event, depth))
         return event, spliced if spliced is not None else dumps(event)
 
     def message(self, direction: str, msg: Any, text: str | None = None) -> dict[str, Any]:
@@ -116,6 +136,24 @@ class EventBuilder:
             "}",
         ))
 
+    def _garbled(self, direction: str, line: bytes, error: UnicodeDecodeError) -> None:
+        """A line that is not UTF-8 but, read leniently, answers an open request: that request is
+        answered (with garbage), which a note says at once, so no one waits for a proper answer."""
+        try:
+            msg = loads_depth(line.decode("utf-8", "surrogateescape"))[0]
+        except json.JSONDecodeError:
+            return
+        if classify(msg) not in ("response", "error"):
+            return
+        opened = self._open.pop((_other(direction), id_key(msg["id"])), None)
+        if opened is None:
+            return
+        self._notes.append(note_event(GARBLED_NOTE, {
+            "id": msg["id"],
+            "method": opened[0],
+            "error": f"not UTF-8: byte 0x{line[error.start]:02x} at offset {error.start}; recorded as garbage",
+        }))
+
     def open_requests(self) -> list[tuple[str, str, str]]:
         """(direction, id key, method) of requests still unanswered, e.g. when a server died."""
         return [(d, k, m) for (d, k), (m, _, _) in self._open.items()]
@@ -158,10 +196,38 @@ def note_event(what: str, detail: Any = None) -> dict[str, Any]:
     return event
 
 
+def deep_note(event: dict[str, Any], depth: int) -> dict[str, Any]:
+    """The note that follows a message event whose line nested `depth` levels, past MAX_DEPTH."""
+    what = " ".join(str(p) for p in (event.get("dir"), event.get("kind"), event.get("method")) if p)
+    if "id" in event:
+        what += f" id {dumps(event['id'])}"
+    return note_event(
+        DEEP_NOTE,
+        f"{what}: JSON nested {depth} levels deep, past mcptape's limit of {MAX_DEPTH}: the parts below "
+        f"level {MAX_DEPTH} are kept, compared and replayed as their exact JSON text",
+    )
+
+
+def note_detail(note: dict[str, Any]) -> str:
+    """A note's detail as one line of text (a string as it is, anything else as JSON)."""
+    detail = note.get("detail")
+    return detail if isinstance(detail, str) else dumps(detail)
+
+
+REPORTED_NOTES = frozenset({DEEP_NOTE, GARBLED_NOTE})
+
+
+def recording_notes(events: list[dict[str, Any]]) -> list[str]:
+    """One line per note of REPORTED_NOTES in `events`: a limit mcptape hit or an answer it could
+    not read while recording, which every report of the recording says (never the tape alone)."""
+    return [f"mcptape noted {e['what']}: {note_detail(e)}" for e in events
+            if e.get("kind") == "note" and e.get("what") in REPORTED_NOTES]
+
+
 def wire_text(event: dict[str, Any]) -> str:
     """The exact text of a message event as it crossed the wire."""
     raw = event.get("raw")
-    return raw if isinstance(raw, str) else dumps(event["msg"])
+    return raw if isinstance(raw, str) else wire_dumps(event["msg"])
 
 
 def is_message(event: dict[str, Any]) -> bool:

@@ -199,7 +199,8 @@ def parse_tape(lines: TapeLines) -> Tape:
                 if i == len(body) - 1 and lines.cut_short:
                     numbers = numbers[:i]
                     break
-                raise TapeError(f"{p}:{numbers[i]}: line is not a JSON object", hint="the tape is corrupt; re-record it")
+                raise TapeError(f"{p}:{numbers[i]}: line is not a JSON object mcptape can read (corrupt, or nested "
+                                "deeper than JSON readers go)", hint="the tape is corrupt; re-record it")
             parsed.append(obj)
     fill_events(tape, numbers, parsed)
     return tape
@@ -232,7 +233,7 @@ def fill_events(tape: Tape, numbers: Sequence[int], parsed: list[dict[str, Any]]
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
     try:
         obj = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):  # RecursionError: edited by hand
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -250,7 +251,7 @@ def parse_lines(raws: list[bytes]) -> list[dict[str, Any]] | None:
         text = array.decode(json.detect_encoding(array), "surrogatepass")
         del array
         parsed = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):  # the line-by-line read says where
         return None
     if not isinstance(parsed, list) or len(parsed) != len(raws):
         return None  # e.g. a line holding "1,2" would shift every line after it

@@ -224,19 +224,21 @@ def parse_json_messages(body: bytes) -> list[bytes]:
     """A JSON answer body as message lines: one message, or each element of a batch array."""
     text = body.strip()
     if text.startswith(b"["):
+        from mcptape.jsonrpc import loads, wire_dumps
+
         try:
-            items = json.loads(text)
+            items = loads(text.decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             return [text]
-        from mcptape.jsonrpc import dumps
-
-        return [dumps(item).encode("utf-8") for item in items]
+        return [wire_dumps(item).encode("utf-8") for item in items]
     return [text] if text else []
 
 
 def _parse(line: bytes) -> Any:
+    from mcptape.jsonrpc import loads
+
     try:
-        return json.loads(line)
+        return loads(line.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
 

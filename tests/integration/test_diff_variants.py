@@ -53,13 +53,16 @@ EXPECTED = {
 # Side-effect variants need a sandbox snapshot around each step (sandbox.py, run by ci), which
 # this scripted session does not take; tests/integration/test_sandbox.py covers them.
 SANDBOX_VARIANTS = {"notes", "side_effect", "side_effect_changed"}
+# Variants for hostile input (deep JSON, names that could act on a terminal) are recorded by
+# `mcptape ci` in tests/integration/test_hostile.py.
+HOSTILE_VARIANTS = {"deep", "deep_changed", "hostile_names"}
 
 
 def test_every_documented_variant_is_covered() -> None:
     doc = (Path(__file__).resolve().parents[2] / "fixtures" / "servers" / "calc_server.py").read_text(encoding="utf-8")
     block = doc.split("Choose behaviour with", 1)[1].split("Fault tools", 1)[0]
     documented = {line.split()[0] for line in block.splitlines()[1:] if line.strip()}
-    assert documented - SANDBOX_VARIANTS == set(EXPECTED)
+    assert documented - SANDBOX_VARIANTS - HOSTILE_VARIANTS == set(EXPECTED)
 
 
 @pytest.fixture(scope="module")
