@@ -4,7 +4,8 @@ Owns the shape of the config and its validation: YAML parsing with line numbers,
 shorthand (`- list_tools`, `- call: add` + `arguments:`), `${VAR}` interpolation, the
 cross-checks between sections, and the JSON Schema editors use (`mcptape schema`). What a step
 *does* is client.py's, how sessions run is ci.py's, what is secret in a value is redact.py's
-(this module only hands it the values of `env:` and `headers:` as `LoadedConfig.secrets`).
+(this module applies redact.py's rule to what the config hands a server, `_collect_secrets`, and
+says at which line a refused secret is; the result is `LoadedConfig.secrets`).
 
 Every problem becomes one `ConfigError` paragraph: `file:line: field: what is wrong; the fix`.
 pydantic and yaml are imported here and nowhere on the path of `mcptape --version`/`play`:
@@ -187,7 +188,8 @@ class StdioServer(_Strict):
     )
     env: Annotated[dict[str, str], WithJsonSchema(_STRING_MAP_SCHEMA)] = Field(
         default_factory=dict,
-        description="the only variables the server gets besides PATH, HOME, LANG...; values are secrets",
+        description="the only variables the server gets besides PATH, HOME, LANG...; secret values (by name, "
+        "shape, entropy or redact.env) are scrubbed from tapes and reports",
     )
     cwd: str | None = Field(default=None, description="working directory, relative to the config file")
     protocol: Annotated[str | None, WithJsonSchema(_PROTOCOL_SCHEMA)] = Field(
@@ -228,13 +230,14 @@ class HttpServer(_Strict):
         default="streamable-http", description="streamable-http (current) or sse (legacy HTTP+SSE)"
     )
     headers: Annotated[dict[str, str], WithJsonSchema(_STRING_MAP_SCHEMA)] = Field(
-        default_factory=dict, description="sent with every request (values are secrets)"
+        default_factory=dict,
+        description="sent with every request; credential headers (Authorization, Cookie, X-Api-Key, ...) are secrets",
     )
     start: Annotated[list[str] | None, WithJsonSchema(_COMMAND_SCHEMA)] = Field(
         default=None, description="command that launches the server before the session"
     )
     env: Annotated[dict[str, str], WithJsonSchema(_STRING_MAP_SCHEMA)] = Field(
-        default_factory=dict, description="variables for the `start` command (values are secrets)"
+        default_factory=dict, description="variables for the `start` command (secret values as for a stdio server)"
     )
     cwd: str | None = Field(
         default=None, description="working directory of `start`, relative to the config file"
