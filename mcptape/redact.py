@@ -291,8 +291,8 @@ SHAPES: tuple[Shape, ...] = (
     # users of MCP servers meet in tool results and server logs.
     Shape(
         "azure-storage-key",  # AccountKey= in storage connection strings, SharedAccessKey= (Service Bus, Event Hubs)
-        r"(?<![A-Za-z0-9])(?i:accountkey|sharedaccesskey)[ \t]*=[ \t]*(?P<secret>[A-Za-z0-9+/]{40,}={0,2})(?![A-Za-z0-9+/=])",
-        ("accountkey", "sharedaccesskey"),
+        r"(?<![A-Za-z0-9])(?i:accountkey|sharedaccesskey)=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})(?![A-Za-z0-9+/=])",
+        ("accountkey=", "sharedaccesskey="),
     ),
     Shape("twilio-api-key", r"(?<![A-Za-z0-9_\-])SK[0-9a-fA-F]{32}" + _END, (), _has_digit_and_letter, run_first="S"),
     Shape("sendgrid-api-key", r"(?<![A-Za-z0-9_\-])SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _END, ("sg.",)),
@@ -343,11 +343,16 @@ _AUTH_SCHEME = re.compile(r"(?i)^(bearer|basic|token|digest|bot)\s+(\S.*)$", re.
 _CLEAN_CACHE_LEN = 96
 _CLEAN_CACHE_SIZE = 50_000
 # Characters a trigger may be gated on in could_match, the rarer in ordinary text first.
-_TRIGGER_GATES = "$<_-\\\"/.:"
+_TRIGGER_GATES = "$<_-\\\"/.:="
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{" + str(B64_MIN_RUN) + r",}={0,2}")
 _B64_ALPHABET = frozenset(string.ascii_letters + string.digits + "+/_-")
 _B64_MASK = bytes(ord("a") if chr(i) in _B64_ALPHABET else ord(" ") for i in range(256))
 _B64_NEEDLE = b"a" * B64_MIN_RUN
+
+
+def _gate(trigger: str) -> str:
+    """The character of `_TRIGGER_GATES` a trigger is grouped under ("" if it holds none)."""
+    return next((c for c in _TRIGGER_GATES if c in trigger), "")
 
 
 def _has_b64_run(text: str) -> bool:
@@ -549,10 +554,18 @@ class _Engine:
         # For could_match, grouped by a character each holds that prose and JSON keys seldom do
         # (`ghp_`, `sk-`, `<redacted:`): a group whose character is absent is passed over with
         # one single-character test instead of a search per literal. The rest ("") always run.
+        # A trigger holding another (`accountkey=` holds `key`) can be left out of this test: it
+        # is never present where the shorter one is not.
         groups: dict[str, list[str]] = {}
         for t in json_triggers:
-            groups.setdefault(next((c for c in _TRIGGER_GATES if c in t), ""), []).append(t)
+            if not any(o != t and o in t for o in json_triggers):
+                groups.setdefault(_gate(t), []).append(t)
         self._trigger_groups = tuple((gate, tuple(group)) for gate, group in sorted(groups.items()))
+        # scan's candidates come from every trigger (positions matter there), grouped the same way.
+        scan_groups: dict[str, list[str]] = {}
+        for t in self.triggers:
+            scan_groups.setdefault(_gate(t), []).append(t)
+        self._scan_groups = tuple((gate, tuple(group)) for gate, group in sorted(scan_groups.items()))
         # MCP's `progressToken` is in most requests of clients that ask for progress (and in the
         # responses echoing them). It holds the trigger `token`, but it is not a secret's name
         # (_EXCLUDED_NAMES), so could_match passes over the exact JSON string `"progressToken"`;
@@ -613,11 +626,14 @@ class _Engine:
         if len(low) != len(text):
             return self._scan_everywhere(text)  # lower() changed lengths (rare scripts): no position map
         candidates: set[int] = set()
-        for lit in self.triggers:
-            i = low.find(lit)
-            while i != -1:
-                candidates.add(i)
-                i = low.find(lit, i + 1)
+        for gate, literals in self._scan_groups:
+            if gate and gate not in low:
+                continue
+            for lit in literals:
+                i = low.find(lit)
+                while i != -1:
+                    candidates.add(i)
+                    i = low.find(lit, i + 1)
         if "://" in low:  # the url-password branch starts at the scheme, before its trigger
             i = low.find("://")
             while i != -1:
@@ -711,7 +727,9 @@ class _Engine:
                 return None
             if _allowed_value(value, cfg.allow):
                 return None
-            return [self._named(Hit(span[0], span[1], shape.kind, value))]
+            # `Bearer ghp_...`: the token's own shape is the more telling kind.
+            kind = self._classify(value, shape.kind) if span != m.span() else shape.kind
+            return [self._named(Hit(span[0], span[1], kind, value))]
         return None
 
     def _named(self, hit: Hit) -> Hit:
