@@ -35,7 +35,9 @@ Detectors, in the order they win on overlapping text:
    least 8 characters and a Shannon entropy of at least 3.0 bits per character (random tokens
    score 4-6, words and ISO timestamps under 3). The same rule covers JSON keys, `key=value`
    and `key: value` in text, URL query strings and `--flag value` pairs in argv lists.
-   `progressToken` and friends (MCP protocol fields, not credentials) are excluded.
+   `progressToken` and friends (MCP protocol fields, not credentials) are excluded. This is the
+   rule for what a *server* writes; the values mcptape hands a server are judged by
+   `secret_reason` (last section), whose `secret_name` reads a name as words.
 4. User patterns (`redact.patterns`), kind `pattern`.
 5. Who recorded: the home directory becomes `<HOME>` (only as a whole path component), the user
    name becomes `<USER>` as a whole word, case-insensitively, unless it is shorter than 4
@@ -801,7 +803,9 @@ class _Engine:
             lo, hi = max(0, h.start - _AWS_NEAR), min(len(text), h.end + _AWS_NEAR)
             for m in _AWS_SECRET.finditer(text, lo, hi):
                 v = m.group(0)
-                if any(c.isupper() for c in v) and any(c.islower() for c in v) and any(c.isdigit() for c in v):
+                # Mixed case and random (base64 of 30 random bytes: ~5 bits per character); not a
+                # digit required: about 1 secret key in 1000 has none (40 draws of 64, 10 digits).
+                if any(c.isupper() for c in v) and any(c.islower() for c in v) and shannon(v) >= 4.0:
                     out.append(Hit(m.start(), m.end(), "aws-secret-key", v))
         return out
 
@@ -1428,7 +1432,7 @@ def secret_reason(
         return "redact.env or redact.headers marks it"
     shape = _shape_of(v)
     if shape is not None:
-        return f"it has the shape of a {shape}"
+        return f"it has a token shape ({shape})"
     if header and (name.strip().lower() in SECRET_HEADERS or secret_name(name)):
         return f"it is sent in the {name} header"
     if secret_name(name) and not _plain_value(v):

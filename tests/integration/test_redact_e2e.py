@@ -311,7 +311,7 @@ def test_rec_keeps_plain_arguments_and_environment_and_scrubs_secrets(tmp_path: 
     tape = tmp_path / "plain.tape.jsonl"
     server = [*SERVER, "--author", "Alice", "--auth-mode", "oauth", "--token", flagged]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AUTHOR_NAME": "Alice Smith", "GIT_AUTHOR_EMAIL": "alice@example.com",
-           "SERVICE_API_TOKEN": token}  # fmt: skip
+           "SERVICE_API_TOKEN": token, "LEGACY_TOKEN": "result"}  # fmt: skip
     lines = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
          "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}},
@@ -332,6 +332,10 @@ def test_rec_keeps_plain_arguments_and_environment_and_scrubs_secrets(tmp_path: 
     assert answers == ["Alice Smith", "alice@example.com", "<REDACTED:env.SERVICE_API_TOKEN>"]
     written = tape.read_text(encoding="utf-8") + proc.stderr.decode(errors="replace")
     assert token not in written and flagged not in written
+    # A secret-named variable whose value is a protocol word: said on stderr, never scrubbed
+    # (every "result" key of the tape would go).
+    assert "mcptape rec: env.LEGACY_TOKEN: its value is also a word of MCP" in proc.stderr.decode()
+    assert all("result" in e["msg"] for e in recorded.events if e.get("kind") == "response")
 
 
 _WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_/\-$]*")
