@@ -4,7 +4,8 @@ Owns the shape of the config and its validation: YAML parsing with line numbers,
 shorthand (`- list_tools`, `- call: add` + `arguments:`), `${VAR}` interpolation, the
 cross-checks between sections, and the JSON Schema editors use (`mcptape schema`). What a step
 *does* is client.py's, how sessions run is ci.py's, what is secret in a value is redact.py's
-(this module only hands it the values of `env:` and `headers:` as `LoadedConfig.secrets`).
+(this module applies redact.py's rule to what the config hands a server, `_collect_secrets`, and
+says at which line a refused secret is; the result is `LoadedConfig.secrets`).
 
 Every problem becomes one `ConfigError` paragraph: `file:line: field: what is wrong; the fix`.
 pydantic and yaml are imported here and nowhere on the path of `mcptape --version`/`play`:
@@ -189,7 +190,8 @@ class StdioServer(_Strict):
     )
     env: Annotated[dict[str, str], WithJsonSchema(_STRING_MAP_SCHEMA)] = Field(
         default_factory=dict,
-        description="the only variables the server gets besides PATH, HOME, LANG...; values are secrets",
+        description="the only variables the server gets besides PATH, HOME, LANG...; secret values (by name, "
+        "shape, entropy or redact.env) are scrubbed from tapes and reports",
     )
     cwd: str | None = Field(default=None, description="working directory, relative to the config file")
     protocol: Annotated[str | None, WithJsonSchema(_PROTOCOL_SCHEMA)] = Field(
@@ -230,13 +232,14 @@ class HttpServer(_Strict):
         default="streamable-http", description="streamable-http (current) or sse (legacy HTTP+SSE)"
     )
     headers: Annotated[dict[str, str], WithJsonSchema(_STRING_MAP_SCHEMA)] = Field(
-        default_factory=dict, description="sent with every request (values are secrets)"
+        default_factory=dict,
+        description="sent with every request; credential headers (Authorization, Cookie, X-Api-Key, ...) are secrets",
     )
     start: Annotated[list[str] | None, WithJsonSchema(_COMMAND_SCHEMA)] = Field(
         default=None, description="command that launches the server before the session"
     )
     env: Annotated[dict[str, str], WithJsonSchema(_STRING_MAP_SCHEMA)] = Field(
-        default_factory=dict, description="variables for the `start` command (values are secrets)"
+        default_factory=dict, description="variables for the `start` command (secret values as for a stdio server)"
     )
     cwd: str | None = Field(
         default=None, description="working directory of `start`, relative to the config file"
@@ -557,10 +560,28 @@ class NormalizeRule(_Strict):
 
 
 class RedactSettings(_Strict):
-    """Secrets beyond the built-in detectors and the values of `env:`/`headers:`."""
+    """Secrets beyond what redact.py finds on its own (see `secret_reason`), and values that are not."""
 
     patterns: list[str] = Field(default_factory=list, description="extra secret regexes")
     allow: list[str] = Field(default_factory=list, description="values never treated as secrets")
+    env: list[str] = Field(
+        default_factory=list,
+        description="variables whose values are secrets whatever their name (an env: key or a ${VAR})",
+    )
+    headers: list[str] = Field(
+        default_factory=list, description="headers whose values are secrets whatever their name"
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _variable_names(cls, v: list[str]) -> list[str]:
+        for i, name in enumerate(v):
+            if not _VAR_NAME.fullmatch(name):
+                raise _fail(
+                    f'"{name}" is not a variable name; write NAME as in `env:` or ${{NAME}} (letters, digits, _)',
+                    at=(i,),
+                )
+        return v
 
     @field_validator("patterns")
     @classmethod
@@ -1008,34 +1029,98 @@ class _Interpolator:
         return _VAR.sub(one, text)
 
 
-def _collect_secrets(data: Any, used: Mapping[Loc, dict[str, str]]) -> dict[str, str]:
-    """Every env/header value, and every variable interpolated into one: the redactor's known secrets."""
-    secrets: dict[str, str] = {}
+def _collect_secrets(
+    config: Config, used: Mapping[Loc, dict[str, str]], display: str, lines: Mapping[Loc, int]
+) -> dict[str, str]:
+    """The redactor's known secrets: `env.NAME`/`headers.Name`/`command.--flag` -> value.
 
-    def add(name: str, value: str, server: str) -> None:
-        if not value:
-            return  # an empty value would match everywhere
+    What is a secret is redact.py's rule (`secret_reason`), applied to every value the config
+    hands a server: `env:` and `headers:` values, `command:`/`start:` arguments and `url:`, and
+    every `${VAR}` interpolated anywhere (by the variable's name, or the field it fills).
+    `redact.env`/`redact.headers` mark more, `redact.allow` exempts values. A secret that is also
+    mcptape's own text (a JSON key, a method name, a report word, a session name) is refused
+    here: scrubbing it would rewrite every tape and report (redact.own_text_secrets).
+    """
+    from mcptape.redact import argv_secrets, own_text_secrets, secret_reason
+
+    settings = config.redact
+    allow = settings.allow
+    marked_env = set(settings.env)
+    marked_headers = {h.lower() for h in settings.headers}
+    _check_marks(config, used, display, lines)
+    secrets: dict[str, str] = {}
+    where: dict[str, tuple[Loc, str]] = {}
+
+    def add(name: str, value: str, server: str, loc: Loc, reason: str) -> None:
         if secrets.get(name, value) != value:  # same name, another server, another value
             name = f"{name}@{server}"
         secrets[name] = value
+        where[name] = (loc, reason)
 
-    servers = data.get("servers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        return secrets
-    for server_name, server in servers.items():
-        if not isinstance(server, dict):
-            continue
-        for section in ("env", "headers"):
-            values = server.get(section)
-            if not isinstance(values, dict):
-                continue
+    for server_name, server in config.servers.items():
+        base: Loc = ("servers", server_name)
+        sections: list[tuple[str, Mapping[str, str]]] = [("env", server.env)]
+        if isinstance(server, HttpServer):
+            sections.append(("headers", server.headers))
+        for section, values in sections:
             for key, value in values.items():
-                if isinstance(value, str | int | float) and not isinstance(value, bool):
-                    add(f"{section}.{key}", str(value), server_name)
-                for var, var_value in used.get(("servers", server_name, section, key), {}).items():
-                    if var_value != str(value):
-                        add(f"env.{var}", var_value, server_name)
+                loc = (*base, section, key)
+                marked = key in marked_env if section == "env" else key.lower() in marked_headers
+                reason = secret_reason(key, value, header=section == "headers", marked=marked, allow=allow)
+                if reason:
+                    # The redactor also knows the parts of it that are secrets alone (the token
+                    # of `Bearer ${API_TOKEN}`), under this name unless the variable's says more.
+                    add(f"{section}.{key}", value, server_name, loc, reason)
+        command = server.command if isinstance(server, StdioServer) else (server.start or [])
+        section = "command" if isinstance(server, StdioServer) else "start"
+        argv = list(command) + ([server.url] if isinstance(server, HttpServer) else [])
+        for source, value in argv_secrets(argv)[1].items():
+            if value not in allow:
+                add(source.replace("argv.", f"{section}.", 1), value, server_name, (*base, section), "it is a secret argument")
+    # Every interpolated variable, wherever it is used (a tool argument too), by its own name.
+    for loc, variables in used.items():
+        for var, var_value in variables.items():
+            reason = secret_reason(var, var_value, marked=var in marked_env, allow=allow)
+            if reason and f"env.{var}" not in secrets:
+                add(f"env.{var}", var_value, str(loc[1]) if len(loc) > 1 else "", loc, reason)
+
+    own_names = [s.name for s in config.sessions] + list(config.servers) + [config.golden_dir, Path(display).name]
+    for name in own_text_secrets(secrets, extra=own_names, allow=allow):
+        loc, reason = where[name]
+        raise ConfigError(
+            f"{display}:{_line_for(lines, loc)}: {_field_name(loc)}: {name} is a secret ({reason}), but its "
+            "value also occurs in mcptape's own text (a JSON key, an MCP method name, a word of the reports, "
+            "or a session, server or golden_dir name), so it cannot be scrubbed without rewriting every tape "
+            "and report",
+            hint="if the value is not a secret, list it under redact.allow; if it is, give it a real secret "
+            "value (or rename the session or server it matches)",
+        )
     return secrets
+
+
+def _check_marks(config: Config, used: Mapping[Loc, dict[str, str]], display: str, lines: Mapping[Loc, int]) -> None:
+    """`redact.env`/`redact.headers` name something the config has: a typo must not leave a secret unmarked."""
+    env_names = {k for server in config.servers.values() for k in server.env}
+    env_names |= {var for variables in used.values() for var in variables}
+    header_names = {
+        k.lower(): k for server in config.servers.values() if isinstance(server, HttpServer) for k in server.headers
+    }
+    for i, name in enumerate(config.redact.env):
+        if name not in env_names:
+            choices = sorted(env_names)
+            raise ConfigError(
+                f"{display}:{_line_for(lines, ('redact', 'env', i))}: redact.env[{i}]: \"{name}\" is neither a "
+                f"key of a server's env: nor a ${{VAR}} this config uses{_suggest(name, choices)} "
+                + (f"Variables: {', '.join(choices)}" if choices else "This config has no variables")
+            )
+    for i, name in enumerate(config.redact.headers):
+        if name.lower() not in header_names:
+            choices = sorted(header_names.values())
+            raise ConfigError(
+                f"{display}:{_line_for(lines, ('redact', 'headers', i))}: redact.headers[{i}]: \"{name}\" is not a "
+                f"header of any server{_suggest(name, choices)} "
+                + (f"Headers: {', '.join(choices)}" if choices else "No server has headers:")
+            )
 
 
 # pydantic error type -> what was expected, for type errors.
@@ -1230,7 +1315,7 @@ def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None =
         config=config,
         path=p,
         base_dir=p.resolve().parent,
-        secrets=_collect_secrets(data, interpolator.used),
+        secrets=_collect_secrets(config, interpolator.used, display, lines),
         lines=lines,
     )
 

@@ -40,10 +40,6 @@ if TYPE_CHECKING:
 
     from mcptape.redact import Redactor
 
-# Request/response headers whose values are credentials: redaction knows them, tapes never hold them.
-SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key")
-
-
 def _redactor_for(secrets: dict[str, str]) -> Redactor:
     """The redactor (redact.py) for these known secrets: the choke point for everything recorded."""
     from mcptape.redact import Redactor
@@ -68,10 +64,17 @@ class HttpRecorder:
         self._thread.start()
 
     def learn_secrets(self, headers: Any) -> None:
-        """Header values that are credentials become known secrets of the redactor."""
+        """Header values that are credentials become known secrets of the redactor.
+
+        Which are is redact.py's rule, the same as for the config's `headers:` (`secret_reason`
+        with `header=True`: Authorization, Cookie, X-Api-Key, any name that says so, any value
+        with a token shape); `Accept` or `User-Agent` values are not.
+        """
+        from mcptape.redact import secret_reason
+
         found: dict[str, str] = {}
         for name, value in headers.items():
-            if name.lower() not in SECRET_HEADERS or not value:
+            if not value or not secret_reason(name, value, header=True):
                 continue
             found[f"headers.{name.title()}"] = value
             scheme, _, credential = value.partition(" ")

@@ -181,64 +181,19 @@ class LineAssembler:
         return line
 
 
-_SECRET_NAME = re.compile(
-    r"(?i)(api[_-]?key|apikey|access[_-]?key|token|secret|passw(or)?d|passwd|pwd|credential|auth|bearer|private[_-]?key)"
-)
-_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@/\s]+)@")
-_QUERY_SECRET = re.compile(r"(?i)([?&][^=&#\s]*(?:key|token|secret|password|sig)[^=&#\s]*=)([^&#\s]+)")
-
-
 def strip_command_secrets(command: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     """The command with secret values replaced, and the values found (source name -> value).
 
-    Catches `--token=X`, `--api-key X`, `-p X` never (too ambiguous), `API_KEY=X` (as `env`
-    takes it), `scheme://user:pass@host` and `?token=X` in URLs. The values found are
-    handed to the redactor so they are scrubbed from the traffic as well.
+    What is secret is redact.py's rule (`argv_secrets`: `--token=X`, `--api-key X`, `API_KEY=X`,
+    URL passwords and secret query parameters, token-shaped arguments; never `--author Alice`).
+    The values are handed to the redactor so they are scrubbed from the traffic as well. Without
+    mcptape.redact (the benchmark's raw mode) nothing is redacted, so nothing is stripped either.
     """
-    clean: list[str] = []
-    found: dict[str, str] = {}
-    take_next: str | None = None
-    for arg in command:
-        if take_next is not None:
-            if arg.startswith("-") and len(arg) > 1:
-                take_next = None  # a flag without a value; look at this one normally
-            else:
-                found[f"argv.{take_next}"] = arg
-                clean.append(REDACTED)
-                take_next = None
-                continue
-        if arg.startswith("-") and len(arg) > 1:
-            flag, eq, value = arg.partition("=")
-            if _SECRET_NAME.search(flag.lstrip("-")):
-                if eq:
-                    if value:
-                        found[f"argv.{flag}"] = value
-                    clean.append(f"{flag}={REDACTED}" if value else arg)
-                else:
-                    take_next = flag
-                    clean.append(arg)
-                continue
-            clean.append(_strip_url_secrets(arg, found))
-            continue
-        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", arg, flags=re.S)
-        if m and _SECRET_NAME.search(m.group(1)) and m.group(2):
-            found[f"argv.{m.group(1)}"] = m.group(2)
-            clean.append(f"{m.group(1)}={REDACTED}")
-            continue
-        clean.append(_strip_url_secrets(arg, found))
-    return clean, found
-
-
-def _strip_url_secrets(arg: str, found: dict[str, str]) -> str:
-    def userinfo(m: re.Match[str]) -> str:
-        found[f"argv.url-password.{len(found)}"] = m.group("pw")
-        return f"{m.group('scheme')}{m.group('user')}:{REDACTED}@"
-
-    def query(m: re.Match[str]) -> str:
-        found[f"argv.url-query.{len(found)}"] = m.group(2)
-        return f"{m.group(1)}{REDACTED}"
-
-    return _QUERY_SECRET.sub(query, _URL_USERINFO.sub(userinfo, arg))
+    try:
+        from mcptape.redact import argv_secrets
+    except ImportError:
+        return list(command), {}
+    return argv_secrets(command, REDACTED)
 
 
 _LAUNCHERS = re.compile(
@@ -289,12 +244,28 @@ def default_name(command: Sequence[str]) -> str:
 
 
 def _env_secrets(env: Mapping[str, str]) -> dict[str, str]:
-    """Values of environment variables named like secrets (the server inherits them)."""
-    return {
-        f"env.{k}": v
-        for k, v in env.items()
-        if _SECRET_NAME.search(k) and len(v) >= 8 and not k.startswith(("XDG_", "SSH_AUTH_SOCK"))
-    }
+    """The secrets of the environment the server inherits, by redact.py's rule (`env_secrets`):
+    GITHUB_TOKEN's value is one, AUTHOR_NAME's and GIT_AUTHOR_EMAIL's are not."""
+    try:
+        from mcptape.redact import env_secrets
+    except ImportError:
+        return {}
+    return env_secrets(env)
+
+
+def _warn_own_text_secrets(secrets: Mapping[str, str]) -> None:
+    """Say which secrets cannot be scrubbed: their values are mcptape's own text (a JSON key, a
+    method name), which the redactor never rewrites (redact.own_text_secrets). Never the values."""
+    try:
+        from mcptape.redact import own_text_secrets
+    except ImportError:
+        return
+    for source in own_text_secrets(secrets):
+        print(
+            f"mcptape rec: {source}: its value is also a word of MCP or of the tape format, so it is "
+            "not scrubbed from the tape; give it a real secret value if it is one",
+            file=sys.stderr,
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -319,6 +290,7 @@ def run_rec(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("tapes") / f"{name}{TAPE_SUFFIX}"
     clean_command, secrets = strip_command_secrets(command)
     secrets.update(_env_secrets(os.environ))
+    _warn_own_text_secrets(secrets)
     header = make_header(name, transport="stdio", server={"command": clean_command})
     return record(command, out, header, secrets=secrets)
 

@@ -8,27 +8,36 @@ It leaves *where* output goes to the writers (proxy.py, ci.py, github.py, report
 
 Detectors, in the order they win on overlapping text:
 
-1. Known values (`known`: source name -> value, from the config's `env:`/`headers:`), in
-   every form we can predict: raw, URL-encoded (quote / quote_plus, upper and lower hex),
-   JSON-escaped (plain and `\\uXXXX`), and base64 (standard and urlsafe) at all three byte
-   alignments, so a value embedded in a longer blob such as `Basic base64(user:value)` is
-   found without decoding. Named after their source: `<REDACTED:env.CALC_TOKEN>`. Values that
-   cannot be told from ordinary text are skipped (see `_ignorable_known`): shorter than 6
-   characters, booleans/null, plain numbers, values the user allows, and credential-free
-   paths and URLs. Everything else a user passes is a secret by default.
+1. Known values (`known`: source name -> value): the secrets among what the config hands a
+   server, or rec's command line and environment, chosen by one rule (`secret_reason`, in the
+   last section: by name, shape, entropy, header, or because the user marks them; `MODE:
+   result` is configuration, not a secret). Found in every form we can predict: raw,
+   URL-encoded (quote / quote_plus, upper and lower hex), JSON-escaped (plain and `\\uXXXX`),
+   HTML/XML-escaped, and base64 (standard and urlsafe) at all three byte alignments, so a value
+   embedded in a longer blob such as `Basic base64(user:value)` is found without decoding.
+   Named after their source: `<REDACTED:env.CALC_TOKEN>`. Values that cannot be told from
+   ordinary text are skipped (see `_ignorable_known`): shorter than 6 characters,
+   booleans/null, plain numbers, values the user allows, credential-free paths and URLs, and
+   values inside mcptape's own text (`own_text`: JSON keys, method names, report words), which
+   config.py refuses outright.
 2. Token shapes of common providers (`SHAPES`): GitHub classic and fine-grained, OpenAI,
    Anthropic, AWS access key ids (and a 40-char secret key near one), Slack tokens and
    webhooks, Google API keys, Stripe secret/restricted keys and webhook secrets (publishable
-   `pk_` keys are public by design and stay), GitLab, npm, PyPI, Hugging Face, JWTs, whole PEM
-   private key blocks (also when printed line by line on stderr), `Authorization: Bearer|Basic`
-   values, and `user:pass@` in URLs.
+   `pk_` keys are public by design and stay), GitLab, npm, PyPI, Hugging Face, Azure storage
+   `AccountKey=`/`SharedAccessKey=`, Twilio `SK...`, SendGrid `SG.x.y`, Discord bot tokens,
+   DigitalOcean `do?_v1_`, Databricks `dapi...`, JWTs, whole PEM private key blocks (also as
+   escaped JSON text, a GCP service-account key, and when printed line by line on stderr),
+   `Authorization: Bearer|Basic` values, and `user:pass@` in URLs (postgres, mysql, mongodb,
+   redis, any scheme).
 3. Secret-named fields (`_name_class`): for `password`, `secret`, `client_secret`,
    `private_key`, `authorization`, `cookie`, ... any value of 4+ characters is a secret; for
    `token`, `api_key`, `access_token`, `session_id`, ... a value is a secret when it has at
    least 8 characters and a Shannon entropy of at least 3.0 bits per character (random tokens
    score 4-6, words and ISO timestamps under 3). The same rule covers JSON keys, `key=value`
    and `key: value` in text, URL query strings and `--flag value` pairs in argv lists.
-   `progressToken` and friends (MCP protocol fields, not credentials) are excluded.
+   `progressToken` and friends (MCP protocol fields, not credentials) are excluded. This is the
+   rule for what a *server* writes; the values mcptape hands a server are judged by
+   `secret_reason` (last section), whose `secret_name` reads a name as words.
 4. User patterns (`redact.patterns`), kind `pattern`.
 5. Who recorded: the home directory becomes `<HOME>` (only as a whole path component), the user
    name becomes `<USER>` as a whole word, case-insensitively, unless it is shorter than 4
@@ -39,8 +48,9 @@ Decoding (on by default; `decode=False` exists for the benchmark): after the dir
 of base64 alphabet (24+ chars, mixed case) that decode to mostly printable UTF-8, percent-encoded
 runs and JSON `\\uXXXX`-escaped runs are decoded and scanned again, two levels deep. A secret
 inside a base64 blob replaces the whole blob; inside percent/`\\u` runs only the secret is
-replaced and the rest re-encoded. Allowlisted and never redacted: our own placeholders,
-`${{ secrets.X }}`, `$VAR`/`${VAR}` references and the exact values in `allow`.
+replaced and the rest re-encoded. Allowlisted and never redacted: our own placeholders (also as
+XML, HTML and JSON escape them: `&lt;REDACTED:x&gt;` is no URL password), `${{ secrets.X }}`,
+`$VAR`/`${VAR}` references and the exact values in `allow`.
 
 Placeholders are `<REDACTED:kind#tag>`. The tag is not an ordinal (removing one secret would
 renumber every later one into false drift) but the first 32 bits of HMAC-SHA256 of the value,
@@ -54,7 +64,8 @@ should treat tags as identities within a tape (`PLACEHOLDER_RE`, `strip_tags`).
 
 Speed: Python's regex engine crawls on a many-branch alternation, so each detector starts with
 a lowercase literal (its trigger); `str.find` locates triggers and the combined regex is only
-matched, anchored, there. A whole tape line is first put to `_Engine.could_match`, a superset
+matched, anchored, there. The few shapes without a literal prefix (Twilio, Discord) are tried
+only where a base64-alphabet run starts with one of their first characters (`Shape.run_first`). A whole tape line is first put to `_Engine.could_match`, a superset
 test (no trigger in its lowercase, plain or JSON-escaped; no encoded run; no user patterns
 configured, since a pattern may be anchored to a field's value): a line it clears is not walked
 at all, by the scrubber nor by `verify`. Short clean strings (JSON keys) are cached.
@@ -72,6 +83,7 @@ import functools
 import getpass
 import hashlib
 import hmac
+import html
 import json
 import math
 import os
@@ -90,6 +102,13 @@ from mcptape.errors import SecretLeak
 # constants and small pure helpers
 
 PLACEHOLDER_RE = re.compile(r"<REDACTED:[A-Za-z0-9_.:@\-]{1,120}(?:#[0-9a-f]{8})?>|<HOME>|<USER>")
+# Our placeholders as report formats escape them: XML and HTML (JUnit, the markdown's <summary>
+# lines) write `&lt;REDACTED:x&gt;`, HTML-safe JSON `\u003cREDACTED:x\u003e`. Escaped, a placeholder
+# is still ours: `&` and `;` could otherwise read as a URL password or a cookie value.
+_ESCAPED_PLACEHOLDER_RE = re.compile(
+    r"(?:&lt;|&#0*60;|&#[xX]0*3[cC];|\\u003[cC])(?:REDACTED:[A-Za-z0-9_.:@\-]{1,120}(?:#[0-9a-f]{8})?|HOME|USER)"
+    r"(?:&gt;|&#0*62;|&#[xX]0*3[eE];|\\u003[eE])"
+)
 _TAG_KEY = b"mcptape/redact/v1"
 _TAG_MIN_BITS = 64.0
 KNOWN_MIN_LEN = 6
@@ -136,7 +155,16 @@ def _allowed_value(value: str, allow: frozenset[str]) -> bool:
     if v in allow or v.lower() in _PLACEHOLDER_VALUES:
         return True
     rest = PLACEHOLDER_RE.sub("", _VAR_REF.sub("", v))
+    if "&" in rest or "\\u" in rest:
+        rest = _ESCAPED_PLACEHOLDER_RE.sub("", rest)
     return not rest.strip(" \t\"'*.-_•")
+
+
+def _mask_escaped_placeholders(text: str) -> str:
+    """`text` with each escaped placeholder blanked out (same length), for splitting on `;` and `=`."""
+    if "&" not in text and "\\u" not in text:
+        return text
+    return _ESCAPED_PLACEHOLDER_RE.sub(lambda m: "\0" * len(m.group(0)), text)
 
 
 # Secret-named fields. Names are normalized: camelCase -> snake_case, lower, '-' -> '_'.
@@ -191,12 +219,19 @@ def _field_is_secret(cls: str, value: str, allow: frozenset[str]) -> bool:
 
 @dataclass(frozen=True)
 class Shape:
-    """One provider token shape; a `(?P<secret>...)` group marks the secret part (else the whole match)."""
+    """One provider token shape; a `(?P<secret>...)` group marks the secret part (else the whole match).
+
+    Most shapes start with a literal (`triggers`). A shape with no literal prefix (a Twilio key is
+    `SK` + hex, a Discord bot token base64 of a number) gives the characters it may start with in
+    `run_first` instead: it is tried where a base64-alphabet run of B64_MIN_RUN+ characters starts
+    with one of them (`_b64_runs`, found with bytes.translate, so prose pays nothing for it).
+    """
 
     kind: str
     pattern: str
     triggers: tuple[str, ...]  # lowercase literals, one of which starts every match (":// " is special)
     check: Callable[[str], bool] | None = None
+    run_first: str = ""
 
 
 def _has_digit_and_letter(v: str) -> bool:
@@ -209,6 +244,16 @@ def _basic_payload(v: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return b":" in raw
+
+
+def _discord_bot_token(v: str) -> bool:
+    """A Discord bot token's first part is the bot's numeric id in base64: a cheap, telling check."""
+    head = v.split(".", 1)[0]
+    try:
+        raw = base64.urlsafe_b64decode(head + "=" * (-len(head) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return raw.isdigit()
 
 
 _END = r"(?![A-Za-z0-9_\-])"
@@ -244,10 +289,31 @@ SHAPES: tuple[Shape, ...] = (
         ("basic",),
         _basic_payload,
     ),
+    # Shapes from gitleaks' rules (cmd/generate/config/rules/*.go in gitleaks/gitleaks): the ones
+    # users of MCP servers meet in tool results and server logs.
     Shape(
+        "azure-storage-key",  # AccountKey= in storage connection strings, SharedAccessKey= (Service Bus, Event Hubs)
+        r"(?<![A-Za-z0-9])(?i:accountkey|sharedaccesskey)=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})(?![A-Za-z0-9+/=])",
+        ("accountkey=", "sharedaccesskey="),
+    ),
+    Shape("twilio-api-key", r"(?<![A-Za-z0-9_\-])SK[0-9a-fA-F]{32}" + _END, (), _has_digit_and_letter, run_first="S"),
+    Shape("sendgrid-api-key", r"(?<![A-Za-z0-9_\-])SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _END, ("sg.",)),
+    Shape(
+        "discord-bot-token",
+        r"(?<![A-Za-z0-9_\-])[MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}" + _END,
+        (),
+        _discord_bot_token,
+        run_first="MNO",
+    ),
+    Shape("digitalocean-token", r"(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}" + _END, ("dop_v1_", "doo_v1_", "dor_v1_")),
+    Shape("databricks-token", r"(?<![A-Za-z0-9_])dapi[a-h0-9]{32}(?:-\d)?" + _END, ("dapi",)),
+    Shape(
+        # postgres://, mysql://, mongodb(+srv)://, redis:// and any other scheme. A password may
+        # hold a raw `@` (urllib and the database drivers take the *last* `@` of the authority,
+        # which ends at the first `/`, `?` or `#`), so the secret runs to that last `@`.
         "url-password",
         r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^/\s:@\"'<>\\]{0,128}:"
-        r"(?P<secret>[^/\s@\"'<>\\]{1,256})@",
+        r"(?P<secret>[^/?#\s\"'<>\\]{1,256})@",
         ("://",),
     ),
 )
@@ -279,11 +345,16 @@ _AUTH_SCHEME = re.compile(r"(?i)^(bearer|basic|token|digest|bot)\s+(\S.*)$", re.
 _CLEAN_CACHE_LEN = 96
 _CLEAN_CACHE_SIZE = 50_000
 # Characters a trigger may be gated on in could_match, the rarer in ordinary text first.
-_TRIGGER_GATES = "$<_-\\\"/.:"
+_TRIGGER_GATES = "$<_-\\\"/.:="
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{" + str(B64_MIN_RUN) + r",}={0,2}")
 _B64_ALPHABET = frozenset(string.ascii_letters + string.digits + "+/_-")
 _B64_MASK = bytes(ord("a") if chr(i) in _B64_ALPHABET else ord(" ") for i in range(256))
 _B64_NEEDLE = b"a" * B64_MIN_RUN
+
+
+def _gate(trigger: str) -> str:
+    """The character of `_TRIGGER_GATES` a trigger is grouped under ("" if it holds none)."""
+    return next((c for c in _TRIGGER_GATES if c in trigger), "")
 
 
 def _has_b64_run(text: str) -> bool:
@@ -338,7 +409,11 @@ def _ignorable_known(value: str, allow: frozenset[str]) -> bool:
         return True
     # A credential-free path or URL (a data directory, a server URL) is configuration, not a
     # secret; a URL with userinfo, a query or a fragment is kept as a secret.
-    return bool(_PLAIN_PATH_OR_URL.fullmatch(v)) and "@" not in v
+    if _PLAIN_PATH_OR_URL.fullmatch(v) and "@" not in v:
+        return True
+    # A value inside mcptape's own words would rewrite the tape's structure (config.py refuses
+    # such a secret with a message; rec warns): never a known secret.
+    return own_text(v)
 
 
 def _b64_cores(raw: bytes) -> list[str]:
@@ -368,6 +443,7 @@ def _known_forms(value: str) -> tuple[set[str], set[str]]:
     forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), f) for f in list(forms)}
     forms.add(json.dumps(value)[1:-1])
     forms.add(_json_escaped(value))
+    forms |= {html.escape(value, quote=False), html.escape(value)}  # JUnit XML, the markdown's HTML
     forms = {f for f in forms if len(f) >= KNOWN_MIN_LEN}
     cores = set(_b64_cores(value.encode("utf-8")))
     return forms, cores - forms
@@ -444,9 +520,16 @@ class _Engine:
             self._known_rx = re.compile(alternatives)
             branches.append("(?P<known>" + alternatives + ")")
         branches.append("(?P<pem>" + _PEM + ")")
+        run_branches = []
         for i, shape in enumerate(self.shapes):
             pattern = shape.pattern.replace("(?P<secret>", f"(?P<sv{i}>")
             branches.append(f"(?P<s{i}>{pattern})")
+            if shape.run_first:
+                run_branches.append(f"(?P<s{i}>{pattern})")
+        # Shapes without a literal prefix are tried where a run starts with one of their first
+        # characters; could_match tests such a run with a regex of just those shapes.
+        self._run_first = "".join(sorted({c for shape in self.shapes for c in shape.run_first}))
+        self._run_regex = re.compile("|".join(run_branches)) if run_branches else None
         branches.append("(?P<cookie>" + _COOKIE + ")")  # outer groups: lastgroup names the branch
         branches.append("(?P<kv>" + _KV + ")")
         if config.home:
@@ -473,10 +556,18 @@ class _Engine:
         # For could_match, grouped by a character each holds that prose and JSON keys seldom do
         # (`ghp_`, `sk-`, `<redacted:`): a group whose character is absent is passed over with
         # one single-character test instead of a search per literal. The rest ("") always run.
+        # A trigger holding another (`accountkey=` holds `key`) can be left out of this test: it
+        # is never present where the shorter one is not.
         groups: dict[str, list[str]] = {}
         for t in json_triggers:
-            groups.setdefault(next((c for c in _TRIGGER_GATES if c in t), ""), []).append(t)
+            if not any(o != t and o in t for o in json_triggers):
+                groups.setdefault(_gate(t), []).append(t)
         self._trigger_groups = tuple((gate, tuple(group)) for gate, group in sorted(groups.items()))
+        # scan's candidates come from every trigger (positions matter there), grouped the same way.
+        scan_groups: dict[str, list[str]] = {}
+        for t in self.triggers:
+            scan_groups.setdefault(_gate(t), []).append(t)
+        self._scan_groups = tuple((gate, tuple(group)) for gate, group in sorted(scan_groups.items()))
         # MCP's `progressToken` is in most requests of clients that ask for progress (and in the
         # responses echoing them). It holds the trigger `token`, but it is not a secret's name
         # (_EXCLUDED_NAMES), so could_match passes over the exact JSON string `"progressToken"`;
@@ -498,12 +589,15 @@ class _Engine:
         """
         if self.config.patterns or "\\u" in text or "\\/" in text or '"b64"' in text:
             return True
-        if self.config.decode:  # before the triggers: a base64 image is ruled in at its first run
-            if "%" in text:
-                return True
+        decode = self.config.decode
+        if decode and "%" in text:
+            return True
+        if decode or self._run_regex is not None:  # before the triggers: an image is ruled in at its first run
             for start, end in _b64_runs(text):
+                if self._run_shape_at(text, start):
+                    return True
                 run = text[start:end]
-                if run.lower() != run and run.upper() != run:  # mixed case: could be base64 text
+                if decode and run.lower() != run and run.upper() != run:  # mixed case: could be base64 text
                     return True
         low = text.lower()
         for harmless in self._harmless:
@@ -511,6 +605,14 @@ class _Engine:
         if "://" in low and "@" in low:
             return True
         return any(gate in low and any(t in low for t in group) for gate, group in self._trigger_groups)
+
+    def _run_shape_at(self, text: str, start: int) -> bool:
+        """Whether a run-started shape (Shape.run_first) matches at `start`, a run's first character."""
+        return (
+            self._run_regex is not None
+            and text[start] in self._run_first
+            and self._run_regex.match(text, start) is not None
+        )
 
     # -- text -------------------------------------------------------------------------------
 
@@ -526,11 +628,14 @@ class _Engine:
         if len(low) != len(text):
             return self._scan_everywhere(text)  # lower() changed lengths (rare scripts): no position map
         candidates: set[int] = set()
-        for lit in self.triggers:
-            i = low.find(lit)
-            while i != -1:
-                candidates.add(i)
-                i = low.find(lit, i + 1)
+        for gate, literals in self._scan_groups:
+            if gate and gate not in low:
+                continue
+            for lit in literals:
+                i = low.find(lit)
+                while i != -1:
+                    candidates.add(i)
+                    i = low.find(lit, i + 1)
         if "://" in low:  # the url-password branch starts at the scheme, before its trigger
             i = low.find("://")
             while i != -1:
@@ -539,6 +644,8 @@ class _Engine:
                     j -= 1
                 candidates.add(j)
                 i = low.find("://", i + 1)
+        if self._run_first and len(text) >= B64_MIN_RUN:
+            candidates.update(start for start, _ in _b64_runs(text) if text[start] in self._run_first)
         hits: list[Hit] = []
         skips: list[tuple[int, int]] = []
         pos = 0
@@ -622,7 +729,9 @@ class _Engine:
                 return None
             if _allowed_value(value, cfg.allow):
                 return None
-            return [self._named(Hit(span[0], span[1], shape.kind, value))]
+            # `Bearer ghp_...`: the token's own shape is the more telling kind.
+            kind = self._classify(value, shape.kind) if span != m.span() else shape.kind
+            return [self._named(Hit(span[0], span[1], kind, value))]
         return None
 
     def _named(self, hit: Hit) -> Hit:
@@ -651,8 +760,16 @@ class _Engine:
             return None
         value = m.group("kvv")
         vstart = m.start("kvv")
+        if _PEM_BEGIN.match(text, vstart):
+            # `"private_key": "-----BEGIN PRIVATE KEY-----\n...` (a GCP service-account key): the
+            # value is the whole block, which the pem branch takes from here to its END line.
+            return None
         scheme = _AUTH_SCHEME.match(value)
         if scheme:
+            # `Authorization: Bearer x`, `Bot x`: a shape that starts at the scheme or at the token
+            # names it (bearer-token, basic-auth, discord-bot-token); each is tested by that kind.
+            if self._shape_at(text, vstart) or self._shape_at(text, vstart + scheme.start(2)):
+                return None
             vstart += scheme.start(2)
             value = scheme.group(2)
         elif value.lower() in _SCHEMES:
@@ -661,10 +778,18 @@ class _Engine:
             return None
         return [self._named(Hit(vstart, vstart + len(value), self._classify(value, cls[1]), value))]
 
+    def _shape_at(self, text: str, pos: int) -> bool:
+        """Whether a token shape (or a known value) starts at `pos` and accepts what it matches."""
+        m = self.regex.match(text, pos)
+        group = m.lastgroup if m is not None else None
+        if m is None or group is None or not (group == "known" or (group.startswith("s") and group[1:].isdigit())):
+            return False
+        return bool(self._handle(m, group, text))
+
     def _cookie(self, offset: int, value: str) -> list[Hit]:
         hits = []
-        for pm in re.finditer(r"([^=;\s]+)=([^;]*)", value):
-            name, val = pm.group(1), pm.group(2).strip()
+        for pm in re.finditer(r"([^=;\s]+)=([^;]*)", _mask_escaped_placeholders(value)):
+            name, val = pm.group(1), value[pm.start(2) : pm.end(2)].strip()
             if name.lower() in _COOKIE_ATTRS or not val or _allowed_value(val, self.config.allow):
                 continue
             if len(val) >= ALWAYS_MIN_LEN:
@@ -678,7 +803,9 @@ class _Engine:
             lo, hi = max(0, h.start - _AWS_NEAR), min(len(text), h.end + _AWS_NEAR)
             for m in _AWS_SECRET.finditer(text, lo, hi):
                 v = m.group(0)
-                if any(c.isupper() for c in v) and any(c.islower() for c in v) and any(c.isdigit() for c in v):
+                # Mixed case and random (base64 of 30 random bytes: ~5 bits per character); not a
+                # digit required: about 1 secret key in 1000 has none (40 draws of 64, 10 digits).
+                if any(c.isupper() for c in v) and any(c.islower() for c in v) and shannon(v) >= 4.0:
                     out.append(Hit(m.start(), m.end(), "aws-secret-key", v))
         return out
 
@@ -1110,8 +1237,8 @@ class Redactor:
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
         checker = self._checker
         checker.pem_open = False
-        found: list[tuple[str, str]] = []
-        sink = _Sink(lambda kind, value, path, named: found.append((kind, path)))
+        found: list[tuple[str, str, bool]] = []
+        sink = _Sink(lambda kind, value, path, named: found.append((kind, path, named)))
         lines = text.split("\n")
         multi = len([ln for ln in lines if ln.strip()]) > 1
         for number, line in enumerate(lines, start=1):
@@ -1135,14 +1262,17 @@ class Redactor:
                 # The exact text as well: a walker bug must not hide a plain token in the bytes.
                 strict = [h for h in checker.scan(line) if h.kind not in _CONTEXT_KINDS]
                 if strict:
-                    found.append((strict[0].kind, "line text"))
+                    found.append((strict[0].kind, "line text", strict[0].named))
             if found:
-                kind, path = found[0]
-                raise SecretLeak(
-                    f"{place}: a {kind} value survived redaction (at {path}); nothing was written",
-                    hint="this is an mcptape bug: please report it; meanwhile add the value's shape to "
-                    "redact.patterns in mcptape.yml",
+                kind, path, named = found[0]
+                hint = (
+                    f"if the value of {kind} is not a secret, list it under redact.allow in mcptape.yml; "
+                    "if it is, this is an mcptape bug: please report it"
+                    if named
+                    else "this is an mcptape bug: please report it; meanwhile add the value's shape to "
+                    "redact.patterns in mcptape.yml"
                 )
+                raise SecretLeak(f"{place}: a {kind} value survived redaction (at {path}); nothing was written", hint=hint)
 
 
 # Kinds whose detection depends on context a raw JSON line garbles (escaped quotes, entropy of a
@@ -1150,6 +1280,352 @@ class Redactor:
 _CONTEXT_KINDS = frozenset(
     {"cookie", "bearer-token", "basic-auth"} | {n.replace("_", "-") for n in _ALWAYS_NAMES + _ENTROPY_NAMES}
 )
+
+
+# --------------------------------------------------------------------------------------------
+# what is a secret in the config and on the command line
+#
+# One rule for every value mcptape hands a server: `env:`, `headers:`, `command:`/`start:` and
+# `url:` in mcptape.yml (config.py), rec's argv and environment (proxy.py), and the request
+# headers `rec --listen` forwards (http_proxy.py). The values it picks become the Redactor's
+# `known` secrets; every other value is configuration and is never scrubbed.
+
+# Names are read as words (`GIT_AUTHOR_EMAIL` -> git, author, email; `apiKey` -> api, key), so a
+# word has to *be* `auth` or `token`, not merely contain it. The words come from detect-secrets'
+# KeywordDetector denylist (Yelp/detect-secrets, detect_secrets/plugins/keyword.py) and
+# gitleaks' generic-api-key rule and its allowlist (gitleaks/gitleaks,
+# cmd/generate/config/rules/generic.go): gitleaks matches substrings and then allowlists
+# `author`, `primary_key`, `public_key`, `key_id`, `secret_name`, `token_url`, `key_file`...;
+# matching words, the same names come out right without a list of exceptions to every word.
+_SECRET_WORDS_TEXT = """password passwords passwd passphrase secret secrets token tokens credential credentials
+    creds cookie cookies authorization apikey apikeys privkey privatekey keypass sessionid"""
+_SECRET_WORDS = frozenset(_SECRET_WORDS_TEXT.split())
+# Glued names: PGPASSWORD, CLIENTSECRET, AUTHTOKEN, SETCOOKIE (not TOKENIZER: the word must end so).
+_SECRET_ENDINGS = ("password", "passwd", "secret", "token", "cookie")
+# Glued key names (detect-secrets' list): APIKEY, ACCOUNTKEY... but not MONKEY, HOTKEY, TURKEY.
+_KEY_PREFIXES_TEXT = """api app auth service application account db database client secret access private signing
+    encryption master session"""
+_KEY_COMPOUNDS = frozenset(f"{p}key" for p in _KEY_PREFIXES_TEXT.split())
+# Words that only name a secret as the name's last word: BASIC_AUTH, DB_PASS, GITLAB_PAT, GPG_PRIVATE,
+# X_AMZ_SIGNATURE, but AUTH_MODE, PASS_THROUGH, PRIVATE_REGISTRY are settings.
+_LAST_WORDS = frozenset({"auth", "pass", "pw", "pwd", "pat", "private", "signature", "sig"})
+# `key` is a secret's name (API_KEY, STRIPE_KEY, SECRET_KEY, DEPLOY_KEY) unless the word before says
+# it is a database or UI key (gitleaks' allowlist: primary, foreign, public, ...).
+_PLAIN_KEY_KINDS_TEXT = """public pub primary foreign sort partition hot natural composite cache idempotency dedup
+    dedupe routing shard lookup hash range row bucket schema sequence"""
+_PLAIN_KEY_KINDS = frozenset(_PLAIN_KEY_KINDS_TEXT.split())
+# A name whose last words say it holds something *about* a secret (where it is, how long it is,
+# what it is called) is not one: TOKEN_URL, PASSWORD_FILE, API_KEY_ID, SECRET_NAME, TOKEN_TTL.
+_META_WORDS_TEXT = """id ids name names alias file files path paths dir url uri endpoint host port type kind length
+    len size min max count limit expiry expires expiration ttl timeout lifetime format mode header field param
+    prefix suffix location provider scope scopes audience issuer alg algorithm env var enabled disabled required
+    policy version label arn hint helper command cmd process pair ring store vault user username email"""
+_META_WORDS = frozenset(_META_WORDS_TEXT.split())
+# Whole names that are not what their words say: the shell's working directories.
+_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd"})
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# Headers that carry credentials whatever their value looks like (the name rule finds them too;
+# this is the list `rec --listen` and the config's `headers:` are documented with).
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "x-auth-token",
+     "private-token", "x-amz-security-token", "ocp-apim-subscription-key"}
+)  # fmt: skip
+
+
+def name_words(name: str) -> list[str]:
+    """A variable, flag or header name as lowercase words: `--api-key`, `apiKey`, `API_KEY` -> [api, key]."""
+    return [w.lower() for w in _WORD_SPLIT.split(name) if w]
+
+
+@functools.lru_cache(maxsize=4096)
+def secret_name(name: str) -> bool:
+    """Whether a name (an env var, a flag, a header, a query parameter) says its value is a secret."""
+    words = name_words(name)
+    if not words or "".join(words) in _NOT_SECRET_NAMES:
+        return False
+    # `session id` and `api key` as two words name one thing.
+    joined: list[str] = []
+    for w in words:
+        if joined and (joined[-1], w) in (("session", "id"), ("api", "key"), ("private", "key")):
+            joined[-1] += w
+        else:
+            joined.append(w)
+    last_secret = -1
+    for i, w in enumerate(joined):
+        last = i == len(joined) - 1
+        if (
+            w in _SECRET_WORDS
+            or w in _KEY_COMPOUNDS
+            or w.endswith(_SECRET_ENDINGS)
+            or (w in ("key", "keys") and not (i and joined[i - 1] in _PLAIN_KEY_KINDS))
+            or (w in _LAST_WORDS and last)
+        ):
+            last_secret = i
+    if last_secret < 0:
+        return False
+    return not any(w in _META_WORDS for w in joined[last_secret + 1 :])
+
+
+def _plain_value(value: str) -> bool:
+    """A value no name makes a secret: true/false/null, a number, a path or URL without credentials."""
+    v = value.strip()
+    return (
+        v.lower() in _IGNORABLE_KNOWN
+        or bool(_NUMBER.fullmatch(v))
+        or (bool(_PLAIN_PATH_OR_URL.fullmatch(v)) and "@" not in v)
+    )
+
+
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_\-.~]+")
+TOKEN_LIKE_MIN_LEN = 24
+TOKEN_LIKE_MIN_BITS_PER_CHAR = 4.0
+
+
+def token_like(value: str) -> bool:
+    """A value that looks random whatever its name: 24+ token characters, upper and lower case and
+    digits, and 4.0+ bits of entropy per character.
+
+    Random 24-character tokens score 4.0-4.5 (95% of them clear the bar); the mixed-case
+    identifiers, versions and paths of ordinary configuration (`ProductionDatabaseV2Primary`,
+    `gpt-4o-mini-2024-07-18`, `/srv/App2/data.json`) fall short or have a single case. Hex
+    digests and UUIDs are identifiers and are left to names (`WEBHOOK_SECRET: 6da8...`).
+    """
+    v = value.strip()
+    if len(v) < TOKEN_LIKE_MIN_LEN or not _TOKEN_CHARS.fullmatch(v):
+        return False
+    if "/" in v and ("." in v or v.startswith(("/", "~"))):
+        return False  # a path, not base64
+    if not (any(c.isupper() for c in v) and any(c.islower() for c in v) and any(c.isdigit() for c in v)):
+        return False
+    return shannon(v) >= TOKEN_LIKE_MIN_BITS_PER_CHAR
+
+
+_shape_engine: _Engine | None = None
+
+
+def _shape_of(value: str) -> str | None:
+    """The kind of token shape (SHAPES, PEM key, URL password, `Bearer x`, `key=value`) the value holds."""
+    global _shape_engine
+    if _shape_engine is None:
+        _shape_engine = _Engine(
+            _Config(known={}, patterns=[], allow=frozenset(), home=None, user=None, decode=True, salt=b""), SHAPES
+        )
+    sink = _Sink(lambda kind, value, path, named: None)
+    if _shape_engine.text(value, 0, sink) == value:
+        return None
+    return sink.last_kind or "secret"
+
+
+def secret_reason(
+    name: str, value: str, *, header: bool = False, marked: bool = False, allow: Iterable[str] = ()
+) -> str | None:
+    """Why the value a server gets under `name` is a secret, or None if it is configuration.
+
+    In order: the exact values in `allow` (`redact.allow`) and `${VAR}` references never are; a
+    value the user marks (`redact.env`, `redact.headers`) is; so is one with a token shape, a URL
+    password or a PEM key inside, one sent in a credential header, one whose name says so
+    (`secret_name`; unless the value is plainly not a secret: true, 8080, a path), and one that
+    looks random (`token_like`). `MODE: result`, `APP_ENV: production`, `AUTHOR_NAME: Alice Smith`
+    are none of these.
+    """
+    v = value.strip()
+    if not v or _allowed_value(v, frozenset(allow)):
+        return None
+    if marked:
+        return "redact.env or redact.headers marks it"
+    shape = _shape_of(v)
+    if shape is not None:
+        return f"it has a token shape ({shape})"
+    if header and (name.strip().lower() in SECRET_HEADERS or secret_name(name)):
+        return f"it is sent in the {name} header"
+    if secret_name(name) and not _plain_value(v):
+        return "its name says so"
+    if token_like(v):
+        return "it looks random (high entropy)"
+    return None
+
+
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^/?#\s]+)@")
+_URL_QUERY_PARAM = re.compile(r"([?&])([^=&#\s]+)=([^&#\s]+)")
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
+
+
+def argv_secrets(argv: Sequence[str], placeholder: str = "<redacted>") -> tuple[list[str], dict[str, str]]:
+    """The command with secret values replaced by `placeholder`, and the values (source -> value).
+
+    `--token=X` and `--api-key X` (by the flag's name, secret_reason), `API_KEY=X` (as `env`
+    takes it), `scheme://user:pass@host` and secret-named query parameters in URLs, and any other
+    argument that looks random. `-p X` never: a one-letter flag says nothing. A token-shaped
+    argument (`ghp_...`) stays for the redactor, which finds it anywhere and names its kind.
+    Plain values stay under any flag (`--key-file ./k.pem`, `--password-file`, `--token-url https://...`).
+    """
+    clean: list[str] = []
+    found: dict[str, str] = {}
+    flag: str | None = None  # the secret-named flag whose value comes next
+    for arg in argv:
+        if flag is not None:
+            if arg.startswith("-") and len(arg) > 1:
+                flag = None  # a flag without a value; look at this one normally
+            else:
+                if secret_reason(flag, arg):
+                    found[f"argv.{flag}"] = arg
+                    clean.append(placeholder)
+                else:
+                    clean.append(arg)
+                flag = None
+                continue
+        if arg.startswith("-") and len(arg) > 1:
+            name, eq, value = arg.partition("=")
+            if secret_name(name):
+                if not eq:
+                    flag = name
+                    clean.append(arg)
+                elif value and secret_reason(name, value):
+                    found[f"argv.{name}"] = value
+                    clean.append(f"{name}={placeholder}")
+                else:
+                    clean.append(arg)
+                continue
+            if eq and value and _random_unshaped(value):
+                found[f"argv.{name}"] = value
+                clean.append(f"{name}={placeholder}")
+                continue
+            clean.append(_url_secrets(arg, found, placeholder))
+            continue
+        m = _ASSIGNMENT.fullmatch(arg)
+        if m and m.group(2) and secret_reason(m.group(1), m.group(2)):
+            found[f"argv.{m.group(1)}"] = m.group(2)
+            clean.append(f"{m.group(1)}={placeholder}")
+            continue
+        stripped = _url_secrets(arg, found, placeholder)
+        if stripped == arg and not m and _random_unshaped(arg):
+            found[f"argv.{len(clean)}"] = arg
+            stripped = placeholder
+        clean.append(stripped)
+    return clean, found
+
+
+def _random_unshaped(value: str) -> bool:
+    """A random-looking value with no token shape: only knowing it finds it in the traffic. (A
+    shaped token is left in place: the redactor finds it anywhere and names its kind.)"""
+    return token_like(value) and _shape_of(value) is None
+
+
+def _url_secrets(arg: str, found: dict[str, str], placeholder: str) -> str:
+    """`arg` with URL passwords and secret query parameters replaced; the values go to `found`."""
+    if "://" not in arg and "?" not in arg:
+        return arg
+
+    def userinfo(m: re.Match[str]) -> str:
+        found[f"argv.url-password.{len(found)}"] = m.group("pw")
+        return f"{m.group('scheme')}{m.group('user')}:{placeholder}@"
+
+    def query(m: re.Match[str]) -> str:
+        if not secret_reason(unquote(m.group(2)), unquote(m.group(3))):
+            return m.group(0)
+        found[f"argv.url-query.{len(found)}"] = m.group(3)
+        return f"{m.group(1)}{m.group(2)}={placeholder}"
+
+    return _URL_QUERY_PARAM.sub(query, _URL_USERINFO.sub(userinfo, arg))
+
+
+def env_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """The secrets of an environment a server inherits (rec's), by secret_reason: `env.NAME` -> value."""
+    return {f"env.{k}": v for k, v in env.items() if secret_reason(k, v)}
+
+
+# mcptape's own text: what tapes and reports hold whatever the server said. A known secret found in
+# it would be scrubbed out of the tape's structure (every `"result"` key) and flagged in reports
+# that are only verified, so such a value is refused by the config (config.py says where) and is
+# never used as a known secret (`_ignorable_known`). Words are compared case-insensitively, and a
+# value is refused when it is *part* of one (`struct` of `structural`): known values are found
+# anywhere in the text. tests/integration/test_redact_e2e.py runs ci through every drift variant
+# and fails on a word it writes that is missing here. (A JSON path the reports compose from keys,
+# `error.message`, is not a word of its own: a secret equal to one still fails verification.)
+_OWN_TEXT = {
+    "JSON-RPC": "jsonrpc method params result error code message data",
+    "MCP methods (2024-11-05 to 2026-07-28)": """initialize ping tools/list tools/call resources/list resources/read
+        resources/templates/list resources/subscribe resources/unsubscribe prompts/list prompts/get
+        completion/complete logging/setLevel sampling/createMessage elicitation/create roots/list server/discover
+        subscriptions/listen tasks/get tasks/list tasks/result tasks/cancel ref/prompt ref/resource
+        notifications/initialized notifications/cancelled notifications/progress notifications/message
+        notifications/resources/updated notifications/resources/list_changed notifications/tools/list_changed
+        notifications/prompts/list_changed notifications/roots/list_changed notifications/elicitation/complete
+        notifications/tasks/status notifications/subscriptions/acknowledged""",
+    "MCP keys": """_meta io.modelcontextprotocol/protocolVersion io.modelcontextprotocol/clientCapabilities
+        io.modelcontextprotocol/clientInfo io.modelcontextprotocol/serverInfo io.modelcontextprotocol/logLevel
+        io.modelcontextprotocol/subscriptionId protocolVersion capabilities clientInfo serverInfo instructions
+        experimental extensions logging sampling elicitation elicitations completions listChanged subscribe
+        supported supportedVersions requiredCapabilities tools prompts resources resourceTemplates
+        resourceSubscriptions toolsListChanged promptsListChanged resourcesListChanged content contents
+        structuredContent isError inputSchema outputSchema annotations readOnlyHint destructiveHint idempotentHint
+        openWorldHint execution taskSupport description title version websiteUrl icons uriTemplate mimeType text
+        image audio resource resource_link blob arguments argument messages role assistant user nextCursor cursor
+        progressToken progress total level logger completion values hasMore reason requestId requestState
+        inputRequests inputResponses resultType cacheScope ttlMs status statusMessage taskId createdAt
+        lastUpdatedAt lastModified pollInterval metadata modelPreferences systemPrompt includeContext temperature
+        maxTokens stopSequences stopReason toolChoice toolUseId requestedSchema action context audience priority
+        costPriority speedPriority intelligencePriority cancel create application/json text/event-stream""",
+    "JSON Schema": """$schema $ref $defs type object string number integer boolean array null properties
+        required items enum const default format pattern minimum maximum exclusiveMinimum exclusiveMaximum
+        minLength maxLength minItems maxItems uniqueItems additionalProperties patternProperties anyOf oneOf allOf
+        definitions examples enumNames""",
+    "tape format (tape/)": """mcptape tape end format events crc32 name transport server command protocol
+        negotiation kind dir c2s s2c msg raw bytes detail what request response notification stderr garbage note
+        exit signal returncode side_effect http stdio streamable-http event_withheld dropped dropped_bytes
+        overflow partial_bytes interrupted recorder_error server_exited stderr_dropped .tape.jsonl""",
+    "JSON report (report/model.py)": """mcptape_report config sessions session verdict exit_code drifts
+        findings category severity path before after golden_line fresh_line call step orphans updated_golden
+        shard redactions duration_s surface diff golden fresh notes worst_exit""",
+    "verdicts, severities and finding tags (diff/)": """same updated output structural secret none info
+        breaking compatible cosmetic added removed changed order schema conformance process notification
+        side_effect result_to_error error_to_result server_request_added server_request_removed crash stdout""",
+    "JUnit (report/junit.py)": """testsuites testsuite testcase failure failures errors skipped classname
+        system-out time tests output_drift structural_drift secret_leak could_not_run encoding""",
+    "terminal and markdown reports (report/)": """verdict first drifted call error no drift redaction redacted
+        value values survived nothing written --update-golden --session --junit --json --summary --out-dir
+        mcptape.yml accept accepted accepts commit committing review reviewed intended change changes
+        re-recording tool tools prompt prompts surface details Added Removed Breaking Compatible Cosmetic Later
+        calls findings finding golden tape tapes fresh live run keeps left untouched complete completed
+        conformance message(s) anyway fails until conforms record recorded recording answer answered garbage
+        non-json non-utf-8 unknown holding longer milliseconds middle cannot character characters difference
+        property optional explain transport report terminal summary comment sticky marker could not timeout
+        timed crashed started failed start ready listen notify request""",
+}  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def _own_words() -> tuple[str, ...]:
+    kinds = {s.kind for s in SHAPES} | {n.replace("_", "-") for n in _ALWAYS_NAMES + _ENTROPY_NAMES}
+    kinds |= {"private-key", "cookie", "pattern", "home", "user", "redacted", "aws-secret-key", "secret"}
+    return tuple(sorted({w.lower() for words in _OWN_TEXT.values() for w in words.split()} | kinds))
+
+
+def own_text_secrets(known: Mapping[str, str], extra: Iterable[str] = (), allow: Iterable[str] = ()) -> list[str]:
+    """The sources of known secrets that are (or hold a part that is) mcptape's own text: they
+    cannot be scrubbed without rewriting tapes and reports, so the Redactor leaves them out and
+    config.py refuses them. `extra` adds the config's own names (sessions, servers, golden_dir)."""
+    words = tuple(extra)
+    allowed = frozenset(allow)
+    out = []
+    for source, value in known.items():
+        for _, part in _known_parts(source, value):
+            p = part.strip()
+            if len(p) < KNOWN_MIN_LEN or _allowed_value(p, allowed) or _plain_value(p):
+                continue
+            if own_text(p, words):
+                out.append(source)
+                break
+    return out
+
+
+def own_text(value: str, extra: Iterable[str] = ()) -> bool:
+    """Whether a value is, or is part of, a word of mcptape's own text (or of `extra`: the config's
+    session and server names, golden_dir), which no known secret may be (see _OWN_TEXT)."""
+    v = value.strip().lower()
+    if not v:
+        return False
+    return any(v in w for w in _own_words()) or any(v in str(w).lower() for w in extra)
 
 
 def _default_home() -> str | None:

@@ -28,10 +28,12 @@ class Planted:
 
 def _r(n: int, alphabet: str = ALNUM, rng: random.Random | None = None) -> str:
     rng = rng or random.Random()
-    # Make sure every class appears, so entropy-based rules see a real token.
+    # Make sure a digit and a capital appear (where the alphabet has them), so the rules for real
+    # tokens see one: `Bearer` wants a digit, the entropy rules mixed classes.
+    classes = [cls for cls in (string.digits, string.ascii_uppercase) if any(c in alphabet for c in cls)]
     while True:
         s = "".join(rng.choice(alphabet) for _ in range(n))
-        if n < 8 or alphabet != ALNUM or (any(c.isdigit() for c in s) and any(c.isupper() for c in s)):
+        if n < 8 or all(any(c in cls for c in s) for cls in classes):
             return s
 
 
@@ -64,6 +66,22 @@ def corpus(seed: int | None = None) -> list[Planted]:
         aws_secret = r(40, ALNUM + "/+")
     pw = r(14)
     known = r(10) + "-" + r(10, url)
+    hex_ = "0123456789abcdef"
+    # A GCP service-account key file as a tool prints it: JSON text, the key's newlines escaped.
+    gcp_body = [r(64, b64) for _ in range(6)] + [r(24, b64) + "=="]
+    gcp_key = "-----BEGIN " + "PRIVATE KEY-----\n" + "\n".join(gcp_body) + "\n-----END " + "PRIVATE KEY-----\n"
+    gcp = json.dumps(
+        {"type": "service_account", "project_id": "demo-project", "private_key_id": r(40, hex_), "private_key": gcp_key,
+         "client_email": "svc@demo-project.iam.gserviceaccount.com", "client_id": str(rng.randint(10**20, 10**21))}
+    )
+    sts_id = "AS" + "IA" + r(16, upper_num)
+    named_aws = r(40, ALNUM + "/+")
+    azure_key = base64.b64encode(rng.randbytes(64)).decode()
+    sas_key = base64.b64encode(rng.randbytes(32)).decode()
+    discord = _b64url(str(rng.randint(10**17, 10**18 - 1)).encode()) + "." + r(6, url) + "." + r(38, url)
+    basic_pw = r(16)
+    basic = base64.b64encode(f"svc-user:{basic_pw}".encode()).decode()
+    at_pw1, at_pw2 = r(8), r(8)
     items = [
         Planted("github-token", "token " + "gh" + "p_" + (v := r(36)), ("ghp_" + v,)),
         Planted("github-token", "oauth " + "gh" + "o_" + (v := r(36)), ("gho_" + v,)),
@@ -93,6 +111,32 @@ def corpus(seed: int | None = None) -> list[Planted]:
         Planted("private-key", pem, tuple(pem_body)),
         Planted("bearer-token", "Authorization: Bearer " + (v := r(40, url + ".")), (v,)),
         Planted("url-password", f"db postgres://app:{pw}@db.internal:5432/x", (pw,)),
+        # A raw `@` in the password: the secret runs to the authority's last `@`, as drivers read it.
+        Planted("url-password", f"db mysql://app:{at_pw1}@{at_pw2}@db.internal:3306/x", (f"{at_pw1}@{at_pw2}", at_pw2)),
+        Planted("url-password", "mongo mongodb+srv://app:" + (v := r(20)) + "@cluster0.example.net/db?retryWrites=true", (v,)),
+        Planted("url-password", "cache redis://:" + (v := r(18)) + "@cache.internal:6379/0", (v,)),
+        Planted("private-key", gcp, tuple(gcp_body)),
+        Planted("secret-access-key", "[default]\naws_secret_access_key = " + named_aws, (named_aws,)),
+        Planted("secret-access-key", '{"Credentials": {"SecretAccessKey": "' + (v := r(40, ALNUM + "/+")) + '"}}', (v,)),
+        Planted("aws-secret-key", f"sts {sts_id} {named_aws[::-1]}", (sts_id, named_aws[::-1])),
+        Planted(
+            "azure-storage-key",
+            f"DefaultEndpointsProtocol=https;AccountName=demo;AccountKey={azure_key};EndpointSuffix=core.windows.net",
+            (azure_key,),
+        ),
+        Planted(
+            "azure-storage-key",
+            "Endpoint=sb://demo.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;"
+            f"SharedAccessKey={sas_key}",
+            (sas_key,),
+        ),
+        Planted("twilio-api-key", "twilio " + "S" + "K" + (v := r(32, hex_)), ("SK" + v,)),
+        Planted("sendgrid-api-key", "mail " + "S" + "G." + (v := r(22, url) + "." + r(43, url)), ("SG." + v,)),
+        Planted("discord-bot-token", "Authorization: " + "Bot " + discord, (discord,)),
+        Planted("digitalocean-token", "do " + "do" + "p_v1_" + (v := r(64, hex_)), ("dop_v1_" + v,)),
+        Planted("databricks-token", "dbx " + "da" + "pi" + (v := r(32, hex_)), ("dapi" + v,)),
+        # Basic credentials outside an Authorization header: only the basic-auth detector finds them.
+        Planted("basic-auth", "upstream X-Upstream-Auth: " + "Basic " + basic, (basic, basic_pw)),
         Planted("access-token", "callback ?access" + "_token=" + (v := r(32)) + "&page=2", (v,)),
         Planted("password", '{"pass' + 'word": "' + (v := r(9, string.ascii_lowercase) + "1") + '"}', (v,)),
         Planted(KNOWN_SOURCE, "conf " + known, (known,)),

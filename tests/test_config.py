@@ -211,13 +211,12 @@ def test_interpolation_defaults_escapes_and_secrets() -> None:
     }
     assert cfg.golden_dir == "golden" and loaded.golden_dir == VALID.resolve() / "golden"
     assert cfg.client_for(cfg.sessions[1]).protocol == "2026-07-28"
+    # Secrets by redact.py's rule: a credential header, variables named like secrets. The plain
+    # header, LOG and PORT are configuration (SHARED's value is known as env.SHARED_SECRET).
     assert loaded.secrets == {
         "headers.Authorization": "Bearer tok-abc",
         "env.API_TOKEN": "tok-abc",
-        "headers.X-Static": "literal-header-value",  # literal values are secrets too
-        "env.LOG": "1",
-        "env.PORT": "8080",
-        "env.SHARED": "s3cr3t",
+        "env.SHARED_SECRET": "s3cr3t",
     }
 
 
@@ -235,10 +234,9 @@ def test_interpolation_takes_values_from_the_environment(
     server = load_config(path).config.servers["calc"]
     # ":-" uses the default for an empty variable too (as a shell does); plain ${X} keeps the empty value.
     assert server.env == {"A": "from-os-environ", "B": "fallback", "C": ""}
-    assert load_config(path).secrets == {
-        "env.A": "from-os-environ",
-        "env.B": "fallback",
-    }  # empty is no secret
+    # A secret by the variable's name; the fallback of a plainly named variable is configuration,
+    # and empty is no secret.
+    assert load_config(path).secrets == {"env.MCPTAPE_TEST_TOKEN": "from-os-environ"}
 
 
 def test_same_env_name_with_different_values_keeps_both_secrets(tmp_path: Path) -> None:

@@ -82,6 +82,12 @@ def test_a_huge_line_in_many_pieces_is_one_line() -> None:
             ["python", "server.py", "--port", "8080", "DEBUG=1"],
             [],
         ),
+        # Names are read as words (redact.secret_name): `author` is not `auth`, `auth-mode` is a setting.
+        (
+            ["srv", "--author", "Alice", "--auth-mode", "oauth", "AUTHOR_NAME=Alice Smith", "--auth", "u:pw123"],
+            ["srv", "--author", "Alice", "--auth-mode", "oauth", "AUTHOR_NAME=Alice Smith", "--auth", REDACTED],
+            ["u:pw123"],
+        ),
     ],
 )
 def test_secret_values_are_stripped_from_the_command(

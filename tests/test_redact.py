@@ -7,12 +7,15 @@ message so a failing run can be reproduced with REDACT_SEED=<seed>.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 import random
 import re
 from typing import Any
 from urllib.parse import quote
+from xml.sax.saxutils import escape as xml_escape
+from xml.sax.saxutils import quoteattr
 
 import pytest
 
@@ -94,6 +97,23 @@ def test_corpus_has_at_least_20_shapes_generated_now() -> None:
     assert corpus(SEED + 1)[0].values != PLANTED[0].values  # random, not fixed literals
 
 
+def test_every_token_shape_has_a_corpus_entry() -> None:
+    # With the next test, deleting any detector fails the suite: its entry is found by no other.
+    assert {s.kind for s in redact.SHAPES} <= {p.kind for p in PLANTED}
+
+
+def test_every_planted_secret_is_found_by_its_own_detector() -> None:
+    """The kind counted is the entry's own: a carrier another detector would also catch (the
+    `Authorization:` name catches any `Bearer x`) still fails here when its detector is gone."""
+    wrong = []
+    for p in PLANTED:
+        r = make_redactor()
+        out = r.redact_text(p.carrier)
+        if p.kind not in r.counts or leaks(out, [p]):
+            wrong.append(f"{p.kind}: counted {sorted(r.counts)}")
+    assert not wrong, f"seed {SEED}: {wrong}"
+
+
 @pytest.mark.parametrize("form", sorted(FORMS))
 def test_no_planted_secret_survives_redact_event(form: str) -> None:
     failures = []
@@ -129,6 +149,88 @@ def test_no_planted_secret_survives_redact_text(form: str) -> None:
         assert not leaks(out, [p]), f"seed {SEED}: {p.kind} survived redact_text in {form}"
         r.verify(out, "text")
         assert r.redact_text(out) == out, f"seed {SEED}: redaction of {p.kind} is not idempotent"
+
+
+def test_gcp_service_account_key_is_redacted_whole_at_every_nesting() -> None:
+    """The key file as a tool's text (escaped newlines), that text inside a JSON result, and that
+    result as the text of another: the body never survives, the rest of the file does."""
+    gcp = next(p for p in PLANTED if p.kind == "private-key" and "service_account" in p.carrier)
+    nested = [gcp.carrier]
+    for _ in range(3):
+        nested.append(json.dumps({"file": nested[-1]}))
+    r = make_redactor()
+    for level, text in enumerate(nested):
+        out = r.redact_text(text)
+        assert not leaks(out, [gcp]), f"seed {SEED}: key body survives at nesting {level}"
+        assert "svc@demo-project.iam.gserviceaccount.com" in out and "<REDACTED:private-key#" in out
+        r.verify(out, f"nesting {level}")
+        events = call_events("show key", result(text))
+        data = tape_bytes(make_header("t"), [r.redact_event(e) for e in events]).decode()
+        assert not leaks(data, [gcp]), f"seed {SEED}: key body in a tape at nesting {level}"
+        r.verify(data, "tape")
+    # The fault it fixes: the `private_key` field rule took only `-----BEGIN` and left the body.
+    assert r.redact_text(gcp.carrier).count("-----") == 0
+
+
+def test_a_raw_at_in_a_url_password_is_part_of_the_password() -> None:
+    r = make_redactor()
+    out = r.redact_text("mysql://app:p4ss@w0rd@db.internal/x and https://u:pw@host?next=me@x")
+    assert out == "mysql://app:<REDACTED:url-password>@db.internal/x and https://u:<REDACTED:url-password>@host?next=me@x"
+
+
+# The placeholders a report can hold, then each escaping a report format applies to its text.
+PLACEHOLDER_TEXT = (
+    "db postgres://app:<REDACTED:url-password>@db.internal:5432/x Authorization: Bearer <REDACTED:bearer-token#89abcdef> "
+    "password=<REDACTED:password> <HOME>/x by <USER>; Cookie: sid=<REDACTED:cookie#0123abcd>; lang=<REDACTED:cookie>"
+)
+ESCAPINGS: dict[str, Any] = {
+    "xml-text": xml_escape,
+    "xml-attribute": quoteattr,
+    "html": lambda t: html.escape(t, quote=True),
+    "html-entities": lambda t: t.replace("<", "&#60;").replace(">", "&#x3E;"),
+    "json": lambda t: json.dumps({"error": t}, ensure_ascii=False, indent=2),
+    "json-ascii": lambda t: json.dumps({"error": "step 1 · tools/call \u2192 " + t}, ensure_ascii=True),
+    "json-html-safe": lambda t: json.dumps({"error": t}).replace("<", "\\u003c").replace(">", "\\u003e"),
+}
+
+
+@pytest.mark.parametrize("escaping", sorted(ESCAPINGS))
+def test_no_report_escaping_makes_a_placeholder_look_like_a_secret(escaping: str) -> None:
+    text = ESCAPINGS[escaping](PLACEHOLDER_TEXT)
+    assert "REDACTED:url-password" in text
+    r = make_redactor()
+    r.verify(text, escaping)  # `&lt;REDACTED:url-password&gt;` once read as a URL password (exit 4)
+    assert r.redact_text(text) == text and r.counts == {}
+    # Positive control: a real password in the same escaped text is still found.
+    with pytest.raises(SecretLeak, match="url-password"):
+        r.verify(ESCAPINGS[escaping](PLACEHOLDER_TEXT.replace("<REDACTED:url-password>", "Hunter2pw9")), escaping)
+
+
+def test_junit_and_markdown_reports_keep_placeholders_and_pass_verification() -> None:
+    from mcptape.report.junit import junit_xml
+    from mcptape.report.markdown import render_comment, render_summary
+    from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult
+
+    message = "postgres://app:<REDACTED:url-password>@db v1 → postgres://app:<REDACTED:url-password>@db v2"
+    finding = Finding(category="result", severity="output", path="result.content[0].text", message=message)
+    drift = Drift(call=CallRef(method="tools/call", name="echo", arguments={"text": message}), findings=[finding])
+    session = SessionResult(name="urls", verdict="output", diff=DiffResult(verdict="output", drifts=[drift]),
+                            redactions={"url-password": 1})
+    report = RunReport(config="mcptape.yml", sessions=[session])
+    r = make_redactor()
+    xml = junit_xml(report)
+    assert "&lt;REDACTED:url-password&gt;" in xml
+    r.verify(xml, "JUnit report")
+    for doc in (render_summary(report, redactor=r), render_comment(report, "mcptape.yml", redactor=r)):
+        assert "REDACTED:url-password" in doc and "Hunter" not in doc
+        r.verify(doc, "markdown")
+
+
+def test_known_values_are_found_html_escaped() -> None:
+    value = 'p<w>"&q-9Zx41'
+    r = Redactor(known={"env.DB_PASSWORD": value}, home=None, user=None)
+    for text in (html.escape(value), html.escape(value, quote=False)):
+        assert r.redact_text(f"<failure>{text}</failure>") == "<failure><REDACTED:env.DB_PASSWORD></failure>"
 
 
 def test_pem_key_printed_line_by_line_on_stderr_is_redacted_whole() -> None:
@@ -219,6 +321,16 @@ NEGATIVE_CONTROLS = [
     "sha256:" + "ab" * 32,
     "Bearer authentication is described in RFC 6750",
     "the token field is optional; set password: via env",
+    # Plain configuration, as servers echo it: never a secret.
+    "MODE=result LOG_LEVEL=verbose APP_ENV=production REGION=eu-west-1 session production-smoke",
+    "AUTHOR_NAME=Alice Smith GIT_AUTHOR_EMAIL=alice@example.com --author Alice --auth-mode oauth",
+    # Near misses of the new shapes.
+    "postgres://db.internal:5432/app mongodb+srv://cluster0.example.net/test redis://cache:6379/0",
+    "https://example.com:8443/users/@alice and mailto:bob@example.com",
+    "DefaultEndpointsProtocol=https;AccountName=demo;AccountKey=short;EndpointSuffix=core.windows.net",
+    "SKIP_THE_REMAINING_STEPS_PLEASE SKU-0123456789abcdef0123456789abcdef msg.result.content",
+    "sg.example.com dapivirine do_v1_ OTHER.tokens.here MTIz.abc.def",
+    "Twilio SID AC0123456789abcdef0123456789abcdef (an account id, not a key)",
 ]
 
 

@@ -18,14 +18,17 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from mcptape import redact
 from mcptape.jsonrpc import dumps
-from mcptape.redact import Redactor
+from mcptape.redact import Redactor, own_text
 from mcptape.tape import EventBuilder, make_header, read_tape, stderr_event
 from mcptape.tape.format import write_atomic
 from mcptape.transports.stdio import StdioTransport, minimal_env
@@ -180,3 +183,209 @@ def test_scripted_pipeline_writes_a_clean_golden_tape(tmp_path: Path) -> None:
     assert len(redactor.counts) >= 20
     assert read_tape(out).complete
 
+
+
+# --- what is a secret: configuration stays, secrets go, through real mcptape processes -------------
+
+CALC = [sys.executable, str(FIXTURES / "servers" / "calc_server.py")]
+PLAIN_ENV = {  # the issue's plain values: each once made every run exit 4 or rewrote the golden
+    "MODE": "result",
+    "LOG_LEVEL": "verbose",
+    "APP_ENV": "production",
+    "REGION": "eu-west-1",
+    "AUTHOR_NAME": "Alice Smith",
+    "DATA": "tools/list",
+    "FORMAT": "session",
+    "OUTPUT": "golden",
+}
+
+
+def ci_config(directory: Path, servers: str, sessions: str, extra: str = "") -> Path:
+    path = directory / "mcptape.yml"
+    path.write_text(f"version: 1\nservers:\n{servers}sessions:\n{sessions}{extra}", encoding="utf-8")
+    return path
+
+
+def run_ci(config: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    run_env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "VARIANT", "MSG")}
+    run_env.update(PYTHONPATH=str(ROOT), **env)
+    return subprocess.run(
+        mcptape_command("ci", "-c", str(config), *args),
+        capture_output=True, text=True, env=run_env, cwd=config.parent, timeout=WAIT,
+    )  # fmt: skip
+
+
+def calc_server_block(env: dict[str, str]) -> str:
+    lines = "".join(f"      {k}: {json.dumps(v)}\n" for k, v in env.items())
+    return (
+        f"  calc:\n    command: {json.dumps(CALC)}\n    env:\n"
+        '      MCPTAPE_FIXTURE_VARIANT: "${VARIANT:-identical}"\n' + lines
+    )
+
+
+def test_ci_plain_env_values_are_configuration_not_secrets(tmp_path: Path) -> None:
+    session = "  - name: production-smoke\n    server: calc\n    steps:\n      - list_tools\n      - call: add\n        arguments: {a: 2, b: 3}\n"
+    config = ci_config(tmp_path, calc_server_block(PLAIN_ENV), session)
+    proc = run_ci(config, "--update-golden")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    golden = (tmp_path / "tapes" / "production-smoke.tape.jsonl").read_text(encoding="utf-8")
+    assert golden.count('"result"') >= 2 and '"method":"tools/list"' in golden and "REDACTED" not in golden
+    assert '"name":"production-smoke"' in golden
+    proc = run_ci(config, "--json", "r.json", "--junit", "r.xml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # Positive control, same config: a removed tool is structural drift (exit 2), as it should be,
+    # not output drift (1) because a "tools/list" value rewrote the method name.
+    proc = run_ci(config, "--json", "r.json", "--junit", "r.xml", VARIANT="removed_tool")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "tools/list" in proc.stdout and "removed" in proc.stdout
+
+
+def _echo_config(tmp_path: Path, token: str) -> Path:
+    servers = (
+        f"  echo:\n    command: {json.dumps(SERVER)}\n    env:\n"
+        '      CALC_TOKEN: "${CALC_TOKEN}"\n      APP_ENV: production\n'
+    )
+    session = (
+        "  - name: echo-secrets\n    server: echo\n    steps:\n"
+        "      - call: echo_env\n        arguments: {name: CALC_TOKEN}\n"
+        "      - call: echo_result\n"
+        '        arguments: {text: "db postgres://app:Hunter2pw9x@db.internal:5432/x token ${CALC_TOKEN} ${MSG}"}\n'
+    )
+    return ci_config(tmp_path, servers, session)
+
+
+def test_ci_a_real_secret_reaches_no_golden_report_or_terminal(tmp_path: Path) -> None:
+    token = "kQ7" + os.urandom(12).hex() + "Zr"
+    config = _echo_config(tmp_path, token)
+    proc = run_ci(config, "--update-golden", CALC_TOKEN=token, MSG="v1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    outputs = [proc.stdout, proc.stderr]
+    # The gate run: output drift (the message changed), every report written, no exit 4.
+    proc = run_ci(config, "--json", "r.json", "--junit", "r.xml", "--summary", "s.md", "--out-dir", "fresh",
+                  CALC_TOKEN=token, MSG="v2")  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    config_text = config.read_text(encoding="utf-8")  # holds the literal URL password: the user wrote it
+    outputs += [proc.stdout, proc.stderr, all_written(tmp_path).replace(config_text, "")]
+    planted = [Planted("env.CALC_TOKEN", token, (token,)), Planted("url-password", "", ("Hunter2pw9x",))]
+    assert not leaks("\n".join(outputs), planted)
+    golden = (tmp_path / "tapes" / "echo-secrets.tape.jsonl").read_text(encoding="utf-8")
+    assert "<REDACTED:env.CALC_TOKEN>" in golden and "<REDACTED:url-password>" in golden
+    assert "production" in golden or "APP_ENV" not in golden  # plain env is not scrubbed from anything
+    # --junit with a redacted URL password: the XML holds the escaped placeholder (once exit 4).
+    xml = (tmp_path / "r.xml").read_text(encoding="utf-8")
+    assert "postgres://app:&lt;REDACTED:url-password&gt;@db.internal" in xml
+    # The markdown a PR gets, from the same report: placeholders intact, verification passes.
+    from mcptape.config import load_config
+    from mcptape.report.markdown import render_comment, render_summary
+    from mcptape.report.model import RunReport
+
+    report = RunReport.from_dict(json.loads((tmp_path / "r.json").read_text(encoding="utf-8")))
+    redactor = Redactor(known=load_config(config, env={"CALC_TOKEN": token, "MSG": "v2"}).secrets)
+    for doc in (render_summary(report, redactor=redactor), render_comment(report, "mcptape.yml", redactor=redactor)):
+        assert "REDACTED:url-password" in doc and not leaks(doc, planted)
+    # No drift: exit 0, and the JUnit report is written.
+    proc = run_ci(config, "--junit", "r0.xml", CALC_TOKEN=token, MSG="v1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'failures="0"' in (tmp_path / "r0.xml").read_text(encoding="utf-8")
+
+
+def test_ci_refuses_a_secret_that_is_mcptape_own_text_with_exit_3(tmp_path: Path) -> None:
+    env = {**PLAIN_ENV, "API_TOKEN": "result"}
+    session = "  - name: smoke\n    server: calc\n    steps: [list_tools]\n"
+    config = ci_config(tmp_path, calc_server_block(env), session)
+    line = next(i for i, text in enumerate(config.read_text(encoding="utf-8").splitlines(), 1) if "API_TOKEN" in text)
+    for args in ((), ("--update-golden",)):
+        proc = run_ci(config, *args)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        assert f"{config}:{line}: servers.calc.env.API_TOKEN: env.API_TOKEN is a secret" in proc.stderr
+        assert "redact.allow" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "tapes").exists()
+    # The fix it names: allowed, the value is configuration and the run passes.
+    config.write_text(config.read_text(encoding="utf-8") + "redact:\n  allow: [result]\n", encoding="utf-8")
+    assert run_ci(config, "--update-golden").returncode == 0
+
+
+def test_rec_keeps_plain_arguments_and_environment_and_scrubs_secrets(tmp_path: Path) -> None:
+    token = "kQ7" + os.urandom(12).hex() + "Zr"
+    flagged = "t0k-" + os.urandom(6).hex()
+    tape = tmp_path / "plain.tape.jsonl"
+    server = [*SERVER, "--author", "Alice", "--auth-mode", "oauth", "--token", flagged]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AUTHOR_NAME": "Alice Smith", "GIT_AUTHOR_EMAIL": "alice@example.com",
+           "SERVICE_API_TOKEN": token, "LEGACY_TOKEN": "result"}  # fmt: skip
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+         "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ] + [
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "echo_env", "arguments": {"name": name}}}
+        for i, name in enumerate(("AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "SERVICE_API_TOKEN"), start=2)
+    ]  # fmt: skip
+    stdin = b"".join(dumps(m).encode() + b"\n" for m in lines)
+    proc = subprocess.run(mcptape_command("rec", "--out", str(tape), "--", *server), input=stdin,
+                          capture_output=True, cwd=tmp_path, env=env, timeout=WAIT)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    recorded = read_tape(tape)
+    command = recorded.header["server"]["command"]
+    assert command[-6:] == ["--author", "Alice", "--auth-mode", "oauth", "--token", "<redacted>"]
+    answers = [e["msg"]["result"]["content"][0]["text"] for e in recorded.events
+               if e.get("kind") == "response" and e["msg"]["id"] >= 2]  # fmt: skip
+    assert answers == ["Alice Smith", "alice@example.com", "<REDACTED:env.SERVICE_API_TOKEN>"]
+    written = tape.read_text(encoding="utf-8") + proc.stderr.decode(errors="replace")
+    assert token not in written and flagged not in written
+    # A secret-named variable whose value is a protocol word: said on stderr, never scrubbed
+    # (every "result" key of the tape would go).
+    assert "mcptape rec: env.LEGACY_TOKEN: its value is also a word of MCP" in proc.stderr.decode()
+    assert all("result" in e["msg"] for e in recorded.events if e.get("kind") == "response")
+
+
+_WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_/\-$]*")
+
+
+def _tape_strings(obj: Any, key: str | None = None) -> Iterator[str]:
+    """The server's (and the config's) strings in a tape: values, not keys, methods or event kinds."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _tape_strings(v, k)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _tape_strings(v, key)
+    elif isinstance(obj, str) and key not in ("method", "kind", "dir", "mcptape", "transport"):
+        yield obj
+
+
+def test_the_words_mcptape_writes_are_its_own_text(tmp_path: Path) -> None:
+    """Every word a ci run writes that did not come from the server or the config (report words,
+    JSON keys, method names, tags) is mcptape's own text: a secret equal to one is refused at load,
+    instead of being scrubbed out of every tape or failing every report with exit 4."""
+    sessions = (
+        "  - name: s1\n    server: calc\n    steps:\n      - list_tools\n      - call: add\n        arguments: {a: 2, b: 3}\n"
+        "      - call: divide\n        arguments: {a: 1, b: 0}\n      - list_resources\n      - list_prompts\n"
+        "  - name: s2\n    server: calc\n    steps: [list_tools, ping]\n"
+    )
+    config = ci_config(tmp_path, calc_server_block({}), sessions)
+    written = [run_ci(config, "--update-golden").stdout]
+    variants = ("identical", "removed_tool", "added_tool", "changed_result", "result_to_error", "error_code",
+                "error_message", "description", "optional_param", "required_param", "notes")  # fmt: skip
+    for variant in variants:
+        out = tmp_path / variant
+        proc = run_ci(config, "--json", f"{out}.json", "--junit", f"{out}.xml", "--summary", f"{out}.md",
+                      "--out-dir", str(out), VARIANT=variant)  # fmt: skip
+        assert proc.returncode in (0, 1, 2), proc.stdout + proc.stderr
+        written.append(proc.stdout + proc.stderr)
+    data = {"s1", "s2", "calc", "tapes", *tmp_path.parts, *variants}  # the config's names and our paths
+    tapes = [*tmp_path.glob("tapes/*.jsonl"), *tmp_path.glob("*/*.tape.jsonl")]
+    for tape in tapes:
+        for line in tape.read_text(encoding="utf-8").splitlines():
+            for text in _tape_strings(json.loads(line)):
+                data |= {w.lower() for w in _WORD.findall(text)}
+    written += [p.read_text(encoding="utf-8") for p in [*tmp_path.glob("*.*"), *tapes] if p.name != "mcptape.yml"]
+    not_own = set()
+    for word in _WORD.findall("\n".join(written)):
+        # A method name is one word; a path's parts come from the config (golden_dir, session names).
+        for part in [word] if own_text(word) else word.split("/"):
+            part = part.strip("-")
+            if len(part) >= redact.KNOWN_MIN_LEN and part.lower() not in data and not own_text(part):
+                not_own.add(part)
+    assert not not_own, f"words mcptape writes that redact.own_text does not know: {sorted(not_own)}"
+    # Positive control: a word mcptape never writes is not own text, so real secrets are not refused.
+    assert not own_text("Hunter2pw9x") and "Hunter2pw9x".lower() not in data
