@@ -24,7 +24,9 @@ from tests.conftest import CALC_SERVER, ROOT, user_env
 from tests.integration.http_helpers import HTTP_CALC, free_port
 from tests.test_packaging import declared_import_names
 
-RUNS = 25
+# The race showed about 4 runs in 10: 12 runs miss it with odds under 1 in 400, and the audit-hook
+# test below checks its cause directly, every run.
+RUNS = 12
 
 CONFIG = """\
 version: 1
