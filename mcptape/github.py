@@ -104,7 +104,7 @@ def pull_request_from_event(env: Mapping[str, str]) -> PullRequest | None:
     try:
         with open(path, encoding="utf-8") as fh:
             event = json.load(fh)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         raise GitHubError(f"{path}: cannot read the GitHub event file: {e}") from e
     pr = event.get("pull_request") or {}
     number = pr.get("number") or event.get("number")

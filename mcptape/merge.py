@@ -48,6 +48,8 @@ def read_report(path: str, hint: str) -> tuple[RunReport, dict[str, Any]]:
         data = json.loads(text)
     except ValueError as e:
         raise McptapeError(f"{path}: not a JSON report: {e}", hint=hint) from e
+    except RecursionError as e:  # a report mcptape wrote nests a few levels; this one is not one
+        raise McptapeError(f"{path}: not a JSON report: nested too deep to read", hint=hint) from e
     if not isinstance(data, dict) or "mcptape_report" not in data:
         raise McptapeError(f'{path}: not an mcptape JSON report (no "mcptape_report" field)', hint=hint)
     if data["mcptape_report"] != 1:

@@ -129,3 +129,14 @@ def test_a_malformed_report_given_to_comment_is_exit_3_naming_the_file(tmp_path:
     proc = run(tmp_path, "comment", "--body", str(body), "--pr", "1", "--repo", "acme/calc")
     assert proc.returncode == 3
     assert proc.stderr.startswith(f"mcptape comment: {body}: not a valid mcptape JSON report: "), proc.stderr
+
+
+@pytest.mark.parametrize("command", ["merge", "comment"])
+def test_a_report_nested_past_what_json_reads_is_exit_3_naming_the_file(tmp_path: Path, command: str) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"mcptape_report": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    args = ["merge", str(deep)] if command == "merge" else ["comment", "--body", str(deep), "--pr", "1", "--repo", "acme/calc"]
+    proc = run(tmp_path, *args)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.startswith(f"mcptape {command}: {deep}: not a JSON report: nested too deep to read"), proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
