@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
-import fnmatch
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -28,32 +26,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.checkout import checkout_files, clean_copy
 from tests.conftest import ROOT
 
 BUILD_TIMEOUT = 300
 REPOSITORY = "https://github.com/mcptape/action"
 # Tracked files that only serve this repository's own CI, not a build or a test run.
 NOT_SHIPPED = (".github/", ".ci/", ".gitignore")
-# What is never part of a checkout (used where there is no git to ask, as in an unpacked sdist).
-NOT_SOURCE = (".git", ".venv", "node_modules", "__pycache__", "*.egg-info", ".pytest_cache", ".mypy_cache",
-              ".ruff_cache", "build", "dist", ".mcptape", "results.json", "*.pyc")
-
-
-def checkout_files(root: Path = ROOT) -> list[str]:
-    """The files a fresh clone has (tracked, or new and not ignored), relative to `root`."""
-    if (root / ".git").exists() and shutil.which("git"):
-        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                             cwd=root, capture_output=True, check=True, timeout=60).stdout
-        return sorted(p for p in out.decode("utf-8").split("\0") if p and (root / p).is_file())
-    files = []
-    for top, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if not _not_source(d)]
-        files += [(Path(top) / n).relative_to(root).as_posix() for n in names if not _not_source(n)]
-    return sorted(files)
-
-
-def _not_source(name: str) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in NOT_SOURCE)
 
 
 def warnings_in(build_output: str) -> list[str]:
@@ -70,13 +49,6 @@ def build_env() -> dict[str, str]:
 def run_build(source: Path, outdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "build", *args, "--outdir", str(outdir), str(source)],
                           capture_output=True, text=True, timeout=BUILD_TIMEOUT, env=build_env())
-
-
-def clean_copy(dest: Path) -> Path:
-    for rel in checkout_files():
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, dest / rel)
-    return dest
 
 
 @dataclass
