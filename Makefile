@@ -1,13 +1,16 @@
 # Two commands from a fresh clone: `make demo` (the main job on the bundled example) and
-# `make test` (the whole suite). Both install what they need first.
+# `make test` (the whole suite). Both install what they need first: the demo only the Python
+# venv (its calc server is plain Python), the tests also the npm reference servers (Node + npm).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 NODE_DIR := fixtures/node
 
-.PHONY: install demo test lint bench clean
+.PHONY: install install-python install-node demo test lint bench clean
 
-install: $(VENV)/.installed $(NODE_DIR)/node_modules/.installed
+install: install-python install-node
+install-python: $(VENV)/.installed
+install-node: $(NODE_DIR)/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,16 +22,17 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/packag
 	cd $(NODE_DIR) && npm ci --silent --no-audit --no-fund
 	touch $@
 
-demo: install
+demo: install-python
 	$(BIN)/python fixtures/example/demo.py
 
 test: install
 	$(BIN)/python -m pytest -q
 
-lint: install
+lint: install-python
 	$(BIN)/ruff check mcptape tests bench
 	$(BIN)/mypy
 
+# bench_http.py measures rec --listen against the npm server-everything (the README figure).
 bench: install
 	$(BIN)/python -m bench
 
