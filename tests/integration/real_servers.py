@@ -104,7 +104,6 @@ def python_release(release: str) -> Path:
     marker = venv / ".requirements"
     wanted = "\n".join(requirements) + "\n"
     CACHE.mkdir(exist_ok=True)
-    (CACHE / ".gitignore").write_text("*\n", encoding="utf-8")
     with open(CACHE / f"{release}.lock", "w", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if marker.exists() and marker.read_text(encoding="utf-8") == wanted and python.exists():

@@ -188,15 +188,16 @@ def test_rec_listen_logs_a_client_disconnect_in_one_line(tmp_path: Path) -> None
 
     need_tools()
     port = free_port()
-    with background(["node", str(node_release("everything")), "streamableHttp"], port, env={"PORT": str(port)}):
-        with mcptape_listening("rec", "--out", str(tmp_path / "dropped.tape.jsonl"),
-                               "--upstream", f"http://127.0.0.1:{port}/mcp") as listening:
-            host, _, rest = listening.url.removeprefix("http://").partition(":")
-            for _ in range(3):
-                with socket.create_connection((host, int(rest.split("/")[0])), timeout=10) as sock:
-                    sock.sendall(b"POST /mcp HTTP/1.1\r\n")  # half a request: rec is reading the rest
-                    time.sleep(0.5)
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    upstream = background(["node", str(node_release("everything")), "streamableHttp"], port, env={"PORT": str(port)})
+    recorder = mcptape_listening("rec", "--out", str(tmp_path / "dropped.tape.jsonl"),
+                                 "--upstream", f"http://127.0.0.1:{port}/mcp")
+    with upstream, recorder as listening:
+        host, _, rest = listening.url.removeprefix("http://").partition(":")
+        for _ in range(2):
+            with socket.create_connection((host, int(rest.split("/")[0])), timeout=10) as sock:
+                sock.sendall(b"POST /mcp HTTP/1.1\r\n")  # half a request: rec is reading the rest
+                time.sleep(0.5)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     assert listening.returncode == 0, listening.stderr
     assert "Traceback" not in listening.stderr, listening.stderr
 
