@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,7 +185,6 @@ def test_rec_listen_logs_a_client_disconnect_in_one_line(tmp_path: Path) -> None
     # waits for its next request; the clients above do so now and then when they close.
     import socket
     import struct
-    import time
 
     need_tools()
     port = free_port()
@@ -196,7 +196,7 @@ def test_rec_listen_logs_a_client_disconnect_in_one_line(tmp_path: Path) -> None
         for _ in range(2):
             with socket.create_connection((host, int(rest.split("/")[0])), timeout=10) as sock:
                 sock.sendall(b"POST /mcp HTTP/1.1\r\n")  # half a request: rec is reading the rest
-                time.sleep(0.5)
+                time.sleep(1.0)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     assert listening.returncode == 0, listening.stderr
     assert "Traceback" not in listening.stderr, listening.stderr
@@ -208,6 +208,8 @@ def test_two_rec_tapes_of_an_unchanged_time_server_are_the_same(tmp_path: Path) 
     steps: list[list[object]] = [["list_tools"], ["call", "get_current_time", {"timezone": "Asia/Tokyo"}]]
     server = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
     for n in (1, 2):
+        if n == 2:
+            time.sleep(1.1)  # the clock's seconds must move between the two recordings
         drive("sdk", "stdio", rec_argv(tmp_path / f"time-{n}.tape.jsonl", server), steps)
     assert_same(diff(tmp_path / "time-1.tape.jsonl", tmp_path / "time-2.tape.jsonl"))
 
