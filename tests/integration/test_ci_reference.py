@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, mcptape_command, node_server, user_env
+from tests.integration.real_servers import GIT_ENV
 
 pytestmark = pytest.mark.node
 
@@ -124,18 +125,6 @@ normalize:
     replace: "<FILE_TIME>"
     reason: "filesystem: get_file_info prints the file's times, which differ per checkout"
 """
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Tape Author",
-    "GIT_AUTHOR_EMAIL": "author@example.invalid",
-    "GIT_COMMITTER_NAME": "Tape Author",
-    "GIT_COMMITTER_EMAIL": "author@example.invalid",
-    "GIT_AUTHOR_DATE": "2024-01-02T03:04:05+00:00",
-    "GIT_COMMITTER_DATE": "2024-01-02T03:04:05+00:00",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
 
 def make_workspace(root: Path) -> Path:
     if shutil.which("git") is None or shutil.which("node") is None:
