@@ -54,7 +54,7 @@ def child(golden: str, fresh: str) -> None:
     import gc
 
     from mcptape.diff import diff_tapes
-    from mcptape.diff.command import read_pair
+    from mcptape.tape.reader import read_pair
 
     gc.disable()  # as run_diff does while reading
     t0, c0 = time.perf_counter(), time.process_time()

@@ -36,7 +36,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench._common import compile_package, spinning  # noqa: E402
-from mcptape.tape import C2S, S2C, EventBuilder, TapeWriter, make_header  # noqa: E402
+from mcptape.tape.events import C2S, S2C, EventBuilder  # noqa: E402
+from mcptape.tape.format import TapeWriter, make_header  # noqa: E402
 
 CALC = [sys.executable, str(ROOT / "fixtures" / "servers" / "calc_server.py")]
 INIT = {

@@ -19,7 +19,7 @@ choke point where redaction is verified (redact.py); a secret that survives fail
 Sessions run in worker threads, so everything the session pipeline imports is imported here, at
 module level, in the main thread, before any worker starts (see the imports below): a first
 import racing in two threads can hand one of them a partially initialized module. Files are
-written with tape.format.write_atomic, whose OSErrors are WriteErrors (exit 3); a golden or fresh
+written with tape.atomic.write_atomic, whose OSErrors are WriteErrors (exit 3); a golden or fresh
 tape that cannot be written fails its session, a report that cannot be written fails the run.
 """
 
@@ -68,16 +68,10 @@ from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.redact import Redactor
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult, worst_exit
 from mcptape.sandbox import Sandbox
+from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import recording_notes
-from mcptape.tape.format import (
-    TAPE_SUFFIX,
-    Tape,
-    make_footer,
-    make_header,
-    read_tape,
-    tape_bytes,
-    write_atomic,
-)
+from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
+from mcptape.tape.reader import read_tape
 from mcptape.transports.factory import open_transport
 
 UPDATE_HINT = "mcptape ci --update-golden"

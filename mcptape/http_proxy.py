@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 from mcptape.errors import EXIT_OK, ConfigError, SecretLeak
 from mcptape.http_serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, say, serve_until_stopped
 from mcptape.jsonrpc import loads_depth
-from mcptape.tape import C2S, S2C, TAPE_SUFFIX, EventBuilder, TapeWriter, make_header, note_event
-from mcptape.tape.events import deep_note
+from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
+from mcptape.tape.format import TAPE_SUFFIX, TapeWriter, make_header
 from mcptape.transports.http import SseParser, new_client, parse_json_messages
 
 if TYPE_CHECKING:

@@ -234,7 +234,7 @@ def run_merge(args: argparse.Namespace) -> int:
     """`mcptape merge REPORT... [--json FILE] [--summary FILE]`: one verdict, summary and PR comment."""
     from mcptape.ci import emit, make_redactor, render_terminal
     from mcptape.redact import Redactor
-    from mcptape.tape.format import write_atomic
+    from mcptape.tape.atomic import write_atomic
 
     shards = [load_report(p) for p in args.reports]
     loaded, config_path = _load_config(args, shards[0].report.config)

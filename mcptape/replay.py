@@ -79,8 +79,9 @@ from typing import Any
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
 from mcptape.jsonrpc import classify, dumps, id_key, loads, top_level_span
 from mcptape.logsafe import safe_log
-from mcptape.tape import C2S, S2C, Event, Tape, read_tape, wire_text
-from mcptape.tape.format import parse_lines, written_verbatim
+from mcptape.tape.events import C2S, S2C, wire_text
+from mcptape.tape.format import Event, Tape
+from mcptape.tape.reader import parse_lines, read_tape, written_verbatim
 
 MISS_CODE = -32603
 PARSE_ERROR = -32700
@@ -1256,7 +1257,7 @@ class TapeStream:
     _OUR_ORDER = b'{"kind":"'
 
     def __init__(self, path: str) -> None:
-        from mcptape.tape.format import _check_header, _parse_line  # the same checks and messages
+        from mcptape.tape.reader import _check_header, _parse_line  # the same checks and messages
 
         p = Path(path)
         try:

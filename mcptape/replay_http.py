@@ -26,7 +26,7 @@ from mcptape.errors import EXIT_OK
 from mcptape.http_serve import ChunkedBody, Server, parse_listen, say, serve_until_stopped
 from mcptape.jsonrpc import classify, id_key, loads
 from mcptape.replay import ReplayEngine, load_tape
-from mcptape.tape import Tape
+from mcptape.tape.format import Tape
 from mcptape.transports.http import SESSION_HEADER, format_sse
 
 _END = None  # marks the end of a request stream in its queue

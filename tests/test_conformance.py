@@ -17,7 +17,8 @@ import pytest
 from mcptape.conformance import check_tape, check_tape_placed
 from mcptape.report.model import Finding
 from mcptape.tape.events import C2S, S2C, EventBuilder
-from mcptape.tape.format import Tape, make_header, read_tape, tape_bytes
+from mcptape.tape.format import Tape, make_header, tape_bytes
+from mcptape.tape.reader import read_tape
 
 ROOT = Path(__file__).resolve().parent.parent
 META_2026 = {

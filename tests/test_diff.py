@@ -683,8 +683,8 @@ def _lines(tape: Tape) -> list[bytes]:
     "after_footer", "footer_inside", "header_only", "all_different",
 ])
 def test_read_pair_reads_the_fresh_tape_as_read_tape_does(edit: str, tmp_path: Path) -> None:
-    from mcptape.diff.command import read_pair
-    from mcptape.tape.format import read_tape, serialize
+    from mcptape.tape.format import serialize
+    from mcptape.tape.reader import read_pair, read_tape
 
     golden = _lines(_long_session(calls=30))
     fresh = _lines(_long_session(calls=30, insert=3, changed=(20,))) if edit == "insert_and_change" else list(golden)
@@ -718,8 +718,8 @@ def test_read_pair_reads_the_fresh_tape_as_read_tape_does(edit: str, tmp_path: P
 
 
 def test_read_pair_says_what_read_tape_says_about_a_corrupt_fresh_tape(tmp_path: Path) -> None:
-    from mcptape.diff.command import read_pair
     from mcptape.errors import TapeError
+    from mcptape.tape.reader import read_pair
 
     golden = _lines(_long_session(calls=10))
     a, b = _pair_files(tmp_path, golden, [*golden[:5], b'{"kind":"broken\n', *golden[5:]])

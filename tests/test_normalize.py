@@ -242,7 +242,7 @@ def test_a_deep_message_is_normalized_as_text_and_keeps_a_true_wire_form() -> No
     the string rules, and when anything changed its `raw` is rebuilt, not dropped (the message
     alone cannot say its wire form)."""
     from mcptape.jsonrpc import DEEP_KEY
-    from mcptape.tape import EventBuilder, wire_text
+    from mcptape.tape.events import EventBuilder, wire_text
 
     b = EventBuilder()
     b.line("c2s", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deep"}}')

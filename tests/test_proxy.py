@@ -22,7 +22,8 @@ from mcptape.proxy import (
     default_name,
     strip_command_secrets,
 )
-from mcptape.tape import TapeWriter, make_header, read_tape
+from mcptape.tape.format import TapeWriter, make_header
+from mcptape.tape.reader import read_tape
 
 # --------------------------------------------------------------------------------------------
 # LineAssembler

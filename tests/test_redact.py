@@ -23,8 +23,10 @@ from mcptape import redact
 from mcptape.errors import ConfigError, SecretLeak
 from mcptape.jsonrpc import dumps
 from mcptape.redact import PLACEHOLDER_RE, Redactor, strip_tags
-from mcptape.tape import EventBuilder, garbage_event, make_header, read_tape, stderr_event, tape_bytes
-from mcptape.tape.format import write_atomic
+from mcptape.tape.atomic import write_atomic
+from mcptape.tape.events import EventBuilder, garbage_event, stderr_event
+from mcptape.tape.format import make_header, tape_bytes
+from mcptape.tape.reader import read_tape
 from tests.redact_corpus import KNOWN_SOURCE, USER_PATTERN, corpus, leaks
 
 SEED = int(os.environ.get("REDACT_SEED") or random.randrange(1 << 30))

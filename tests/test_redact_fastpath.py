@@ -22,7 +22,7 @@ import pytest
 from mcptape import redact
 from mcptape.jsonrpc import dumps
 from mcptape.redact import Redactor, _Sink
-from mcptape.tape import EventBuilder, garbage_event, stderr_event
+from mcptape.tape.events import EventBuilder, garbage_event, stderr_event
 from tests.redact_corpus import KNOWN_SOURCE, corpus
 
 SEED = int(os.environ.get("REDACT_SEED") or random.randrange(1 << 30))

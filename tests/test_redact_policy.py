@@ -27,7 +27,7 @@ from mcptape.redact import (
     secret_reason,
     token_like,
 )
-from mcptape.tape import EventBuilder
+from mcptape.tape.events import EventBuilder
 
 TOKEN = "Zq8" + "kR4mW9xT2vB7nL5pJ3hF6dG1"  # 27 random-looking characters, built here
 

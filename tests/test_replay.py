@@ -15,7 +15,8 @@ import pytest
 
 from mcptape.errors import ReplayError
 from mcptape.replay import ReplayEngine, describe_call, json_diff
-from mcptape.tape import EventBuilder, Tape, exit_event, make_header, stderr_event, tape_bytes
+from mcptape.tape.events import EventBuilder, exit_event, stderr_event
+from mcptape.tape.format import Tape, make_header, tape_bytes
 from tests.conftest import mcptape_command
 
 

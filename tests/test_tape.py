@@ -11,18 +11,11 @@ import pytest
 
 from mcptape.errors import TapeError
 from mcptape.jsonrpc import dumps
-from mcptape.tape import (
-    EventBuilder,
-    TapeWriter,
-    exit_event,
-    make_header,
-    read_tape,
-    serialize,
-    tape_bytes,
-    wire_text,
-    write_atomic,
-)
 from mcptape.tape import events as events_module
+from mcptape.tape.atomic import write_atomic
+from mcptape.tape.events import EventBuilder, exit_event, wire_text
+from mcptape.tape.format import TapeWriter, make_header, serialize, tape_bytes
+from mcptape.tape.reader import read_tape
 
 
 def _session(text: bytes = b"caf\xc3\xa9") -> list[dict]:

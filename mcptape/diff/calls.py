@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from mcptape.diff.values import common_prefix, equal_back, untag
+from mcptape.diff.values import untag
 from mcptape.jsonrpc import canonical, id_key
+from mcptape.sequences import common_prefix, equal_back
 from mcptape.tape.format import Tape
 
 # Params that say *which* tool/prompt/resource a call is about: the identity of a call.

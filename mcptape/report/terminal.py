@@ -229,7 +229,7 @@ def run_ls(args: argparse.Namespace) -> int:
 
     from mcptape.diff.calls import build_calls
     from mcptape.errors import TapeError
-    from mcptape.tape.format import read_tape
+    from mcptape.tape.reader import read_tape
 
     tapes = _find_tapes(list(args.paths or ["."]))
     if not tapes:
@@ -303,7 +303,7 @@ def run_show(args: argparse.Namespace) -> int:
     """`mcptape show TAPE [--full]`: one row per event."""
     from rich.table import Table
 
-    from mcptape.tape.format import read_tape
+    from mcptape.tape.reader import read_tape
 
     tape = read_tape(args.tape)
     header = tape.header

@@ -24,7 +24,8 @@ import pytest
 from mcptape.conformance import check_tape
 from mcptape.jsonrpc import dumps
 from mcptape.tape.events import C2S, S2C, EventBuilder, exit_event
-from mcptape.tape.format import Tape, make_header, read_tape
+from mcptape.tape.format import Tape, make_header
+from mcptape.tape.reader import read_tape
 from tests.conftest import FIXTURES, ROOT, mcptape_command, node_server
 from tests.recording import Request, record, tool
 

@@ -23,7 +23,7 @@ import pytest
 
 from mcptape.config import HttpServer
 from mcptape.errors import ServerError
-from mcptape.tape import read_tape
+from mcptape.tape.reader import read_tape
 from mcptape.transports.http import StreamableHttpTransport, open_http_transport
 from tests.conftest import ROOT, node_server
 from tests.integration.http_helpers import (

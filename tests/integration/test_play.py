@@ -23,16 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # when run as the tee script
     sys.path.insert(0, str(ROOT))
 
-from mcptape.tape import (  # noqa: E402
-    C2S,
-    S2C,
-    EventBuilder,
-    TapeWriter,
-    exit_event,
-    make_header,
-    read_tape,
-    stderr_event,
-)
+from mcptape.tape.events import C2S, S2C, EventBuilder, exit_event, stderr_event  # noqa: E402
+from mcptape.tape.format import TapeWriter, make_header  # noqa: E402
+from mcptape.tape.reader import read_tape  # noqa: E402
 from tests.conftest import node_server  # noqa: E402
 
 CALC_SERVER = ROOT / "fixtures" / "servers" / "calc_server.py"

@@ -25,8 +25,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcptape.tape import read_tape
-from mcptape.tape.format import written_verbatim
+from mcptape.tape.reader import read_tape, written_verbatim
 from tests.conftest import FIXTURES, ROOT, calc_command, mcptape_command, node_server
 
 WAIT = 30  # seconds; every wait on a process is bounded by this

@@ -29,8 +29,10 @@ from urllib.parse import quote
 from mcptape import redact
 from mcptape.jsonrpc import dumps
 from mcptape.redact import Redactor, own_text
-from mcptape.tape import EventBuilder, make_header, read_tape, stderr_event
-from mcptape.tape.format import write_atomic
+from mcptape.tape.atomic import write_atomic
+from mcptape.tape.events import EventBuilder, stderr_event
+from mcptape.tape.format import make_header
+from mcptape.tape.reader import read_tape
 from mcptape.transports.stdio import StdioTransport, minimal_env
 from tests.conftest import FIXTURES, ROOT, mcptape_command
 from tests.redact_corpus import KNOWN_SOURCE, USER_PATTERN, Planted, corpus, leaks
