@@ -10,7 +10,7 @@ Run: `python bench/bench_replay.py [--calls N] [--rounds R]`.
 
 A third side, `play_parsed`, plays the same tape with its footer's crc32 removed, as a tape
 edited by hand is: play then parses every line and every request (no verbatim shortcut, see
-mcptape/replay.py), which is also what a client whose lines differ from the recording's gets.
+mcptape/replay/engine.py), which is also what a client whose lines differ from the recording's gets.
 
 `--baseline DIR` adds a fourth side, `play_before`: `python -m mcptape play` run from DIR, a
 directory holding another version of the `mcptape` package (e.g. a copy of the last commit's),

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from mcptape.errors import ReplayError
-from mcptape.replay import ReplayEngine, describe_call, json_diff
+from mcptape.replay.engine import ReplayEngine
+from mcptape.replay.matching import describe_call, json_diff
 from mcptape.tape.events import EventBuilder, exit_event, stderr_event
 from mcptape.tape.format import Tape, make_header, tape_bytes
 from tests.conftest import mcptape_command
@@ -461,7 +462,8 @@ def test_a_secret_sent_where_nothing_was_redacted_is_scrubbed_from_the_miss() ->
 
 
 def test_redacted_placeholder_regex_is_the_redactors() -> None:
-    from mcptape import redact, replay
+    from mcptape import redact
+    from mcptape.replay import matching as replay
 
     assert replay._PLACEHOLDER_RE.pattern == redact.PLACEHOLDER_RE.pattern
     pattern = replay.placeholder_pattern("a.b+<REDACTED:env.CALC_TOKEN>(c)")
@@ -484,7 +486,8 @@ def _long_tape(path: Path, calls: int) -> Tape:
 
 
 def test_a_streamed_tape_answers_before_it_is_read_and_replays_like_a_loaded_one(tmp_path: Path) -> None:
-    from mcptape.replay import TapeStream, load_tape
+    from mcptape.replay.engine import load_tape
+    from mcptape.tape.reader import TapeStream
 
     path = tmp_path / "long.tape.jsonl"
     _long_tape(path, 500)
@@ -506,7 +509,8 @@ def test_a_streamed_tape_answers_before_it_is_read_and_replays_like_a_loaded_one
 
 
 def test_lookahead_between_requests_reads_and_keys_the_whole_tape_without_changing_answers(tmp_path: Path) -> None:
-    from mcptape.replay import TapeStream, load_tape
+    from mcptape.replay.engine import load_tape
+    from mcptape.tape.reader import TapeStream
 
     path = tmp_path / "long.tape.jsonl"
     _long_tape(path, 300)
@@ -532,7 +536,7 @@ def test_lookahead_between_requests_reads_and_keys_the_whole_tape_without_changi
 def test_client_lines_tell_whether_a_line_is_due_without_blocking() -> None:
     import os
 
-    from mcptape.replay import _ClientLines
+    from mcptape.replay.stdio import _ClientLines
 
     r, w = os.pipe()
     try:

@@ -29,16 +29,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 from mcptape import __version__
-from mcptape.errors import TapeError
+from mcptape.errors import ReplayError, TapeError
+from mcptape.jsonrpc import id_key
 from mcptape.sequences import common_prefix, common_suffix, equal_back
+from mcptape.tape.events import C2S, S2C
 from mcptape.tape.format import FORMAT_VERSION, Tape
 
 
@@ -259,3 +262,250 @@ def _place(
         else:
             found[k] = ev
     return found, missing
+
+
+# --- lines of a tape written verbatim --------------------------------------------------
+
+_HEAD = frozenset({"kind", "dir", "id", "method"})
+# The heads of request and answer lines in the writer's fixed key order (tape/events.py), up to
+# the value of `msg` (of `params` for an answer that echoes them). Only int and string ids:
+# anything else is parsed.
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+_HEAD_LINE = re.compile(
+    rb'\{"kind":"(request|response|error)","dir":"(c2s|s2c)","id":(-?[0-9]+|' + _STRING + rb")"
+    rb'(?:,"method":(' + _STRING + rb'))?,"(params|msg)":'
+)
+_HEAD_WORDS = {b"request": "request", b"response": "response", b"error": "error", b"c2s": C2S, b"s2c": S2C}
+
+
+class LazyEvent(dict[str, Any]):
+    """A request or answer line of a tape written verbatim, parsed only when more than its head is used.
+
+    The head (kind, dir, id, method) is read off the line's bytes; `get`, `[]` and `in` of any
+    other key parse the whole line first, so the engine reads it like any event. `wire` is the
+    message's wire text sliced out of the line: on a verbatim tape (written_verbatim) the line is
+    `dumps(event)`, so that slice is exactly `dumps(msg)`, the text the recorded peer sent.
+    Only stdio play builds these; nothing serializes them (json would see the head only).
+    """
+
+    __slots__ = ("line", "wire")  # set by lazy_event; line is None once parsed
+    line: bytes | None
+    wire: str
+
+    def _load(self) -> None:
+        line, self.line = self.line, None
+        if line is not None:
+            try:
+                parsed = json.loads(line)
+            except (ValueError, RecursionError) as e:  # only if bytes changed under a matching crc32
+                raise ReplayError(f"a tape line is not JSON although the tape's crc32 matches: {e}") from e
+            self.clear()
+            self.update(parsed)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if self.line is not None and key not in _HEAD:
+            self._load()
+        return dict.get(self, key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        if self.line is not None and key not in _HEAD:
+            self._load()
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        if self.line is not None and key not in _HEAD:
+            self._load()
+        return dict.__contains__(self, key)
+
+    def loaded(self) -> dict[str, Any]:
+        """The whole event as a plain dict."""
+        self._load()
+        return dict(self)
+
+    def __repr__(self) -> str:
+        return repr(self.loaded())
+
+    def __eq__(self, other: object) -> bool:  # (and so unhashable, as a dict is)
+        return self.loaded() == (other.loaded() if isinstance(other, LazyEvent) else other)
+
+
+_HEAD_STRINGS: dict[bytes, str] = {}  # a tape's few methods (and string ids), decoded once
+
+
+def _head_value(token: bytes) -> Any:
+    """An int or JSON string token of a line's head as the value json.loads would give."""
+    if token[:1] != b'"':
+        return int(token)
+    value = _HEAD_STRINGS.get(token)
+    if value is None:
+        value = json.loads(token) if b"\\" in token else token[1:-1].decode("utf-8")
+        if len(_HEAD_STRINGS) < 4096:
+            _HEAD_STRINGS[token] = value
+    return value
+
+
+def lazy_event(raw: bytes, escaped: bool = True) -> LazyEvent | None:
+    """A LazyEvent for a request or answer line of a verbatim tape; None for any other line.
+
+    Relies on the key order tape/events.py fixes: `msg` comes last but for `raw` (a string) and
+    the scripted client's `step` (an int). So msg's text runs to the line's last `}` but one, or
+    to the `}` before a closing `,"step":N}`; a line with `raw` ends in `"}` and is parsed.
+    `escaped=False` says the tape holds no `\\ud` at all (TapeStream checks the file once).
+    """
+    if escaped and b"\\ud" in raw:  # an escaped lone surrogate made the writer escape the whole line
+        return None
+    if raw.endswith(b"}}"):
+        end = len(raw) - 1
+    else:
+        # The last `},"step":` followed by nothing but digits and the final `}` is the top-level
+        # step (nested, another `}` would follow), and the `}` before it closes msg.
+        end = raw.rfind(b'},"step":') + 1
+        if end == 0 or not raw.endswith(b"}") or not raw[end + 8 : -1].isdigit():
+            return None
+    m = _HEAD_LINE.match(raw)
+    if m is None:
+        return None
+    kind, direction, token, method, key = m.groups()
+    if direction != (b"c2s" if kind == b"request" else b"s2c"):
+        return None  # client answers and server requests: parsed
+    start = m.end()
+    if key == b"params":
+        if kind == b"request":
+            return None  # not the writer's order: a request line holds no echoed params
+        # The echoed params come first; the top-level msg key is the one `,"msg":` that follows
+        # them unless params or msg hold a "msg" key themselves (then the line is parsed).
+        start = raw.find(b',"msg":', start) + 7
+        if start == 6 or raw.find(b',"msg":', start) >= 0:
+            return None
+    elif kind == b"request" and method is None:
+        return None
+    words = _HEAD_WORDS
+    ev = LazyEvent(kind=words[kind], dir=words[direction], id=int(token) if token[0] != 0x22 else _head_value(token))
+    if method is not None:
+        ev["method"] = _HEAD_STRINGS.get(method) or _head_value(method)
+    ev.line = raw
+    ev.wire = raw[start:end].decode("utf-8")
+    return ev
+
+
+class TapeStream:
+    """A tape read for stdio play: what must fail up front is checked now, events parsed on demand.
+
+    Parsing and indexing a 2000-call tape took longer than the live server takes to answer its
+    first request, and play answered nothing before it was done. Here the file is read and split
+    into lines (cheap), the header and footer parsed, and the event lines parsed in batches as
+    ReplayEngine asks for them: 64 lines first (a handshake is in the first few), doubling up to
+    2048, each batch as one JSON array (read_tape's trick: shared key strings, see parse_tape).
+
+    Checked up front as read_tape and ReplayEngine do: the header (format version), the footer
+    (`tape.complete`), a cut-short last line, that the tape holds a client request and that no
+    server request id repeats. Lines that may be server requests are found by their bytes (our
+    writer's fixed key order, anything else parsed); `streamable` is False when these checks
+    want the whole tape (a repeated server request id, no client request), and run_play then
+    loads it whole so the engine names the problem as before. A corrupt line in the middle is
+    only found when its batch is parsed: play then stops with exit 2 naming the line. On a
+    tape written verbatim (`verbatim`) request and answer lines are not parsed at all here but
+    become LazyEvents: no line of it can be corrupt unless its crc32 lies.
+    """
+
+    FIRST_BATCH = 64
+    MAX_BATCH = 2048
+    _S2C_REQUEST = b'{"kind":"request","dir":"s2c"'
+    _C2S_REQUEST = b'{"kind":"request","dir":"c2s"'
+    _OUR_ORDER = b'{"kind":"'
+
+    def __init__(self, path: str) -> None:
+        p = Path(path)
+        try:
+            data = p.read_bytes()
+        except OSError as e:
+            raise ReplayError(f"{p}: cannot read tape: {e.strerror or e}") from e
+        lines = [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
+        cut_short_last = not data.endswith(b"\n")
+        # Written by us and unedited: request and answer lines become LazyEvents (see module doc).
+        self.verbatim = written_verbatim(data)
+        self._escaped = b"\\ud" in data  # else no line needs lazy_event's per-line check
+        del data
+        if not lines:
+            raise ReplayError(f"{p}: empty file, not a tape", hint="record one with `mcptape rec`")
+        try:
+            header = _check_header(p, lines[0][0], _parse_line(lines[0][1]))
+        except TapeError as e:
+            raise ReplayError(e.message, hint=e.hint) from e
+        self.tape = Tape(header=header, events=[], path=p)
+        body = lines[1:]
+        for k, (_, raw) in enumerate(body):
+            if b'"mcptape"' in raw:
+                obj = _parse_line(raw)
+                if obj is not None and obj.get("mcptape") == "end":
+                    self.tape.footer = obj
+                    body = body[:k]
+                    break
+        if self.tape.footer is None and cut_short_last and body and _parse_line(body[-1][1]) is None:
+            body = body[:-1]  # the recorder died while writing it
+        self._body = body
+        self._pos = 0
+        self._batch = self.FIRST_BATCH
+        self.streamable = self._prescan(_parse_line)
+
+    def restart_batches(self) -> None:
+        """Batches start small again (FIRST_BATCH lines), doubling from there."""
+        self._batch = self.FIRST_BATCH
+
+    @property
+    def event_count(self) -> int:
+        """How many events the tape holds (when no line in the middle is corrupt)."""
+        return len(self._body)
+
+    def _prescan(self, parse: Callable[[bytes], dict[str, Any] | None]) -> bool:
+        has_request = False
+        server_ids: set[str] = set()
+        for _, raw in self._body:
+            ours = raw.startswith(self._OUR_ORDER)
+            if not has_request and (raw.startswith(self._C2S_REQUEST) or (not ours and b'"c2s"' in raw)):
+                obj = parse(raw)
+                has_request = obj is not None and obj.get("kind") == "request" and obj.get("dir") == C2S
+            if raw.startswith(self._S2C_REQUEST) or (not ours and b'"s2c"' in raw and b'"request"' in raw):
+                obj = parse(raw)
+                if obj is not None and obj.get("kind") == "request" and obj.get("dir") == S2C:
+                    key = id_key(obj.get("id"))
+                    if key in server_ids:
+                        return False
+                    server_ids.add(key)
+        return has_request
+
+    def read_batch(self, limit: int | None = None) -> int:
+        """Parse the next batch (at most `limit` lines) onto `tape.events`; how many (0 at the end)."""
+        size = self._batch if limit is None else min(limit, self._batch)
+        chunk = self._body[self._pos : self._pos + size]
+        if not chunk:
+            return 0
+        self._pos += len(chunk)
+        if limit is None:
+            self._batch = min(self._batch * 2, self.MAX_BATCH)
+        if self.verbatim:
+            escaped = self._escaped
+            events: list[dict[str, Any] | None] = [lazy_event(raw, escaped) for _, raw in chunk]
+            rest = iter(self._parse([line for line, ev in zip(chunk, events, strict=True) if ev is None]))
+            self.tape.events.extend(ev if ev is not None else next(rest) for ev in events)
+        else:
+            self.tape.events.extend(self._parse(chunk))
+        self.tape.event_lines.extend(number for number, _ in chunk)
+        return len(chunk)
+
+    def _parse(self, chunk: list[tuple[int, bytes]]) -> list[dict[str, Any]]:
+        parsed = parse_lines([raw for _, raw in chunk])
+        if parsed is None:
+            parsed = []
+            for number, raw in chunk:
+                try:
+                    obj = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):  # RecursionError: edited by hand
+                    obj = None
+                if not isinstance(obj, dict):
+                    raise ReplayError(
+                        f"{self.tape.path}:{number}: line is not a JSON object mcptape can read (corrupt, or nested "
+                        "deeper than JSON readers go)", hint="the tape is corrupt; re-record it"
+                    )
+                parsed.append(obj)
+        return parsed

@@ -3,7 +3,7 @@
 Owns the HTTP framing of replay only: sessions (`Mcp-Session-Id`, one ReplayEngine each),
 answering a POSTed request as JSON (one message) or SSE (when notifications or server requests
 come with the answer), 202 for notifications and answers, the GET stream for server-initiated
-messages, DELETE. What to answer is replay.py's ReplayEngine, the same one stdio play uses.
+messages, DELETE. What to answer is engine.py's ReplayEngine, the same one stdio play uses.
 Stdlib only: `mcptape play` must not import httpx.
 
 Routing of the lines an engine returns: an answer goes to the stream of the POST that asked;
@@ -25,7 +25,7 @@ from typing import Any
 from mcptape.errors import EXIT_OK
 from mcptape.http_serve import ChunkedBody, Server, parse_listen, say, serve_until_stopped
 from mcptape.jsonrpc import classify, id_key, loads
-from mcptape.replay import ReplayEngine, load_tape
+from mcptape.replay.engine import ReplayEngine, load_tape
 from mcptape.tape.format import Tape
 from mcptape.transports.http import SESSION_HEADER, format_sse
 

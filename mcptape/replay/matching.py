@@ -1,0 +1,253 @@
+"""Replay matching: which recorded call a live request is, and why the nearest ones are not.
+
+Pure functions over JSON values, found by name (STYLE.md 4, vcrpy's `register_matcher`): a
+matcher takes (recorded params, live params) and returns the reasons they differ, an empty list
+for a match. A recorded string holding redaction placeholders is a pattern (`placeholder_pattern`);
+a live value compared with one is never echoed (`hide_redacted`). The engine that uses them is
+engine.py's.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from mcptape.jsonrpc import dumps
+
+Matcher = Callable[[Any, Any], list[str]]
+"""(recorded params, live params) -> reasons they differ; an empty list is a match."""
+
+_MATCHERS: dict[str, Matcher] = {}
+
+# Which matchers decide a match, per method; methods not listed use DEFAULT_MATCH_ON.
+DEFAULT_MATCH_ON: tuple[str, ...] = ("params",)
+MATCH_ON: dict[str, tuple[str, ...]] = {"initialize": ("initialize",)}
+
+_MAX_REASONS = 3
+
+
+def register_matcher(name: str, matcher: Matcher) -> None:
+    """Make `matcher` available to MATCH_ON / ReplayEngine(match_on=...) under `name`."""
+    _MATCHERS[name] = matcher
+
+
+# --- fast JSON encoding ------------------------------------------------------------------
+
+
+def _make_encoder(sort_keys: bool) -> Callable[[Any], str]:
+    """Compact raw-UTF-8 JSON, encoder built once: json.dumps builds a new encoder on every call,
+    which is most of its cost on the small messages replay keys and answers (about 4x)."""
+    from json import encoder as stdlib
+
+    def default(obj: Any) -> Any:
+        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+    make = getattr(stdlib, "c_make_encoder", None)
+    if make is not None:
+        try:
+            # No circular check: everything encoded here came out of json.loads.
+            c_encode = make(None, default, stdlib.encode_basestring, None, ":", ",", sort_keys, False, True)
+        except TypeError:  # an interpreter whose C encoder takes other arguments
+            c_encode = None
+        if c_encode is not None:
+            return lambda obj: "".join(c_encode(obj, 0))
+    return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, check_circular=False).encode
+
+
+_canonical = _make_encoder(True)  # the same text as jsonrpc.canonical, faster
+_compact_raw = _make_encoder(False)
+
+
+def _compact(obj: Any) -> str:
+    """jsonrpc.dumps, faster: raw UTF-8 unless the value holds lone surrogates."""
+    text = _compact_raw(obj)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(obj, separators=(",", ":"))
+    return text
+
+
+# --- redacted values ---------------------------------------------------------------------
+
+# redact.PLACEHOLDER_RE, copied: importing redact.py costs play ~10 ms of start-up for a regex
+# (tests/test_replay.py checks the two stay the same).
+_PLACEHOLDER_RE = re.compile(r"<REDACTED:[A-Za-z0-9_.:@\-]{1,120}(?:#[0-9a-f]{8})?>|<HOME>|<USER>")
+REDACTED_NOTE = "matches only modulo a redacted value"
+_HIDDEN = "<REDACTED:live-value>"  # stands for a live value compared with a redacted recording
+
+
+def _may_hold_placeholder(text: str) -> bool:
+    return "<REDACTED:" in text or "<HOME>" in text or "<USER>" in text
+
+
+@functools.lru_cache(maxsize=4096)
+def placeholder_pattern(recorded: str) -> re.Pattern[str] | None:
+    """A recorded string with placeholders as a pattern: each placeholder stands for any non-empty
+    run of characters, the rest is literal, the whole string must match. None without placeholders.
+
+    Tapes are redacted before they are written, so a recorded request can hold
+    `<REDACTED:github-token#1a2b3c4d>` where the live client sends the real token.
+    """
+    if not _may_hold_placeholder(recorded):
+        return None
+    literals = _PLACEHOLDER_RE.split(recorded)
+    if len(literals) == 1:
+        return None
+    return re.compile("(.+?)".join(re.escape(part) for part in literals), re.DOTALL)
+
+
+def _fits(recorded: str, asked: str) -> bool | None:
+    """None if `recorded` holds no placeholder, else whether `asked` fits it."""
+    pattern = placeholder_pattern(recorded)
+    if pattern is None:
+        return None
+    return pattern.fullmatch(asked) is not None
+
+
+def hide_redacted(recorded: Any, asked: Any, secrets: set[str] | None = None) -> Any:
+    """`asked` with every string compared against a redacted recorded one replaced: by the recorded
+    text where it fits (so the placeholder shows, not the secret), by a placeholder where it does not.
+
+    The live values that stood for placeholders are added to `secrets`, so a message can be
+    scrubbed of them wherever else they appear. Never echo a live secret in a miss message:
+    it goes to the client and to the report.
+    """
+    if isinstance(recorded, dict) and isinstance(asked, dict):
+        return {k: hide_redacted(recorded[k], v, secrets) if k in recorded else v for k, v in asked.items()}
+    if isinstance(recorded, list) and isinstance(asked, list):
+        return [hide_redacted(recorded[i], a, secrets) if i < len(recorded) else a for i, a in enumerate(asked)]
+    if isinstance(recorded, str) and isinstance(asked, str):
+        pattern = placeholder_pattern(recorded)
+        if pattern is None:
+            return asked
+        m = pattern.fullmatch(asked)
+        if secrets is not None:
+            if m is not None:
+                secrets.update(g for g in m.groups() if g)
+            else:
+                secrets.add(asked)
+        return recorded if m is not None else _HIDDEN
+    return asked
+
+
+# --- pure comparison helpers -------------------------------------------------------------
+
+
+def strip_meta(params: Any) -> Any:
+    """params without its top-level `_meta`; absent params and `{}` compare equal."""
+    if params is None:
+        return {}
+    if isinstance(params, dict) and "_meta" in params:
+        return {k: v for k, v in params.items() if k != "_meta"}
+    return params
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = dumps(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def json_diff(
+    recorded: Any, asked: Any, path: str = "", limit: int = _MAX_REASONS, notes: list[str] | None = None
+) -> list[str]:
+    """Where two JSON values differ, as `path differs: X recorded, Y asked` lines (at most `limit`).
+
+    JSON equality: 1 and 1.0 are equal, true and 1 are not, key order never matters. A recorded
+    string holding redaction placeholders is a pattern (see `placeholder_pattern`); where the asked
+    string fits one only that way, `notes` (if given) gets `path: matches only modulo a redacted
+    value`. A value that does not fit is never echoed: it may be the secret.
+    """
+    out: list[str] = []
+    _diff_into(recorded, asked, path, out, limit, notes)
+    return out
+
+
+def _diff_into(rec: Any, ask: Any, path: str, out: list[str], limit: int, notes: list[str] | None) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(rec, dict) and isinstance(ask, dict):
+        for key in list(rec) + [k for k in ask if k not in rec]:
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in ask:
+                out.append(f"{sub}: recorded {_short(rec[key])}, not asked")
+            elif key not in rec:
+                out.append(f"{sub}: asked {_short(ask[key])}, not recorded")
+            else:
+                _diff_into(rec[key], ask[key], sub, out, limit, notes)
+            if len(out) >= limit:
+                return
+        return
+    if isinstance(rec, list) and isinstance(ask, list) and len(rec) == len(ask):
+        for i, (a, b) in enumerate(zip(rec, ask, strict=True)):
+            _diff_into(a, b, f"{path}[{i}]", out, limit, notes)
+            if len(out) >= limit:
+                return
+        return
+    if type(rec) is str and type(ask) is str and rec != ask:
+        fits = _fits(rec, ask)
+        if fits is True:
+            if notes is not None:
+                notes.append(f"{path or 'params'}: {REDACTED_NOTE}")
+            return
+        if fits is False:
+            out.append(f"{path or 'params'} differs: {_short(rec)} recorded, another value asked (not shown: redacted on the tape)")
+            return
+    if not _json_equal(rec, ask):
+        out.append(f"{path or 'params'} differs: {_short(rec)} recorded, {_short(ask)} asked")
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON equality of a recorded value `a` and an asked `b`, placeholders in `a` as patterns."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is str and type(b) is str and a != b:
+        return bool(_fits(a, b))
+    return type(a) is type(b) and a == b
+
+
+def match_params(recorded: Any, asked: Any) -> list[str]:
+    """JSON-equal params, ignoring the top-level `_meta`."""
+    return json_diff(strip_meta(recorded), strip_meta(asked))
+
+
+def match_initialize(recorded: Any, asked: Any) -> list[str]:
+    """initialize params minus who the client is and what it can do (not drift, see module doc)."""
+    ignored = ("_meta", "clientInfo", "capabilities")
+    rec = {k: v for k, v in (recorded or {}).items() if k not in ignored} if isinstance(recorded, dict) else recorded
+    ask = {k: v for k, v in (asked or {}).items() if k not in ignored} if isinstance(asked, dict) else asked
+    return json_diff(rec, ask)
+
+
+register_matcher("params", match_params)
+register_matcher("initialize", match_initialize)
+
+
+def describe_call(method: str, params: Any, limit: int = 80) -> str:
+    """`tools/call add {"a":2,"b":3}`: a call as a reviewer reads it."""
+    if not isinstance(params, dict):
+        return method
+    params = strip_meta(params)
+    label = method
+    for key in ("name", "uri"):
+        if isinstance(params.get(key), str):
+            label += f" {params[key]}"
+            break
+    rest = params.get("arguments") if "arguments" in params else None
+    if rest is None and "name" not in params and "uri" not in params and params:
+        rest = params
+    if rest:
+        label += " " + _short(rest, limit)
+    return label
+
+
