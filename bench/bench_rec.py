@@ -55,7 +55,7 @@ SIZES = {"tiny": 1, "1k": 1000, "5m": 5_000_000}
 # Fewer calls for big messages: each one moves megabytes through three processes.
 CALLS_FOR = {"tiny": 1.0, "1k": 1.0, "5m": 0.01}
 # The client's read size: below malloc's mmap threshold, so the instrument itself stays cheap
-# (a 1 MiB os.read is an mmap/munmap per call; see mcptape/proxy.py ChunkReader).
+# (a 1 MiB os.read is an mmap/munmap per call; see mcptape/record/relay.py ChunkReader).
 CLIENT_READ = 64 << 10
 # rec's writer reads the tee 64 KiB at a time and writes the tape after each read (~20 1 KB
 # round trips, a few ms of work): a tape unchanged this long means the writer is idle.
@@ -272,7 +272,8 @@ def writer_cpu_us(calls: int = 5000, reps: int = 7) -> dict[str, float]:
     frames of `calls` echo round trips (the bench client's request with a progress token, calc's
     answer), flushed every 16 frames as after a busy read; best of `reps`. What a continuous
     session must stay under for the writer to keep up."""
-    from mcptape.proxy import TAG_C2S, TAG_S2C, TapeRecorder, _make_redactor
+    from mcptape.record.relay import TAG_C2S, TAG_S2C
+    from mcptape.record.writer import TapeRecorder, make_redactor
     from mcptape.tape.format import TapeWriter, make_header
 
     out: dict[str, float] = {}
@@ -289,7 +290,7 @@ def writer_cpu_us(calls: int = 5000, reps: int = 7) -> dict[str, float]:
             best = float("inf")
             for rep in range(reps):
                 writer = TapeWriter(Path(tmp) / f"{size_name}-{rep}.tape.jsonl", make_header("bench"))
-                recorder = TapeRecorder(writer, redactor=_make_redactor({}))
+                recorder = TapeRecorder(writer, redactor=make_redactor({}))
                 t0 = time.process_time()
                 for i, (tag, payload) in enumerate(frames):
                     recorder.frame(tag, payload)

@@ -35,7 +35,7 @@ SUPPORTED_PLATFORMS = "Linux and macOS"
 
 # command -> "module:function"; the function takes the parsed args and returns an exit code.
 COMMANDS = {
-    "rec": "mcptape.proxy:run_rec",
+    "rec": "mcptape.record.stdio:run_rec",
     "play": "mcptape.replay.stdio:run_play",
     "diff": "mcptape.diff:run_diff",
     "ls": "mcptape.report.terminal:run_ls",

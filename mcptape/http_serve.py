@@ -1,4 +1,4 @@
-"""The HTTP serving plumbing shared by `rec --listen` (http_proxy.py) and `play --listen` (replay/http.py).
+"""The HTTP serving plumbing shared by `rec --listen` (record/http.py) and `play --listen` (replay/http.py).
 
 Owns: parsing `--listen HOST:PORT`, a threaded stdlib HTTP/1.1 server, writing a streamed
 (chunked) body that is flushed per chunk, and running a server until SIGINT/SIGTERM. Knows

@@ -3,7 +3,7 @@
 Owns what counts as a secret and how it is replaced: tapes (events, header, footer), reports,
 terminal and markdown text and error messages all go through a `Redactor`, then `verify`
 scans the finished output again and raises `SecretLeak` (exit 4) if anything survived.
-It leaves *where* output goes to the writers (proxy.py, ci.py, github.py, report/): they call
+It leaves *where* output goes to the writers (record/, ci.py, github.py, report/): they call
 `redact_*`/`guard`, then `verify` on the exact bytes, and write nothing when it raises.
 
 Detectors, in the order they win on overlapping text:
@@ -1286,8 +1286,8 @@ _CONTEXT_KINDS = frozenset(
 # what is a secret in the config and on the command line
 #
 # One rule for every value mcptape hands a server: `env:`, `headers:`, `command:`/`start:` and
-# `url:` in mcptape.yml (config.py), rec's argv and environment (proxy.py), and the request
-# headers `rec --listen` forwards (http_proxy.py). The values it picks become the Redactor's
+# `url:` in mcptape.yml (config.py), rec's argv and environment (record/stdio.py), and the request
+# headers `rec --listen` forwards (record/http.py). The values it picks become the Redactor's
 # `known` secrets; every other value is configuration and is never scrubbed.
 
 # Names are read as words (`GIT_AUTHOR_EMAIL` -> git, author, email; `apiKey` -> api, key), so a

@@ -15,8 +15,8 @@ import pytest
 
 from mcptape.config import load_config
 from mcptape.errors import ConfigError
-from mcptape.http_proxy import HttpRecorder
 from mcptape.jsonrpc import dumps
+from mcptape.record.http import HttpRecorder
 from mcptape.redact import (
     Redactor,
     argv_secrets,

@@ -1,7 +1,7 @@
 """Stdio transport: spawn a server, frame newline-delimited messages, shut it down.
 
 Knows nothing about MCP methods (see client.py). Two users: the scripted client reads whole
-lines through StdioTransport; the recorder (proxy.py) takes the raw pipes of ServerProcess
+lines through StdioTransport; the recorder (record/) takes the raw pipes of ServerProcess
 and moves bytes itself, because it must forward them unchanged and at once.
 """
 
@@ -54,7 +54,7 @@ class ServerProcess:
                 cwd=cwd,
                 # Its own process group (shutdown signals the group), not its own session: on
                 # Linux with autogroups a new session is a new scheduling group that competes
-                # with ours as a whole, which cost rec millisecond stalls (see proxy._step_aside).
+                # with ours as a whole, which cost rec millisecond stalls (see record/writer.py, _step_aside).
                 process_group=0,
             )
         except OSError as e:
