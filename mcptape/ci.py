@@ -51,7 +51,8 @@ import mcptape.conformance  # noqa: F401  (diff/engine.py: conformance_drifts; m
 import mcptape.diff.values  # noqa: F401  (diff/engine.py, diff/classify.py)
 import mcptape.transports.http  # noqa: F401  (transports/factory.py, for `url:` servers)
 from mcptape.client import Recording, record_session
-from mcptape.config import HttpServer, LoadedConfig, Session, load_config
+from mcptape.config.load import LoadedConfig, load_config
+from mcptape.config.models import HttpServer, Session
 from mcptape.diff import diff_tapes
 from mcptape.diff.engine import conformance_drifts
 from mcptape.errors import (
@@ -632,7 +633,7 @@ def _yaml_rule(rule: dict[str, Any]) -> str:
 
 def analyse_repeats(results: Sequence[_Repeated], runs: int) -> tuple[str, int]:
     """The `--repeat` report text and its exit code (pure over the recorded runs)."""
-    from mcptape.config import NormalizeRule
+    from mcptape.config.models import NormalizeRule
     from mcptape.nondeterminism import find_volatile, suggest_rules, unfixed
     from mcptape.normalize import Normalizer
 

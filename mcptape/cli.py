@@ -41,7 +41,7 @@ COMMANDS = {
     "ls": "mcptape.report.terminal:run_ls",
     "show": "mcptape.report.terminal:run_show",
     "ci": "mcptape.ci:run_ci",
-    "schema": "mcptape.config:run_schema",
+    "schema": "mcptape.config.schema:run_schema",
     "comment": "mcptape.github:run_comment",
     "merge": "mcptape.merge:run_merge",
 }

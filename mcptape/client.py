@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptape import __version__
-from mcptape.config import LEGACY_DEFAULT_PROTOCOL, ClientSettings, Step
+from mcptape.config.models import LEGACY_DEFAULT_PROTOCOL, ClientSettings, Step
 from mcptape.errors import ConfigError, McptapeError, ServerError, ServerTimeout
 from mcptape.jsonrpc import dumps, id_key
 from mcptape.report.model import CallRef, Finding

@@ -98,7 +98,7 @@ def _load_config(args: argparse.Namespace, config_name: str) -> tuple[Any, str]:
     not there the merge still works, ordering sessions by name and scrubbing with the built-in
     detectors only.
     """
-    from mcptape.config import load_config
+    from mcptape.config.load import load_config
 
     given = getattr(args, "config", None)
     if given:

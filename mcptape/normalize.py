@@ -88,11 +88,11 @@ Segment = tuple[bool, Selector]
 
 
 def parse_path(path: str) -> list[Segment]:
-    """`$..a.b[0]` -> segments, with config.py's parser (one syntax, validated where it is written).
+    """`$..a.b[0]` -> segments, with jsonpath.py's parser (one syntax, validated where it is written).
 
     Raises ValueError saying what the supported subset is.
     """
-    from mcptape.config import parse_json_path
+    from mcptape.jsonpath import parse_json_path
 
     segs: list[Segment] = []
     for kind, arg in parse_json_path(path):

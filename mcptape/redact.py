@@ -19,7 +19,7 @@ Detectors, in the order they win on overlapping text:
    ordinary text are skipped (see `_ignorable_known`): shorter than 6 characters,
    booleans/null, plain numbers, values the user allows, credential-free paths and URLs, and
    values inside mcptape's own text (`own_text`: JSON keys, method names, report words), which
-   config.py refuses outright.
+   config/secrets.py refuses outright.
 2. Token shapes of common providers (`SHAPES`): GitHub classic and fine-grained, OpenAI,
    Anthropic, AWS access key ids (and a 40-char secret key near one), Slack tokens and
    webhooks, Google API keys, Stripe secret/restricted keys and webhook secrets (publishable
@@ -411,7 +411,7 @@ def _ignorable_known(value: str, allow: frozenset[str]) -> bool:
     # secret; a URL with userinfo, a query or a fragment is kept as a secret.
     if _PLAIN_PATH_OR_URL.fullmatch(v) and "@" not in v:
         return True
-    # A value inside mcptape's own words would rewrite the tape's structure (config.py refuses
+    # A value inside mcptape's own words would rewrite the tape's structure (config/secrets.py refuses
     # such a secret with a message; rec warns): never a known secret.
     return own_text(v)
 
@@ -1286,7 +1286,7 @@ _CONTEXT_KINDS = frozenset(
 # what is a secret in the config and on the command line
 #
 # One rule for every value mcptape hands a server: `env:`, `headers:`, `command:`/`start:` and
-# `url:` in mcptape.yml (config.py), rec's argv and environment (record/stdio.py), and the request
+# `url:` in mcptape.yml (config/secrets.py), rec's argv and environment (record/stdio.py), and the request
 # headers `rec --listen` forwards (record/http.py). The values it picks become the Redactor's
 # `known` secrets; every other value is configuration and is never scrubbed.
 
@@ -1536,7 +1536,7 @@ def env_secrets(env: Mapping[str, str]) -> dict[str, str]:
 
 # mcptape's own text: what tapes and reports hold whatever the server said. A known secret found in
 # it would be scrubbed out of the tape's structure (every `"result"` key) and flagged in reports
-# that are only verified, so such a value is refused by the config (config.py says where) and is
+# that are only verified, so such a value is refused by the config (config/secrets.py says where) and is
 # never used as a known secret (`_ignorable_known`). Words are compared case-insensitively, and a
 # value is refused when it is *part* of one (`struct` of `structural`): known values are found
 # anywhere in the text. tests/integration/test_redact_e2e.py runs ci through every drift variant
@@ -1604,7 +1604,7 @@ def _own_words() -> tuple[str, ...]:
 def own_text_secrets(known: Mapping[str, str], extra: Iterable[str] = (), allow: Iterable[str] = ()) -> list[str]:
     """The sources of known secrets that are (or hold a part that is) mcptape's own text: they
     cannot be scrubbed without rewriting tapes and reports, so the Redactor leaves them out and
-    config.py refuses them. `extra` adds the config's own names (sessions, servers, golden_dir)."""
+    config/secrets.py refuses them. `extra` adds the config's own names (sessions, servers, golden_dir)."""
     words = tuple(extra)
     allowed = frozenset(allow)
     out = []

@@ -159,7 +159,7 @@ def test_on_windows_the_check_comes_before_the_command_is_imported() -> None:
     code = ("import os, sys; os.name = 'nt'; sys.platform = 'win32'\n"
             "from mcptape.cli import main\n"
             "code = main(['ci'])\n"
-            "print(code, sorted(m for m in sys.modules if m in ('mcptape.ci', 'mcptape.config', 'mcptape.proxy')))")
+            "print(code, sorted(m for m in sys.modules if m in ('mcptape.ci', 'mcptape.config', 'mcptape.record')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.stdout == "3 []\n", proc.stderr
     assert proc.stderr.startswith("mcptape runs on Linux and macOS")

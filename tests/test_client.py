@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcptape.client import Recording, record_session
-from mcptape.config import ClientSettings, Step
+from mcptape.config.models import ClientSettings, Step
 from mcptape.errors import ConfigError, ServerError, ServerTimeout
 from mcptape.transports.stdio import StdioTransport, minimal_env
 from tests.conftest import FIXTURES, calc_command
@@ -194,7 +194,7 @@ def test_a_call_without_a_list_tools_step_fetches_the_schema_and_records_it() ->
 
 
 def test_cwd_and_environment_are_minimal(tmp_path: Path) -> None:
-    from mcptape.config import StdioServer
+    from mcptape.config.models import StdioServer
     from mcptape.transports.factory import open_transport
 
     server = StdioServer(command=[sys.executable, "-c", "import os,sys; print(os.getcwd()); print(sorted(os.environ))"])
@@ -208,7 +208,7 @@ def test_cwd_and_environment_are_minimal(tmp_path: Path) -> None:
 
 
 def test_a_missing_cwd_is_reported(tmp_path: Path) -> None:
-    from mcptape.config import StdioServer
+    from mcptape.config.models import StdioServer
     from mcptape.transports.factory import open_transport
 
     with pytest.raises(ServerError, match="working directory"):

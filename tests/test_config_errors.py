@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.config import load_config
+from mcptape.config.load import load_config
 from mcptape.errors import EXIT_COULD_NOT_RUN, ConfigError
 from tests.conftest import ROOT, mcptape_command
 
@@ -223,7 +223,7 @@ def test_variables_in_normalize_and_redact_are_left_alone(tmp_path: Path) -> Non
 
 
 def test_every_drift_class_and_ignore_key_loads_and_the_published_schema_lists_the_same(tmp_path: Path) -> None:
-    from mcptape.config import json_schema
+    from mcptape.config.schema import json_schema
     from mcptape.report.model import IGNORE_KEYS, drift_classes
 
     path = tmp_path / "mcptape.yml"

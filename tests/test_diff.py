@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 from recording import ADD, INIT_RESULT, TapeBuilder
 
-from mcptape.config import DriftSettings
+from mcptape.config.models import DriftSettings
 from mcptape.diff import diff_tapes
 from mcptape.diff.schema import schema_changes
 from mcptape.report.model import DiffResult

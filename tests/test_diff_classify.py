@@ -16,7 +16,7 @@ from typing import Any, get_args
 import pytest
 from recording import ADD, INIT_RESULT, TapeBuilder
 
-from mcptape.config import DriftSettings
+from mcptape.config.models import DriftSettings
 from mcptape.diff import diff_tapes
 from mcptape.diff.schema import SchemaKind
 from mcptape.report.model import FINDING_KINDS

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from recording import ADD, TapeBuilder
 
-from mcptape.config import DriftSettings, load_config
+from mcptape.config.load import load_config
+from mcptape.config.models import DriftSettings
 from mcptape.diff import diff_tapes
 from mcptape.diff.schema import schema_changes
 from mcptape.report.model import DiffResult

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mcptape.config import NormalizeRule
+from mcptape.config.models import NormalizeRule
 from mcptape.normalize import Normalizer, apply_path, canonical_order, parse_path, session_paths
 
 

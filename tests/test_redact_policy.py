@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.config import load_config
+from mcptape.config.load import load_config
 from mcptape.errors import ConfigError
 from mcptape.jsonrpc import dumps
 from mcptape.record.http import HttpRecorder

@@ -10,7 +10,7 @@ applies the project's DriftSettings, and groups what is left per call in fresh-t
 `conformance=True` the fresh tape's conformance findings (mcptape/conformance.py) join them,
 placed the same way.
 
-DriftSettings, as read here (config.py holds the model):
+DriftSettings, as read here (config/models.py holds the model):
 - `added_surface`: severity of a tool/resource/prompt that appeared (default structural).
 - `fail_on`: {"category" or "category.kind": severity} overrides the severity of matching
   findings; "category.kind" wins over "category". E.g. {"schema.cosmetic": "info",
@@ -41,7 +41,7 @@ from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, 
 from mcptape.tape.format import Tape
 
 if TYPE_CHECKING:
-    from mcptape.config import DriftSettings
+    from mcptape.config.models import DriftSettings
 
 _RANK = {"info": 0, "output": 1, "structural": 2}
 

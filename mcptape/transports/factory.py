@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-from mcptape.config import HttpServer, StdioServer
+from mcptape.config.models import HttpServer, StdioServer
 from mcptape.errors import ServerError
 from mcptape.transports.stdio import StdioTransport, minimal_env
 

@@ -37,7 +37,7 @@ from mcptape.transports.stdio import ServerProcess, minimal_env
 if TYPE_CHECKING:
     import httpx
 
-    from mcptape.config import HttpServer
+    from mcptape.config.models import HttpServer
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 SESSION_HEADER = "Mcp-Session-Id"

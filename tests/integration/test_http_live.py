@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mcptape.config import HttpServer
+from mcptape.config.models import HttpServer
 from mcptape.errors import ServerError
 from mcptape.tape.reader import read_tape
 from mcptape.transports.http import StreamableHttpTransport, open_http_transport

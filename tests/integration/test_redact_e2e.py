@@ -277,7 +277,7 @@ def test_ci_a_real_secret_reaches_no_golden_report_or_terminal(tmp_path: Path) -
     xml = (tmp_path / "r.xml").read_text(encoding="utf-8")
     assert "postgres://app:&lt;REDACTED:url-password&gt;@db.internal" in xml
     # The markdown a PR gets, from the same report: placeholders intact, verification passes.
-    from mcptape.config import load_config
+    from mcptape.config.load import load_config
     from mcptape.report.markdown import render_comment, render_summary
     from mcptape.report.model import RunReport
 
