@@ -30,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcptape.jsonrpc import dumps  # noqa: E402
-from mcptape.redact import Redactor  # noqa: E402
+from mcptape.redact.redactor import Redactor  # noqa: E402
 from mcptape.tape.events import EventBuilder, stderr_event  # noqa: E402
 from mcptape.tape.format import make_header, tape_bytes  # noqa: E402
 

@@ -4,7 +4,7 @@ Owns the orchestration: choosing sessions (`--session`, `--shard`), running them
 (one server process per session, so a thread each is enough), the per-session pipeline
 (record -> redact -> normalize -> compare or write the golden), golden files and orphans,
 `--update-golden` and its safety rules, and writing the reports. It leaves the protocol to
-client.py, volatile values to normalize.py, secrets to redact.py, the verdict of one pair of
+client.py, volatile values to normalize.py, secrets to redact/, the verdict of one pair of
 tapes to diff/, and rendering to report/ (terminal, junit, markdown) and github.py.
 
 Conformance: every fresh recording, redacted but not normalized, is checked against the MCP
@@ -14,7 +14,7 @@ session and do not stop the golden being written (accepting it is a person's cal
 later gate run checks again.
 
 Every byte that leaves this module for a file or the terminal passes `_Outlet.emit`, the single
-choke point where redaction is verified (redact.py); a secret that survives fails closed (exit 4).
+choke point where redaction is verified (redact/redactor.py); a secret that survives fails closed (exit 4).
 
 Sessions run in worker threads, so everything the session pipeline imports is imported here, at
 module level, in the main thread, before any worker starts (see the imports below): a first
@@ -66,7 +66,7 @@ from mcptape.errors import (
 )
 from mcptape.logsafe import ci_log_block, safe_log
 from mcptape.normalize import Normalizer, canonical_order, session_paths
-from mcptape.redact import Redactor
+from mcptape.redact.redactor import Redactor
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult, worst_exit
 from mcptape.sandbox import Sandbox
 from mcptape.tape.atomic import write_atomic

@@ -153,7 +153,7 @@ def _safe(text: str, fallback: str) -> str:
     """`text` with secrets scrubbed by the built-in detectors (an exception's message may quote a
     config value or a server's answer), made inert for a CI log; `fallback` if it cannot be checked."""
     try:
-        from mcptape.redact import Redactor
+        from mcptape.redact.redactor import Redactor
 
         text = Redactor().redact_text(text)
     except Exception:  # noqa: BLE001 - reporting an error must not crash: then say less

@@ -311,7 +311,7 @@ def upsert_comment(
 def _redactor(config_path: str) -> Any:
     """One Redactor for everything this run publishes, knowing the config's secrets when it can."""
     from mcptape.config.load import load_config
-    from mcptape.redact import Redactor
+    from mcptape.redact.redactor import Redactor
 
     try:
         loaded = load_config(config_path)

@@ -233,7 +233,7 @@ def _warn(message: str) -> None:
 def run_merge(args: argparse.Namespace) -> int:
     """`mcptape merge REPORT... [--json FILE] [--summary FILE]`: one verdict, summary and PR comment."""
     from mcptape.ci import emit, make_redactor, render_terminal
-    from mcptape.redact import Redactor
+    from mcptape.redact.redactor import Redactor
     from mcptape.tape.atomic import write_atomic
 
     shards = [load_report(p) for p in args.reports]

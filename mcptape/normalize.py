@@ -1,7 +1,7 @@
 """Normalization: volatile values -> placeholders, and a canonical order for racing notifications.
 
 Owns what makes a fresh tape comparable with its golden and a golden byte-identical across
-runs of an unchanged server. It runs on events after redaction (redact.py) and before diff/
+runs of an unchanged server. It runs on events after redaction (redact/) and before diff/
 compares them or ci.py writes a golden. Pure functions over plain data; no I/O.
 
 Values. Every string in a message (`msg`, the `params` echo, stderr and garbage text) goes

@@ -462,7 +462,7 @@ def test_a_secret_sent_where_nothing_was_redacted_is_scrubbed_from_the_miss() ->
 
 
 def test_redacted_placeholder_regex_is_the_redactors() -> None:
-    from mcptape import redact
+    from mcptape.redact import shapes as redact
     from mcptape.replay import matching as replay
 
     assert replay._PLACEHOLDER_RE.pattern == redact.PLACEHOLDER_RE.pattern

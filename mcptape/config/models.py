@@ -494,7 +494,7 @@ class NormalizeRule(_Strict):
 
 
 class RedactSettings(_Strict):
-    """Secrets beyond what redact.py finds on its own (see `secret_reason`), and values that are not."""
+    """Secrets beyond what mcptape finds on its own (see `secret_reason`), and values that are not."""
 
     patterns: list[str] = Field(default_factory=list, description="extra secret regexes")
     allow: list[str] = Field(default_factory=list, description="values never treated as secrets")

@@ -1,6 +1,6 @@
 """Which values mcptape.yml hands a server are secrets: redact's rule applied to the config.
 
-What is secret is redact.py's rule (`secret_reason`); this module applies it to every value the
+What is secret is redact/policy.py's rule (`secret_reason`); this module applies it to every value the
 config hands a server and says at which line a refused secret is. The result is
 `LoadedConfig.secrets`, the known values the redactor scrubs.
 """
@@ -20,14 +20,14 @@ def collect_secrets(
 ) -> dict[str, str]:
     """The redactor's known secrets: `env.NAME`/`headers.Name`/`command.--flag` -> value.
 
-    What is a secret is redact.py's rule (`secret_reason`), applied to every value the config
+    What is a secret is redact/policy.py's rule (`secret_reason`), applied to every value the config
     hands a server: `env:` and `headers:` values, `command:`/`start:` arguments and `url:`, and
     every `${VAR}` interpolated anywhere (by the variable's name, or the field it fills).
     `redact.env`/`redact.headers` mark more, `redact.allow` exempts values. A secret that is also
     mcptape's own text (a JSON key, a method name, a report word, a session name) is refused
     here: scrubbing it would rewrite every tape and report (redact.own_text_secrets).
     """
-    from mcptape.redact import argv_secrets, own_text_secrets, secret_reason
+    from mcptape.redact.policy import argv_secrets, own_text_secrets, secret_reason
 
     settings = config.redact
     allow = settings.allow

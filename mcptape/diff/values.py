@@ -9,7 +9,7 @@ Knows nothing about MCP; classify.py decides what each difference means.
 
 Redaction placeholders compare by kind, not by tag: `<REDACTED:github-token#1a2b3c4d>` and
 `<REDACTED:github-token#5e6f7a8b>` are the same value (a rotated secret is not drift; the tag is
-a keyed hash of the value, redact.py), `<REDACTED:openai-key#...>` is another. `untag` is that
+a keyed hash of the value, redact/engine.py), `<REDACTED:openai-key#...>` is another. `untag` is that
 rule for strings; only strings holding `<REDACTED:` pay for it. Keys built from values (calls.py
 call keys, classify.py notification pools) are untagged the same way.
 """
@@ -49,7 +49,7 @@ def untag(text: str) -> str:
     """`text` with redaction placeholder tags dropped (redact.strip_tags), for comparing and keying."""
     if TAG_MARK not in text:
         return text
-    from mcptape.redact import strip_tags  # only tapes with tagged placeholders pay the import
+    from mcptape.redact.shapes import strip_tags  # only tapes with tagged placeholders pay the import
 
     return strip_tags(text)
 

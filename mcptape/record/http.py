@@ -38,11 +38,11 @@ from mcptape.transports.http import SseParser, new_client, parse_json_messages
 if TYPE_CHECKING:
     import httpx
 
-    from mcptape.redact import Redactor
+    from mcptape.redact.redactor import Redactor
 
 def _redactor_for(secrets: dict[str, str]) -> Redactor:
-    """The redactor (redact.py) for these known secrets: the choke point for everything recorded."""
-    from mcptape.redact import Redactor
+    """The redactor (redact/) for these known secrets: the choke point for everything recorded."""
+    from mcptape.redact.redactor import Redactor
 
     return Redactor(known=secrets)
 
@@ -66,11 +66,11 @@ class HttpRecorder:
     def learn_secrets(self, headers: Any) -> None:
         """Header values that are credentials become known secrets of the redactor.
 
-        Which are is redact.py's rule, the same as for the config's `headers:` (`secret_reason`
+        Which are is redact/policy.py's rule, the same as for the config's `headers:` (`secret_reason`
         with `header=True`: Authorization, Cookie, X-Api-Key, any name that says so, any value
         with a token shape); `Accept` or `User-Agent` values are not.
         """
-        from mcptape.redact import secret_reason
+        from mcptape.redact.policy import secret_reason
 
         found: dict[str, str] = {}
         for name, value in headers.items():

@@ -2,7 +2,7 @@
 
 Owns the byte path of `mcptape rec` and the recorder process behind it. Leaves the tape's
 bytes to tape/format.py, what an event means to tape/events.py, spawning and the shutdown
-ladder to transports/stdio.py, scrubbing secrets to redact.py (if present) and HTTP recording
+ladder to transports/stdio.py, scrubbing secrets to redact/ (if present) and HTTP recording
 to http_proxy.py.
 
 Two processes, so recording can never slow or block the wire:
@@ -62,7 +62,7 @@ from mcptape.tape.format import TAPE_SUFFIX, TapeWriter, make_header, serialize
 from mcptape.transports.stdio import ServerProcess
 
 if TYPE_CHECKING:
-    from mcptape.redact import Redactor
+    from mcptape.redact.redactor import Redactor
 
 # The writer may need a while for a big backlog; past this we stop waiting for it.
 WRITER_WAIT = 120.0
@@ -73,13 +73,13 @@ REDACTED = "<redacted>"
 def strip_command_secrets(command: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     """The command with secret values replaced, and the values found (source name -> value).
 
-    What is secret is redact.py's rule (`argv_secrets`: `--token=X`, `--api-key X`, `API_KEY=X`,
+    What is secret is redact/policy.py's rule (`argv_secrets`: `--token=X`, `--api-key X`, `API_KEY=X`,
     URL passwords and secret query parameters, token-shaped arguments; never `--author Alice`).
     The values are handed to the redactor so they are scrubbed from the traffic as well. Without
     mcptape.redact (the benchmark's raw mode) nothing is redacted, so nothing is stripped either.
     """
     try:
-        from mcptape.redact import argv_secrets
+        from mcptape.redact.policy import argv_secrets
     except ImportError:
         return list(command), {}
     return argv_secrets(command, REDACTED)
@@ -133,10 +133,10 @@ def default_name(command: Sequence[str]) -> str:
 
 
 def _env_secrets(env: Mapping[str, str]) -> dict[str, str]:
-    """The secrets of the environment the server inherits, by redact.py's rule (`env_secrets`):
+    """The secrets of the environment the server inherits, by redact/policy.py's rule (`env_secrets`):
     GITHUB_TOKEN's value is one, AUTHOR_NAME's and GIT_AUTHOR_EMAIL's are not."""
     try:
-        from mcptape.redact import env_secrets
+        from mcptape.redact.policy import env_secrets
     except ImportError:
         return {}
     return env_secrets(env)
@@ -146,7 +146,7 @@ def _warn_own_text_secrets(secrets: Mapping[str, str]) -> None:
     """Say which secrets cannot be scrubbed: their values are mcptape's own text (a JSON key, a
     method name), which the redactor never rewrites (redact.own_text_secrets). Never the values."""
     try:
-        from mcptape.redact import own_text_secrets
+        from mcptape.redact.policy import own_text_secrets
     except ImportError:
         return
     for source in own_text_secrets(secrets):

@@ -36,7 +36,7 @@ from mcptape.tape.format import Event, TapeWriter, serialize
 from mcptape.transports.stdio import ServerProcess
 
 if TYPE_CHECKING:
-    from mcptape.redact import Redactor
+    from mcptape.redact.redactor import Redactor
 
 # The writer runs below the wire's processes so that on a busy box it yields the core to them:
 # SCHED_IDLE where the OS has it (see _step_aside), else this niceness.
@@ -117,7 +117,7 @@ def make_redactor(secrets: dict[str, str]) -> Redactor | None:
     events are only serialized and stderr lines shown as they came.
     """
     try:
-        from mcptape.redact import Redactor
+        from mcptape.redact.redactor import Redactor
     except ImportError:
         return None
     return Redactor(known=secrets)

@@ -719,7 +719,7 @@ class ReplayEngine:
             if len(secret) >= 4:  # shorter ones were replaced where they stood (hide_redacted)
                 text = text.replace(secret, _HIDDEN).replace(_compact(secret)[1:-1], _HIDDEN)
         if self._redactor is None:
-            from mcptape.redact import Redactor  # only now: it costs play's start-up ~15 ms
+            from mcptape.redact.redactor import Redactor  # only now: it costs play's start-up ~15 ms
 
             self._redactor = Redactor()
         return str(self._redactor.redact_text(text))

@@ -74,7 +74,7 @@ def _compact(obj: Any) -> str:
 
 # --- redacted values ---------------------------------------------------------------------
 
-# redact.PLACEHOLDER_RE, copied: importing redact.py costs play ~10 ms of start-up for a regex
+# redact.shapes.PLACEHOLDER_RE, copied: importing redact/ costs play ~10 ms of start-up for a regex
 # (tests/test_replay.py checks the two stay the same).
 _PLACEHOLDER_RE = re.compile(r"<REDACTED:[A-Za-z0-9_.:@\-]{1,120}(?:#[0-9a-f]{8})?>|<HOME>|<USER>")
 REDACTED_NOTE = "matches only modulo a redacted value"

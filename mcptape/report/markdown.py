@@ -420,10 +420,10 @@ def guard(doc: str, where: str, redactor: Any = None) -> str:
 
     The single call site of mcptape.redact for report text: redact what is known or looks like a
     secret, then verify nothing survived (SecretLeak, exit 4, means nothing is written or posted).
-    `redactor` should be the run's Redactor (it knows the config's secrets); without one, redact.py's
+    `redactor` should be the run's Redactor (it knows the config's secrets); without one, redact/redactor.py's
     shared default scrubs the built-in token shapes.
     """
-    from mcptape.redact import guard as redact_guard
+    from mcptape.redact.redactor import guard as redact_guard
 
     return str(redact_guard(doc, where, redactor))
 

@@ -498,12 +498,13 @@ def test_a_header_that_would_leak_writes_nothing_and_exits_4(tmp_path: Path) -> 
     token = _github_shaped()
     snippet = (
         "import sys\n"
-        "from mcptape import redact, cli\n"
-        "init = redact.Redactor.__init__\n"
+        "from mcptape import cli\n"
+        "from mcptape.redact import engine, redactor, shapes\n"
+        "init = redactor.Redactor.__init__\n"
         "def blind(self, *a, **k):\n"
         "    init(self, *a, **k)\n"
-        "    self._scrubber = redact._Engine(self._config, [s for s in redact.SHAPES if s.kind != 'github-token'])\n"
-        "redact.Redactor.__init__ = blind\n"
+        "    self._scrubber = engine.Engine(self._config, [s for s in shapes.SHAPES if s.kind != 'github-token'])\n"
+        "redactor.Redactor.__init__ = blind\n"
         "sys.exit(cli.main(sys.argv[1:]))\n"
     )
     tape = tmp_path / "leak.tape.jsonl"
