@@ -40,7 +40,7 @@ COMMANDS = {
     "diff": "mcptape.diff:run_diff",
     "ls": "mcptape.report.terminal:run_ls",
     "show": "mcptape.report.terminal:run_show",
-    "ci": "mcptape.ci:run_ci",
+    "ci": "mcptape.commands.ci:run_ci",
     "schema": "mcptape.config.schema:run_schema",
     "comment": "mcptape.github:run_comment",
     "merge": "mcptape.merge:run_merge",

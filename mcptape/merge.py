@@ -4,8 +4,8 @@ Owns reading and checking shard reports (each readable, all from one config and 
 session judged twice, every shard present) and putting their sessions back together in the
 config's order, so the merged report is the one an unsharded run would have written. The
 verdict of each session stays ci.py's and diff/'s; rendering is report/'s (terminal through
-ci.render_terminal, markdown through render_summary); publishing (job summary, annotations,
-the one PR comment) is github.py's. Every byte written passes ci.emit, the same redaction
+report.terminal.render_run_text, markdown through render_summary); publishing (job summary, annotations,
+the one PR comment) is github.py's. Every byte written passes ci.session.emit, the same redaction
 choke point `mcptape ci` writes through.
 """
 
@@ -76,7 +76,7 @@ def read_report(path: str, hint: str) -> tuple[RunReport, dict[str, Any]]:
 
 def load_report(path: str) -> ShardReport:
     """One shard's JSON report; any problem is an McptapeError (exit 3) naming the file."""
-    from mcptape.ci import parse_shard
+    from mcptape.ci.selection import parse_shard
 
     report, data = read_report(path, REPORT_HINT)
     shard = None
@@ -186,7 +186,7 @@ def missing_shards(shards: list[ShardReport], loaded: Any) -> list[str]:
             continue
         line = f"shard {index}/{total} is missing"
         if loaded is not None:
-            from mcptape.ci import select_sessions
+            from mcptape.ci.selection import select_sessions
 
             names = [s.name for s in select_sessions(loaded, [], f"{index}/{total}")]
             line += f": its sessions ({', '.join(names) or 'none'}) are not in the merged verdict"
@@ -232,7 +232,8 @@ def _warn(message: str) -> None:
 
 def run_merge(args: argparse.Namespace) -> int:
     """`mcptape merge REPORT... [--json FILE] [--summary FILE]`: one verdict, summary and PR comment."""
-    from mcptape.ci import emit, make_redactor, render_terminal
+    from mcptape.ci.session import emit, make_redactor
+    from mcptape.report.terminal import render_run_text
     from mcptape.redact.redactor import Redactor
     from mcptape.tape.atomic import write_atomic
 
@@ -243,7 +244,7 @@ def run_merge(args: argparse.Namespace) -> int:
 
     outlet = make_redactor(loaded) if loaded is not None else Redactor()
     try:
-        text = render_terminal(report)
+        text = render_run_text(report)
         sys.stdout.write(ci_log_block(emit(outlet, text.encode("utf-8"), "terminal report").decode("utf-8")))
         sys.stdout.flush()
         if args.json_report:

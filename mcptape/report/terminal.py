@@ -192,6 +192,17 @@ def render_run(report: RunReport, console: Console) -> None:
                         f" (exit {report.exit_code}) · {summary}"), soft_wrap=True)
 
 
+
+def render_run_text(report: RunReport) -> str:
+    """The ci run's terminal report (render_run) as text, for the outlet to verify before it is shown."""
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=sys.stdout.isatty(), width=120, soft_wrap=True)
+    render_run(report, console)
+    return buffer.getvalue()
+
+
 def _session_line(s: SessionResult) -> str:
     if s.verdict == "same":
         return "no drift"
