@@ -233,8 +233,8 @@ def _warn(message: str) -> None:
 def run_merge(args: argparse.Namespace) -> int:
     """`mcptape merge REPORT... [--json FILE] [--summary FILE]`: one verdict, summary and PR comment."""
     from mcptape.ci.session import emit, make_redactor
-    from mcptape.report.terminal import render_run_text
     from mcptape.redact.redactor import Redactor
+    from mcptape.report.terminal import render_run_text
     from mcptape.tape.atomic import write_atomic
 
     shards = [load_report(p) for p in args.reports]

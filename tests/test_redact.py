@@ -21,9 +21,9 @@ import pytest
 
 from mcptape.errors import ConfigError, SecretLeak
 from mcptape.jsonrpc import dumps
+from mcptape.placeholders import PLACEHOLDER_RE, strip_tags
 from mcptape.redact import engine, redactor, shapes
 from mcptape.redact.redactor import Redactor
-from mcptape.redact.shapes import PLACEHOLDER_RE, strip_tags
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import EventBuilder, garbage_event, stderr_event
 from mcptape.tape.format import make_header, tape_bytes

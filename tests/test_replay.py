@@ -461,15 +461,19 @@ def test_a_secret_sent_where_nothing_was_redacted_is_scrubbed_from_the_miss() ->
     assert TOKEN not in engine.report().render()
 
 
-def test_redacted_placeholder_regex_is_the_redactors() -> None:
-    from mcptape.redact import shapes as redact
-    from mcptape.replay import matching as replay
+def test_replay_reads_the_placeholders_the_redactor_writes_as_patterns() -> None:
+    from mcptape.placeholders import placeholder_pattern
+    from mcptape.redact.redactor import Redactor
 
-    assert replay._PLACEHOLDER_RE.pattern == redact.PLACEHOLDER_RE.pattern
-    pattern = replay.placeholder_pattern("a.b+<REDACTED:env.CALC_TOKEN>(c)")
+    recorded = Redactor(known={"env.CALC_TOKEN": "s3cr3t-value-1"}).redact_text("a.b+s3cr3t-value-1(c)")
+    assert recorded == "a.b+<REDACTED:env.CALC_TOKEN>(c)"
+    pattern = placeholder_pattern(recorded)
     assert pattern is not None
     assert pattern.fullmatch("a.b+s3cr3t(c)") and not pattern.fullmatch("aXb+s3cr3t(c)")
-    assert replay.placeholder_pattern("no placeholder <REDACTED> here") is None
+    tagged = Redactor().redact_text("token ghp_" + "A1b2C3d4E5" * 4)
+    assert tagged.startswith("token <REDACTED:github-token#")
+    assert placeholder_pattern(tagged).fullmatch("token ghp_another0token")  # type: ignore[union-attr]
+    assert placeholder_pattern("no placeholder <REDACTED> here") is None
 
 
 # --- stdio play streams the tape: the first answer does not wait for the whole of it ----------

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from mcptape.diff.values import untag
 from mcptape.jsonrpc import canonical, id_key
+from mcptape.placeholders import untag
 from mcptape.sequences import common_prefix, equal_back
 from mcptape.tape.format import Tape
 

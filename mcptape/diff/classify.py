@@ -43,8 +43,9 @@ from mcptape.diff.schema import (
     prompt_argument_changes,
     schema_changes,
 )
-from mcptape.diff.values import Change, changes, clip, describe, fast_same, join, show, untag
+from mcptape.diff.values import Change, changes, clip, describe, fast_same, join, show
 from mcptape.jsonrpc import canonical
+from mcptape.placeholders import untag
 from mcptape.report.model import Finding, Severity
 
 SCHEMA_SEVERITY: dict[str, Severity] = {"breaking": "structural", "compatible": "output", "cosmetic": "output"}

@@ -9,7 +9,7 @@ Knows nothing about MCP; classify.py decides what each difference means.
 
 Redaction placeholders compare by kind, not by tag: `<REDACTED:github-token#1a2b3c4d>` and
 `<REDACTED:github-token#5e6f7a8b>` are the same value (a rotated secret is not drift; the tag is
-a keyed hash of the value, redact/engine.py), `<REDACTED:openai-key#...>` is another. `untag` is that
+a keyed hash of the value), `<REDACTED:openai-key#...>` is another: placeholders.py's `untag` is that
 rule for strings; only strings holding `<REDACTED:` pay for it. Keys built from values (calls.py
 call keys, classify.py notification pools) are untagged the same way.
 """
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcptape.jsonrpc import MAX_DEPTH, deep_text, dumps, is_deep, loads_depth
+from mcptape.placeholders import TAG_MARK, untag
 from mcptape.sequences import common_prefix
 
 MAX_DIFFS = 25
@@ -40,18 +41,6 @@ class Change:
     after: Any
     kind: str  # changed | added | removed
     note: str | None = None  # said after the change: why it was compared the way it was
-
-
-TAG_MARK = "<REDACTED:"
-
-
-def untag(text: str) -> str:
-    """`text` with redaction placeholder tags dropped (redact.strip_tags), for comparing and keying."""
-    if TAG_MARK not in text:
-        return text
-    from mcptape.redact.shapes import strip_tags  # only tapes with tagged placeholders pay the import
-
-    return strip_tags(text)
 
 
 def same(a: Any, b: Any) -> bool:

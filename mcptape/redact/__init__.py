@@ -60,7 +60,7 @@ then 2**32 or more candidate values share each tag, so it confirms no guess and 
 reversed. Lower-entropy values (a `password: hunter22`) get no tag at all, never an unkeyed or
 brute-forceable hash; known values need none (their source names them). The same secret gets
 the same placeholder in every tape and run; a rotated token gets a new tag, so comparisons
-should treat tags as identities within a tape (`PLACEHOLDER_RE`, `strip_tags`).
+should treat tags as identities within a tape (placeholders.py: `PLACEHOLDER_RE`, `strip_tags`).
 
 Speed: Python's regex engine crawls on a many-branch alternation, so each detector starts with
 a lowercase literal (its trigger); `str.find` locates triggers and the combined regex is only

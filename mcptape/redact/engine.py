@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote
 
+from mcptape.placeholders import PLACEHOLDER_RE
 from mcptape.redact.own_text import own_text
 from mcptape.redact.shapes import (
     ALWAYS_MIN_LEN,
     B64_MIN_RUN,
     KNOWN_MIN_LEN,
     MAX_DEPTH,
-    PLACEHOLDER_RE,
     TAG_KEY,
     TAG_MIN_BITS,
     Shape,

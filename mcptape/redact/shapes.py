@@ -14,17 +14,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mcptape.placeholders import ESCAPED_PLACEHOLDER_RE, PLACEHOLDER_RE
+
 # --------------------------------------------------------------------------------------------
 # constants and small pure helpers
 
-PLACEHOLDER_RE = re.compile(r"<REDACTED:[A-Za-z0-9_.:@\-]{1,120}(?:#[0-9a-f]{8})?>|<HOME>|<USER>")
-# Our placeholders as report formats escape them: XML and HTML (JUnit, the markdown's <summary>
-# lines) write `&lt;REDACTED:x&gt;`, HTML-safe JSON `\u003cREDACTED:x\u003e`. Escaped, a placeholder
-# is still ours: `&` and `;` could otherwise read as a URL password or a cookie value.
-_ESCAPED_PLACEHOLDER_RE = re.compile(
-    r"(?:&lt;|&#0*60;|&#[xX]0*3[cC];|\\u003[cC])(?:REDACTED:[A-Za-z0-9_.:@\-]{1,120}(?:#[0-9a-f]{8})?|HOME|USER)"
-    r"(?:&gt;|&#0*62;|&#[xX]0*3[eE];|\\u003[eE])"
-)
 TAG_KEY = b"mcptape/redact/v1"
 TAG_MIN_BITS = 64.0
 KNOWN_MIN_LEN = 6
@@ -60,19 +54,13 @@ def high_entropy(value: str) -> bool:
     return len(value) >= ENTROPY_MIN_LEN and shannon(value) >= ENTROPY_MIN_BITS_PER_CHAR
 
 
-def strip_tags(text: str) -> str:
-    """Text with placeholder tags removed (`<REDACTED:x#1a2b3c4d>` -> `<REDACTED:x>`), for comparisons
-    that must not call a rotated token drift."""
-    return re.sub(r"(<REDACTED:[^<>#\s]+)#[0-9a-f]{8}>", r"\1>", text)
-
-
 def allowed_value(value: str, allow: frozenset[str]) -> bool:
     v = value.strip()
     if v in allow or v.lower() in _PLACEHOLDER_VALUES:
         return True
     rest = PLACEHOLDER_RE.sub("", _VAR_REF.sub("", v))
     if "&" in rest or "\\u" in rest:
-        rest = _ESCAPED_PLACEHOLDER_RE.sub("", rest)
+        rest = ESCAPED_PLACEHOLDER_RE.sub("", rest)
     return not rest.strip(" \t\"'*.-_•")
 
 
@@ -80,7 +68,7 @@ def mask_escaped_placeholders(text: str) -> str:
     """`text` with each escaped placeholder blanked out (same length), for splitting on `;` and `=`."""
     if "&" not in text and "\\u" not in text:
         return text
-    return _ESCAPED_PLACEHOLDER_RE.sub(lambda m: "\0" * len(m.group(0)), text)
+    return ESCAPED_PLACEHOLDER_RE.sub(lambda m: "\0" * len(m.group(0)), text)
 
 
 # Secret-named fields. Names are normalized: camelCase -> snake_case, lower, '-' -> '_'.

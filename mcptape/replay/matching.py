@@ -9,13 +9,12 @@ engine.py's.
 
 from __future__ import annotations
 
-import functools
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
 from mcptape.jsonrpc import dumps
+from mcptape.placeholders import fits, placeholder_pattern
 
 Matcher = Callable[[Any, Any], list[str]]
 """(recorded params, live params) -> reasons they differ; an empty list is a match."""
@@ -74,39 +73,8 @@ def _compact(obj: Any) -> str:
 
 # --- redacted values ---------------------------------------------------------------------
 
-# redact.shapes.PLACEHOLDER_RE, copied: importing redact/ costs play ~10 ms of start-up for a regex
-# (tests/test_replay.py checks the two stay the same).
-_PLACEHOLDER_RE = re.compile(r"<REDACTED:[A-Za-z0-9_.:@\-]{1,120}(?:#[0-9a-f]{8})?>|<HOME>|<USER>")
 REDACTED_NOTE = "matches only modulo a redacted value"
 _HIDDEN = "<REDACTED:live-value>"  # stands for a live value compared with a redacted recording
-
-
-def _may_hold_placeholder(text: str) -> bool:
-    return "<REDACTED:" in text or "<HOME>" in text or "<USER>" in text
-
-
-@functools.lru_cache(maxsize=4096)
-def placeholder_pattern(recorded: str) -> re.Pattern[str] | None:
-    """A recorded string with placeholders as a pattern: each placeholder stands for any non-empty
-    run of characters, the rest is literal, the whole string must match. None without placeholders.
-
-    Tapes are redacted before they are written, so a recorded request can hold
-    `<REDACTED:github-token#1a2b3c4d>` where the live client sends the real token.
-    """
-    if not _may_hold_placeholder(recorded):
-        return None
-    literals = _PLACEHOLDER_RE.split(recorded)
-    if len(literals) == 1:
-        return None
-    return re.compile("(.+?)".join(re.escape(part) for part in literals), re.DOTALL)
-
-
-def _fits(recorded: str, asked: str) -> bool | None:
-    """None if `recorded` holds no placeholder, else whether `asked` fits it."""
-    pattern = placeholder_pattern(recorded)
-    if pattern is None:
-        return None
-    return pattern.fullmatch(asked) is not None
 
 
 def hide_redacted(recorded: Any, asked: Any, secrets: set[str] | None = None) -> Any:
@@ -189,12 +157,12 @@ def _diff_into(rec: Any, ask: Any, path: str, out: list[str], limit: int, notes:
                 return
         return
     if type(rec) is str and type(ask) is str and rec != ask:
-        fits = _fits(rec, ask)
-        if fits is True:
+        fitting = fits(rec, ask)
+        if fitting is True:
             if notes is not None:
                 notes.append(f"{path or 'params'}: {REDACTED_NOTE}")
             return
-        if fits is False:
+        if fitting is False:
             out.append(f"{path or 'params'} differs: {_short(rec)} recorded, another value asked (not shown: redacted on the tape)")
             return
     if not _json_equal(rec, ask):
@@ -212,7 +180,7 @@ def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is str and type(b) is str and a != b:
-        return bool(_fits(a, b))
+        return bool(fits(a, b))
     return type(a) is type(b) and a == b
 
 
