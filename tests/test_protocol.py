@@ -7,12 +7,12 @@ from typing import Any
 from mcptape.diff import diff_tapes
 from mcptape.diff.protocol import (
     collapse_input_rounds,
-    era,
     handshake_summary,
     prepare,
     strip_request_params,
     strip_result,
 )
+from mcptape.mcp import era
 from mcptape.tape.events import C2S, S2C, EventBuilder
 from mcptape.tape.format import Tape, make_footer, make_header
 

@@ -27,10 +27,9 @@ from pydantic_core import PydanticCustomError
 from mcptape.config.interpolate import VAR_NAME
 from mcptape.config.locations import describe, suggest
 from mcptape.jsonpath import PATH_SCHEMA_PATTERN, SUPPORTED_PATHS, PathSegment, parse_json_path
+from mcptape.mcp import PROTOCOL_VERSIONS
 from mcptape.report.model import FINDING_KINDS, IGNORE_KEYS, Severity, drift_classes
 
-PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
-LEGACY_DEFAULT_PROTOCOL = "2025-06-18"  # the newest version every reference server accepts as asked
 CONFIG_VERSIONS = (1,)  # the `version:` values this mcptape reads
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 

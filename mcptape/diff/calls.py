@@ -34,6 +34,7 @@ from functools import cached_property
 from typing import Any
 
 from mcptape.jsonrpc import canonical, id_key
+from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
 from mcptape.placeholders import untag
 from mcptape.sequences import common_prefix, equal_back
 from mcptape.tape.format import Tape
@@ -47,8 +48,6 @@ _NAME_PARAM = {
     "resources/unsubscribe": "uri",
     "logging/setLevel": "level",
 }
-# The handshake carries who the client is; that is not the server's behaviour.
-_HANDSHAKE = ("initialize", "server/discover")
 
 
 @dataclass
@@ -81,7 +80,7 @@ class Call:
         """Is `other` the same call? == first (C speed), canonical keys only when that fails."""
         if self.method != other.method or self.notify != other.notify:
             return False
-        if self.method not in _HANDSHAKE and self.params == other.params:
+        if self.method not in HANDSHAKE_METHODS and self.params == other.params:
             return True
         return self.key == other.key
 
@@ -117,7 +116,7 @@ class Call:
     @property
     def arguments(self) -> Any:
         """What a reviewer reads as the call's arguments (tool/prompt arguments, else params)."""
-        if self.method in _HANDSHAKE:
+        if self.method in HANDSHAKE_METHODS:
             return None  # protocol version and client info: not what a reviewer needs in the one line
         if not isinstance(self.params, dict):
             return self.params
@@ -171,21 +170,14 @@ class TapeCalls:
         return self.tape.protocol if self.protocol_of is None else self.protocol_of()
 
     def has_handshake(self) -> bool:
-        return self.handshake_outside or any(c.method in _HANDSHAKE for c in self.calls)
-
-
-def _strip_meta(params: Any) -> Any:
-    """Params without `_meta` (progress tokens, client info of 2026-07-28): not part of what is asked."""
-    if isinstance(params, dict) and "_meta" in params:
-        return {k: v for k, v in params.items() if k != "_meta"}
-    return params
+        return self.handshake_outside or any(c.method in HANDSHAKE_METHODS for c in self.calls)
 
 
 def call_key(method: str, params: Any) -> str:
     """The content key of a call: method + canonical params, leniently for the handshake;
     redaction tags dropped (a rotated secret in the arguments is still the same call)."""
-    params = _strip_meta(params)
-    if method in _HANDSHAKE and isinstance(params, dict):
+    params = strip_meta(params)
+    if method in HANDSHAKE_METHODS and isinstance(params, dict):
         params = {k: v for k, v in params.items() if k != "clientInfo"}
     return untag(method + " " + canonical(params))
 
@@ -266,7 +258,7 @@ def _is_client(ev: dict[str, Any]) -> bool:
 
 
 # Client messages that get no ordinal: the handshake is not a step of the session.
-_UNCOUNTED = frozenset({*_HANDSHAKE, "notifications/initialized"})
+_UNCOUNTED = frozenset({*HANDSHAKE_METHODS, "notifications/initialized"})
 
 
 def _counts(method: str) -> bool:
@@ -381,7 +373,7 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
                 seen_client = True
                 method = str(ev.get("method"))
                 ordinal += method not in _UNCOUNTED
-                handshake = handshake or method in _HANDSHAKE
+                handshake = handshake or method in HANDSHAKE_METHODS
                 if kind == "request":
                     ident = ev.get("id")
                     open_ids.add(_idk(ident))
@@ -397,7 +389,7 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
                 else:  # an answer whose request is not on the tape is a call of its own
                     method = str(ev.get("method") or "?")
                     ordinal += method not in _UNCOUNTED
-                    handshake = handshake or method in _HANDSHAKE
+                    handshake = handshake or method in HANDSHAKE_METHODS
             elif direction == "c2s":
                 session.append(i)
         elif _session_kind(kind, ev.get("dir"), seen_client):
@@ -451,7 +443,7 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
                     if token is not None:
                         tokens.discard(_idk(token))
                 method = str(ev.get("method"))
-                handshake = handshake or method in _HANDSHAKE
+                handshake = handshake or method in HANDSHAKE_METHODS
                 counted += method not in _UNCOUNTED
                 if not need and not tokens:
                     stop, stop_handshake, stop_counted, cut_after = i, handshake, counted, i

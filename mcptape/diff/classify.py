@@ -45,6 +45,7 @@ from mcptape.diff.schema import (
 )
 from mcptape.diff.values import Change, changes, clip, describe, fast_same, join, show
 from mcptape.jsonrpc import canonical
+from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
 from mcptape.placeholders import untag
 from mcptape.report.model import Finding, Severity
 
@@ -155,10 +156,8 @@ def check_arguments(pair: Pair) -> list[Finding]:
 
 
 def _params(call: Call) -> Any:
-    from mcptape.diff.calls import _strip_meta
-
-    params = _strip_meta(call.params)
-    if call.method in ("initialize", "server/discover") and isinstance(params, dict):
+    params = strip_meta(call.params)
+    if call.method in HANDSHAKE_METHODS and isinstance(params, dict):
         params = {k: v for k, v in params.items() if k != "clientInfo"}
     return params
 

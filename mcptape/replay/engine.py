@@ -83,10 +83,10 @@ from mcptape.replay.matching import (
     _compact,
     _json_equal,
     _short,
+    compared,
     describe_call,
     hide_redacted,
     json_diff,
-    strip_meta,
 )
 from mcptape.tape.events import C2S, S2C, wire_text
 from mcptape.tape.format import Event, Tape
@@ -644,14 +644,14 @@ class ReplayEngine:
         start = self._exact_upto.get(method, 0)
         end = len(calls) if limit is None else min(len(calls), start + limit)
         for call in calls[start:end]:
-            call.key = _canonical(strip_meta(call.params))
+            call.key = _canonical(compared(call.params))
             self._exact.setdefault((method, call.key), deque()).append(call)
         self._exact_upto[method] = end
 
     def _find_indexed(self, method: str, params: Any) -> RecordedCall | None:
         if self._matches_exactly(method):
             self._key_calls(method)
-            queue = self._exact.get((method, _canonical(strip_meta(params))))
+            queue = self._exact.get((method, _canonical(compared(params))))
             while queue:
                 if not queue[0].consumed:
                     return queue.popleft()
@@ -699,7 +699,7 @@ class ReplayEngine:
         for c in ranked[:_MAX_NEAREST]:
             reasons = self._reasons(c, params)
             notes: list[str] = []
-            json_diff(strip_meta(c.params), strip_meta(params), limit=1 << 30, notes=notes)
+            json_diff(compared(c.params), compared(params), limit=1 << 30, notes=notes)
             if not reasons:
                 n = sum(1 for o in same if not self._reasons(o, params))
                 parts.append(f"{c.label} (line {c.line}): already answered (the tape holds {n} such call(s))")
@@ -708,9 +708,9 @@ class ReplayEngine:
         unconsumed = [c for c in ranked if not c.consumed]
         closest = unconsumed[0] if unconsumed else ranked[0]
         for c in same:  # every value compared with a redacted one, whichever call it was compared with
-            hide_redacted(strip_meta(c.params), strip_meta(params), secrets)
+            hide_redacted(compared(c.params), compared(params), secrets)
         if secrets:
-            live = describe_call(method, hide_redacted(strip_meta(closest.params), strip_meta(params)))
+            live = describe_call(method, hide_redacted(compared(closest.params), compared(params)))
         return self._scrub("nearest: " + " | ".join(parts), secrets), closest, self._scrub(live, secrets)
 
     def _scrub(self, text: str, secrets: set[str]) -> str:
@@ -738,7 +738,7 @@ class ReplayEngine:
 
     def _client_notification(self, msg: dict[str, Any], out: list[str]) -> None:
         method = msg["method"]
-        params = strip_meta(msg.get("params"))
+        params = compared(msg.get("params"))
         key = _canonical(params)
         while True:
             candidates = [i for i in self._notifications.get(method, []) if i not in self._used_notifications]
@@ -756,7 +756,7 @@ class ReplayEngine:
             self._emit(i, out)
 
     def _same_notification(self, index: int, key: str, params: Any) -> bool:
-        recorded = strip_meta(self.events[index].get("msg", {}).get("params"))
+        recorded = compared(self.events[index].get("msg", {}).get("params"))
         return _canonical(recorded) == key or _json_equal(recorded, params)
 
     def _client_answer(self, msg: dict[str, Any], out: list[str]) -> None:

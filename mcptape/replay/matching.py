@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptape.jsonrpc import dumps
+from mcptape.mcp import strip_meta
 from mcptape.placeholders import fits, placeholder_pattern
 
 Matcher = Callable[[Any, Any], list[str]]
@@ -106,13 +107,10 @@ def hide_redacted(recorded: Any, asked: Any, secrets: set[str] | None = None) ->
 # --- pure comparison helpers -------------------------------------------------------------
 
 
-def strip_meta(params: Any) -> Any:
-    """params without its top-level `_meta`; absent params and `{}` compare equal."""
-    if params is None:
-        return {}
-    if isinstance(params, dict) and "_meta" in params:
-        return {k: v for k, v in params.items() if k != "_meta"}
-    return params
+def compared(params: Any) -> Any:
+    """Params as replay compares them: without the top-level `_meta` (mcp.strip_meta); absent
+    params and `{}` compare equal."""
+    return {} if params is None else strip_meta(params)
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -186,7 +184,7 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 def match_params(recorded: Any, asked: Any) -> list[str]:
     """JSON-equal params, ignoring the top-level `_meta`."""
-    return json_diff(strip_meta(recorded), strip_meta(asked))
+    return json_diff(compared(recorded), compared(asked))
 
 
 def match_initialize(recorded: Any, asked: Any) -> list[str]:

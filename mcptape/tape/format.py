@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from mcptape import __version__
 from mcptape.jsonrpc import dumps
+from mcptape.mcp import meta_version
 
 FORMAT_VERSION = 1
 TAPE_SUFFIX = ".tape.jsonl"
@@ -104,20 +105,13 @@ class Tape:
                 version = result.get("protocolVersion")
                 return str(version) if version else None
             if kind == "response" and method == "server/discover" and discovered is None:
-                discovered = _meta_version(ev.get("params"))
+                discovered = meta_version(ev.get("params"))
             elif stamped is None and kind == "request" and ev.get("dir") == "c2s" and method != "server/discover":
-                stamped = _meta_version((ev.get("msg") or {}).get("params"))
+                stamped = meta_version((ev.get("msg") or {}).get("params"))
         return discovered or stamped
 
     def line_of(self, index: int) -> int:
         return self.event_lines[index] if index < len(self.event_lines) else index + 2
-
-
-def _meta_version(params: Any) -> str | None:
-    """`params._meta["io.modelcontextprotocol/protocolVersion"]` of a 2026-07-28 request, if any."""
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
-    return version if isinstance(version, str) and version else None
 
 
 class TapeWriter:

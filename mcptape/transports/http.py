@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from mcptape.errors import ServerError, ServerTimeout
+from mcptape.mcp import meta_version
 from mcptape.transports.stdio import ServerProcess, minimal_env
 
 if TYPE_CHECKING:
@@ -44,9 +45,6 @@ SESSION_HEADER = "Mcp-Session-Id"
 PROTOCOL_HEADER = "MCP-Protocol-Version"
 METHOD_HEADER = "Mcp-Method"
 NAME_HEADER = "Mcp-Name"
-# Stateless revisions (2026-07-28 on) carry their version in each request's _meta and
-# speak without a session; the HTTP layer mirrors them in headers (see message_headers).
-META_PROTOCOL_KEY = "io.modelcontextprotocol/protocolVersion"
 NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 CONNECT_TIMEOUT = 10.0
@@ -192,7 +190,7 @@ def message_headers(
     headers = dict(configured)
     headers["Accept"] = ACCEPT_BOTH
     headers["Content-Type"] = "application/json"
-    stateless = _stateless_version(msg)
+    stateless = meta_version(msg.get("params")) if isinstance(msg, dict) else None
     if stateless is not None:
         headers[PROTOCOL_HEADER] = stateless
         method = msg.get("method")
@@ -209,15 +207,6 @@ def message_headers(
     if protocol and not is_initialize:
         headers[PROTOCOL_HEADER] = protocol
     return headers
-
-
-def _stateless_version(msg: Any) -> str | None:
-    if not isinstance(msg, dict):
-        return None
-    params = msg.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get(META_PROTOCOL_KEY) if isinstance(meta, dict) else None
-    return version if isinstance(version, str) else None
 
 
 def parse_json_messages(body: bytes) -> list[bytes]:
