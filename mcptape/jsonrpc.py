@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
+from json import encoder as json_encoder
 from typing import Any, Literal
 
 MessageKind = Literal["request", "notification", "response", "error", "invalid"]
@@ -45,16 +47,44 @@ def classify(msg: Any) -> MessageKind:
     return "invalid"
 
 
-# json.dumps builds a new JSONEncoder on every call with non-default options (a few µs, a
-# measurable share of rec's tape writer, which serializes every message); these are built once.
-_utf8_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# Serialization. json.dumps builds a new encoder on every call with non-default options, which is
+# most of its cost on the small messages rec's writer and play serialize by the thousand (about
+# 4x): these encoders are built once, from the C encoder the json module itself uses. No circular
+# check: everything serialized here came out of json.loads or mcptape's own plain data.
+
+
+def _make_encoder(sort_keys: bool) -> Callable[[Any], str]:
+    """Compact raw-UTF-8 JSON (json.dumps with ensure_ascii=False and compact separators)."""
+
+    def default(obj: Any) -> Any:
+        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+    make = getattr(json_encoder, "c_make_encoder", None)
+    if make is not None:
+        try:
+            c_encode = make(None, default, json_encoder.encode_basestring, None, ":", ",", sort_keys, False, True)
+        except TypeError:  # an interpreter whose C encoder takes other arguments
+            c_encode = None
+        if c_encode is not None:
+            return lambda obj: "".join(c_encode(obj, 0))
+    return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, check_circular=False).encode
+
+
+_compact_text = _make_encoder(False)
+_canonical_text = _make_encoder(True)
 _ascii_encoder = json.JSONEncoder(separators=(",", ":"))
 
 
 def dumps(obj: Any) -> str:
     """Compact JSON with raw UTF-8, as MCP peers write it; ASCII-escaped if it holds lone surrogates."""
-    text = utf8_dumps(obj)
-    return text if text is not None else _ascii_encoder.encode(obj)
+    text = _compact_text(obj)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _ascii_encoder.encode(obj)
+    return text
 
 
 def utf8_dumps(obj: Any) -> str | None:
@@ -63,7 +93,9 @@ def utf8_dumps(obj: Any) -> str | None:
     Where it is not None it equals dumps(obj), and the dumps of a container holding `obj` holds it
     verbatim: what lets a writer splice serialized parts instead of serializing twice.
     """
-    text = _utf8_encoder.encode(obj)
+    text = _compact_text(obj)
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -72,8 +104,8 @@ def utf8_dumps(obj: Any) -> str | None:
 
 
 def canonical(obj: Any) -> str:
-    """Sorted-key compact JSON: the form in which two values are compared and keyed."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    """Sorted-key compact JSON (raw UTF-8): the form in which two values are compared and keyed."""
+    return _canonical_text(obj)
 
 
 def id_key(msg_id: Any) -> str:

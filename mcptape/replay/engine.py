@@ -72,15 +72,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
-from mcptape.jsonrpc import classify, id_key, loads, top_level_span
+from mcptape.jsonrpc import canonical, classify, dumps, id_key, loads, top_level_span
 from mcptape.logsafe import safe_log
 from mcptape.replay.matching import (
     _HIDDEN,
     _MATCHERS,
     DEFAULT_MATCH_ON,
     MATCH_ON,
-    _canonical,
-    _compact,
     _json_equal,
     _short,
     compared,
@@ -242,14 +240,14 @@ def _error_line(msg_id: Any, code: int, message: str, data: Any = None) -> str:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    return _compact({"jsonrpc": "2.0", "id": msg_id, "error": error})
+    return dumps({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
 
 def _progress_token(params: Any) -> str | None:
     if isinstance(params, dict):
         meta = params.get("_meta")
         if isinstance(meta, dict) and "progressToken" in meta:
-            return _canonical(meta["progressToken"])
+            return canonical(meta["progressToken"])
     return None
 
 
@@ -423,7 +421,7 @@ class ReplayEngine:
             elif kind == "notification" and ev.get("method") == "notifications/progress":
                 notified = ev.get("msg", {}).get("params")
                 token = (
-                    _canonical(notified["progressToken"])
+                    canonical(notified["progressToken"])
                     if isinstance(notified, dict) and "progressToken" in notified
                     else None
                 )
@@ -536,7 +534,7 @@ class ReplayEngine:
         call = self._find(method, params)
         if call is None:
             if method == "ping":
-                out.append(_compact({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
+                out.append(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
                 self._report.answered += 1
                 return
             if method == "server/discover" and method not in self._by_method and "initialize" in self._by_method:
@@ -644,14 +642,14 @@ class ReplayEngine:
         start = self._exact_upto.get(method, 0)
         end = len(calls) if limit is None else min(len(calls), start + limit)
         for call in calls[start:end]:
-            call.key = _canonical(compared(call.params))
+            call.key = canonical(compared(call.params))
             self._exact.setdefault((method, call.key), deque()).append(call)
         self._exact_upto[method] = end
 
     def _find_indexed(self, method: str, params: Any) -> RecordedCall | None:
         if self._matches_exactly(method):
             self._key_calls(method)
-            queue = self._exact.get((method, _canonical(compared(params))))
+            queue = self._exact.get((method, canonical(compared(params))))
             while queue:
                 if not queue[0].consumed:
                     return queue.popleft()
@@ -717,7 +715,7 @@ class ReplayEngine:
         """`text` without the live `secrets` (as text or JSON-escaped) and through the redactor."""
         for secret in sorted(secrets, key=len, reverse=True):
             if len(secret) >= 4:  # shorter ones were replaced where they stood (hide_redacted)
-                text = text.replace(secret, _HIDDEN).replace(_compact(secret)[1:-1], _HIDDEN)
+                text = text.replace(secret, _HIDDEN).replace(dumps(secret)[1:-1], _HIDDEN)
         if self._redactor is None:
             from mcptape.redact.redactor import Redactor  # only now: it costs play's start-up ~15 ms
 
@@ -727,7 +725,7 @@ class ReplayEngine:
     def _note_capabilities(self, call: RecordedCall, params: Any) -> None:
         rec = (call.params or {}).get("capabilities") if isinstance(call.params, dict) else None
         ask = params.get("capabilities") if isinstance(params, dict) else None
-        if _canonical(rec or {}) != _canonical(ask or {}):
+        if canonical(rec or {}) != canonical(ask or {}):
             self._report.warnings.append(
                 f"initialize: the client declares capabilities {_short(ask or {})}, the recording "
                 f"{_short(rec or {})}; a server whose tool list depends on them (server-everything does) "
@@ -739,7 +737,7 @@ class ReplayEngine:
     def _client_notification(self, msg: dict[str, Any], out: list[str]) -> None:
         method = msg["method"]
         params = compared(msg.get("params"))
-        key = _canonical(params)
+        key = canonical(params)
         while True:
             candidates = [i for i in self._notifications.get(method, []) if i not in self._used_notifications]
             chosen = next((i for i in candidates if self._same_notification(i, key, params)), None)
@@ -757,7 +755,7 @@ class ReplayEngine:
 
     def _same_notification(self, index: int, key: str, params: Any) -> bool:
         recorded = compared(self.events[index].get("msg", {}).get("params"))
-        return _canonical(recorded) == key or _json_equal(recorded, params)
+        return canonical(recorded) == key or _json_equal(recorded, params)
 
     def _client_answer(self, msg: dict[str, Any], out: list[str]) -> None:
         key = _idk(msg["id"])
@@ -843,7 +841,7 @@ class ReplayEngine:
             # position, so one serialization gives the same bytes as a splice, for less work.
             msg = dict(ev["msg"])
             msg["id"] = live_id
-            return _compact(msg)
+            return dumps(msg)
         parts = self._id_spans.get(index)
         if parts is None:
             text = ev.wire if type(ev) is LazyEvent else wire_text(ev)

@@ -9,7 +9,6 @@ engine.py's.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -32,44 +31,6 @@ _MAX_REASONS = 3
 def register_matcher(name: str, matcher: Matcher) -> None:
     """Make `matcher` available to MATCH_ON / ReplayEngine(match_on=...) under `name`."""
     _MATCHERS[name] = matcher
-
-
-# --- fast JSON encoding ------------------------------------------------------------------
-
-
-def _make_encoder(sort_keys: bool) -> Callable[[Any], str]:
-    """Compact raw-UTF-8 JSON, encoder built once: json.dumps builds a new encoder on every call,
-    which is most of its cost on the small messages replay keys and answers (about 4x)."""
-    from json import encoder as stdlib
-
-    def default(obj: Any) -> Any:
-        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
-
-    make = getattr(stdlib, "c_make_encoder", None)
-    if make is not None:
-        try:
-            # No circular check: everything encoded here came out of json.loads.
-            c_encode = make(None, default, stdlib.encode_basestring, None, ":", ",", sort_keys, False, True)
-        except TypeError:  # an interpreter whose C encoder takes other arguments
-            c_encode = None
-        if c_encode is not None:
-            return lambda obj: "".join(c_encode(obj, 0))
-    return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, check_circular=False).encode
-
-
-_canonical = _make_encoder(True)  # the same text as jsonrpc.canonical, faster
-_compact_raw = _make_encoder(False)
-
-
-def _compact(obj: Any) -> str:
-    """jsonrpc.dumps, faster: raw UTF-8 unless the value holds lone surrogates."""
-    text = _compact_raw(obj)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = json.dumps(obj, separators=(",", ":"))
-    return text
 
 
 # --- redacted values ---------------------------------------------------------------------
