@@ -119,13 +119,24 @@ def test_json_in_text_is_compared_as_json() -> None:
     assert result.drifts[0].findings[0].message == '"2024-01-01T00:00:00" → "2025-02-02T00:00:00"'
 
 
-def test_structured_content_compared_structurally_and_types_are_strict() -> None:
+def test_structured_content_compared_structurally_as_json_values() -> None:
+    # JSON equality (jsonvalue.py): 1 and 1.0 are one number; true is not 1, though Python's == says so.
     g = base().tool("t", {}, result={"content": [], "structuredContent": {"n": 1, "ok": True, "items": [1, 2]}}).tape()
     f = base().tool("t", {}, result={"content": [], "structuredContent": {"n": 1.0, "ok": 1, "items": [1, 2, 3]}}).tape()
     result = diff_tapes(g, f)
     got = {(fd.path, fd.kind) for fd in result.drifts[0].findings}
-    assert got == {("result.structuredContent.n", "changed"), ("result.structuredContent.ok", "changed"),
-                   ("result.structuredContent.items[2]", "added")}
+    assert got == {("result.structuredContent.ok", "changed"), ("result.structuredContent.items[2]", "added")}
+
+
+@pytest.mark.parametrize(("before", "after", "verdict"), [(True, 1, "output"), (0, False, "output"), (1, 1.0, "same"),
+                                                          (1, 2, "output"), ({"a": 1, "b": True}, {"b": True, "a": 1.0}, "same")])
+def test_a_boolean_is_never_a_number_even_where_both_tapes_are_alike(before: Any, after: Any, verdict: str) -> None:
+    # Only this value differs, so the unchanged stretches around it are skipped (calls.find_window),
+    # by Python's ==, which calls true and 1 equal: the window checks them as JSON values too.
+    def tape(value: Any) -> Tape:
+        return base().tool("t", {}, result={"content": [], "structuredContent": {"v": value}}).tool("u", {}).tape()
+
+    assert diff_tapes(tape(before), tape(after)).verdict == verdict
 
 
 # --- errors ------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ Knows the tape's event kinds (tape/events.py) and a little MCP (which params nam
 what counts as drift is classify.py's business, how calls pair up is align.py's.
 
 Big tapes that differ in a few places: `find_window` finds the events both tapes share at the
-start and the end (plain `==`, C speed) and narrows that to *closed* stretches — cut where a
+start and the end (`==` at C speed, checked for JSON equality where == may be wrong: `json_prefix`)
+and narrows that to *closed* stretches — cut where a
 client message starts, with no request left open across the cut and no progress notification
 naming a request on the other side — so the calls in them are identical in both tapes, pair
 with each other and cannot drift. `build_calls(tape, window)` then builds calls for the rest
@@ -34,6 +35,7 @@ from functools import cached_property
 from typing import Any
 
 from mcptape.jsonrpc import canonical, id_key
+from mcptape.jsonvalue import json_equal
 from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
 from mcptape.placeholders import untag
 from mcptape.sequences import common_prefix, equal_back
@@ -77,10 +79,10 @@ class Call:
         return call_ident(self.method, self.params) + (" !" if self.notify else "")
 
     def same_request(self, other: Call) -> bool:
-        """Is `other` the same call? == first (C speed), canonical keys only when that fails."""
+        """Is `other` the same call? JSON-equal params first (C speed), canonical keys only when that fails."""
         if self.method != other.method or self.notify != other.notify:
             return False
-        if self.method not in HANDSHAKE_METHODS and self.params == other.params:
+        if self.method not in HANDSHAKE_METHODS and json_equal(self.params, other.params):
             return True
         return self.key == other.key
 
@@ -289,6 +291,24 @@ _ANSWER = ("response", "error")
 _CALL_HELD = ("response", "error", "notification", "garbage")  # from the server: build_calls puts them in calls
 
 
+def json_prefix(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], n: int) -> int:
+    """How many of the first `n` events, equal by Python's ==, are also the same JSON (jsonvalue):
+    == calls `true` and `1` equal. Events read together are mostly the same objects (tape/reader.py
+    read_pair), and those cost nothing here."""
+    for i in range(n):
+        if golden[i] is not fresh[i] and not json_equal(golden[i], fresh[i]):
+            return i
+    return n
+
+
+def json_back(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], i: int, j: int, n: int) -> int:
+    """json_prefix for the `n` events before golden[i] and fresh[j], counted from the end."""
+    for k in range(1, n + 1):
+        if golden[i - k] is not fresh[j - k] and not json_equal(golden[i - k], fresh[j - k]):
+            return k - 1
+    return n
+
+
 def _alike(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Do two events at the same place in both tapes make the same calls, whatever else differs?
 
@@ -308,7 +328,7 @@ def _alike(a: dict[str, Any], b: dict[str, Any]) -> bool:
         if direction == "c2s":
             return same_id
         return (isinstance(msg, dict) == isinstance(other_msg, dict) and same_id
-                and a.get("method") == b.get("method") and a.get("params") == b.get("params"))
+                and a.get("method") == b.get("method") and json_equal(a.get("params"), b.get("params")))
     if kind == "request":
         return direction == "s2c" and isinstance(msg, dict) == isinstance(other_msg, dict) and same_id
     if kind == "notification":
@@ -337,7 +357,7 @@ def alike_suffix(
     size = changed = 0
     differ: list[int] = []
     while True:
-        size += equal_back(golden, fresh, n - size, m - size, limit - size)
+        size += json_back(golden, fresh, n - size, m - size, equal_back(golden, fresh, n - size, m - size, limit - size))
         if size >= limit or changed == most:
             return size, differ
         ev = golden[n - size - 1]
@@ -353,7 +373,7 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
     """The window of two event lists (class docstring): linear, and cheap where they are equal.
     With `alike=False` its end is where the events stop being equal (no Stretches)."""
     n, m = len(golden), len(fresh)
-    prefix = common_prefix(golden, fresh)
+    prefix = json_prefix(golden, fresh, common_prefix(golden, fresh))
     suffix, differ = alike_suffix(golden, fresh, min(n, m) - prefix, MAX_CHANGED if alike else 0)
 
     # Forward over the common prefix: the last client message with no request open before it.

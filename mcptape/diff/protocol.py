@@ -39,6 +39,7 @@ from typing import Any
 from mcptape.diff import classify
 from mcptape.diff.calls import TapeCalls
 from mcptape.diff.values import clip, show
+from mcptape.jsonvalue import json_equal
 from mcptape.mcp import (
     HANDSHAKE_METHODS,
     META_SERVER_INFO,
@@ -383,7 +384,7 @@ def protocol_findings(g_header: dict[str, Any], f_header: dict[str, Any]) -> lis
     )
     out = [Finding("protocol", "structural", "protocol", message, clip(before), clip(after), "changed")]
     g_info, f_info = g_session.get("serverInfo"), f_session.get("serverInfo")
-    if g_info != f_info:
+    if not json_equal(g_info, f_info):
         out.append(Finding("session", "output", "serverInfo", f"server {show(g_info)} → {show(f_info)}",
                            clip(g_info), clip(f_info), "server_info"))
     return out

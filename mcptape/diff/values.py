@@ -1,7 +1,7 @@
 """Path-level differences between two JSON values: `result.content[0].text(json).datetime`.
 
-Strict about JSON types (1, 1.0 and true are three values), looks inside strings that hold
-JSON objects or arrays so the path points at the field that changed (within the nesting levels
+Values are equal as JSON defines it (jsonvalue.py: 1 and 1.0 are one value, true is another),
+and the comparison looks inside strings that hold JSON objects or arrays so the path points at the field that changed (within the nesting levels
 jsonrpc.MAX_DEPTH leaves them), compares a part nested deeper than that (a deep marker,
 jsonrpc.py) as its JSON text and says so, and stops after a few dozen differences per value
 (a reviewer reads the first ones; the count says the rest).
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcptape.jsonrpc import MAX_DEPTH, deep_text, dumps, is_deep, loads_depth
+from mcptape.jsonvalue import json_equal
 from mcptape.placeholders import TAG_MARK, untag
 from mcptape.sequences import common_prefix
 
@@ -43,34 +44,24 @@ class Change:
     note: str | None = None  # said after the change: why it was compared the way it was
 
 
+def same_text(a: str, b: str) -> bool:
+    """Two unequal strings that are one value: they differ only in placeholder tags (module docstring)."""
+    return TAG_MARK in a and TAG_MARK in b and untag(a) == untag(b)
+
+
 def same(a: Any, b: Any) -> bool:
-    """JSON equality: Python's == plus the types JSON tells apart (bool/int/float); placeholder
+    """JSON equality (jsonvalue.json_equal: 1 and 1.0 are one value, true is another); placeholder
     tags are not part of a string's value (module docstring)."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        if a.keys() != b.keys():
-            return False
-        return all(same(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, str):
-        return a == b or (TAG_MARK in a and TAG_MARK in b and untag(a) == untag(b))
-    return bool(a == b)
+    return json_equal(a, b, same_text)
 
 
 def fast_same(a: Any, b: Any) -> bool:
-    """`same` at C speed: identity, == first, then repr (which tells 1, 1.0 and True apart, and
-    sees key order); only values equal but differently ordered get the Python walk. 2x on big
-    tapes. Unequal strings are the same when they differ only in placeholder tags; unequal
-    containers are not looked into here (`changes` does, and finds no change at such strings)."""
-    if a is b:
+    """`same` at C speed: containers are compared by jsonvalue.json_equal, which walks only values
+    Python's == calls equal, and strings by their tags too; unequal containers are not looked into
+    here (`changes` does, and finds no change at strings that differ only in their tags)."""
+    if json_equal(a, b):
         return True
-    if a == b:
-        return repr(a) == repr(b) or same(a, b)
-    return isinstance(a, str) and isinstance(b, str) and TAG_MARK in a and TAG_MARK in b and untag(a) == untag(b)
+    return type(a) is str and type(b) is str and same_text(a, b)
 
 
 def join(path: str, key: str | int) -> str:

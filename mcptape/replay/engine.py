@@ -79,12 +79,12 @@ from mcptape.replay.matching import (
     _MATCHERS,
     DEFAULT_MATCH_ON,
     MATCH_ON,
-    _json_equal,
     _short,
     compared,
     describe_call,
     hide_redacted,
     json_diff,
+    recorded_equal,
 )
 from mcptape.tape.events import C2S, S2C, wire_text
 from mcptape.tape.format import Event, Tape
@@ -755,7 +755,7 @@ class ReplayEngine:
 
     def _same_notification(self, index: int, key: str, params: Any) -> bool:
         recorded = compared(self.events[index].get("msg", {}).get("params"))
-        return canonical(recorded) == key or _json_equal(recorded, params)
+        return canonical(recorded) == key or recorded_equal(recorded, params)
 
     def _client_answer(self, msg: dict[str, Any], out: list[str]) -> None:
         key = _idk(msg["id"])

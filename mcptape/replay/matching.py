@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptape.jsonrpc import dumps
+from mcptape.jsonvalue import json_equal
 from mcptape.mcp import strip_meta
 from mcptape.placeholders import fits, placeholder_pattern
 
@@ -124,23 +125,18 @@ def _diff_into(rec: Any, ask: Any, path: str, out: list[str], limit: int, notes:
         if fitting is False:
             out.append(f"{path or 'params'} differs: {_short(rec)} recorded, another value asked (not shown: redacted on the tape)")
             return
-    if not _json_equal(rec, ask):
+    if not recorded_equal(rec, ask):
         out.append(f"{path or 'params'} differs: {_short(rec)} recorded, {_short(ask)} asked")
 
 
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality of a recorded value `a` and an asked `b`, placeholders in `a` as patterns."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if type(a) is str and type(b) is str and a != b:
-        return bool(fits(a, b))
-    return type(a) is type(b) and a == b
+def recorded_equal(recorded: Any, asked: Any) -> bool:
+    """JSON equality (jsonvalue.json_equal: 1 and 1.0 are one value, true is another) of a recorded
+    and an asked value, a recorded string holding placeholders being a pattern the asked one may fit."""
+    return json_equal(recorded, asked, _fits_placeholders)
+
+
+def _fits_placeholders(recorded: str, asked: str) -> bool:
+    return bool(fits(recorded, asked))
 
 
 def match_params(recorded: Any, asked: Any) -> list[str]:
