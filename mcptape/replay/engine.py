@@ -448,7 +448,7 @@ class ReplayEngine:
 
     def pending_startup(self) -> list[str]:
         """Lines the server sent before the client said anything (sent once, at connect)."""
-        with self._lock:
+        with self._lock, _AS_REPLAY_ERROR:
             while self._anchor is None and self._more():
                 pass
             out: list[str] = []
@@ -459,7 +459,7 @@ class ReplayEngine:
 
     def handle(self, line: str) -> list[str]:
         """The wire lines to send for one incoming client line (without its newline)."""
-        with self._lock:
+        with self._lock, _AS_REPLAY_ERROR:
             if self._stream is not None:
                 # Each request starts with small batches: one that needs a few more lines (most
                 # do, lookahead being near) pays for a few, and only one reaching far grows them.
@@ -502,7 +502,7 @@ class ReplayEngine:
         a request arriving meanwhile is barely held up, and the cost of reading the tape
         leaves the round trips instead of landing on whichever request needs the next batch.
         """
-        with self._lock:
+        with self._lock, _AS_REPLAY_ERROR:
             if self._more(LOOKAHEAD_LINES):
                 return True
             # Keys only for methods a request needed them for: a client whose lines are the
@@ -515,7 +515,7 @@ class ReplayEngine:
 
     def report(self) -> ReplayReport:
         """The replay so far: misses, lenient substitutions, recorded calls never asked."""
-        with self._lock:
+        with self._lock, _AS_REPLAY_ERROR:
             while self._more():
                 pass
             rep = self._report
@@ -873,11 +873,31 @@ def load_tape(path: str) -> Tape:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return read_tape(path)
-    except TapeError as e:
-        raise ReplayError(e.message, hint=e.hint) from e
+        with _AS_REPLAY_ERROR:
+            return read_tape(path)
     finally:
         if enabled:
             gc.enable()
+
+
+def stream_tape(path: str) -> TapeStream:
+    """A tape streamed for stdio play (tape/reader.py's TapeStream); a problem is a ReplayError (exit 2)."""
+    with _AS_REPLAY_ERROR:
+        return TapeStream(path)
+
+
+class _AsReplayError:
+    """A problem reading the tape, up front or while serving (a line of a streamed tape that does not
+    parse), is a ReplayError: the tape cannot be replayed, `mcptape play`'s exit 2."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        if isinstance(error, TapeError) and not isinstance(error, ReplayError):
+            raise ReplayError(error.message, hint=error.hint) from error
+
+
+_AS_REPLAY_ERROR = _AsReplayError()
 
 

@@ -14,8 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mcptape.logsafe import safe_log
-from mcptape.replay.engine import ReplayEngine, load_tape
-from mcptape.tape.reader import TapeStream
+from mcptape.replay.engine import ReplayEngine, load_tape, stream_tape
 
 
 class _ClientLines:
@@ -79,7 +78,7 @@ def run_play(args: Any) -> int:
 
         return int(run_http_play(args))
     lenient = bool(getattr(args, "lenient", False))
-    stream = TapeStream(args.tape)
+    stream = stream_tape(args.tape)
     if stream.streamable:
         tape = stream.tape
         engine = ReplayEngine(tape, lenient=lenient, stream=stream)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from mcptape import __version__
-from mcptape.errors import ReplayError, TapeError
+from mcptape.errors import TapeError
 from mcptape.jsonrpc import id_key
 from mcptape.sequences import common_prefix, common_suffix, equal_back
 from mcptape.tape.events import C2S, S2C
@@ -73,13 +73,19 @@ class TapeLines:
 def read_lines(path: str | os.PathLike[str]) -> TapeLines:
     """A tape file's lines, for `parse_tape`; an unreadable file is a TapeError already."""
     p = Path(path)
+    return _split(p, _read(p))
+
+
+def _read(p: Path) -> bytes:
     try:
-        data = p.read_bytes()
+        return p.read_bytes()
     except OSError as e:
         raise TapeError(f"{p}: cannot read tape: {e.strerror or e}") from e
+
+
+def _split(p: Path, data: bytes) -> TapeLines:
     pieces = data.split(b"\n")
     cut_short = not data.endswith(b"\n")
-    del data
     raws = [raw for raw in pieces if raw.strip()]
     numbers: Sequence[int]
     if raws == pieces[:len(raws)]:  # blank lines only at the end (the usual case): no list to build
@@ -99,29 +105,42 @@ def parse_tape(lines: TapeLines) -> Tape:
 
     The event lines are parsed as one JSON array on purpose: the C scanner then shares each
     key string across all events instead of allocating it per line, which reads a 100k-event
-    tape in about three quarters of the time and memory. A tape that does not parse that way
-    (cut short, corrupt) is read again line by line to say where.
+    tape in about three quarters of the time and memory (`parse_events`).
     """
-    p = lines.path
-    if not lines.raws:
-        raise TapeError(f"{p}: empty file, not a tape", hint="record one with `mcptape rec`")
-    tape = Tape(header=_check_header(p, lines.numbers[0], _parse_line(lines.raws[0])), events=[], path=p)
-    body = lines.raws[1:]
-    numbers = lines.numbers[1:]
-    parsed = parse_lines(body)
-    if parsed is None:
-        parsed = []
-        for i, raw in enumerate(body):
-            obj = _parse_line(raw)
-            if obj is None:
-                if i == len(body) - 1 and lines.cut_short:
-                    numbers = numbers[:i]
-                    break
-                raise TapeError(f"{p}:{numbers[i]}: line is not a JSON object mcptape can read (corrupt, or nested "
-                                "deeper than JSON readers go)", hint="the tape is corrupt; re-record it")
-            parsed.append(obj)
-    fill_events(tape, numbers, parsed)
+    tape = Tape(header=_header(lines), events=[], path=lines.path)
+    body, numbers = _body(lines, lines.raws[1:], lines.numbers[1:])
+    fill_events(tape, numbers, parse_events(lines.path, body, numbers))
     return tape
+
+
+def _header(lines: TapeLines) -> dict[str, Any]:
+    """The header line, checked: a tape mcptape reads (its format version), else a TapeError."""
+    if not lines.raws:
+        raise TapeError(f"{lines.path}: empty file, not a tape", hint="record one with `mcptape rec`")
+    return _check_header(lines.path, lines.numbers[0], _parse_line(lines.raws[0]))
+
+
+def _body(lines: TapeLines, raws: list[bytes], numbers: Sequence[int]) -> tuple[list[bytes], Sequence[int]]:
+    """The event lines without a last line cut short while it was written (the recorder died)."""
+    if lines.cut_short and raws and _parse_line(raws[-1]) is None:
+        return raws[:-1], numbers[:-1]
+    return raws, numbers
+
+
+def parse_events(path: Path | None, raws: list[bytes], numbers: Sequence[int]) -> list[dict[str, Any]]:
+    """Event lines parsed, as one JSON array where they can be (`parse_lines`); else line by line,
+    and a line that is not a JSON object is a TapeError naming it."""
+    parsed = parse_lines(raws)
+    if parsed is not None:
+        return parsed
+    out = []
+    for raw, number in zip(raws, numbers, strict=True):
+        obj = _parse_line(raw)
+        if obj is None:
+            raise TapeError(f"{path}:{number}: line is not a JSON object mcptape can read (corrupt, or nested "
+                            "deeper than JSON readers go)", hint="the tape is corrupt; re-record it")
+        out.append(obj)
+    return out
 
 
 def footer_index(parsed: Sequence[dict[str, Any]]) -> int:
@@ -298,7 +317,7 @@ class LazyEvent(dict[str, Any]):
             try:
                 parsed = json.loads(line)
             except (ValueError, RecursionError) as e:  # only if bytes changed under a matching crc32
-                raise ReplayError(f"a tape line is not JSON although the tape's crc32 matches: {e}") from e
+                raise TapeError(f"a tape line is not JSON although the tape's crc32 matches: {e}") from e
             self.clear()
             self.update(parsed)
 
@@ -403,7 +422,7 @@ class TapeStream:
     writer's fixed key order, anything else parsed); `streamable` is False when these checks
     want the whole tape (a repeated server request id, no client request), and run_play then
     loads it whole so the engine names the problem as before. A corrupt line in the middle is
-    only found when its batch is parsed: play then stops with exit 2 naming the line. On a
+    only found when its batch is parsed: a TapeError naming the line (play: exit 2). On a
     tape written verbatim (`verbatim`) request and answer lines are not parsed at all here but
     become LazyEvents: no line of it can be corrupt unless its crc32 lies.
     """
@@ -414,36 +433,27 @@ class TapeStream:
     _C2S_REQUEST = b'{"kind":"request","dir":"c2s"'
     _OUR_ORDER = b'{"kind":"'
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         p = Path(path)
-        try:
-            data = p.read_bytes()
-        except OSError as e:
-            raise ReplayError(f"{p}: cannot read tape: {e.strerror or e}") from e
-        lines = [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
-        cut_short_last = not data.endswith(b"\n")
+        data = _read(p)
         # Written by us and unedited: request and answer lines become LazyEvents (see module doc).
         self.verbatim = written_verbatim(data)
         self._escaped = b"\\ud" in data  # else no line needs lazy_event's per-line check
+        lines = _split(p, data)
         del data
-        if not lines:
-            raise ReplayError(f"{p}: empty file, not a tape", hint="record one with `mcptape rec`")
-        try:
-            header = _check_header(p, lines[0][0], _parse_line(lines[0][1]))
-        except TapeError as e:
-            raise ReplayError(e.message, hint=e.hint) from e
-        self.tape = Tape(header=header, events=[], path=p)
-        body = lines[1:]
-        for k, (_, raw) in enumerate(body):
+        self.tape = Tape(header=_header(lines), events=[], path=p)
+        raws, numbers = lines.raws[1:], lines.numbers[1:]
+        for k, raw in enumerate(raws):
             if b'"mcptape"' in raw:
                 obj = _parse_line(raw)
                 if obj is not None and obj.get("mcptape") == "end":
                     self.tape.footer = obj
-                    body = body[:k]
+                    raws, numbers = raws[:k], numbers[:k]
                     break
-        if self.tape.footer is None and cut_short_last and body and _parse_line(body[-1][1]) is None:
-            body = body[:-1]  # the recorder died while writing it
-        self._body = body
+        if self.tape.footer is None:
+            raws, numbers = _body(lines, raws, numbers)
+        self._raws = raws
+        self._numbers = numbers
         self._pos = 0
         self._batch = self.FIRST_BATCH
         self.streamable = self._prescan(_parse_line)
@@ -455,12 +465,12 @@ class TapeStream:
     @property
     def event_count(self) -> int:
         """How many events the tape holds (when no line in the middle is corrupt)."""
-        return len(self._body)
+        return len(self._raws)
 
     def _prescan(self, parse: Callable[[bytes], dict[str, Any] | None]) -> bool:
         has_request = False
         server_ids: set[str] = set()
-        for _, raw in self._body:
+        for raw in self._raws:
             ours = raw.startswith(self._OUR_ORDER)
             if not has_request and (raw.startswith(self._C2S_REQUEST) or (not ours and b'"c2s"' in raw)):
                 obj = parse(raw)
@@ -475,37 +485,27 @@ class TapeStream:
         return has_request
 
     def read_batch(self, limit: int | None = None) -> int:
-        """Parse the next batch (at most `limit` lines) onto `tape.events`; how many (0 at the end)."""
+        """Parse the next batch (at most `limit` lines) onto `tape.events`; how many (0 at the end).
+
+        A line that does not parse is a TapeError naming it (parse_events), found only now.
+        """
         size = self._batch if limit is None else min(limit, self._batch)
-        chunk = self._body[self._pos : self._pos + size]
-        if not chunk:
+        start = self._pos
+        raws = self._raws[start : start + size]
+        if not raws:
             return 0
-        self._pos += len(chunk)
+        numbers = self._numbers[start : start + len(raws)]
+        self._pos += len(raws)
         if limit is None:
             self._batch = min(self._batch * 2, self.MAX_BATCH)
+        path = self.tape.path
         if self.verbatim:
             escaped = self._escaped
-            events: list[dict[str, Any] | None] = [lazy_event(raw, escaped) for _, raw in chunk]
-            rest = iter(self._parse([line for line, ev in zip(chunk, events, strict=True) if ev is None]))
+            events: list[dict[str, Any] | None] = [lazy_event(raw, escaped) for raw in raws]
+            unparsed = [(raw, number) for raw, number, ev in zip(raws, numbers, events, strict=True) if ev is None]
+            rest = iter(parse_events(path, [raw for raw, _ in unparsed], [number for _, number in unparsed]))
             self.tape.events.extend(ev if ev is not None else next(rest) for ev in events)
         else:
-            self.tape.events.extend(self._parse(chunk))
-        self.tape.event_lines.extend(number for number, _ in chunk)
-        return len(chunk)
-
-    def _parse(self, chunk: list[tuple[int, bytes]]) -> list[dict[str, Any]]:
-        parsed = parse_lines([raw for _, raw in chunk])
-        if parsed is None:
-            parsed = []
-            for number, raw in chunk:
-                try:
-                    obj = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):  # RecursionError: edited by hand
-                    obj = None
-                if not isinstance(obj, dict):
-                    raise ReplayError(
-                        f"{self.tape.path}:{number}: line is not a JSON object mcptape can read (corrupt, or nested "
-                        "deeper than JSON readers go)", hint="the tape is corrupt; re-record it"
-                    )
-                parsed.append(obj)
-        return parsed
+            self.tape.events.extend(parse_events(path, raws, numbers))
+        self.tape.event_lines.extend(numbers)
+        return len(raws)
