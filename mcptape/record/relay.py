@@ -22,7 +22,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN
-from mcptape.transports.stdio import ServerProcess
+from mcptape.transports.stdio import Ladder, ServerProcess
 
 if TYPE_CHECKING:
     pass
@@ -40,11 +40,10 @@ C2S_HIGH_WATER = 16 << 20
 # How far the tape writer may fall behind before recording is given up (never the wire).
 TEE_BACKLOG_MAX = 256 << 20
 
-# Shutdown ladder after the server's stdin is closed (same steps as ServerProcess.shutdown,
-# driven from the poll loop so the server's last words are still relayed).
-GRACE = 2.0
-TERM_GRACE = 2.0
-KILL_GRACE = 3.0
+# The shutdown ladder after the server's stdin is closed (transports/stdio.py), climbed from the
+# poll loop so the server's last words are still relayed; after SIGKILL, how long the pipes may stay
+# open (a grandchild holding them) before the loop ends.
+LADDER = Ladder(grace=2.0, term_grace=2.0, kill_grace=3.0)
 # After the server process is gone, how long its pipes may stay open (a grandchild holding them).
 DRAIN_AFTER_EXIT = 1.0
 
@@ -270,7 +269,7 @@ class Relay:
         finally:
             # Whatever happened, the client must see EOF and the server must not outlive us.
             self._close_stdout()
-            returncode = self.server.shutdown(grace=0.5, term_grace=TERM_GRACE)
+            returncode = self.server.shutdown(grace=0.5, term_grace=LADDER.term_grace)
             self._drain_server_tail()
             ctl: dict[str, Any] = {"returncode": returncode, "reason": self.reason or "recorder_error"}
             if self.signum is not None:
@@ -310,7 +309,8 @@ class Relay:
                     self._begin_closing(drop_pending=True)
                 if self.signal_count > 1 and self.closing_at is not None:
                     # A second Ctrl-C: no more patience, straight down the ladder to SIGKILL.
-                    self.closing_at = min(self.closing_at, time.monotonic() - GRACE - TERM_GRACE)
+                    kill_at = LADDER.rungs()[1][0]
+                    self.closing_at = min(self.closing_at, time.monotonic() - kill_at)
                 dirty = True
             if dirty or tee.pending or self.c2s_pending:
                 self._update_masks()
@@ -379,31 +379,17 @@ class Relay:
         if self.exited_at is not None:
             deadlines.append(self.exited_at + DRAIN_AFTER_EXIT)
         if self.closing_at is not None:
-            steps = (GRACE, GRACE + TERM_GRACE, GRACE + TERM_GRACE + KILL_GRACE)
-            while self.ladder < len(steps) and now >= self.closing_at + steps[self.ladder]:
-                self._escalate(self.ladder)
+            rungs = LADDER.rungs()
+            while self.ladder < len(rungs) and now >= self.closing_at + rungs[self.ladder][0]:
+                sig = rungs[self.ladder][1]
+                if sig is not None:  # the last rung: give up waiting for the pipes; the loop ends
+                    self.server.signal_group(sig)
                 self.ladder += 1
-            deadlines.append(self.closing_at + steps[self.ladder] if self.ladder < len(steps) else now)
+            deadlines.append(self.closing_at + rungs[self.ladder][0] if self.ladder < len(rungs) else now)
         if not deadlines:
             return None
         left = min(deadlines) - now
         return 0 if left <= 0 else max(1, int(left * 1000) + 1)
-
-    def _escalate(self, step: int) -> None:
-        if step == 0:
-            self._signal_group(signal.SIGTERM)
-        elif step == 1:
-            self._signal_group(signal.SIGKILL)
-        # step 2: give up waiting for the pipes (a grandchild may hold them); the loop ends.
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        if self.server.popen.poll() is not None:
-            return
-        try:
-            os.killpg(self.server.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            with contextlib.suppress(ProcessLookupError):
-                self.server.popen.send_signal(sig)
 
     # -- directions -------------------------------------------------------------------------
     def _to_server(self, data: bytes) -> None:
