@@ -61,7 +61,7 @@ from mcptape.mcp import (
 from mcptape.report.model import CallRef, Finding
 from mcptape.tape.events import C2S, GARBLED_NOTE, S2C, EventBuilder, exit_event, note_event, stderr_event
 from mcptape.tape.format import Event
-from mcptape.transports.factory import Transport
+from mcptape.transports.base import Transport
 
 # list step -> (method, key of the list in the result); every page is requested and recorded.
 LIST_METHODS: dict[str, tuple[str, str]] = {

@@ -8,23 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
 
 from mcptape.config.models import HttpServer, StdioServer
 from mcptape.errors import ServerError
+from mcptape.transports.base import Transport
 from mcptape.transports.stdio import StdioTransport, minimal_env
-
-
-class Transport(Protocol):
-    """What the scripted client needs from any transport (see transports/__init__.py)."""
-
-    def send(self, line: bytes) -> None: ...
-
-    def receive(self, timeout: float | None = None) -> bytes | None: ...
-
-    def close(self) -> int | None: ...
-
-    def stderr_tail(self) -> str: ...
 
 
 def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str]) -> Transport:
