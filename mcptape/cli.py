@@ -42,8 +42,8 @@ COMMANDS = {
     "show": "mcptape.report.terminal:run_show",
     "ci": "mcptape.commands.ci:run_ci",
     "schema": "mcptape.config.schema:run_schema",
-    "comment": "mcptape.github:run_comment",
-    "merge": "mcptape.merge:run_merge",
+    "comment": "mcptape.commands.comment:run_comment",
+    "merge": "mcptape.commands.merge:run_merge",
 }
 
 
@@ -153,9 +153,9 @@ def _safe(text: str, fallback: str) -> str:
     """`text` with secrets scrubbed by the built-in detectors (an exception's message may quote a
     config value or a server's answer), made inert for a CI log; `fallback` if it cannot be checked."""
     try:
-        from mcptape.redact.redactor import Redactor
+        from mcptape.redact.redactor import builtin_redactor
 
-        text = Redactor().redact_text(text)
+        text = builtin_redactor().redact_text(text)
     except Exception:  # noqa: BLE001 - reporting an error must not crash: then say less
         text = fallback
     return safe_log(text)

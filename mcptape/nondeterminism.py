@@ -22,7 +22,7 @@ that is stable, else the absolute path from the message (`$.params.data`). Insid
 only descendant rules and regexes apply (normalize.py's rule), so only those are proposed
 there. A candidate that would also rewrite stable values ("collateral") loses to one that
 does not; the rule dicts are what `normalize:` in mcptape.yml takes, plus `seen` (example
-values, for a comment — ci.py passes them through its redaction choke point).
+values, for a comment — `ci --repeat` shows them through the outlet, outlet.py).
 """
 
 from __future__ import annotations

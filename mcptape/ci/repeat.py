@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptape.ci.session import RunContext, last_side_effects, make_redactor, open_sandbox, session_normalizer
+from mcptape.ci.session import RunContext, last_side_effects, open_sandbox, session_normalizer
 from mcptape.client import record_session
 from mcptape.config.models import Session
 from mcptape.errors import (
@@ -15,6 +15,7 @@ from mcptape.errors import (
     McptapeError,
 )
 from mcptape.normalize import Normalizer, canonical_order
+from mcptape.outlet import config_redactor
 from mcptape.tape.format import Tape
 from mcptape.transports.factory import open_transport
 
@@ -40,7 +41,7 @@ def _record_once(ctx: RunContext, session: Session) -> tuple[list[dict[str, Any]
     loaded = ctx.loaded
     cfg = loaded.config
     server = cfg.servers[session.server]
-    redactor = make_redactor(loaded)
+    redactor = config_redactor(loaded)
     try:
         sandbox = open_sandbox(ctx, session)
     except McptapeError as e:

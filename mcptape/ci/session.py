@@ -14,8 +14,8 @@ later gate run checks again.
 Sessions run in worker threads, so everything the session pipeline imports is imported here, at
 module level, in the main thread, before any worker starts (see the imports below): a first
 import racing in two threads can hand one of them a partially initialized module. Files are
-written with tape.atomic.write_atomic, whose OSErrors are WriteErrors (exit 3); a golden or fresh
-tape that cannot be written fails its session.
+verified and written through the outlet (outlet.py; its OSErrors are WriteErrors, exit 3); a golden
+or fresh tape that cannot be written fails its session, one a secret survived in is not written.
 """
 
 from __future__ import annotations
@@ -51,31 +51,15 @@ from mcptape.errors import (
     WriteError,
 )
 from mcptape.normalize import Normalizer, canonical_order, session_paths
-from mcptape.redact.redactor import Redactor
+from mcptape.outlet import Outlet, config_redactor
 from mcptape.report.model import DiffResult, Drift, Finding, SessionResult
 from mcptape.sandbox import Sandbox
-from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
 from mcptape.tape.reader import read_tape
 from mcptape.transports.factory import open_transport
 
 UPDATE_HINT = "mcptape ci --update-golden"
-
-
-# -- redaction: the one choke point ---------------------------------------------------------------
-
-
-def make_redactor(loaded: LoadedConfig) -> Redactor:
-    """A fresh Redactor for one tape or report (placeholders are stable within one instance)."""
-    cfg = loaded.config
-    return Redactor(known=loaded.secrets, patterns=cfg.redact.patterns, allow=cfg.redact.allow)
-
-
-def emit(redactor: Redactor, data: bytes, where: str) -> bytes:
-    """THE choke point: every tape, report and terminal byte is verified here before it leaves."""
-    redactor.verify(data, where)
-    return data
 
 
 # -- one session ----------------------------------------------------------------------------------
@@ -191,7 +175,8 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     started = time.monotonic()
     gpath = golden_path(ctx, session)
     result = SessionResult(name=session.name, verdict="error", golden=_rel(ctx, gpath))
-    redactor = make_redactor(loaded)
+    redactor = config_redactor(loaded)  # this session's: its counts are the session's
+    outlet = Outlet(redactor)
 
     def fail(message: str, verdict: str = "error") -> SessionOutcome:
         result.verdict = verdict  # type: ignore[assignment]
@@ -245,14 +230,14 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         negotiation=recording.negotiation,
     )
     try:
-        fresh_bytes = emit(redactor, tape_bytes(header, events), f"fresh tape of session {session.name}")
+        fresh_bytes = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")
     except SecretLeak as e:
         return fail(str(e), "secret")
-    result.redactions = dict(getattr(redactor, "counts", {}) or {})
+    result.redactions = dict(redactor.counts)
     if ctx.out_dir is not None:
         fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
         try:
-            write_atomic(fresh_path, fresh_bytes, what=f"fresh tape of session {session.name}")
+            outlet.write(fresh_path, fresh_bytes, what=f"fresh tape of session {session.name}")
         except WriteError as e:
             return fail(str(e))
         result.fresh = str(fresh_path)
@@ -280,7 +265,7 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
             result.verdict = "same"
         else:
             try:
-                write_atomic(gpath, fresh_bytes, what=f"golden tape of session {session.name}")
+                outlet.write(gpath, fresh_bytes, what=f"golden tape of session {session.name}")
             except WriteError as e:
                 outcome = fail(str(e))
                 outcome.result.notes.append(f"golden tape {result.golden} left untouched: it could not be written")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
-from mcptape.ci.session import RunContext, SessionOutcome, emit, make_redactor, orphan_goldens, run_session
+from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_session
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.errors import (
     EXIT_SECRET,
@@ -26,11 +25,12 @@ from mcptape.errors import (
     McptapeError,
     SecretLeak,
 )
-from mcptape.logsafe import ci_log_block, safe_log
-from mcptape.redact.redactor import Redactor
+from mcptape.outlet import Outlet
+from mcptape.report.json_report import report_bytes
+from mcptape.report.junit import junit_xml
+from mcptape.report.markdown import render_summary
 from mcptape.report.model import RunReport, worst_exit
 from mcptape.report.terminal import render_run_text
-from mcptape.tape.atomic import write_atomic
 
 # -- the command ----------------------------------------------------------------------------------
 
@@ -62,18 +62,17 @@ def run_ci(args: argparse.Namespace) -> int:
         shard=args.shard,
     )
     exit_code = report.exit_code
-    outlet = make_redactor(loaded)
+    outlet = Outlet.for_config(loaded)
     try:
         text = render_run_text(report)
         if update:
             text += "".join(_update_lines(outcomes))
-        sys.stdout.write(ci_log_block(emit(outlet, text.encode("utf-8"), "terminal report").decode("utf-8")))
-        sys.stdout.flush()
+        outlet.show(text, "terminal report")
         _write_reports(args, report, outlet)
     except SecretLeak as e:
         print(f"mcptape ci: {e}", file=sys.stderr)
         return EXIT_SECRET
-    exit_code = worst_exit([exit_code, _publish(report, loaded)])
+    exit_code = worst_exit([exit_code, _publish(report, loaded, outlet)])
     return exit_code
 
 
@@ -90,30 +89,24 @@ def _update_lines(outcomes: Sequence[SessionOutcome]) -> list[str]:
     return lines
 
 
-def _write_reports(args: argparse.Namespace, report: RunReport, outlet: Redactor) -> None:
+def _write_reports(args: argparse.Namespace, report: RunReport, outlet: Outlet) -> None:
     if args.json_report:
-        data = json.dumps(report.to_dict(), indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
-        write_atomic(args.json_report, emit(outlet, data, f"JSON report {args.json_report}"), what="JSON report")
+        outlet.write(args.json_report, report_bytes(report), what="JSON report", where=f"JSON report {args.json_report}")
     if args.junit:
-        from mcptape.report.junit import junit_xml
-
-        data = junit_xml(report).encode("utf-8")
-        write_atomic(args.junit, emit(outlet, data, f"JUnit report {args.junit}"), what="JUnit report")
+        outlet.write(args.junit, junit_xml(report).encode("utf-8"), what="JUnit report", where=f"JUnit report {args.junit}")
     if getattr(args, "summary", None):
-        from mcptape.report.markdown import render_summary
-
-        data = render_summary(report).encode("utf-8")
-        write_atomic(args.summary, emit(outlet, data, f"summary {args.summary}"), what="markdown summary")
+        data = render_summary(report, redactor=outlet.redactor).encode("utf-8")
+        outlet.write(args.summary, data, what="markdown summary", where=f"summary {args.summary}")
 
 
-def _publish(report: RunReport, loaded: LoadedConfig) -> int:
+def _publish(report: RunReport, loaded: LoadedConfig, outlet: Outlet) -> int:
     """In a GitHub Actions job: summary, annotations, outputs, PR comment (github.py decides how)."""
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return 0
     from mcptape.github import publish_run
 
     try:
-        publish_run(report, config_path=str(loaded.path))
+        publish_run(report, config_path=str(loaded.path), outlet=outlet)
     except McptapeError as e:
         print(f"mcptape ci: publishing to GitHub failed: {e}", file=sys.stderr)
         return e.exit_code
@@ -135,10 +128,7 @@ def run_repeat(args: argparse.Namespace) -> int:
         results = list(pool.map(lambda s: repeat_session(ctx, s, runs), sessions))
     text, exit_code = analyse_repeats(results, runs)
     try:
-        sys.stdout.write(
-            safe_log(emit(make_redactor(loaded), text.encode("utf-8"), "--repeat report").decode("utf-8"))
-        )
-        sys.stdout.flush()
+        Outlet.for_config(loaded).show(text, "--repeat report", escape=True)
     except SecretLeak as e:
         print(f"mcptape ci: {e}", file=sys.stderr)
         return EXIT_SECRET

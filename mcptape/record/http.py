@@ -31,20 +31,15 @@ from urllib.parse import urlsplit
 from mcptape.errors import EXIT_OK, ConfigError, SecretLeak
 from mcptape.http_serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, say, serve_until_stopped
 from mcptape.jsonrpc import loads_depth
+from mcptape.outlet import Outlet
+from mcptape.redact.policy import secret_reason
+from mcptape.redact.redactor import make_redactor
 from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
 from mcptape.tape.format import TAPE_SUFFIX, TapeWriter, make_header
 from mcptape.transports.http import SseParser, new_client, parse_json_messages
 
 if TYPE_CHECKING:
     import httpx
-
-    from mcptape.redact.redactor import Redactor
-
-def _redactor_for(secrets: dict[str, str]) -> Redactor:
-    """The redactor (redact/) for these known secrets: the choke point for everything recorded."""
-    from mcptape.redact.redactor import Redactor
-
-    return Redactor(known=secrets)
 
 
 class HttpRecorder:
@@ -56,7 +51,7 @@ class HttpRecorder:
         self._builder = EventBuilder()
         self._lock = threading.Lock()
         self._secrets: dict[str, str] = {}
-        self._redactor = _redactor_for({})
+        self._outlet = Outlet(make_redactor())
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self.leak: SecretLeak | None = None
         self.messages = 0
@@ -70,8 +65,6 @@ class HttpRecorder:
         with `header=True`: Authorization, Cookie, X-Api-Key, any name that says so, any value
         with a token shape); `Accept` or `User-Agent` values are not.
         """
-        from mcptape.redact.policy import secret_reason
-
         found: dict[str, str] = {}
         for name, value in headers.items():
             if not value or not secret_reason(name, value, header=True):
@@ -85,7 +78,7 @@ class HttpRecorder:
             new = {k: v for k, v in found.items() if self._secrets.get(k) != v}
             if new:
                 self._secrets.update(new)
-                self._redactor = _redactor_for(dict(self._secrets))
+                self._outlet = Outlet(make_redactor(self._secrets))
 
     def messages_from(self, direction: str, text: str) -> None:
         """Record the message(s) of one body or SSE data field (a batch array is split)."""
@@ -117,10 +110,10 @@ class HttpRecorder:
             if self.leak is not None:
                 continue
             with self._lock:
-                redactor = self._redactor
-            # The single redaction choke point of HTTP recording: redact, verify, then write.
+                outlet = self._outlet
+            # Every line is scrubbed and verified by the outlet before it is written (outlet.py).
             try:
-                data = redactor.line_bytes(event, where=str(self.path))
+                data = outlet.tape_line(event, where=str(self.path))
             except SecretLeak as e:
                 self.leak = e
                 continue

@@ -2,7 +2,7 @@
 
 Owns the byte path of `mcptape rec` and the recorder process behind it. Leaves the tape's
 bytes to tape/format.py, what an event means to tape/events.py, spawning and the shutdown
-ladder to transports/stdio.py, scrubbing secrets to redact/ (if present) and HTTP recording
+ladder to transports/stdio.py, scrubbing and verifying to outlet.py and redact/, and HTTP recording
 to http_proxy.py.
 
 Two processes, so recording can never slow or block the wire:
@@ -52,17 +52,17 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, TapeError
 from mcptape.logsafe import safe_log
+from mcptape.outlet import Outlet
 from mcptape.record.relay import PIPE_SIZE, Relay
-from mcptape.record.writer import make_redactor, run_writer
+from mcptape.record.writer import run_writer
+from mcptape.redact.policy import argv_secrets, env_secrets, own_text_secrets
+from mcptape.redact.redactor import make_redactor
 from mcptape.tape.format import TAPE_SUFFIX, TapeWriter, make_header, serialize
 from mcptape.transports.stdio import ServerProcess
-
-if TYPE_CHECKING:
-    from mcptape.redact.redactor import Redactor
 
 # The writer may need a while for a big backlog; past this we stop waiting for it.
 WRITER_WAIT = 120.0
@@ -75,13 +75,8 @@ def strip_command_secrets(command: Sequence[str]) -> tuple[list[str], dict[str, 
 
     What is secret is redact/policy.py's rule (`argv_secrets`: `--token=X`, `--api-key X`, `API_KEY=X`,
     URL passwords and secret query parameters, token-shaped arguments; never `--author Alice`).
-    The values are handed to the redactor so they are scrubbed from the traffic as well. Without
-    mcptape.redact (the benchmark's raw mode) nothing is redacted, so nothing is stripped either.
+    The values are handed to the redactor so they are scrubbed from the traffic as well.
     """
-    try:
-        from mcptape.redact.policy import argv_secrets
-    except ImportError:
-        return list(command), {}
     return argv_secrets(command, REDACTED)
 
 
@@ -135,20 +130,12 @@ def default_name(command: Sequence[str]) -> str:
 def _env_secrets(env: Mapping[str, str]) -> dict[str, str]:
     """The secrets of the environment the server inherits, by redact/policy.py's rule (`env_secrets`):
     GITHUB_TOKEN's value is one, AUTHOR_NAME's and GIT_AUTHOR_EMAIL's are not."""
-    try:
-        from mcptape.redact.policy import env_secrets
-    except ImportError:
-        return {}
     return env_secrets(env)
 
 
 def _warn_own_text_secrets(secrets: Mapping[str, str]) -> None:
     """Say which secrets cannot be scrubbed: their values are mcptape's own text (a JSON key, a
     method name), which the redactor never rewrites (redact.own_text_secrets). Never the values."""
-    try:
-        from mcptape.redact.policy import own_text_secrets
-    except ImportError:
-        return
     for source in own_text_secrets(secrets):
         print(
             f"mcptape rec: {source}: its value is also a word of MCP or of the tape format, so it is "
@@ -198,8 +185,8 @@ def record(
     # sees its first round trip wait (measured: median +27 ms to the first answer, load 5, 2 CPUs).
     server = ServerProcess(command)
     try:
-        redactor = make_redactor(dict(secrets or {}))
-        header = scrub_header(redactor, header, f"{out}:1")
+        outlet = Outlet(make_redactor(secrets))
+        header = scrub_header(outlet, header, f"{out}:1")
         try:
             writer = TapeWriter(out, header)
         except OSError as e:
@@ -221,7 +208,7 @@ def record(
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child, covered by the integration tests
         os.close(tee_w)
-        run_writer(tee_r, writer, server, redactor, str(out))
+        run_writer(tee_r, writer, server, outlet, str(out))
     os.close(tee_r)
     writer.abandon()  # the child owns the tape now; this closes only our copy of the file
     print(
@@ -240,15 +227,13 @@ def record(
     return code
 
 
-def scrub_header(redactor: Redactor | None, header: dict[str, Any], where: str) -> dict[str, Any]:
+def scrub_header(outlet: Outlet, header: dict[str, Any], where: str) -> dict[str, Any]:
     """The header as it may be written: scrubbed (home paths, secrets in the command) and verified.
 
     Raises SecretLeak if anything survives; the caller then writes no tape at all.
     """
-    if redactor is None:
-        return header
-    clean: dict[str, Any] = redactor.redact_obj(header)
-    redactor.verify(serialize(clean), where)
+    clean: dict[str, Any] = outlet.redactor.redact_obj(header)
+    outlet.verified(serialize(clean), where)
     return clean
 
 

@@ -18,11 +18,13 @@ import threading
 import time
 import traceback
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, SecretLeak
 from mcptape.logsafe import safe_log
+from mcptape.outlet import Outlet
 from mcptape.record.relay import EXIT_SIGNALS, FRAME, TAG_C2S, TAG_CTL, TAG_ERR, TAG_S2C, ChunkReader
+from mcptape.redact.redactor import make_redactor
 from mcptape.tape.events import (
     C2S,
     S2C,
@@ -34,9 +36,6 @@ from mcptape.tape.events import (
 )
 from mcptape.tape.format import Event, TapeWriter, serialize
 from mcptape.transports.stdio import ServerProcess
-
-if TYPE_CHECKING:
-    from mcptape.redact.redactor import Redactor
 
 # The writer runs below the wire's processes so that on a busy box it yields the core to them:
 # SCHED_IDLE where the OS has it (see _step_aside), else this niceness.
@@ -109,20 +108,6 @@ class LineAssembler:
 # the writer child
 
 
-def make_redactor(secrets: dict[str, str]) -> Redactor | None:
-    """The single choke point between the server and anything rec writes (tape, header, stderr).
-
-    It knows the secret values stripped from the command line and the environment, so they are
-    scrubbed from the traffic too. None without mcptape.redact (the benchmark's raw mode): then
-    events are only serialized and stderr lines shown as they came.
-    """
-    try:
-        from mcptape.redact.redactor import Redactor
-    except ImportError:
-        return None
-    return Redactor(known=secrets)
-
-
 def _step_aside() -> None:
     """Make the writer the process any wire process preempts at once.
 
@@ -149,7 +134,7 @@ def _step_aside() -> None:
 
 
 def run_writer(
-    tee_r: int, writer: TapeWriter, server: ServerProcess, redactor: Redactor | None, where: str
+    tee_r: int, writer: TapeWriter, server: ServerProcess, outlet: Outlet, where: str
 ) -> None:
     """Body of the forked writer; never returns (os._exit), whatever happens."""
     code = EXIT_COULD_NOT_RUN
@@ -176,7 +161,7 @@ def run_writer(
         stderr_fd: int | None = None
         with contextlib.suppress(OSError):
             stderr_fd = os.dup(2)  # rec's stderr: where the server's scrubbed stderr is shown
-        code = TapeRecorder(writer, where=where, redactor=redactor, stderr_fd=stderr_fd).run(tee_r)
+        code = TapeRecorder(writer, where=where, outlet=outlet, stderr_fd=stderr_fd).run(tee_r)
     except BaseException:  # noqa: BLE001 - a forked child must reach os._exit, never the parent's stack
         traceback.print_exc()
     finally:
@@ -274,7 +259,10 @@ def _write_blocking(fd: int, data: bytes) -> None:
 class TapeRecorder:
     """Turns tee frames into tape events: per-direction line reassembly, events, redaction, write.
 
-    With `stderr_fd` it also shows the server's stderr there, line by line, after redaction.
+    Every line leaves through `outlet` (outlet.py: scrubbed and verified; rec builds it with the
+    secrets of its command line and environment), else through one built with `secrets`: there is
+    no recorder without redaction. With `stderr_fd` it also shows the server's stderr there, line
+    by line, after redaction.
     """
 
     def __init__(
@@ -283,14 +271,14 @@ class TapeRecorder:
         secrets: dict[str, str] | None = None,
         where: str = "tape",
         *,
-        redactor: Redactor | None = None,
+        outlet: Outlet | None = None,
         stderr_fd: int | None = None,
     ) -> None:
         self.writer = writer
         self.where = where
         self.builder = EventBuilder()
         self.lines = {TAG_C2S: LineAssembler(), TAG_S2C: LineAssembler(), TAG_ERR: LineAssembler()}
-        self.redactor = redactor if redactor is not None else make_redactor(secrets or {})
+        self.outlet = outlet if outlet is not None else Outlet(make_redactor(secrets))
         self.relay = _StderrRelay(stderr_fd) if stderr_fd is not None else None
         self.failed: str | None = None
         self.leaked = False
@@ -381,10 +369,9 @@ class TapeRecorder:
         """
         event = stderr_event(line)
         shown = event["text"]
-        if self.redactor is not None:
-            event = self.redactor.redact_event(event)
+        event = self.outlet.redactor.redact_event(event)
         try:
-            data = self._verified(event, self._where_next())
+            data = self.outlet.verified(serialize(event), self._where_next())
         except SecretLeak as e:
             self.leaked = True
             self._say(f"mcptape rec: {e}; the server's stderr line was neither shown nor written")
@@ -403,12 +390,7 @@ class TapeRecorder:
         if self.failed:
             return
         try:
-            if self.redactor is not None:
-                data = self.redactor.line_bytes(event, self._where_next(), text)
-            elif text is not None:
-                data = (text + "\n").encode("utf-8")
-            else:
-                data = serialize(event)
+            data = self.outlet.tape_line(event, self._where_next(), text)
         except SecretLeak as e:
             # Fail closed: this event is not written (the message names place and kind, never
             # the value); the tape says something was withheld and rec exits 4.
@@ -419,13 +401,6 @@ class TapeRecorder:
 
     def _where_next(self) -> str:
         return f"{self.where}:{self.writer.count + 2}"  # the line the next event will land on
-
-    def _verified(self, event: Event, where: str) -> bytes:
-        """A scrubbed event serialized and verified (stderr lines: their scrubbed text is shown too)."""
-        data = serialize(event)
-        if self.redactor is not None:
-            self.redactor.verify(data, where)
-        return data
 
     def _write(self, data: bytes) -> None:
         if not self.failed:

@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mcptape.errors import SecretLeak
 from mcptape.redact.engine import Engine, EngineConfig, Sink
@@ -224,16 +224,34 @@ def _default_user() -> str | None:
         return None
 
 
-_default: Redactor | None = None
+class RedactOptions(Protocol):
+    """What of the config's `redact:` block a Redactor is built with (config/models.py RedactSettings)."""
+
+    @property
+    def patterns(self) -> Sequence[str]: ...
+
+    @property
+    def allow(self) -> Sequence[str]: ...
 
 
-def guard(text: str, where: str, redactor: Redactor | None = None) -> str:
-    """Scrub and verify text with `redactor`, or with a shared one that knows no config secrets."""
-    global _default
-    if redactor is None:
-        if _default is None:
-            _default = Redactor()
-        redactor = _default
-    return redactor.guard(text, where)
+def make_redactor(known: Mapping[str, str] | None = None, options: RedactOptions | None = None) -> Redactor:
+    """The one way mcptape builds a Redactor: the known secret values (the config's, rec's command
+    line and environment, `rec --listen`'s headers) and the config's `redact:` patterns and
+    allow-list, on top of the built-in detectors. A fresh instance: one per tape or report (its
+    `counts` are that output's). outlet.py builds the one for a loaded config."""
+    if options is None:
+        return Redactor(known=known)
+    return Redactor(known=known, patterns=options.patterns, allow=options.allow)
 
 
+_builtin: Redactor | None = None
+
+
+def builtin_redactor() -> Redactor:
+    """A shared Redactor with the built-in detectors only (no config, no known values), for text
+    no config's secret is expected in: error messages, replay's miss messages. Built once (it costs
+    ~15 ms); its counts mean nothing."""
+    global _builtin
+    if _builtin is None:
+        _builtin = make_redactor()
+    return _builtin

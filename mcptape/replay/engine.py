@@ -19,7 +19,7 @@ How a tape is served:
   (`<REDACTED:kind#tag>`, `<REDACTED:env.NAME>`, `<HOME>`, `<USER>`) is a pattern: each
   placeholder matches any non-empty run, the rest is literal, the whole string must match. The
   live secret that matched is never echoed: miss messages show the recorded placeholder and go
-  through redact.Redactor (imported at the first miss only; it costs start-up ~15 ms).
+  through redact's built-in Redactor (imported at the first miss only; it costs start-up ~15 ms).
 * Stdio play streams the tape (TapeStream): header, footer and the up-front checks are read
   first, events are parsed and indexed as requests need them, so the first answer does not
   wait for a long tape to be read. While no client line is waiting, play reads ahead in small
@@ -308,7 +308,6 @@ class ReplayEngine:
         self._open_calls: dict[str, RecordedCall] = {}  # c2s request id key -> call not answered yet
         self._server_ids_seen: dict[str, int] = {}
         self._calls_by_token: dict[str, RecordedCall] = {}
-        self._redactor: Any = None  # mcptape.redact.Redactor, built at the first miss (it costs ~15 ms)
         self._lock = threading.Lock()
         self.closed = False  # the recorded server died: the transport should close the wire
         self._report = ReplayReport(tape=str(tape.path) if tape.path else tape.name)
@@ -716,11 +715,9 @@ class ReplayEngine:
         for secret in sorted(secrets, key=len, reverse=True):
             if len(secret) >= 4:  # shorter ones were replaced where they stood (hide_redacted)
                 text = text.replace(secret, _HIDDEN).replace(dumps(secret)[1:-1], _HIDDEN)
-        if self._redactor is None:
-            from mcptape.redact.redactor import Redactor  # only now: it costs play's start-up ~15 ms
+        from mcptape.redact.redactor import builtin_redactor  # only now: it costs play's start-up ~15 ms
 
-            self._redactor = Redactor()
-        return str(self._redactor.redact_text(text))
+        return builtin_redactor().redact_text(text)
 
     def _note_capabilities(self, call: RecordedCall, params: Any) -> None:
         rec = (call.params or {}).get("capabilities") if isinstance(call.params, dict) else None
