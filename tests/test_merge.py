@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.errors import McptapeError
 from mcptape.ci.merge import load_report, merge_reports, missing_shards
+from mcptape.errors import McptapeError
 from mcptape.report.model import RunReport, SessionResult
 
 
