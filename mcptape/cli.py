@@ -37,7 +37,7 @@ SUPPORTED_PLATFORMS = "Linux and macOS"
 COMMANDS = {
     "rec": "mcptape.record.stdio:run_rec",
     "play": "mcptape.replay.stdio:run_play",
-    "diff": "mcptape.diff:run_diff",
+    "diff": "mcptape.commands.diff:run_diff",
     "ls": "mcptape.report.terminal:run_ls",
     "show": "mcptape.report.terminal:run_show",
     "ci": "mcptape.commands.ci:run_ci",

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from recording import ADD, INIT_RESULT, TapeBuilder
 
 from mcptape.config.models import DriftSettings
-from mcptape.diff import diff_tapes
+from mcptape.diff.engine import diff_tapes
 from mcptape.diff.schema import schema_changes
 from mcptape.report.model import DiffResult
 from mcptape.tape.events import C2S, S2C
@@ -764,3 +764,14 @@ def test_a_string_holding_json_too_deep_to_walk_is_compared_as_text_and_says_so(
     assert deep.path == "result.t" and describe(deep).endswith("(holds JSON nested deeper than 64 levels: compared as text)")
     (shallow,) = changes({"t": text("a", 10)}, {"t": text("b", 10)}, "result")  # control: walked into
     assert shallow.path == "result.t(json)" + "[0]" * 10 and shallow.note is None
+
+
+def test_a_check_registered_in_one_registry_runs_in_that_diff_only() -> None:
+    from mcptape.diff.checks import default_checks
+    from mcptape.report.model import Finding
+
+    g, f = base().tool("t", {}).tape(), base().tool("t", {}).tape()
+    mine = default_checks()
+    mine.session_checks["mine"] = lambda g_calls, f_calls: [(0, Finding("process", "output", "", "mine", kind="note"))]
+    assert [d.findings[0].message for d in diff_tapes(g, f, checks=mine).drifts] == ["mine"]
+    assert diff_tapes(g, f).verdict == "same" and "mine" not in default_checks().session_checks

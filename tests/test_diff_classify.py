@@ -17,7 +17,7 @@ import pytest
 from recording import ADD, INIT_RESULT, TapeBuilder
 
 from mcptape.config.models import DriftSettings
-from mcptape.diff import diff_tapes
+from mcptape.diff.engine import diff_tapes
 from mcptape.diff.schema import SchemaKind
 from mcptape.report.model import FINDING_KINDS
 from mcptape.tape.events import C2S, S2C, garbage_event, note_event

@@ -16,7 +16,7 @@ from recording import ADD, TapeBuilder
 
 from mcptape.config.load import load_config
 from mcptape.config.models import DriftSettings
-from mcptape.diff import diff_tapes
+from mcptape.diff.engine import diff_tapes
 from mcptape.diff.schema import schema_changes
 from mcptape.report.model import DiffResult
 from mcptape.tape.format import Tape

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcptape.diff import diff_tapes
+from mcptape.diff.engine import diff_tapes
 from mcptape.diff.protocol import (
     collapse_input_rounds,
     handshake_summary,

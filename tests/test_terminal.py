@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, mcptape_command
 from recording import ADD, TapeBuilder, write
 
-from mcptape.diff import diff_tapes
+from mcptape.diff.engine import diff_tapes
 from mcptape.report.model import RunReport, SessionResult
 from mcptape.report.terminal import make_console, render_diff, render_run
 

@@ -41,8 +41,7 @@ import mcptape.transports.http  # noqa: F401  (transports/factory.py, for `url:`
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import HttpServer, Session
-from mcptape.diff import diff_tapes
-from mcptape.diff.engine import conformance_drifts
+from mcptape.diff.engine import conformance_drifts, diff_tapes
 from mcptape.errors import (
     ConfigError,
     McptapeError,

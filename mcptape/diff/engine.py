@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from mcptape.diff import classify, protocol
 from mcptape.diff.align import align
 from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, build_stretch, find_window
+from mcptape.diff.checks import Checks, default_checks
 from mcptape.diff.classify import Pair, SurfaceNote
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, SurfaceChanges
 from mcptape.tape.format import Tape
@@ -120,6 +121,7 @@ def diff_tapes(
     *,
     conformance: bool = False,
     as_sent: Tape | None = None,
+    checks: Checks | None = None,
 ) -> DiffResult:
     """Compare a golden (A) and a fresh (B) tape; drifts[0] is the first drifted call.
 
@@ -129,13 +131,14 @@ def diff_tapes(
     `as_sent` is the fresh recording before normalization, events in the same order (ci.py):
     it is the one checked then, since a normalize rule may rewrite a schema (`$..day_of_week`
     also hits an outputSchema's property of that name) into something the server never sent.
+    `checks` is the registry of checks to run (checks.py; default: mcptape's own).
     """
     # Diffing creates ~3 objects per event and no cycles; with a few million live objects from
     # the tapes, the cyclic GC's full passes would cost more than the diff itself (2.5x measured).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _diff(golden, fresh, drift, (as_sent or fresh) if conformance else None)
+        return _diff(golden, fresh, drift, (as_sent or fresh) if conformance else None, checks or default_checks())
     finally:
         if was_enabled:
             gc.enable()
@@ -207,7 +210,9 @@ def _suffix_pairs(golden: list[Call], fresh: list[Call], prep: protocol.Prepared
     return bool(after) and not after[0].same_request(fresh[lo] if n < m else golden[lo])
 
 
-def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None) -> DiffResult:
+def _diff(
+    golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None, registry: Checks
+) -> DiffResult:
     policy = Policy.from_settings(drift)
     raw_fresh = fresh
     # 2026-07-28 envelope out, handshakes paired across eras (protocol.py); unchanged stretches skipped (calls.py)
@@ -226,13 +231,13 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: T
         fc = steps[k].fresh
         next_pos[k] = fc.position if fc is not None else next_pos[k + 1]
 
-    checks = list(classify.CALL_CHECKS.values())
+    checks = list(registry.call_checks.values())
     g_events, f_events = g.tape.events, f.tape.events
 
     def compare(k: int, g_call: Call, fc: Call) -> None:
         if g_call.same_events(g_events, fc, f_events):
             return  # nothing to compare (Call.same_events); most pairs of a big tape
-        pair = Pair(g_call, fc, g, f, added_surface=policy.added_surface)
+        pair = Pair(g_call, fc, g, f, added_surface=policy.added_surface, result_classifiers=registry.result_classifiers)
         raw: list[Finding] = []
         for check in checks:
             raw.extend(check(pair))
@@ -274,7 +279,7 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: T
         if kept:
             placed.append((0, -1, Drift(None, kept)))
 
-    for session_check in classify.SESSION_CHECKS.values():
+    for session_check in registry.session_checks.values():
         for pos, finding in session_check(g, f):
             kept = policy.apply([finding], None)
             if kept:

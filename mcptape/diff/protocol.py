@@ -4,9 +4,9 @@ Owns what changes when a server moves between the legacy MCP revisions (2024-11-
 2025-11-25, opened with `initialize`) and the stateless 2026-07-28 (`server/discover`,
 per-request `_meta`, input-required round trips): pure functions over plain data, applied to
 both tapes before diff/engine.py pairs their calls (`prepare`), and the one session check that
-reports the change (`check_protocol`, registered under C's name "protocol" and delegating to
-C's check for everything that is not a change of era). Pairing and classifying stay calls.py's,
-align.py's and classify.py's.
+reports the change (`check_protocol`, which checks.py registers as "protocol"; it asks
+classify.check_protocol_version about everything that is not a change of era). Pairing and
+classifying stay calls.py's, align.py's and classify.py's.
 
 Envelope (never behaviour, in any pair of tapes):
 - results: `resultType: "complete"`, `cacheScope`, `ttlMs`, `_meta["io.modelcontextprotocol/serverInfo"]`
@@ -390,17 +390,8 @@ def protocol_findings(g_header: dict[str, Any], f_header: dict[str, Any]) -> lis
     return out
 
 
-_legacy_check: Callable[[TapeCalls, TapeCalls], list[tuple[int, Finding]]] = classify.SESSION_CHECKS.get(
-    "protocol", lambda g, f: []
-)
-
-
 def check_protocol(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
     """A change of era: the findings above, first in the report; anything else: classify.py's check."""
     if _SESSION_KEY in g.tape.header and _SESSION_KEY in f.tape.header:
         return [(0, finding) for finding in protocol_findings(g.tape.header, f.tape.header)]
-    return _legacy_check(g, f)
-
-
-if classify.SESSION_CHECKS.get("protocol") is not check_protocol:
-    classify.register_session_check("protocol")(check_protocol)
+    return classify.check_protocol_version(g, f)

@@ -415,7 +415,7 @@ def test_same_session_over_stdio_and_http_diffs_identical(calc_upstream: str, tm
 
     assert comparable(stdio_tape) == comparable(http_tape)
     try:
-        from mcptape.diff import diff_tapes
+        from mcptape.diff.engine import diff_tapes
     except ImportError:
         return
     golden = read_tape(stdio_tape)
