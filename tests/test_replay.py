@@ -595,3 +595,20 @@ def test_play_refuses_a_tape_whose_server_reuses_request_ids_up_front(tmp_path: 
     _write_tape(path, tape)
     proc = subprocess.run(mcptape_command("play", str(path)), input=b"", capture_output=True, timeout=30)
     assert proc.returncode == 2 and b"reused request id 0" in proc.stderr
+
+
+def test_a_matcher_given_to_one_engine_decides_there_only() -> None:
+    from mcptape.replay.matching import default_matchers
+
+    tape = make_tape(("c2s", call(1, "add", a=1, b=2)), ("s2c", res(1, text("3"))))
+
+    def any_arguments(recorded: Any, asked: Any) -> list[str]:
+        return [] if recorded.get("name") == asked.get("name") else ["another tool"]
+
+    lax = ReplayEngine(tape, match_on={"tools/call": ("any",)}, matchers={**default_matchers(), "any": any_arguments})
+    [answer] = ask(lax, call(5, "add", a=9, b=9))
+    assert answer["result"] == text("3")
+    [miss] = ask(ReplayEngine(tape), call(5, "add", a=9, b=9))
+    assert "error" in miss
+    with pytest.raises(ReplayError, match="unknown matcher 'any'"):
+        ReplayEngine(tape, match_on={"tools/call": ("any",)})

@@ -12,7 +12,7 @@ How a tape is served:
   JSON-equal, ignoring the JSON-RPC id and the top-level `params._meta` (progress tokens,
   2026-07-28 per-request version/capabilities). Identical repeats consume in order.
   Which comparisons apply is a per-method list of small pure matchers found by name
-  (`register_matcher`, `MATCH_ON`), as in vcrpy. `initialize` ignores clientInfo and
+  (`MATCH_ON`, the engine's `matchers`: matching.default_matchers), as in vcrpy. `initialize` ignores clientInfo and
   capabilities (not drift; a capability change is reported as a warning because some servers'
   tool lists depend on it). `ping` is always answered.
 * Tapes are redacted before they are written, so a recorded string holding placeholders
@@ -76,11 +76,12 @@ from mcptape.jsonrpc import canonical, classify, dumps, id_key, loads, top_level
 from mcptape.logsafe import safe_log
 from mcptape.replay.matching import (
     _HIDDEN,
-    _MATCHERS,
     DEFAULT_MATCH_ON,
     MATCH_ON,
+    Matcher,
     _short,
     compared,
+    default_matchers,
     describe_call,
     hide_redacted,
     json_diff,
@@ -267,15 +268,17 @@ class ReplayEngine:
         lenient: bool = False,
         match_on: Mapping[str, tuple[str, ...]] | None = None,
         *,
+        matchers: Mapping[str, Matcher] | None = None,
         stream: TapeStream | None = None,
     ) -> None:
         self.tape = tape
         self.lenient = lenient
         self.match_on = dict(MATCH_ON if match_on is None else match_on)
+        self.matchers = default_matchers() if matchers is None else dict(matchers)
         for names in self.match_on.values():
             for name in names:
-                if name not in _MATCHERS:
-                    raise ReplayError(f"unknown matcher {name!r}; registered: {', '.join(sorted(_MATCHERS))}")
+                if name not in self.matchers:
+                    raise ReplayError(f"unknown matcher {name!r}; registered: {', '.join(sorted(self.matchers))}")
         self.events: list[Event] = tape.events
         self.calls: list[RecordedCall] = []
         self._by_method: dict[str, list[RecordedCall]] = {}
@@ -667,7 +670,7 @@ class ReplayEngine:
     def _reasons(self, call: RecordedCall, params: Any) -> list[str]:
         reasons: list[str] = []
         for name in self.match_on.get(call.method, DEFAULT_MATCH_ON):
-            reasons += _MATCHERS[name](call.params, params)
+            reasons += self.matchers[name](call.params, params)
         return reasons
 
     def _explain(self, method: str, params: Any) -> tuple[str, RecordedCall | None, str]:

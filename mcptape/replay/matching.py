@@ -1,7 +1,7 @@
 """Replay matching: which recorded call a live request is, and why the nearest ones are not.
 
-Pure functions over JSON values, found by name (STYLE.md 4, vcrpy's `register_matcher`): a
-matcher takes (recorded params, live params) and returns the reasons they differ, an empty list
+Pure functions over JSON values, found by name (STYLE.md 4, as vcrpy's `register_matcher`) in
+the engine's own registry (`default_matchers`, ReplayEngine(matchers=...)): a matcher takes (recorded params, live params) and returns the reasons they differ, an empty list
 for a match. A recorded string holding redaction placeholders is a pattern (`placeholder_pattern`);
 a live value compared with one is never echoed (`hide_redacted`). The engine that uses them is
 engine.py's.
@@ -20,18 +20,11 @@ from mcptape.placeholders import fits, placeholder_pattern
 Matcher = Callable[[Any, Any], list[str]]
 """(recorded params, live params) -> reasons they differ; an empty list is a match."""
 
-_MATCHERS: dict[str, Matcher] = {}
-
 # Which matchers decide a match, per method; methods not listed use DEFAULT_MATCH_ON.
 DEFAULT_MATCH_ON: tuple[str, ...] = ("params",)
 MATCH_ON: dict[str, tuple[str, ...]] = {"initialize": ("initialize",)}
 
 _MAX_REASONS = 3
-
-
-def register_matcher(name: str, matcher: Matcher) -> None:
-    """Make `matcher` available to MATCH_ON / ReplayEngine(match_on=...) under `name`."""
-    _MATCHERS[name] = matcher
 
 
 # --- redacted values ---------------------------------------------------------------------
@@ -152,8 +145,10 @@ def match_initialize(recorded: Any, asked: Any) -> list[str]:
     return json_diff(rec, ask)
 
 
-register_matcher("params", match_params)
-register_matcher("initialize", match_initialize)
+def default_matchers() -> dict[str, Matcher]:
+    """mcptape's matchers by name, a new dict: an engine given more (ReplayEngine(matchers=...))
+    and a MATCH_ON naming them uses them, no other engine sees them."""
+    return {"params": match_params, "initialize": match_initialize}
 
 
 def describe_call(method: str, params: Any, limit: int = 80) -> str:
