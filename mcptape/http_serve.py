@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -111,11 +110,3 @@ def serve_until_stopped(server: Server, on_ready: Callable[[], None], stop: thre
         thread.join(timeout=5.0)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-
-
-def say(text: str) -> None:
-    """A human line on stderr (stdout stays free, as for the stdio commands); it may quote a tape
-    or a peer, so it is escaped and framed (logsafe.safe_log)."""
-    from mcptape.logsafe import safe_log
-
-    print(safe_log(text), file=sys.stderr, flush=True)

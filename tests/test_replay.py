@@ -540,11 +540,11 @@ def test_lookahead_between_requests_reads_and_keys_the_whole_tape_without_changi
 def test_client_lines_tell_whether_a_line_is_due_without_blocking() -> None:
     import os
 
-    from mcptape.replay.stdio import _ClientLines
+    from mcptape.replay.stdio import ClientLines
 
     r, w = os.pipe()
     try:
-        lines = _ClientLines(r)
+        lines = ClientLines(r)
         assert not lines.waiting()
         os.write(w, b'{"a":1}\n{"b":')
         assert lines.waiting()

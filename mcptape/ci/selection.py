@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,10 +53,13 @@ def _not_a_directory(path: Path) -> Path | None:
     return None
 
 
-def check_output_paths(loaded: LoadedConfig, args: argparse.Namespace, out_dir: Path | None) -> None:
+def check_output_paths(
+    loaded: LoadedConfig, out_dir: str | None, reports: Sequence[tuple[str, str | None]]
+) -> None:
     """Refuse at once, before any server starts, the places a run could not write to: a golden_dir,
-    --out-dir or report directory that is (or lies under) a file, a report path that is a directory.
-    What only the write itself can tell (read-only, disk full) is a WriteError when it happens."""
+    `out_dir` or report directory that is (or lies under) a file, a report path that is a directory.
+    `reports` are (flag, path given) pairs. What only the write itself can tell (read-only, disk
+    full) is a WriteError when it happens."""
     blocker = _not_a_directory(loaded.golden_dir)
     if blocker is not None:
         raise ConfigError(
@@ -65,11 +67,10 @@ def check_output_paths(loaded: LoadedConfig, args: argparse.Namespace, out_dir: 
             f"{blocker} is a file, not a directory",
             hint="golden_dir names the directory that holds the golden tapes; move the file or point golden_dir elsewhere",
         )
-    if out_dir is not None and (blocker := _not_a_directory(out_dir)) is not None:
-        raise ConfigError(f"--out-dir {args.out_dir}: {blocker} is a file, not a directory",
+    if out_dir and (blocker := _not_a_directory(Path(out_dir).resolve())) is not None:
+        raise ConfigError(f"--out-dir {out_dir}: {blocker} is a file, not a directory",
                           hint="--out-dir names a directory to keep the fresh tapes in")
-    reports = (("--json", "json_report"), ("--junit", "junit"), ("--summary", "summary"))
-    for flag, value in ((flag, getattr(args, name, None)) for flag, name in reports):
+    for flag, value in reports:
         if not value:
             continue
         target = Path(value)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from mcptape.errors import GitHubError
@@ -63,7 +64,20 @@ def _load_body(path: str, key: str | None, workspace: str) -> tuple[str, str, bo
     return first, raw, not green
 
 
-def run_comment(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Options:
+    body: str
+    pr: int | None
+    repo: str | None
+    head_sha: str | None
+    key: str | None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(body=args.body, pr=args.pr, repo=args.repo, head_sha=args.head_sha, key=args.key)
+
+
+def run(options: Options) -> int:
     """`mcptape comment --body FILE [--pr N] [--repo owner/name]`: post or update the sticky comment.
 
     The second stage of the fork-PR pattern (a `workflow_run` job with a write token). With
@@ -72,22 +86,22 @@ def run_comment(args: argparse.Namespace) -> int:
     """
     env = os.environ
     workspace = env.get("GITHUB_WORKSPACE") or os.getcwd()
-    marker, body, drifted = _load_body(args.body, getattr(args, "key", None), workspace)
+    marker, body, drifted = _load_body(options.body, options.key, workspace)
     outlet = Outlet.for_config(None)
     body = outlet.document(body, "PR comment")
-    number = args.pr
-    repo = args.repo or env.get("GITHUB_REPOSITORY", "")
+    number = options.pr
+    repo = options.repo or env.get("GITHUB_REPOSITORY", "")
     if number is None:
         pr = pull_request_from_event(env)
         if pr is None:
             raise GitHubError("no pull request: this event is not a pull_request", hint="pass --pr N")
-        number, repo = pr.number, args.repo or pr.repo
+        number, repo = pr.number, options.repo or pr.repo
     token = env.get("MCPTAPE_GITHUB_TOKEN") or env.get("GITHUB_TOKEN")
     if not token:
         raise GitHubError("no GitHub token", hint="set GITHUB_TOKEN (e.g. env: GITHUB_TOKEN: ${{ github.token }})")
     client = CommentClient(repo, token, env.get("GITHUB_API_URL") or DEFAULT_API_URL)
     try:
-        head_sha = getattr(args, "head_sha", None)
+        head_sha = options.head_sha
         if head_sha and client.pull_head_sha(number) != head_sha:
             raise GitHubError(
                 f"PR #{number} is not at commit {head_sha}; refusing to comment",

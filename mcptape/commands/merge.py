@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mcptape.ci.merge import load_report, merge_reports, missing_shards
-from mcptape.config.load import load_config
+from mcptape.config.load import LoadedConfig, load_config
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak
 from mcptape.github import command, publish_run
 from mcptape.outlet import Outlet
@@ -24,7 +24,19 @@ from mcptape.report.model import RunReport, worst_exit
 from mcptape.report.terminal import render_run_text
 
 
-def _load_config(args: argparse.Namespace, config_name: str) -> tuple[Any, str]:
+@dataclass(frozen=True)
+class Options:
+    reports: tuple[str, ...]
+    config: str | None
+    json_report: str | None
+    summary: str | None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(reports=tuple(args.reports), config=args.config, json_report=args.json_report, summary=args.summary)
+
+
+def _load_config(given: str | None, config_name: str) -> tuple[LoadedConfig | None, str]:
     """(LoadedConfig or None, the config path to publish under).
 
     `--config` must load. Without it, the reports' own config name is tried relative to the
@@ -32,7 +44,6 @@ def _load_config(args: argparse.Namespace, config_name: str) -> tuple[Any, str]:
     not there the merge still works, ordering sessions by name and scrubbing with the built-in
     detectors only.
     """
-    given = getattr(args, "config", None)
     if given:
         loaded = load_config(given)
         if os.path.basename(loaded.path) != config_name:
@@ -52,21 +63,22 @@ def _warn(message: str) -> None:
         print(command("warning", message, title="mcptape merge"), flush=True)
 
 
-def run_merge(args: argparse.Namespace) -> int:
+def run(options: Options) -> int:
     """`mcptape merge REPORT... [--json FILE] [--summary FILE]`: one verdict, summary and PR comment."""
-    shards = [load_report(p) for p in args.reports]
-    loaded, config_path = _load_config(args, shards[0].report.config)
+    shards = [load_report(p) for p in options.reports]
+    loaded, config_path = _load_config(options.config, shards[0].report.config)
     report = merge_reports(shards, loaded)
     gaps = missing_shards(shards, loaded)
 
     outlet = Outlet.for_config(loaded)
     try:
         outlet.show(render_run_text(report), "terminal report")
-        if args.json_report:
-            outlet.write(args.json_report, report_bytes(report), what="JSON report", where=f"JSON report {args.json_report}")
-        if args.summary:
+        if options.json_report:
+            outlet.write(options.json_report, report_bytes(report), what="JSON report",
+                         where=f"JSON report {options.json_report}")
+        if options.summary:
             data = render_summary(report, redactor=outlet.redactor).encode("utf-8")
-            outlet.write(args.summary, data, what="markdown summary", where=f"summary {args.summary}")
+            outlet.write(options.summary, data, what="markdown summary", where=f"summary {options.summary}")
     except SecretLeak as e:
         print(f"mcptape merge: {e}", file=sys.stderr)
         return EXIT_SECRET
@@ -74,7 +86,7 @@ def run_merge(args: argparse.Namespace) -> int:
         _warn(gap + " (did that shard's job fail before writing its report?)")
 
     codes = [report.exit_code] + [s.stored_exit for s in shards if s.stored_exit is not None]
-    return worst_exit([worst_exit(codes), _publish(report, config_path, args.json_report, outlet)])
+    return worst_exit([worst_exit(codes), _publish(report, config_path, options.json_report, outlet)])
 
 
 def _publish(report: RunReport, config_path: str, report_path: str | None, outlet: Outlet) -> int:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
-import sys
 from typing import Any
 
 from mcptape.config.models import ACTIONS, LOG_LEVELS, Config
@@ -102,8 +100,3 @@ def json_schema() -> dict[str, Any]:
 def schema_text() -> str:
     """json_schema() exactly as `mcptape schema` prints it and schema/mcptape.schema.json holds it."""
     return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
-
-
-def run_schema(args: argparse.Namespace) -> int:
-    sys.stdout.write(schema_text())
-    return 0

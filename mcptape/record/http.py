@@ -19,27 +19,26 @@ writer thread, so disk never slows the wire.
 
 from __future__ import annotations
 
-import argparse
 import json
 import queue
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-from mcptape.errors import EXIT_OK, ConfigError, SecretLeak
-from mcptape.http_serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, say, serve_until_stopped
+import httpx
+
+from mcptape.errors import SecretLeak
+from mcptape.http_serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, serve_until_stopped
 from mcptape.jsonrpc import loads_depth
 from mcptape.outlet import Outlet
 from mcptape.redact.policy import secret_reason
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
-from mcptape.tape.format import TAPE_SUFFIX, TapeWriter, make_header
+from mcptape.tape.format import TapeWriter, make_header
 from mcptape.transports.http import SseParser, new_client, parse_json_messages
-
-if TYPE_CHECKING:
-    import httpx
 
 
 class HttpRecorder:
@@ -194,8 +193,6 @@ class ProxyHandler(BaseHTTPRequestHandler):
         return self.server.origin + path
 
     def _forward(self) -> None:
-        import httpx
-
         srv = self.server
         body = self._read_body()
         srv.recorder.learn_secrets(self.headers)
@@ -210,7 +207,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             resp = srv.client.send(request, stream=True)
         except httpx.HTTPError as e:
             srv.recorder.note({"request": self.command, "status": 502, "error": type(e).__name__})
-            self._send_plain(502, f"mcptape rec: upstream {_safe(srv.upstream)} unreachable: {type(e).__name__}\n")
+            self._send_plain(502, f"mcptape rec: upstream {safe_url(srv.upstream)} unreachable: {type(e).__name__}\n")
             return
         with srv.lock:
             srv.open_responses.add(resp)
@@ -222,8 +219,6 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 srv.open_responses.discard(resp)
 
     def _relay(self, resp: httpx.Response) -> None:
-        import httpx
-
         srv = self.server
         srv.recorder.learn_secrets(resp.headers)
         if resp.status_code >= 400:
@@ -285,36 +280,28 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def _safe(url: str) -> str:
+def safe_url(url: str) -> str:
     """A URL fit for a terminal: no userinfo, no query (either may hold a credential)."""
     p = urlsplit(url)
     port = f":{p.port}" if p.port else ""
     return f"{p.scheme}://{p.hostname or ''}{port}{p.path}"
 
 
-def _tape_path(args: argparse.Namespace) -> tuple[Path, str]:
-    if args.out:
-        out = Path(args.out)
-        name = args.name or out.name.removesuffix(TAPE_SUFFIX).removesuffix(".jsonl")
-        return out, name
-    name = args.name or "session"
-    return Path("tapes") / f"{name}{TAPE_SUFFIX}", name
-
-
-def run_http_rec(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
-    """Record over HTTP until SIGINT/SIGTERM; the tape gets its footer when the proxy stops."""
-    import httpx
-
-    if not args.upstream:
-        raise ConfigError("rec --listen needs --upstream URL (the server's MCP endpoint)")
-    if getattr(args, "server", None) and [a for a in args.server if a != "--"]:
-        raise ConfigError("rec --listen records an HTTP server: give --upstream URL, not a server command")
-    upstream = args.upstream
+def record_http(
+    upstream: str,
+    listen: str,
+    out: Path,
+    name: str,
+    *,
+    on_ready: Callable[[str], None],
+    stop: threading.Event | None = None,
+) -> int:
+    """Record the traffic to `upstream` (an http(s) MCP endpoint) through a proxy at `listen`
+    (HOST:PORT) into `out` until SIGINT/SIGTERM (or `stop`); the tape gets its footer when the proxy
+    stops. Returns how many messages were recorded; a SecretLeak if the tape had to be dropped.
+    `on_ready` gets the proxy's own URL once it listens."""
     parts = urlsplit(upstream)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"--upstream {_safe(upstream)!r}: expected an http(s) URL, e.g. http://127.0.0.1:3001/mcp")
-    host, port = parse_listen(args.listen)
-    out, name = _tape_path(args)
+    host, port = parse_listen(listen)
     server = _Proxy((host, port), ProxyHandler)
     server.upstream = upstream
     server.origin = f"{parts.scheme}://{parts.netloc}"
@@ -323,14 +310,7 @@ def run_http_rec(args: argparse.Namespace, stop: threading.Event | None = None) 
     server.lock = threading.Lock()
     server.recorder = HttpRecorder(out, name)
     try:
-        serve_until_stopped(
-            server,
-            lambda: say(
-                f"mcptape rec: listening on {server.url_base} -> {_safe(upstream)}; recording to {out} "
-                "(stop with Ctrl-C)"
-            ),
-            stop,
-        )
+        serve_until_stopped(server, lambda: on_ready(server.url_base), stop)
     finally:
         with server.lock:
             responses = list(server.open_responses)
@@ -340,5 +320,4 @@ def run_http_rec(args: argparse.Namespace, stop: threading.Event | None = None) 
         server.recorder.close()
     if server.recorder.leak is not None:
         raise server.recorder.leak
-    say(f"mcptape rec: wrote {server.recorder.messages} message(s) to {out}")
-    return EXIT_OK
+    return server.recorder.messages

@@ -16,9 +16,9 @@ import os
 import select
 import signal
 import struct
-import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN
@@ -72,10 +72,11 @@ class _Tee:
     the bound again they are dropped too and a `stderr_dropped` record says how much.
     """
 
-    __slots__ = ("fd", "pending", "pending_bytes", "partial", "broken", "overflowed", "err_dropped")
+    __slots__ = ("fd", "say", "pending", "pending_bytes", "partial", "broken", "overflowed", "err_dropped")
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, say: Callable[[str], None] | None = None) -> None:
         self.fd = fd
+        self.say = say  # where rec tells a person that recording stopped (its stderr)
         os.set_blocking(fd, False)
         # Items alternate head, data; the first `partial` items finish a frame already begun.
         self.pending: deque[bytes | memoryview] = deque()
@@ -164,10 +165,8 @@ class _Tee:
         self.pending.extend(keep)
         self.pending_bytes -= dropped
         self.overflowed = True
-        print(
-            f"mcptape rec: the tape writer fell {TEE_BACKLOG_MAX >> 20} MiB behind; recording stopped, still relaying",
-            file=sys.stderr,
-        )
+        if self.say is not None:
+            self.say(f"mcptape rec: the tape writer fell {TEE_BACKLOG_MAX >> 20} MiB behind; recording stopped, still relaying")
         self.send(TAG_CTL, json.dumps({"overflow": dropped}).encode("utf-8"))
 
     def finish(self) -> None:
@@ -181,12 +180,9 @@ class _Tee:
     def _break(self) -> None:
         # The writer died: recording stops, the wire goes on (it must never block on us).
         # The server's stderr is not shown from here on: unscrubbed, it could leak into a log.
-        if not self.broken:
-            print(
-                "mcptape rec: the tape writer died; recording stopped and the server's stderr is "
-                "no longer shown, still relaying",
-                file=sys.stderr,
-            )
+        if not self.broken and self.say is not None:
+            self.say("mcptape rec: the tape writer died; recording stopped and the server's stderr is "
+                     "no longer shown, still relaying")
         self.broken = True
         self.pending.clear()
         self.pending_bytes = 0
@@ -203,7 +199,7 @@ def _write_all(fd: int, data: bytes) -> None:
 class Relay:
     """The single-threaded poll loop that moves bytes and drives the server's shutdown."""
 
-    def __init__(self, server: ServerProcess, tee_fd: int) -> None:
+    def __init__(self, server: ServerProcess, tee_fd: int, say: Callable[[str], None] | None = None) -> None:
         self.server = server
         popen = server.popen
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
@@ -211,7 +207,7 @@ class Relay:
         self.srv_out = popen.stdout.fileno()
         self.srv_err = popen.stderr.fileno()
         os.set_blocking(self.srv_in, False)
-        self.tee = _Tee(tee_fd)
+        self.tee = _Tee(tee_fd, say)
         self.c2s_pending: deque[bytes | memoryview] = deque()
         self.c2s_size = 0
         self.stdin_open = True

@@ -42,26 +42,23 @@ Endings (the tape always says which one happened):
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import os
 import re
 import socket
-import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, TapeError
-from mcptape.logsafe import safe_log
 from mcptape.outlet import Outlet
 from mcptape.record.relay import PIPE_SIZE, Relay
 from mcptape.record.writer import run_writer
-from mcptape.redact.policy import argv_secrets, env_secrets, own_text_secrets
+from mcptape.redact.policy import argv_secrets
 from mcptape.redact.redactor import make_redactor
-from mcptape.tape.format import TAPE_SUFFIX, TapeWriter, make_header, serialize
+from mcptape.tape.format import TapeWriter, serialize
 from mcptape.transports.stdio import ServerProcess
 
 # The writer may need a while for a big backlog; past this we stop waiting for it.
@@ -127,48 +124,8 @@ def default_name(command: Sequence[str]) -> str:
     return name or "session"
 
 
-def _env_secrets(env: Mapping[str, str]) -> dict[str, str]:
-    """The secrets of the environment the server inherits, by redact/policy.py's rule (`env_secrets`):
-    GITHUB_TOKEN's value is one, AUTHOR_NAME's and GIT_AUTHOR_EMAIL's are not."""
-    return env_secrets(env)
-
-
-def _warn_own_text_secrets(secrets: Mapping[str, str]) -> None:
-    """Say which secrets cannot be scrubbed: their values are mcptape's own text (a JSON key, a
-    method name), which the redactor never rewrites (redact.own_text_secrets). Never the values."""
-    for source in own_text_secrets(secrets):
-        print(
-            f"mcptape rec: {source}: its value is also a word of MCP or of the tape format, so it is "
-            "not scrubbed from the tape; give it a real secret value if it is one",
-            file=sys.stderr,
-        )
-
-
 # --------------------------------------------------------------------------------------------
 # CLI entry
-
-
-def run_rec(args: argparse.Namespace) -> int:
-    """`mcptape rec [--out TAPE] [--name NAME] -- <server command...>`; returns the exit code."""
-    if getattr(args, "listen", None) or getattr(args, "upstream", None):
-        from mcptape.record.http import run_http_rec  # type: ignore[import-not-found,unused-ignore]
-
-        return int(run_http_rec(args))
-    command = list(args.server or [])
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise McptapeError(
-            "mcptape rec: no server command given",
-            hint="mcptape rec [--out TAPE] [--name NAME] -- python server.py",
-        )
-    name = args.name or default_name(command)
-    out = Path(args.out) if args.out else Path("tapes") / f"{name}{TAPE_SUFFIX}"
-    clean_command, secrets = strip_command_secrets(command)
-    secrets.update(_env_secrets(os.environ))
-    _warn_own_text_secrets(secrets)
-    header = make_header(name, transport="stdio", server={"command": clean_command})
-    return record(command, out, header, secrets=secrets)
 
 
 def record(
@@ -177,8 +134,13 @@ def record(
     header: dict[str, Any],
     *,
     secrets: Mapping[str, str] | None = None,
+    say: Callable[[str], None],
 ) -> int:
-    """Spawn `command`, relay stdio both ways, record to `out`. Returns rec's exit code."""
+    """Spawn `command`, relay stdio both ways, record to `out`. Returns rec's exit code.
+
+    `secrets` are the known values the redactor scrubs (the command line's, the environment's);
+    `say` is where rec speaks to a person (its stderr: stdout is the wire).
+    """
     # The header is scrubbed and verified here, before the session starts, so a leak there fails
     # fast with nothing written. The server starts first: building the redactor (~20-60 ms of
     # imports and compiling) overlaps its start-up; only a server that answers faster than that
@@ -211,15 +173,11 @@ def record(
         run_writer(tee_r, writer, server, outlet, str(out))
     os.close(tee_r)
     writer.abandon()  # the child owns the tape now; this closes only our copy of the file
-    print(
-        safe_log(f"mcptape rec: recording {' '.join(header['server']['command'])} -> {out}"),
-        file=sys.stderr,
-        flush=True,
-    )
+    say(f"mcptape rec: recording {' '.join(header['server']['command'])} -> {out}")
 
-    relay = Relay(server, tee_w)
+    relay = Relay(server, tee_w, say)
     code = relay.run()
-    writer_code = _wait_child(pid)
+    writer_code = _wait_child(pid, say)
     if code == 0 and writer_code == EXIT_SECRET:
         return EXIT_SECRET
     if code == 0 and writer_code != 0:
@@ -258,7 +216,7 @@ def _grow_pipe(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
 
-def _wait_child(pid: int) -> int:
+def _wait_child(pid: int, say: Callable[[str], None]) -> int:
     """The writer's exit code once it has written everything; it may take a while on a backlog."""
     deadline = time.monotonic() + WRITER_WAIT
     while True:
@@ -269,10 +227,7 @@ def _wait_child(pid: int) -> int:
         if done:
             return os.waitstatus_to_exitcode(status)
         if time.monotonic() >= deadline:
-            print(
-                f"mcptape rec: the tape writer is still busy after {WRITER_WAIT:g}s; it finishes in the background",
-                file=sys.stderr,
-            )
+            say(f"mcptape rec: the tape writer is still busy after {WRITER_WAIT:g}s; it finishes in the background")
             return EXIT_COULD_NOT_RUN
         time.sleep(0.002)
 

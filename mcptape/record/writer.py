@@ -18,6 +18,7 @@ import threading
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, SecretLeak
@@ -161,13 +162,19 @@ def run_writer(
         stderr_fd: int | None = None
         with contextlib.suppress(OSError):
             stderr_fd = os.dup(2)  # rec's stderr: where the server's scrubbed stderr is shown
-        code = TapeRecorder(writer, where=where, outlet=outlet, stderr_fd=stderr_fd).run(tee_r)
+        say = None if stderr_fd is not None else _say_on_stderr
+        code = TapeRecorder(writer, where=where, outlet=outlet, stderr_fd=stderr_fd, say=say).run(tee_r)
     except BaseException:  # noqa: BLE001 - a forked child must reach os._exit, never the parent's stack
         traceback.print_exc()
     finally:
         with contextlib.suppress(BaseException):
             sys.stderr.flush()
         os._exit(code)
+
+
+def _say_on_stderr(message: str) -> None:
+    """The writer's own messages when its copy of rec's stderr could not be made: straight to fd 2."""
+    print(safe_log(message), file=sys.stderr, flush=True)  # it may quote the server
 
 
 class _StderrRelay:
@@ -273,6 +280,7 @@ class TapeRecorder:
         *,
         outlet: Outlet | None = None,
         stderr_fd: int | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.writer = writer
         self.where = where
@@ -280,6 +288,7 @@ class TapeRecorder:
         self.lines = {TAG_C2S: LineAssembler(), TAG_S2C: LineAssembler(), TAG_ERR: LineAssembler()}
         self.outlet = outlet if outlet is not None else Outlet(make_redactor(secrets))
         self.relay = _StderrRelay(stderr_fd) if stderr_fd is not None else None
+        self.say = say  # rec's own messages when there is no stderr relay to keep them in order with the server's
         self.failed: str | None = None
         self.leaked = False
         self.end: dict[str, Any] | None = None
@@ -420,8 +429,8 @@ class TapeRecorder:
         """rec's own messages from the writer, in order with the server's stderr lines around them."""
         if self.relay is not None:
             self.relay.put(message.encode("utf-8", "backslashreplace") + b"\n")
-        else:
-            print(safe_log(message), file=sys.stderr, flush=True)  # it may quote the server
+        elif self.say is not None:
+            self.say(message)
 
     def finish(self) -> None:
         end = self.end

@@ -65,15 +65,13 @@ from __future__ import annotations
 import base64
 import gc
 import json
-import sys
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
 from mcptape.jsonrpc import canonical, classify, dumps, id_key, loads, top_level_span
-from mcptape.logsafe import safe_log
 from mcptape.replay.matching import (
     _HIDDEN,
     DEFAULT_MATCH_ON,
@@ -270,8 +268,10 @@ class ReplayEngine:
         *,
         matchers: Mapping[str, Matcher] | None = None,
         stream: TapeStream | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.tape = tape
+        self._say = say  # where a miss is said the moment it happens (the command's stderr), if anywhere
         self.lenient = lenient
         self.match_on = dict(MATCH_ON if match_on is None else match_on)
         self.matchers = default_matchers() if matchers is None else dict(matchers)
@@ -553,7 +553,8 @@ class ReplayEngine:
                 call = nearest
             else:
                 self._report.misses.append(Miss(method, live, why, msg["id"]))
-                print(safe_log(f"mcptape play: miss: {live}: {why}"), file=sys.stderr, flush=True)
+                if self._say is not None:
+                    self._say(f"mcptape play: miss: {live}: {why}")
                 out.append(
                     _error_line(
                         msg["id"],

@@ -1,23 +1,20 @@
-"""The stdio loop of `mcptape play`: client lines from stdin to a ReplayEngine, its answers to stdout.
+"""The stdio loop of `mcptape play`: client lines from a file descriptor to a ReplayEngine, its answers out.
 
-Owns reading the client's lines without blocking the engine's idle-time work (`_ClientLines`)
-and writing each batch of answers in one system call. What to answer is engine.py's.
+Owns reading the client's lines without blocking the engine's idle-time work (`ClientLines`)
+and writing each batch of answers in one system call. What to answer is engine.py's; the command
+(the tape, the warnings, the report on stderr) commands/play.py's.
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import select
-import sys
 from collections.abc import Iterable
-from typing import Any
 
-from mcptape.logsafe import safe_log
-from mcptape.replay.engine import ReplayEngine, load_tape, stream_tape
+from mcptape.replay.engine import ReplayEngine
 
 
-class _ClientLines:
+class ClientLines:
     """The client's lines from a file descriptor, and whether one is due without blocking for it.
 
     Our own reader (not sys.stdin.buffer) because play asks `waiting()` between requests to
@@ -71,33 +68,12 @@ def _write(fd: int, lines: Iterable[str]) -> None:
             view = view[os.write(fd, view) :]
 
 
-def run_play(args: Any) -> int:
-    """`mcptape play TAPE [--lenient]`: serve a tape on stdin/stdout; report on stderr at EOF."""
-    if getattr(args, "listen", None):
-        from mcptape.replay.http import run_http_play
-
-        return int(run_http_play(args))
-    lenient = bool(getattr(args, "lenient", False))
-    stream = stream_tape(args.tape)
-    if stream.streamable:
-        tape = stream.tape
-        engine = ReplayEngine(tape, lenient=lenient, stream=stream)
-        held = stream.event_count
-    else:  # let the whole-tape checks name what is wrong with it
-        tape = load_tape(args.tape)
-        engine = ReplayEngine(tape, lenient=lenient)
-        gc.freeze()  # the tape lives as long as we do: keep it out of every later collection
-        held = len(tape.events)
-    if not tape.complete:
-        print(
-            f"mcptape play: warning: {args.tape} was cut short (no footer); replaying the {held} event(s) it holds",
-            file=sys.stderr,
-        )
-    sys.stdout.flush()
-    out = sys.stdout.fileno()
-    client = _ClientLines(sys.stdin.fileno())
+def serve(engine: ReplayEngine, in_fd: int, out_fd: int) -> None:
+    """Answer the client's lines on `in_fd` on `out_fd` until it hangs up or the recorded server
+    died (engine.closed; then `hang_up`). Startup lines first; idle time reads the tape ahead."""
+    client = ClientLines(in_fd)
     try:
-        _write(out, engine.pending_startup())
+        _write(out_fd, engine.pending_startup())
         while not engine.closed:
             # While the client thinks, read ahead in the tape (see ReplayEngine.lookahead).
             while not client.waiting() and engine.lookahead():
@@ -105,16 +81,14 @@ def run_play(args: Any) -> int:
             raw = client.readline()
             if not raw:
                 break
-            _write(out, engine.handle(raw.decode("utf-8", "surrogateescape")))
+            _write(out_fd, engine.handle(raw.decode("utf-8", "surrogateescape")))
     except BrokenPipeError:
-        pass  # the client hung up; the report below still says what happened
-    if engine.closed:
-        print("mcptape play: the recorded server exited here; closing the connection", file=sys.stderr)
-        # The client must see EOF now, as it did when the server died: point fd 1 at /dev/null
-        # (closing the pipe) rather than closing sys.stdout under the interpreter's feet.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, out)
-        os.close(devnull)
-    report = engine.report()
-    print(safe_log(report.render()), file=sys.stderr)  # quotes the client's requests and the tape
-    return report.exit_code
+        pass  # the client hung up; the report still says what happened
+
+
+def hang_up(out_fd: int) -> None:
+    """Make the client see EOF now, as it did when the server died: point the fd at /dev/null
+    (closing the pipe) rather than closing sys.stdout under the interpreter's feet."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, out_fd)
+    os.close(devnull)
