@@ -44,6 +44,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonschema
+
 from mcptape import __version__
 from mcptape.config.models import ClientSettings, Step
 from mcptape.errors import ConfigError, McptapeError, ServerError, ServerTimeout
@@ -111,8 +113,6 @@ def describe_step(step: Step) -> str:
 
 def schema_violation(arguments: Any, schema: Any) -> str | None:
     """The first rule of `schema` that `arguments` break, in one line, or None if they are accepted."""
-    import jsonschema  # heavy: only where a call is checked
-
     if not isinstance(schema, dict):
         return None
     try:

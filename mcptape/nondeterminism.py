@@ -36,6 +36,7 @@ from types import SimpleNamespace
 from typing import Any, Literal
 
 from mcptape.jsonrpc import MAX_DEPTH, canonical, is_deep, loads_depth
+from mcptape.normalize import Normalizer
 from mcptape.tape.format import Tape
 
 
@@ -352,8 +353,6 @@ def _rule_obj(rule: dict[str, Any]) -> SimpleNamespace:
 
 
 def _normalizer(rules: Sequence[dict[str, Any]]) -> Any:
-    from mcptape.normalize import Normalizer
-
     return Normalizer([_rule_obj(r) for r in rules], paths={})
 
 

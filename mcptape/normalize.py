@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcptape.jsonpath import parse_json_path
 from mcptape.jsonrpc import DEEP_KEY, MAX_DEPTH, canonical, expand_deep, id_key, is_deep, loads_depth
 
 FLOATING_NOTIFICATIONS = frozenset(
@@ -92,8 +93,6 @@ def parse_path(path: str) -> list[Segment]:
 
     Raises ValueError saying what the supported subset is.
     """
-    from mcptape.jsonpath import parse_json_path
-
     segs: list[Segment] = []
     for kind, arg in parse_json_path(path):
         if kind == "deep":

@@ -9,11 +9,12 @@ from typing import Any
 
 from mcptape.ci.session import RunContext, last_side_effects, open_sandbox, session_normalizer
 from mcptape.client import record_session
-from mcptape.config.models import Session
+from mcptape.config.models import NormalizeRule, Session
 from mcptape.errors import (
     EXIT_COULD_NOT_RUN,
     McptapeError,
 )
+from mcptape.nondeterminism import find_volatile, suggest_rules, unfixed
 from mcptape.normalize import Normalizer, canonical_order
 from mcptape.outlet import config_redactor
 from mcptape.tape.format import Tape
@@ -98,8 +99,6 @@ def _yaml_rule(rule: dict[str, Any]) -> str:
 
 def analyse_repeats(results: Sequence[Repeated], runs: int) -> tuple[str, int]:
     """The `--repeat` report text and its exit code (pure over the recorded runs)."""
-    from mcptape.config.models import NormalizeRule
-    from mcptape.nondeterminism import find_volatile, suggest_rules, unfixed
 
     def tapes(events_per_run: list[list[dict[str, Any]]]) -> list[Tape]:
         return [Tape(header={}, events=events) for events in events_per_run]

@@ -26,18 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# The session pipeline's imports, including the ones its modules make lazily (to keep
-# `mcptape --version` and `play` light): this module is imported only for `mcptape ci` (and merge), so
-# they cost nothing elsewhere, and no worker thread ever does a first import. Two threads importing
-# `mcptape.diff` (diff_tapes) and `mcptape.diff.engine` (conformance_drifts) at once deadlocked
-# in the import system, which then gave one of them a partially initialized module (ImportError).
-# tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
-import httpx  # noqa: F401  (transports/http.py imports it where it is used)
-import jsonschema  # noqa: F401  (client.schema_violation, against a golden's inputSchema)
-
+# Every module of the session pipeline imports what it uses at module level, so importing this
+# module (the main thread does, for `mcptape ci`, before any worker starts) imports all of it and
+# no worker thread ever does a first import. One import stays inside a function below, to keep
+# pydantic off `mcptape diff` (diff/engine.py's conformance check): it is made here. Two threads
+# importing one module at once deadlocked in the import system, which then gave one of them a
+# partially initialized module (ImportError). tests/integration/test_ci_concurrency.py fails if a
+# worker thread does a first import.
 import mcptape.conformance  # noqa: F401  (diff/engine.py: conformance_drifts; mcp_types, pydantic, jsonschema)
-import mcptape.diff.values  # noqa: F401  (diff/engine.py, diff/classify.py)
-import mcptape.transports.http  # noqa: F401  (transports/factory.py, for `url:` servers)
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import HttpServer, Session

@@ -27,6 +27,7 @@ from mcptape.errors import (
     McptapeError,
     SecretLeak,
 )
+from mcptape.github import publish_run
 from mcptape.outlet import Outlet
 from mcptape.report.json_report import report_bytes
 from mcptape.report.junit import junit_xml
@@ -131,8 +132,6 @@ def _publish(report: RunReport, loaded: LoadedConfig, outlet: Outlet) -> int:
     """In a GitHub Actions job: summary, annotations, outputs, PR comment (github.py decides how)."""
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return 0
-    from mcptape.github import publish_run
-
     try:
         publish_run(report, config_path=str(loaded.path), outlet=outlet)
     except McptapeError as e:

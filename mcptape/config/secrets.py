@@ -13,6 +13,7 @@ from pathlib import Path
 from mcptape.config.locations import Loc, field_name, line_for, suggest
 from mcptape.config.models import Config, HttpServer, StdioServer
 from mcptape.errors import ConfigError
+from mcptape.redact.policy import argv_secrets, own_text_secrets, secret_reason
 
 
 def collect_secrets(
@@ -27,8 +28,6 @@ def collect_secrets(
     mcptape's own text (a JSON key, a method name, a report word, a session name) is refused
     here: scrubbing it would rewrite every tape and report (redact.own_text_secrets).
     """
-    from mcptape.redact.policy import argv_secrets, own_text_secrets, secret_reason
-
     settings = config.redact
     allow = settings.allow
     marked_env = set(settings.env)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import types
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -48,7 +48,6 @@ def _user_loc(loc: Loc) -> Loc:
 
 def _valid_keys(loc: Loc) -> list[str]:
     """The keys allowed in the mapping at `loc` (a user location), from the models."""
-    from typing import Union, get_origin
 
     def leaves(tp: Any) -> list[Any]:  # unwrap Annotated[...] and unions down to models/list/dict
         origin = get_origin(tp)

@@ -43,7 +43,7 @@ from mcptape.diff.schema import (
     prompt_argument_changes,
     schema_changes,
 )
-from mcptape.diff.values import Change, changes, clip, describe, fast_same, join, show
+from mcptape.diff.values import MAX_DIFFS, Change, changes, clip, describe, fast_same, join, show
 from mcptape.jsonrpc import canonical
 from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
 from mcptape.placeholders import untag
@@ -104,8 +104,6 @@ SessionCheck = Callable[[TapeCalls, TapeCalls], list[tuple[int, Finding]]]
 def _more(pair: Pair, found: list[Change], category: str, kind: str, prefix_findings: list[Finding]) -> list[Finding]:
     """The first MAX_DIFFS findings and one that says there were more, of the same class (so the
     `fail_on` or `ignore` rule that relaxes the others relaxes it too)."""
-    from mcptape.diff.values import MAX_DIFFS
-
     if len(found) > MAX_DIFFS:
         prefix_findings = prefix_findings[:MAX_DIFFS]
         prefix_findings.append(pair.finding(category, "output", "", "… and more differences (list cut short)",

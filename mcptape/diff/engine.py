@@ -38,6 +38,7 @@ from mcptape.diff.align import align
 from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, build_stretch, find_window
 from mcptape.diff.checks import Checks, default_checks
 from mcptape.diff.classify import Pair, SurfaceNote
+from mcptape.diff.values import clip
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, SurfaceChanges
 from mcptape.tape.format import Tape
 
@@ -359,8 +360,6 @@ def _answer_brief(call: Call) -> Any:
         return {"notification": call.method}
     if call.answer is None:
         return None
-    from mcptape.diff.values import clip
-
     return {"error": call.answer["error"]} if "error" in call.answer else {"result": clip(call.answer.get("result"), 300)}
 
 

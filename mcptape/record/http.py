@@ -3,7 +3,7 @@
 Owns forwarding every request (POST, GET, DELETE, ...) to the upstream server and streaming
 each answer back chunk by chunk (an SSE stream keeps flowing: every chunk is flushed as it
 arrives), while the JSON-RPC messages in both directions go to a tape. The stdio recorder is
-proxy.py's; the tape format is tape/'s; SSE parsing is transports/http.py's.
+proxy.py's; the tape format is tape/'s; SSE parsing is transports/sse.py's.
 
 Tapes stay transport-independent: message events are built by the same EventBuilder from the
 same message text as over stdio, so one server recorded both ways diffs as identical. HTTP
@@ -38,7 +38,8 @@ from mcptape.redact.policy import secret_reason
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
 from mcptape.tape.format import TapeWriter, make_header
-from mcptape.transports.http import SseParser, new_client, parse_json_messages
+from mcptape.transports.http import new_client, parse_json_messages
+from mcptape.transports.sse import SseParser
 
 
 class HttpRecorder:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote
 
+from mcptape.jsonrpc import dumps, loads, wire_dumps
 from mcptape.placeholders import PLACEHOLDER_RE
 from mcptape.redact.own_text import own_text
 from mcptape.redact.shapes import (
@@ -711,11 +712,8 @@ class Engine:
                     out["text"] = text
             else:
                 out[k] = self.obj(v, sink, sub, None)
-        if "raw" in out and "msg" in out:
-            from mcptape.jsonrpc import dumps
-
-            if out["raw"] == dumps(out["msg"]):
-                del out["raw"]  # the scrubbed raw is now just the compact form of the scrubbed msg
+        if "raw" in out and "msg" in out and out["raw"] == dumps(out["msg"]):
+            del out["raw"]  # the scrubbed raw is now just the compact form of the scrubbed msg
         return out
 
     def raw(self, raw: str, sink: Sink, path: str) -> str:
@@ -723,8 +721,6 @@ class Engine:
 
         Parsed depth-capped (jsonrpc.loads: too-deep parts stay text, scrubbed as text above).
         """
-        from mcptape.jsonrpc import loads, wire_dumps
-
         scrubbed = self.text(raw, 0, sink, path)
         try:
             parsed = loads(scrubbed)

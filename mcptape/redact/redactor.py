@@ -12,9 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from mcptape.errors import SecretLeak
+from mcptape.errors import ConfigError, SecretLeak
+from mcptape.jsonrpc import dumps
 from mcptape.redact.engine import Engine, EngineConfig, Sink
 from mcptape.redact.shapes import ALWAYS_NAMES, COMMON_USER_NAMES, ENTROPY_NAMES, SHAPES, TAG_KEY
+from mcptape.tape.format import serialize, tape_bytes
 
 # --------------------------------------------------------------------------------------------
 # the public face
@@ -39,8 +41,6 @@ class Redactor:
         salt: bytes = b"",
     ) -> None:
         """`home`/`user` default ("") to this machine's; pass None to turn that detector off."""
-        from mcptape.errors import ConfigError
-
         compiled = []
         for i, p in enumerate(patterns):
             try:
@@ -92,8 +92,6 @@ class Redactor:
 
         Events holding nothing secret-like are returned as a shallow copy (nested values shared).
         """
-        from mcptape.jsonrpc import dumps
-
         if not self._scrubber.pem_open and not self._scrubber.could_match(dumps(event)):
             return dict(event)
         return self._scrubber.event(event, self._sink)
@@ -111,8 +109,6 @@ class Redactor:
 
         Raises SecretLeak (and so writes nothing) if verification finds anything.
         """
-        from mcptape.tape.format import tape_bytes
-
         data = tape_bytes(
             self._scrubber.obj(dict(header), self._sink),
             (self.redact_event(ev) for ev in events),
@@ -130,9 +126,6 @@ class Redactor:
         final as it stands: it is not walked, scrubbed or serialized twice. That is verification
         by the checker, not trust in the scrubber, so the two engines stay independent.
         """
-        from mcptape.jsonrpc import dumps
-        from mcptape.tape.format import serialize
-
         if text is None:
             text = dumps(line)
         if not self._scrubber.pem_open and not self._checker.could_match(text):

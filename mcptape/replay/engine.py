@@ -73,17 +73,17 @@ from typing import Any
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
 from mcptape.jsonrpc import canonical, classify, dumps, id_key, loads, top_level_span
 from mcptape.replay.matching import (
-    _HIDDEN,
     DEFAULT_MATCH_ON,
+    HIDDEN,
     MATCH_ON,
     Matcher,
-    _short,
     compared,
     default_matchers,
     describe_call,
     hide_redacted,
     json_diff,
     recorded_equal,
+    short,
 )
 from mcptape.tape.events import C2S, S2C, wire_text
 from mcptape.tape.format import Event, Tape
@@ -718,7 +718,7 @@ class ReplayEngine:
         """`text` without the live `secrets` (as text or JSON-escaped) and through the redactor."""
         for secret in sorted(secrets, key=len, reverse=True):
             if len(secret) >= 4:  # shorter ones were replaced where they stood (hide_redacted)
-                text = text.replace(secret, _HIDDEN).replace(dumps(secret)[1:-1], _HIDDEN)
+                text = text.replace(secret, HIDDEN).replace(dumps(secret)[1:-1], HIDDEN)
         from mcptape.redact.redactor import builtin_redactor  # only now: it costs play's start-up ~15 ms
 
         return builtin_redactor().redact_text(text)
@@ -728,8 +728,8 @@ class ReplayEngine:
         ask = params.get("capabilities") if isinstance(params, dict) else None
         if canonical(rec or {}) != canonical(ask or {}):
             self._report.warnings.append(
-                f"initialize: the client declares capabilities {_short(ask or {})}, the recording "
-                f"{_short(rec or {})}; a server whose tool list depends on them (server-everything does) "
+                f"initialize: the client declares capabilities {short(ask or {})}, the recording "
+                f"{short(rec or {})}; a server whose tool list depends on them (server-everything does) "
                 "may have answered differently"
             )
 

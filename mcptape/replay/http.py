@@ -26,7 +26,7 @@ from mcptape.http_serve import ChunkedBody, Server, parse_listen, serve_until_st
 from mcptape.jsonrpc import classify, id_key, loads
 from mcptape.replay.engine import ReplayEngine
 from mcptape.tape.format import Tape
-from mcptape.transports.http import SESSION_HEADER, format_sse
+from mcptape.transports.sse import SESSION_HEADER, format_sse
 
 _END = None  # marks the end of a request stream in its queue
 _POLL = 0.2

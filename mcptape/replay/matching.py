@@ -30,7 +30,7 @@ _MAX_REASONS = 3
 # --- redacted values ---------------------------------------------------------------------
 
 REDACTED_NOTE = "matches only modulo a redacted value"
-_HIDDEN = "<REDACTED:live-value>"  # stands for a live value compared with a redacted recording
+HIDDEN = "<REDACTED:live-value>"  # stands for a live value compared with a redacted recording
 
 
 def hide_redacted(recorded: Any, asked: Any, secrets: set[str] | None = None) -> Any:
@@ -55,7 +55,7 @@ def hide_redacted(recorded: Any, asked: Any, secrets: set[str] | None = None) ->
                 secrets.update(g for g in m.groups() if g)
             else:
                 secrets.add(asked)
-        return recorded if m is not None else _HIDDEN
+        return recorded if m is not None else HIDDEN
     return asked
 
 
@@ -68,7 +68,7 @@ def compared(params: Any) -> Any:
     return {} if params is None else strip_meta(params)
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def short(value: Any, limit: int = 60) -> str:
     text = dumps(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -95,9 +95,9 @@ def _diff_into(rec: Any, ask: Any, path: str, out: list[str], limit: int, notes:
         for key in list(rec) + [k for k in ask if k not in rec]:
             sub = f"{path}.{key}" if path else str(key)
             if key not in ask:
-                out.append(f"{sub}: recorded {_short(rec[key])}, not asked")
+                out.append(f"{sub}: recorded {short(rec[key])}, not asked")
             elif key not in rec:
-                out.append(f"{sub}: asked {_short(ask[key])}, not recorded")
+                out.append(f"{sub}: asked {short(ask[key])}, not recorded")
             else:
                 _diff_into(rec[key], ask[key], sub, out, limit, notes)
             if len(out) >= limit:
@@ -116,10 +116,10 @@ def _diff_into(rec: Any, ask: Any, path: str, out: list[str], limit: int, notes:
                 notes.append(f"{path or 'params'}: {REDACTED_NOTE}")
             return
         if fitting is False:
-            out.append(f"{path or 'params'} differs: {_short(rec)} recorded, another value asked (not shown: redacted on the tape)")
+            out.append(f"{path or 'params'} differs: {short(rec)} recorded, another value asked (not shown: redacted on the tape)")
             return
     if not recorded_equal(rec, ask):
-        out.append(f"{path or 'params'} differs: {_short(rec)} recorded, {_short(ask)} asked")
+        out.append(f"{path or 'params'} differs: {short(rec)} recorded, {short(ask)} asked")
 
 
 def recorded_equal(recorded: Any, asked: Any) -> bool:
@@ -165,7 +165,7 @@ def describe_call(method: str, params: Any, limit: int = 80) -> str:
     if rest is None and "name" not in params and "uri" not in params and params:
         rest = params
     if rest:
-        label += " " + _short(rest, limit)
+        label += " " + short(rest, limit)
     return label
 
 

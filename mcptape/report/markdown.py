@@ -23,6 +23,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -298,8 +299,6 @@ def accept_instructions(report: RunReport) -> str:
 
 
 def _shell_quote(value: str) -> str:
-    import shlex
-
     return shlex.quote(value)
 
 

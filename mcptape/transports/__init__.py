@@ -3,6 +3,7 @@
     base.py      the interface every transport offers the scripted client (send, receive, close)
     stdio.py     a spawned server over its stdin/stdout, and the shutdown ladder of its process
     http.py      streamable HTTP and the legacy HTTP+SSE transport, an optional `start:` server
+    sse.py       server-sent events: parsing a stream, writing an event (stdlib only)
     memory.py    an in-memory pair with a server function on the other end (tests)
     factory.py   the transport a config's server entry describes
 """
