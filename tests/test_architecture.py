@@ -67,14 +67,14 @@ def modules() -> dict[str, Path]:
 def imports() -> list[tuple[str, str, str | None, bool]]:
     """(importer, imported module, imported name or None, at module level) for every import in the package."""
     mods = modules()
-    out = []
+    out: list[tuple[str, str, str | None, bool]] = []
     for name, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        top = {id(node) for node in tree.body}
-        for node in tree.body:  # `if TYPE_CHECKING:` blocks are module level
-            if isinstance(node, ast.If):
-                top |= {id(child) for child in node.body}
+        top = {id(statement) for statement in tree.body}
+        for statement in tree.body:  # `if TYPE_CHECKING:` blocks are module level
+            if isinstance(statement, ast.If):
+                top |= {id(child) for child in statement.body}
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 out += [(name, alias.name, None, id(node) in top) for alias in node.names]
@@ -192,7 +192,7 @@ def test_the_checks_see_a_cycle_an_upward_import_and_a_private_name() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert upward({"mcptape.tape.reader": {"mcptape.ci.session"}, "mcptape.ci.session": {"mcptape.tape.reader"}}) == [
         ("mcptape.tape.reader", "mcptape.ci.session")]
-    fake = [("mcptape.replay.engine", "mcptape.tape.reader", "_parse_line", True),
+    fake: list[tuple[str, str, str | None, bool]] = [("mcptape.replay.engine", "mcptape.tape.reader", "_parse_line", True),
             ("mcptape.tape.reader", "mcptape.tape.reader", "_parse_line", True), ("mcptape.cli", "mcptape", "__version__", True)]
     assert private_taken(fake) == [("mcptape.replay.engine", "mcptape.tape.reader", "_parse_line")]
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from recording import ADD, INIT_RESULT, TapeBuilder
 
 from mcptape.config.models import DriftSettings
 from mcptape.diff.engine import diff_tapes
@@ -15,6 +14,7 @@ from mcptape.diff.schema import schema_changes
 from mcptape.report.model import DiffResult
 from mcptape.tape.events import C2S, S2C
 from mcptape.tape.format import Tape
+from tests.recording import ADD, INIT_RESULT, TapeBuilder
 
 
 def base(**kw: Any) -> TapeBuilder:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from recording import ADD, TapeBuilder
 
 from mcptape.config.load import load_config
 from mcptape.config.models import DriftSettings
@@ -20,6 +19,7 @@ from mcptape.diff.engine import diff_tapes
 from mcptape.diff.schema import schema_changes
 from mcptape.report.model import DiffResult
 from mcptape.tape.format import Tape
+from tests.recording import ADD, TapeBuilder
 
 ABSENT = object()  # a row's keyword is not in the schema at all
 NARROWER = ("breaking", "compatible")  # (input, output): the schema accepts / returns less
@@ -152,9 +152,9 @@ OBJECT_ROWS = [
                  WIDER, id="additionalProperties schema widened"),
     pytest.param(obj({"a": NUM}, additionalProperties=True), obj({"a": NUM}), COSMETIC,
                  id="additionalProperties true->absent"),
-    pytest.param(obj({"a": NUM}), obj({"a": NUM}, **{"$defs": {"n": NUM}}), COMPATIBLE, id="definition added"),
-    pytest.param(obj({"a": NUM}, **{"$defs": {"n": NUM}}), obj({"a": NUM}), BREAKING, id="definition removed"),
-    pytest.param(obj({"a": NUM}, **{"$defs": {"n": NUM}}), obj({"a": NUM}, **{"$defs": {"n": {"type": "integer"}}}),
+    pytest.param(obj({"a": NUM}), obj({"a": NUM}, None, **{"$defs": {"n": NUM}}), COMPATIBLE, id="definition added"),
+    pytest.param(obj({"a": NUM}, None, **{"$defs": {"n": NUM}}), obj({"a": NUM}), BREAKING, id="definition removed"),
+    pytest.param(obj({"a": NUM}, None, **{"$defs": {"n": NUM}}), obj({"a": NUM}, None, **{"$defs": {"n": {"type": "integer"}}}),
                  NARROWER, id="definition narrowed"),
     pytest.param(obj({"a": True}), obj({"a": False}), NARROWER, id="property schema true->false"),
 ]

@@ -13,6 +13,7 @@ def test_modern_is_2026_07_28_and_every_revision_after_it() -> None:
 
 def test_the_meta_version_is_a_non_empty_string_or_none() -> None:
     assert meta_version({"_meta": {META_PROTOCOL: "2026-07-28"}, "name": "x"}) == "2026-07-28"
+    params: object
     for params in (None, {}, {"_meta": {}}, {"_meta": {META_PROTOCOL: ""}}, {"_meta": {META_PROTOCOL: 7}}, [1]):
         assert meta_version(params) is None
 

@@ -273,7 +273,7 @@ def test_numbering_does_not_cascade_when_a_secret_bearing_step_is_removed() -> N
     tokens = [p.values[0] for p in PLANTED if p.kind == "github-token"]
     steps = [call_events(t, result(f"echo {t}")) for t in tokens]
 
-    def placeholders(step_list: list[list[dict[str, Any]]]) -> list[str]:
+    def placeholders(step_list: list[list[dict[str, Any]]]) -> list[list[str]]:
         r = make_redactor()
         return [PLACEHOLDER_RE.findall(dumps([r.redact_event(e) for e in s])) for s in step_list]
 

@@ -167,7 +167,11 @@ def test_a_compact_message_is_serialized_once(monkeypatch: pytest.MonkeyPatch) -
     """The event's text is spliced, not made by a second dumps over the whole event."""
     b = EventBuilder()
     calls: list[Any] = []
-    monkeypatch.setattr(events_module, "dumps", lambda obj: calls.append(obj) or dumps(obj))
+    def counting(obj: Any) -> str:
+        calls.append(obj)
+        return dumps(obj)
+
+    monkeypatch.setattr(events_module, "dumps", counting)
     b.line_and_text("c2s", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2}}}')
     b.line_and_text("s2c", b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}')
     b.line_and_text("s2c", b'{"jsonrpc": "2.0", "method": "notifications/message"}')  # raw kept, still spliced

@@ -57,7 +57,13 @@ def rec_session(tmp_path: Path, server: list[str], requests: list[tuple[str, dic
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdin is not None and proc.stdout is not None
     lines: queue.Queue[bytes] = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)  # type: ignore[union-attr]
+    out = proc.stdout
+
+    def pump() -> None:
+        for line in out:
+            lines.put(line)
+
+    reader = threading.Thread(target=pump, daemon=True)
     reader.start()
 
     def send(msg: dict[str, Any]) -> None:

@@ -71,7 +71,8 @@ class RawClient:
 
     def _read_err(self) -> None:
         assert self.proc.stderr is not None
-        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+        err = self.proc.stderr
+        for chunk in iter(lambda: err.read1(65536), b""):  # type: ignore[attr-defined]
             self.stderr += chunk
 
     def send(self, msg: dict[str, Any] | bytes) -> None:
@@ -218,6 +219,7 @@ def test_sdk_client_gets_the_same_results_through_rec(tmp_path: Path) -> None:
     assert msgs[8]["msg"]["error"]["code"] == -32602
     assert msgs[10]["params"] == {"uri": "calc://constants"}
     assert t.events[-1] == {"kind": "exit", "code": 0}
+    assert t.footer is not None
     assert t.footer == {"mcptape": "end", "events": len(t.events), "crc32": t.footer["crc32"]}
     assert written_verbatim(tape.read_bytes())  # the crc32 covers what rec wrote: play may trust its bytes
 
@@ -589,14 +591,14 @@ async def _sdk_everything(command: list[str]) -> dict[str, Any]:
 
     async def list_roots(ctx: Any) -> types.ListRootsResult:
         roots_asked.set()
-        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp", name="tmp")])
+        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp", name="tmp")])  # type: ignore[arg-type]
 
     params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
     out: dict[str, Any] = {}
     with anyio.fail_after(WAIT):
         async with (
             stdio_client(params) as (read, write),
-            ClientSession(read, write, list_roots_callback=list_roots) as session,
+            ClientSession(read, write, list_roots_callback=list_roots) as session,  # type: ignore[arg-type]
         ):
             init = await session.initialize()
             out["server"] = init.server_info.name
