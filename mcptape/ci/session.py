@@ -36,7 +36,7 @@ from typing import Any
 import mcptape.conformance  # noqa: F401  (diff/engine.py: conformance_drifts; mcp_types, pydantic, jsonschema)
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
-from mcptape.config.models import HttpServer, Session
+from mcptape.config.models import Config, HttpServer, Session
 from mcptape.diff.engine import conformance_drifts, diff_tapes
 from mcptape.errors import (
     ConfigError,
@@ -163,44 +163,116 @@ def _no_golden(ctx: RunContext, session: Session) -> DiffResult:
     return DiffResult(verdict="structural", drifts=[Drift(call=None, findings=[finding])], b=session.name)
 
 
+class _Failed(Exception):
+    """A session-level failure: run_session turns it into the session's verdict and error line."""
+
+    def __init__(self, message: str, verdict: str = "error", note: str | None = None) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.note = note
+
+
+@dataclass
+class _Fresh:
+    """A session's fresh recording, as the pipeline has it after redaction and normalization."""
+
+    recording: Recording
+    header: dict[str, Any]
+    redacted: list[dict[str, Any]]  # redacted, in recorded order: what conformance checks
+    events: list[dict[str, Any]]  # redacted and normalized: what is compared and written
+    data: bytes  # the verified tape
+    normalizer: Normalizer
+
+
 def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     """Record one session and judge it; never raises for a session-level failure."""
-    loaded = ctx.loaded
-    cfg = loaded.config
     started = time.monotonic()
-    gpath = golden_path(ctx, session)
-    result = SessionResult(name=session.name, verdict="error", golden=_rel(ctx, gpath))
-    redactor = config_redactor(loaded)  # this session's: its counts are the session's
-    outlet = Outlet(redactor)
-
-    def fail(message: str, verdict: str = "error") -> SessionOutcome:
-        result.verdict = verdict  # type: ignore[assignment]
-        result.error = redactor.redact_text(message)
+    result = SessionResult(name=session.name, verdict="error", golden=_rel(ctx, golden_path(ctx, session)))
+    redactor = config_redactor(ctx.loaded)  # this session's: its counts are the session's
+    try:
+        return _run(ctx, session, result, Outlet(redactor))
+    except _Failed as e:
+        result.verdict = e.verdict  # type: ignore[assignment]
+        result.error = redactor.redact_text(str(e))
         result.duration_s = round(time.monotonic() - started, 3)
+        if e.note is not None:
+            result.notes.append(e.note)
         return SessionOutcome(result)
 
-    golden: Tape | None = None
-    if gpath.exists():
+
+def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet) -> SessionOutcome:
+    golden = _read_golden(ctx, session)
+    fresh = _fresh(ctx, session, _record(ctx, session, golden), outlet, result)
+    result.redactions = dict(outlet.redactor.counts)
+    if ctx.out_dir is not None:
+        fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
         try:
-            golden = read_tape(gpath)
-        except TapeError as e:
-            if not ctx.update:
-                return fail(str(e))
-    server = cfg.servers[session.server]
-    settings = cfg.client_for(session)
+            outlet.write(fresh_path, fresh.data, what=f"fresh tape of session {session.name}")
+        except WriteError as e:
+            raise _Failed(str(e)) from e
+        result.fresh = str(fresh_path)
+    outcome = SessionOutcome(result, fresh_bytes=fresh.data)
+    recording = fresh.recording
+    result.duration_s = round(recording.duration_s, 3)
+    if recording.error is not None:
+        result.verdict = "error"
+        message = str(recording.error)
+        if isinstance(recording.error, ConfigError) and recording.failed_step is not None:
+            index = ctx.loaded.config.sessions.index(session)
+            message = f"{ctx.loaded.path}:{ctx.loaded.step_line(index, recording.failed_step - 1)}: {message}"
+        result.error = outlet.redactor.redact_text(message)
+        if ctx.update:
+            result.notes.append(f"golden tape {result.golden} left untouched: the session did not complete")
+        return outcome
+    if ctx.update:
+        outcome.golden_change = _update_golden(ctx, session, result, golden, fresh, outlet)
+        return outcome
+    cfg = ctx.loaded.config
+    if golden is None:
+        result.verdict = "structural"
+        result.diff = _no_golden(ctx, session)
+        result.diff.drifts.extend(_conformance(fresh.header, fresh.redacted, cfg))
+        result.notes.append(f"no golden tape yet: run `{UPDATE_HINT} --session {session.name}`")
+        return outcome
+    diff = _compare(golden, fresh, cfg)
+    diff.a = result.golden
+    diff.b = result.fresh or "(live run; --out-dir DIR keeps it)"
+    result.diff = diff
+    result.verdict = diff.verdict
+    return outcome
+
+
+def _read_golden(ctx: RunContext, session: Session) -> Tape | None:
+    """The session's golden tape, None if there is none; one that cannot be read fails the session,
+    except in update mode, which replaces it."""
+    gpath = golden_path(ctx, session)
+    if not gpath.exists():
+        return None
+    try:
+        return read_tape(gpath)
+    except TapeError as e:
+        if not ctx.update:
+            raise _Failed(str(e)) from e
+        return None
+
+
+def _record(ctx: RunContext, session: Session, golden: Tape | None) -> Recording:
+    """Start the session's server in its sandbox and run the session's steps against it."""
+    loaded = ctx.loaded
+    server = loaded.config.servers[session.server]
     try:
         sandbox = open_sandbox(ctx, session)
     except McptapeError as e:
-        return fail(str(e))
+        raise _Failed(str(e)) from e
     try:
         try:
             transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
         except McptapeError as e:
-            return fail(f"session {session.name}: server `{session.server}` failed to start: {e}")
+            raise _Failed(f"session {session.name}: server `{session.server}` failed to start: {e}") from e
         recording = record_session(
             transport,
             session.steps,
-            settings,
+            loaded.config.client_for(session),
             session=session.name,
             protocol=server.protocol,
             step_timeout=session.step_timeout,
@@ -212,11 +284,17 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     finally:
         if sandbox is not None:
             sandbox.restore()
+    return recording
+
+
+def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outlet, result: SessionResult) -> _Fresh:
+    """Redact, normalize and serialize the recording; a tape a secret survived in fails the session."""
     normalizer = session_normalizer(ctx, session)
     # Redaction first: a rotated token must not be drift, and nothing unredacted is normalized into a golden.
-    redacted = [redactor.redact_event(e) for e in recording.events]
+    redacted = [outlet.redactor.redact_event(e) for e in recording.events]
     events = normalizer.fresh(redacted)
     result.notes.extend(recording_notes(events))  # a limit that triggered is reported, never silent
+    server = ctx.loaded.config.servers[session.server]
     header = make_header(
         session.name,
         transport="http" if isinstance(server, HttpServer) else "stdio",
@@ -225,98 +303,59 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         negotiation=recording.negotiation,
     )
     try:
-        fresh_bytes = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")
+        data = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")
     except SecretLeak as e:
-        return fail(str(e), "secret")
-    result.redactions = dict(redactor.counts)
-    if ctx.out_dir is not None:
-        fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
+        raise _Failed(str(e), "secret") from e
+    return _Fresh(recording, header, redacted, events, data, normalizer)
+
+
+def _update_golden(ctx: RunContext, session: Session, result: SessionResult, golden: Tape | None, fresh: _Fresh,
+                   outlet: Outlet) -> str:
+    """--update-golden: write the fresh tape as the golden one; created, updated or unchanged."""
+    gpath = golden_path(ctx, session)
+    try:
+        old = gpath.read_bytes() if gpath.exists() else None
+    except OSError as e:  # e.g. a directory where the golden tape should be
+        raise _Failed(f"{gpath}: cannot read the golden tape to replace it: {e.strerror or e}") from e
+    if old == fresh.data:
+        change = "unchanged"
+        result.verdict = "same"
+    else:
         try:
-            outlet.write(fresh_path, fresh_bytes, what=f"fresh tape of session {session.name}")
+            outlet.write(gpath, fresh.data, what=f"golden tape of session {session.name}")
         except WriteError as e:
-            return fail(str(e))
-        result.fresh = str(fresh_path)
-    outcome = SessionOutcome(result, fresh_bytes=fresh_bytes)
-    result.duration_s = round(recording.duration_s, 3)
-
-    if recording.error is not None:
-        result.verdict = "error"
-        message = str(recording.error)
-        if isinstance(recording.error, ConfigError) and recording.failed_step is not None:
-            index = cfg.sessions.index(session)
-            message = f"{loaded.path}:{loaded.step_line(index, recording.failed_step - 1)}: {message}"
-        result.error = redactor.redact_text(message)
-        if ctx.update:
-            result.notes.append(f"golden tape {result.golden} left untouched: the session did not complete")
-        return outcome
-
-    if ctx.update:
-        try:
-            old = gpath.read_bytes() if gpath.exists() else None
-        except OSError as e:  # e.g. a directory where the golden tape should be
-            return fail(f"{gpath}: cannot read the golden tape to replace it: {e.strerror or e}")
-        if old == fresh_bytes:
-            outcome.golden_change = "unchanged"
-            result.verdict = "same"
-        else:
-            try:
-                outlet.write(gpath, fresh_bytes, what=f"golden tape of session {session.name}")
-            except WriteError as e:
-                outcome = fail(str(e))
-                outcome.result.notes.append(f"golden tape {result.golden} left untouched: it could not be written")
-                return outcome
-            outcome.golden_change = "created" if old is None else "updated"
-            result.verdict = "updated"
-            if golden is not None:
-                result.diff = _compare(golden, header, events, redacted, normalizer, cfg, recording)
-        # Accepting a golden is a person's call, so a nonconformant server does not fail it; but
-        # they are told, and the gate checks every fresh run's conformance anyway.
-        drifts = _conformance(header, redacted, cfg)
-        if drifts:
-            result.notes.append(
-                f"conformance: the server broke the MCP schema in {len(drifts)} message(s) of this recording; "
-                "the golden tape was written anyway, and `mcptape ci` fails until the server conforms "
-                "(or `drift: {conformance: info}`)")
-            result.notes.extend(f"conformance: {d.one_line()}" for d in drifts[:5])
-            if len(drifts) > 5:
-                result.notes.append(f"conformance: … and {len(drifts) - 5} more message(s)")
-        return outcome
-
-    if golden is None:
-        result.verdict = "structural"
-        result.diff = _no_golden(ctx, session)
-        result.diff.drifts.extend(_conformance(header, redacted, cfg))
-        result.notes.append(f"no golden tape yet: run `{UPDATE_HINT} --session {session.name}`")
-        return outcome
-    diff = _compare(golden, header, events, redacted, normalizer, cfg, recording)
-    diff.a = result.golden
-    diff.b = result.fresh or "(live run; --out-dir DIR keeps it)"
-    result.diff = diff
-    result.verdict = diff.verdict
-    return outcome
+            raise _Failed(str(e), note=f"golden tape {result.golden} left untouched: it could not be written") from e
+        change = "created" if old is None else "updated"
+        result.verdict = "updated"
+        if golden is not None:
+            result.diff = _compare(golden, fresh, ctx.loaded.config)
+    # Accepting a golden is a person's call, so a nonconformant server does not fail it; but
+    # they are told, and the gate checks every fresh run's conformance anyway.
+    drifts = _conformance(fresh.header, fresh.redacted, ctx.loaded.config)
+    if drifts:
+        result.notes.append(
+            f"conformance: the server broke the MCP schema in {len(drifts)} message(s) of this recording; "
+            "the golden tape was written anyway, and `mcptape ci` fails until the server conforms "
+            "(or `drift: {conformance: info}`)")
+        result.notes.extend(f"conformance: {d.one_line()}" for d in drifts[:5])
+        if len(drifts) > 5:
+            result.notes.append(f"conformance: … and {len(drifts) - 5} more message(s)")
+    return change
 
 
-def _compare(
-    golden: Tape,
-    header: dict[str, Any],
-    events: list[dict[str, Any]],
-    redacted: list[dict[str, Any]],
-    normalizer: Normalizer,
-    cfg: Any,
-    recording: Recording,
-) -> DiffResult:
+def _compare(golden: Tape, fresh: _Fresh, cfg: Config) -> DiffResult:
     # The golden is normalized again with today's rules (values only: its order is already
     # canonical, and keeping it keeps its line numbers right for annotations).
     golden_n = Tape(
         header=golden.header,
-        events=normalizer.events(golden.events),
+        events=fresh.normalizer.events(golden.events),
         footer=golden.footer,
         path=golden.path,
         event_lines=list(golden.event_lines),
     )
-    diff = diff_tapes(golden_n, _fresh_tape(header, events), cfg.drift, conformance=True,
-                      as_sent=_as_sent(header, redacted))
-    return _merge_schema_breaks(diff, recording)
+    diff = diff_tapes(golden_n, _fresh_tape(fresh.header, fresh.events), cfg.drift, conformance=True,
+                      as_sent=_as_sent(fresh.header, fresh.redacted))
+    return _merge_schema_breaks(diff, fresh.recording)
 
 
 def _fresh_tape(header: dict[str, Any], events: list[dict[str, Any]]) -> Tape:
@@ -331,7 +370,7 @@ def _as_sent(header: dict[str, Any], redacted: list[dict[str, Any]]) -> Tape:
     return _fresh_tape(header, canonical_order(redacted))
 
 
-def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Any) -> list[Drift]:
+def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Config) -> list[Drift]:
     """Failing conformance findings (mcptape/conformance.py, drift settings applied) of a fresh
     recording that is not compared with a golden one: no golden yet, or --update-golden."""
     return [d for _, d in conformance_drifts(_as_sent(header, redacted), cfg.drift) if d.severity != "info"]
