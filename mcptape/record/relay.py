@@ -292,21 +292,15 @@ class Relay:
         self.signal_count += 1
 
     def _loop(self, wake_r: int) -> None:
-        srv_out, srv_err, tee = self.srv_out, self.srv_err, self.tee
+        srv_out, tee = self.srv_out, self.tee
         poll = self.poller.poll
-        # Poll masks change only when state does; the hot path (a chunk read and forwarded)
-        # leaves them alone unless something is left pending, so an idle round costs nothing.
+        # Poll masks change only when state does; the hot path (a chunk read and forwarded, inline
+        # below) leaves them alone unless something is left pending, so an idle round costs nothing.
+        # Everything else is rare and a method of its own.
         dirty = True
         while self.srv_out_open or self.srv_err_open:
             if self.signal_count:
-                if self.reason != "interrupted":
-                    self.reason = "interrupted"
-                    self.stdin_open = False
-                    self._begin_closing(drop_pending=True)
-                if self.signal_count > 1 and self.closing_at is not None:
-                    # A second Ctrl-C: no more patience, straight down the ladder to SIGKILL.
-                    kill_at = LADDER.rungs()[1][0]
-                    self.closing_at = min(self.closing_at, time.monotonic() - kill_at)
+                self._signalled()
                 dirty = True
             if dirty or tee.pending or self.c2s_pending:
                 self._update_masks()
@@ -324,9 +318,7 @@ class Relay:
                             try:
                                 _write_all(1, data)
                             except OSError:
-                                # The client stopped reading our stdout: it is gone.
-                                self._close_stdout()
-                                self._client_gone()
+                                self._client_stopped_reading()
                                 dirty = True
                         tee.send(TAG_S2C, data)
                     elif data is not None:
@@ -344,29 +336,50 @@ class Relay:
                         dirty = True
                 else:
                     dirty = True
-                    if fd == srv_err:
-                        # Only teed: the writer shows it, scrubbed (see TapeRecorder.stderr_line).
-                        data = _read(fd)
-                        if data:
-                            tee.send(TAG_ERR, data)
-                        elif data is not None:
-                            self.srv_err_open = False
-                    elif fd == self.srv_in:
-                        self._flush_c2s()
-                    elif fd == tee.fd:
-                        tee.flush()
-                    elif fd == wake_r:
-                        with contextlib.suppress(OSError):
-                            os.read(wake_r, 512)
-                    elif fd == self.pidfd:
-                        # The server process is gone; its pipes may still hold its last words.
-                        self.exited_at = time.monotonic()
-                        self.poller.unregister(fd)
-                        if self.reason is None:
-                            self.reason = "server_exited"
-                        self.stdin_open = False
-                        if self.closing_at is None:
-                            self._begin_closing(drop_pending=True)
+                    self._ready(fd, wake_r)
+
+    def _signalled(self) -> None:
+        """A signal arrived (the handler only counts): close the session, the second time at once."""
+        if self.reason != "interrupted":
+            self.reason = "interrupted"
+            self.stdin_open = False
+            self._begin_closing(drop_pending=True)
+        if self.signal_count > 1 and self.closing_at is not None:
+            # A second Ctrl-C: no more patience, straight down the ladder to SIGKILL.
+            kill_at = LADDER.rungs()[1][0]
+            self.closing_at = min(self.closing_at, time.monotonic() - kill_at)
+
+    def _client_stopped_reading(self) -> None:
+        """Writing to our stdout failed: the client is gone."""
+        self._close_stdout()
+        self._client_gone()
+
+    def _ready(self, fd: int, wake_r: int) -> None:
+        """A descriptor other than the two hot ones is ready: server stderr, a writable pipe, the
+        wakeup fd, the server's pidfd."""
+        if fd == self.srv_err:
+            # Only teed: the writer shows it, scrubbed (see TapeRecorder.stderr_line).
+            data = _read(fd)
+            if data:
+                self.tee.send(TAG_ERR, data)
+            elif data is not None:
+                self.srv_err_open = False
+        elif fd == self.srv_in:
+            self._flush_c2s()
+        elif fd == self.tee.fd:
+            self.tee.flush()
+        elif fd == wake_r:
+            with contextlib.suppress(OSError):
+                os.read(wake_r, 512)
+        elif fd == self.pidfd:
+            # The server process is gone; its pipes may still hold its last words.
+            self.exited_at = time.monotonic()
+            self.poller.unregister(fd)
+            if self.reason is None:
+                self.reason = "server_exited"
+            self.stdin_open = False
+            if self.closing_at is None:
+                self._begin_closing(drop_pending=True)
 
     def _timeout_ms(self) -> int | None:
         """How long poll may sleep: forever while the session runs (no wake-ups on the wire)."""
