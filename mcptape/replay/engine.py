@@ -398,37 +398,14 @@ class ReplayEngine:
             if kind in ("response", "error") and direction == S2C:
                 answered = open_calls.pop(_idk(head(ev, "id")), None)
                 if answered is not None:
-                    call = answered
-                    call.response = i
-                    self._call_of_response[i] = call
-                    # Server requests recorded before the response, answered before it: it waits for them.
-                    for s in self._anchored.get(call.index, ()):
-                        sev = events[s]
-                        answer = self._answer_of.get(_idk(sev.get("id")))
-                        if sev.get("kind") == "request" and answer is not None and answer < i:
-                            call.waits.add(_idk(sev.get("id")))
+                    self._answered(answered, i)
                     anchor = i
                     continue
                 # A response to nothing we recorded: send it where it was, like any server line.
             if kind == "request" and direction == S2C:
-                key = _idk(ev.get("id"))
-                if key in self._server_ids_seen:
-                    raise ReplayError(
-                        f"{self._where(i)}: the server reused request id {ev.get('id')!r} "
-                        f"(first at line {self.tape.line_of(self._server_ids_seen[key])}); the client's answers "
-                        "to these server requests could not be told apart, so they cannot be replayed faithfully",
-                        hint="re-record the session, or replay a tape without these server requests",
-                    )
-                self._server_ids_seen[key] = i
+                self._server_request(i, ev)
             elif kind == "notification" and ev.get("method") == "notifications/progress":
-                notified = ev.get("msg", {}).get("params")
-                token = (
-                    canonical(notified["progressToken"])
-                    if isinstance(notified, dict) and "progressToken" in notified
-                    else None
-                )
-                if token is not None and token in calls_by_token:
-                    self._progress_owner[i] = calls_by_token[token]
+                self._progress(i, ev)
             elif kind == "exit":
                 # Replay the death only if a call was left unanswered by it (see module doc).
                 if anchor is not None and events[anchor].get("kind") == "request" and any(
@@ -445,6 +422,40 @@ class ReplayEngine:
                 self._anchored.setdefault(anchor, []).append(i)
         self._anchor = anchor
         self._indexed = end
+
+    def _answered(self, call: RecordedCall, i: int) -> None:
+        """Event `i` answers `call`."""
+        call.response = i
+        self._call_of_response[i] = call
+        # Server requests recorded before the response, answered before it: it waits for them.
+        for s in self._anchored.get(call.index, ()):
+            sev = self.events[s]
+            answer = self._answer_of.get(_idk(sev.get("id")))
+            if sev.get("kind") == "request" and answer is not None and answer < i:
+                call.waits.add(_idk(sev.get("id")))
+
+    def _server_request(self, i: int, ev: Event) -> None:
+        """A request from the server: its id must be new, or the client's answers could not be told apart."""
+        key = _idk(ev.get("id"))
+        if key in self._server_ids_seen:
+            raise ReplayError(
+                f"{self._where(i)}: the server reused request id {ev.get('id')!r} "
+                f"(first at line {self.tape.line_of(self._server_ids_seen[key])}); the client's answers "
+                "to these server requests could not be told apart, so they cannot be replayed faithfully",
+                hint="re-record the session, or replay a tape without these server requests",
+            )
+        self._server_ids_seen[key] = i
+
+    def _progress(self, i: int, ev: Event) -> None:
+        """A progress notification: owned by the call whose token it names, if any."""
+        notified = ev.get("msg", {}).get("params")
+        token = (
+            canonical(notified["progressToken"])
+            if isinstance(notified, dict) and "progressToken" in notified
+            else None
+        )
+        if token is not None and token in self._calls_by_token:
+            self._progress_owner[i] = self._calls_by_token[token]
 
     # --- public API ---------------------------------------------------------------------
 
