@@ -190,15 +190,34 @@ def _bracket_at(token: str, k: int) -> int:
     if " " not in token and "\t" not in token and "\n" not in token and "\r" not in token:
         return k
     return [i for i, ch in enumerate(token) if ch in "[]{}"][k]
-# Parser states of _cut: what may come next.
+
+
+# Parser states of _deep_spans: what may come next.
 _VALUE, _VALUE_OR_CLOSE, _KEY, _KEY_OR_CLOSE, _COLON, _AFTER_VALUE, _END = range(7)
 
 
 def _cut(text: str, limit: int) -> tuple[Any, int]:
-    """`loads` for a text nested deeper than `limit`: validate it with an iterative parser that
-    notes where each container at level limit + 1 starts and ends (and its tokens, for the
-    marker's compact text), parse the text with those containers swapped for placeholder
+    """`loads` for a text nested deeper than `limit`: validate it and find the containers at level
+    limit + 1 (_deep_spans), parse the text with those containers swapped for placeholder
     strings, and put a marker holding each one's text back."""
+    spans, deepest = _deep_spans(text, limit)
+    nonce = os.urandom(8).hex()  # a placeholder no text can hold by chance
+    pieces: list[str] = []
+    last = 0
+    for i, (s, e, _) in enumerate(spans):
+        pieces.append(text[last:s])
+        pieces.append(f'"{nonce}{i}"')
+        last = e
+    pieces.append(text[last:])
+    value = json.loads("".join(pieces))
+    _swap_strings(value, {f"{nonce}{i}": {DEEP_KEY: compact} for i, (_, _, compact) in enumerate(spans)})
+    return value, deepest
+
+
+def _deep_spans(text: str, limit: int) -> tuple[list[tuple[int, int, str]], int]:
+    """Validate `text` as JSON with an iterative parser (no recursion, whatever the depth) that
+    notes where each container at level limit + 1 starts and ends, with its tokens for the
+    marker's compact text; and the deepest level."""
     spans: list[tuple[int, int, str]] = []  # (start, end, compact text) of each part cut off
     parts: list[str] = []  # the tokens of the part being cut off
     stack: list[str] = []  # the open brackets, outermost first
@@ -271,17 +290,7 @@ def _cut(text: str, limit: int) -> tuple[Any, int]:
             parts.append(token)
     if pos != len(text) or state != _END:
         raise json.JSONDecodeError("not a complete JSON value", text, pos)
-    nonce = os.urandom(8).hex()  # a placeholder no text can hold by chance
-    pieces: list[str] = []
-    last = 0
-    for i, (s, e, _) in enumerate(spans):
-        pieces.append(text[last:s])
-        pieces.append(f'"{nonce}{i}"')
-        last = e
-    pieces.append(text[last:])
-    value = json.loads("".join(pieces))
-    _swap_strings(value, {f"{nonce}{i}": {DEEP_KEY: compact} for i, (_, _, compact) in enumerate(spans)})
-    return value, deepest
+    return spans, deepest
 
 
 def _swap_strings(value: Any, swap: dict[str, Any]) -> None:
