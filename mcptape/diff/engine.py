@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcptape.diff import classify, protocol
-from mcptape.diff.align import align
+from mcptape.diff.align import Step, align
 from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, build_stretch, find_window
 from mcptape.diff.checks import Checks, default_checks
 from mcptape.diff.classify import Pair, SurfaceNote
@@ -211,6 +211,10 @@ def _suffix_pairs(golden: list[Call], fresh: list[Call], prep: protocol.Prepared
     return bool(after) and not after[0].same_request(fresh[lo] if n < m else golden[lo])
 
 
+# (position in the fresh tape, tie-breaker, drift): sorted, the report's order
+_Placed = list[tuple[int, int, Drift]]
+
+
 def _diff(
     golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None, registry: Checks
 ) -> DiffResult:
@@ -223,9 +227,34 @@ def _diff(
     steps = align(g.calls, f.calls)
     # Removed golden calls wait before the next fresh call; after the window, that is its first one.
     end = window.stop_f if window.stop_f is not None else len(fresh.events)
+    placed, surface_notes = _call_drifts(g, f, steps, stretch_pairs, end, policy, registry)
+    last_step = len(steps) + len(stretch_pairs)
+    placed.extend(_session_drifts(g, f, policy, registry, last_step))
+    if conformance is not None:
+        for pos, d in conformance_drifts(conformance, drift, policy):
+            placed.append((_prepared_index(raw_fresh, fresh, pos), last_step + 1, d))
 
-    # (position in the fresh tape, tie-breaker, drift)
-    placed: list[tuple[int, int, Drift]] = []
+    placed.sort(key=lambda t: (t[0], t[1]))
+    real = [d for _, _, d in placed if d.severity != "info"]
+    info = [d for _, _, d in placed if d.severity == "info"]
+    worst = max((_RANK[d.severity] for d in real), default=0)
+    verdict: Any = {0: "same", 1: "output", 2: "structural"}[worst]
+    return DiffResult(
+        verdict=verdict,
+        drifts=real + info,
+        surface=_surface(surface_notes),
+        a=str(golden.path) if golden.path else golden.name,
+        b=str(fresh.path) if fresh.path else fresh.name,
+    )
+
+
+def _call_drifts(
+    g: TapeCalls, f: TapeCalls, steps: list[Step], stretch_pairs: list[tuple[Call, Call]], end: int, policy: Policy,
+    registry: Checks,
+) -> tuple[_Placed, list[SurfaceNote]]:
+    """The drifts of the aligned calls (the call checks on each pair; added and removed calls),
+    then of the calls after the window that differ in server output; and their surface notes."""
+    placed: _Placed = []
     surface_notes: list[SurfaceNote] = []
     next_pos = [end] * (len(steps) + 1)
     for k in range(len(steps) - 1, -1, -1):
@@ -269,9 +298,12 @@ def _diff(
     # The calls after the window that differ in server output come after all of the window's.
     for k, (g_call, fc) in enumerate(stretch_pairs, start=len(steps)):
         compare(k, g_call, fc)
-    last_step = len(steps) + len(stretch_pairs)
+    return placed, surface_notes
 
-    # Notifications and garbage that came before any client message.
+
+def _session_drifts(g: TapeCalls, f: TapeCalls, policy: Policy, registry: Checks, last_step: int) -> _Placed:
+    """Notifications and garbage that came before any client message, then the session checks."""
+    placed: _Placed = []
     if g.prelude_notifications or f.prelude_notifications:
         pre_g = Call(-1, "(before the first call)", None, True, None, notifications=g.prelude_notifications)
         pre_f = Call(-1, "(before the first call)", None, True, None, notifications=f.prelude_notifications)
@@ -279,29 +311,12 @@ def _diff(
         kept = policy.apply(found, None)
         if kept:
             placed.append((0, -1, Drift(None, kept)))
-
     for session_check in registry.session_checks.values():
         for pos, finding in session_check(g, f):
             kept = policy.apply([finding], None)
             if kept:
                 placed.append((pos, last_step, Drift(None, kept)))
-
-    if conformance is not None:
-        for pos, d in conformance_drifts(conformance, drift, policy):
-            placed.append((_prepared_index(raw_fresh, fresh, pos), last_step + 1, d))
-
-    placed.sort(key=lambda t: (t[0], t[1]))
-    real = [d for _, _, d in placed if d.severity != "info"]
-    info = [d for _, _, d in placed if d.severity == "info"]
-    worst = max((_RANK[d.severity] for d in real), default=0)
-    verdict: Any = {0: "same", 1: "output", 2: "structural"}[worst]
-    return DiffResult(
-        verdict=verdict,
-        drifts=real + info,
-        surface=_surface(surface_notes),
-        a=str(golden.path) if golden.path else golden.name,
-        b=str(fresh.path) if fresh.path else fresh.name,
-    )
+    return placed
 
 
 # --- conformance of the fresh tape -------------------------------------------------------------
