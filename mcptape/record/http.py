@@ -224,7 +224,15 @@ class ProxyHandler(BaseHTTPRequestHandler):
         srv.recorder.learn_secrets(resp.headers)
         if resp.status_code >= 400:
             srv.recorder.note({"request": self.command, "status": resp.status_code})
-        ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+        out = ChunkedBody(self) if self._relay_head(resp) else None
+        if self._relay_body(resp, out) and out is not None:
+            try:
+                out.end()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+    def _relay_head(self, resp: httpx.Response) -> bool:
+        """Send the upstream's status line and headers; True if the body goes out chunked."""
         length = resp.headers.get("content-length")
         self.send_response_only(resp.status_code, resp.reason_phrase)
         for key, value in resp.headers.multi_items():
@@ -237,7 +245,13 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", length)
         self.end_headers()
         self.wfile.flush()
-        out = ChunkedBody(self) if chunked else None
+        return chunked
+
+    def _relay_body(self, resp: httpx.Response, out: ChunkedBody | None) -> bool:
+        """Forward the body as it comes and record the messages in it (an SSE stream's events, a
+        JSON body's messages); False if either side dropped the connection."""
+        srv = self.server
+        ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
         sse = SseParser() if ctype == "text/event-stream" else None
         collected: list[bytes] = []
         try:
@@ -259,18 +273,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
             # chunk), so the client sees exactly what it would have seen without us.
             srv.recorder.note({"request": self.command, "dropped": "upstream connection", "error": type(e).__name__})
             self.close_connection = True
-            return
+            return False
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client hung up (e.g. closed its GET stream)
-            return
+            return False
         if collected:
             for line in parse_json_messages(b"".join(collected)):
                 srv.recorder.messages_from(S2C, line.decode("utf-8", "replace"))
-        if out is not None:
-            try:
-                out.end()
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
+        return True
 
     def _send_plain(self, status: int, text: str) -> None:
         data = text.encode("utf-8")
