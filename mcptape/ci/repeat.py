@@ -97,58 +97,77 @@ def _yaml_rule(rule: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _tapes(events_per_run: list[list[dict[str, Any]]]) -> list[Tape]:
+    return [Tape(header={}, events=events) for events in events_per_run]
+
+
+@dataclass
+class _SessionFindings:
+    """What --repeat found in one session's runs."""
+
+    lines: list[str]  # the report's lines about it
+    exit_code: int  # 0, 1 (volatile values) or EXIT_COULD_NOT_RUN
+    suggested: list[dict[str, Any]]  # the normalize rules that make it stable
+    advice: list[str]  # the differences no suggested rule fixes
+
+
+def _session_findings(rep: Repeated, runs: int) -> _SessionFindings:
+    name = rep.session.name
+    out = _SessionFindings([], 0, [], [])
+    if rep.errors:
+        out.exit_code = EXIT_COULD_NOT_RUN
+        out.lines.append(f"{name}: FAILED in {len(rep.errors)} of {runs} runs")
+        out.lines.extend(f"    {e.splitlines()[0]}" for e in rep.errors)
+    if len(rep.normalized) < 2:
+        if not rep.errors:
+            out.lines.append(f"{name}: fewer than 2 runs, nothing to compare")
+        return out
+    volatiles = find_volatile(_tapes(rep.normalized))
+    out.suggested = suggested = suggest_rules(volatiles)
+    # Check the rules the way ci will apply them (validated as config rules, normalizer on top).
+    checked = [NormalizeRule(**{k: r[k] for k in ("path", "pattern", "replace", "reason") if k in r})
+               for r in suggested]
+    again = Normalizer(checked, paths={})
+    left = [v for v in find_volatile(_tapes([again.fresh(e) for e in rep.normalized])) if v.kind == "value"]
+    left += [v for v in unfixed(volatiles, suggested) if (v.where, v.path) not in {(x.where, x.path) for x in left}]
+    known = {(v.where, v.path) for v in volatiles}
+    covered = [v for v in find_volatile(_tapes(rep.raw)) if v.kind == "value" and (v.where, v.path) not in known]
+    values = [v for v in volatiles if v.kind == "value"]
+    others = [v for v in volatiles if v.kind != "value"]
+    if values or others:
+        out.exit_code = max(out.exit_code, 1)
+        out.lines.append(f"{name}: {len(values)} volatile value(s), {len(others)} difference(s) no rule can fix")
+        out.lines.extend(f"    {v.line()}" for v in values)
+    elif not rep.errors:
+        out.lines.append(f"{name}: stable in {len(rep.normalized)} runs")
+    if covered:
+        out.lines.append(f"    already normalized (built-in rules or yours), {len(covered)} place(s):")
+        out.lines.extend(f"      {v.line()}" for v in covered[:10])
+    out.advice.extend(f"  {name} · {v.line()}\n    → {v.advice}" for v in others)
+    out.advice.extend(f"  {name} · {v.line()}\n    → no normalize rule found that makes it stable; "
+                      f"ignore it with drift: {{ignore: [{{path: \"{v.path}\"}}]}} if it is expected to vary"
+                      for v in left)
+    return out
+
+
 def analyse_repeats(results: Sequence[Repeated], runs: int) -> tuple[str, int]:
     """The `--repeat` report text and its exit code (pure over the recorded runs)."""
-
-    def tapes(events_per_run: list[list[dict[str, Any]]]) -> list[Tape]:
-        return [Tape(header={}, events=events) for events in events_per_run]
-
     lines = [f"mcptape ci --repeat {runs}: each session ran {runs} times; normalized tapes compared run by run", ""]
     rules: dict[tuple[str, str], dict[str, Any]] = {}
     advice: list[str] = []
     exit_code = 0
     for rep in results:
+        found = _session_findings(rep, runs)
+        lines.extend(found.lines)
+        exit_code = max(exit_code, found.exit_code)
         name = rep.session.name
-        if rep.errors:
-            exit_code = EXIT_COULD_NOT_RUN
-            lines.append(f"{name}: FAILED in {len(rep.errors)} of {runs} runs")
-            lines.extend(f"    {e.splitlines()[0]}" for e in rep.errors)
-        if len(rep.normalized) < 2:
-            if not rep.errors:
-                lines.append(f"{name}: fewer than 2 runs, nothing to compare")
-            continue
-        volatiles = find_volatile(tapes(rep.normalized))
-        suggested = suggest_rules(volatiles)
-        # Check the rules the way ci will apply them (validated as config rules, normalizer on top).
-        checked = [NormalizeRule(**{k: r[k] for k in ("path", "pattern", "replace", "reason") if k in r})
-                   for r in suggested]
-        again = Normalizer(checked, paths={})
-        left = [v for v in find_volatile(tapes([again.fresh(e) for e in rep.normalized])) if v.kind == "value"]
-        left += [v for v in unfixed(volatiles, suggested) if (v.where, v.path) not in {(x.where, x.path) for x in left}]
-        known = {(v.where, v.path) for v in volatiles}
-        covered = [v for v in find_volatile(tapes(rep.raw)) if v.kind == "value" and (v.where, v.path) not in known]
-        values = [v for v in volatiles if v.kind == "value"]
-        others = [v for v in volatiles if v.kind != "value"]
-        if values or others:
-            exit_code = max(exit_code, 1)
-            lines.append(f"{name}: {len(values)} volatile value(s), {len(others)} difference(s) no rule can fix")
-            lines.extend(f"    {v.line()}" for v in values)
-        elif not rep.errors:
-            lines.append(f"{name}: stable in {len(rep.normalized)} runs")
-        if covered:
-            lines.append(f"    already normalized (built-in rules or yours), {len(covered)} place(s):")
-            lines.extend(f"      {v.line()}" for v in covered[:10])
-        for rule in suggested:
+        for rule in found.suggested:  # one rule for every session that needs it
             key = ("path" if rule.get("path") else "pattern", str(rule.get("path") or rule.get("pattern")))
             if key in rules:
                 rules[key]["reason"] += f"; also in session {name}"
             else:
                 rules[key] = {**rule, "reason": f"{name}: {rule['reason']}"}
-        for v in others:
-            advice.append(f"  {name} · {v.line()}\n    → {v.advice}")
-        for v in left:
-            advice.append(f"  {name} · {v.line()}\n    → no normalize rule found that makes it stable; "
-                          f"ignore it with drift: {{ignore: [{{path: \"{v.path}\"}}]}} if it is expected to vary")
+        advice.extend(found.advice)
     if rules:
         lines += ["", "Paste into mcptape.yml (append the items to an existing `normalize:` list):", "", "normalize:"]
         lines += [_yaml_rule(r) for r in rules.values()]

@@ -234,8 +234,14 @@ class Engine:
                     self._known_text.setdefault(f, src)
                 for c in cores:
                     self._known_core.setdefault(c, src)
-        branches = [r"(?P<skip>" + PLACEHOLDER_RE.pattern + r"|\$\{\{[^}]{0,200}\}\})"]
         self.literals = set(self._known_text) | set(self._known_core)
+        self._compile()
+        self._index_triggers()
+
+    def _compile(self) -> None:
+        """One regex of every detector, each an outer group (lastgroup names the one that matched)."""
+        config = self.config
+        branches = [r"(?P<skip>" + PLACEHOLDER_RE.pattern + r"|\$\{\{[^}]{0,200}\}\})"]
         literals = sorted(self.literals, key=lambda s: (-len(s), s))
         self._known_rx: re.Pattern[str] | None = None
         if literals:
@@ -260,6 +266,10 @@ class Engine:
         if config.user:
             branches.append(r"(?<![A-Za-z0-9_])(?P<user>(?i:" + re.escape(config.user) + r"))(?![A-Za-z0-9_])")
         self.regex = re.compile("|".join(branches))
+
+    def _index_triggers(self) -> None:
+        """The lowercase substrings one of which every hit holds: could_match and scan look for them first."""
+        config = self.config
         triggers = {"<redacted:", "<home>", "<user>", "${{", "-----begin", "cookie", *_KV_TRIGGERS}
         for shape in self.shapes:
             triggers.update(t for t in shape.triggers if t != "://")
