@@ -77,14 +77,8 @@ _ascii_encoder = json.JSONEncoder(separators=(",", ":"))
 
 def dumps(obj: Any) -> str:
     """Compact JSON with raw UTF-8, as MCP peers write it; ASCII-escaped if it holds lone surrogates."""
-    text = _compact_text(obj)
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _ascii_encoder.encode(obj)
-    return text
+    text = utf8_dumps(obj)
+    return _ascii_encoder.encode(obj) if text is None else text
 
 
 def utf8_dumps(obj: Any) -> str | None:

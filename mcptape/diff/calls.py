@@ -570,6 +570,9 @@ class _CallBuilder:
         self.exits: list[int] = []
         self.notes: list[int] = []
         self.side_effects: list[int] = []
+        # The process's own events, kept whole wherever they are: where each kind goes.
+        self.process_events: dict[Any, list[int]] = {"exit": self.exits, "note": self.notes,
+                                                     "side_effect": self.side_effects}
         self.current: Call | None = None  # the latest client message's call
         # Progress notifications name their request by token; key the open calls by it too.
         self.by_token: dict[Any, Call] = {}
@@ -623,12 +626,8 @@ class _CallBuilder:
         elif kind == "garbage":
             if ev.get("dir") == "s2c":
                 (self.current.garbage if self.current is not None else self.prelude_garbage).append(i)
-        elif kind == "exit":
-            self.exits.append(i)
-        elif kind == "note":
-            self.notes.append(i)
-        elif kind == "side_effect":
-            self.side_effects.append(i)
+        elif kind in self.process_events:
+            self.process_events[kind].append(i)
         # stderr lines are not compared: servers log timestamps and paths there (see README).
 
     def session_event(self, i: int, ev: dict[str, Any]) -> None:
@@ -642,12 +641,8 @@ class _CallBuilder:
             self.prelude_notes.append(i)
         elif kind == "garbage" and direction == "s2c":
             self.prelude_garbage.append(i)
-        elif kind == "exit":
-            self.exits.append(i)
-        elif kind == "note":
-            self.notes.append(i)
-        elif kind == "side_effect":
-            self.side_effects.append(i)
+        elif kind in self.process_events:
+            self.process_events[kind].append(i)
 
     def _new_call(self, method: str, params: Any, notify: bool, event: int | None) -> Call:
         call = Call(seq=len(self.calls), method=method, params=params, notify=notify, request_event=event)

@@ -151,27 +151,6 @@ class ProxyHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # request lines may carry tokens in query strings; we log nothing per request
 
-    def do_POST(self) -> None:
-        self._forward()
-
-    def do_GET(self) -> None:
-        self._forward()
-
-    def do_DELETE(self) -> None:
-        self._forward()
-
-    def do_PUT(self) -> None:
-        self._forward()
-
-    def do_PATCH(self) -> None:
-        self._forward()
-
-    def do_OPTIONS(self) -> None:
-        self._forward()
-
-    def do_HEAD(self) -> None:
-        self._forward()
-
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             parts: list[bytes] = []
@@ -218,6 +197,9 @@ class ProxyHandler(BaseHTTPRequestHandler):
             resp.close()
             with srv.lock:
                 srv.open_responses.discard(resp)
+
+    # Every method goes upstream as it came.
+    do_POST = do_GET = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _forward
 
     def _relay(self, resp: httpx.Response) -> None:
         srv = self.server
