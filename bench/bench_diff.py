@@ -7,7 +7,7 @@ For each size, three cases, each in a fresh process so peak RSS is that case's a
   drifted    one call inserted early and one result changed in the middle
   scrambled  every call's arguments differ (pass 3 on everything: the worst case)
 Times are diff_tapes only (tapes already in memory); `read` is reading both files the way
-`mcptape diff` does (diff/command.py read_pair: the fresh tape shares the golden's parsed events
+`mcptape diff` does (tape/reader.py read_pair: the fresh tape shares the golden's parsed events
 for identical lines, so identical events are the same objects). Wall and
 CPU time are both shown: on a shared, loaded machine CPU time is the steadier figure. Growth
 ratios compare each size's CPU time per event with the first size's.
@@ -53,8 +53,8 @@ def make_tape(path: Path, events: int, *, variant: str) -> None:
 def child(golden: str, fresh: str) -> None:
     import gc
 
-    from mcptape.diff import diff_tapes
-    from mcptape.diff.command import read_pair
+    from mcptape.diff.engine import diff_tapes
+    from mcptape.tape.reader import read_pair
 
     gc.disable()  # as run_diff does while reading
     t0, c0 = time.perf_counter(), time.process_time()

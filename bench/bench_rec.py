@@ -11,7 +11,6 @@ so client overhead stays out), three ways in the same run, interleaved in rounds
              child drains with rec's 5 ms naps and throws away: rec's mechanism, minus Python
              and minus the writer's work
     rec      client -> mcptape rec -> server
-    rec-raw  client -> mcptape rec with mcptape.redact blocked from importing -> server
 
 A relay is the floor any proxy pays (two extra pipe hops per round trip): the Python one is
 the floor for a proxy written in Python, the C one the floor of the machine, the teeing C one
@@ -55,26 +54,11 @@ SIZES = {"tiny": 1, "1k": 1000, "5m": 5_000_000}
 # Fewer calls for big messages: each one moves megabytes through three processes.
 CALLS_FOR = {"tiny": 1.0, "1k": 1.0, "5m": 0.01}
 # The client's read size: below malloc's mmap threshold, so the instrument itself stays cheap
-# (a 1 MiB os.read is an mmap/munmap per call; see mcptape/proxy.py ChunkReader).
+# (a 1 MiB os.read is an mmap/munmap per call; see mcptape/record/relay.py ChunkReader).
 CLIENT_READ = 64 << 10
 # rec's writer reads the tee 64 KiB at a time and writes the tape after each read (~20 1 KB
 # round trips, a few ms of work): a tape unchanged this long means the writer is idle.
 SETTLE_QUIET = 0.1
-
-
-NO_REDACT_SHIM = """\
-import sys
-
-
-class _NoRedact:
-    def find_spec(self, name, path=None, target=None):
-        if name == "mcptape.redact":
-            raise ImportError("mcptape.redact disabled by bench_rec.py (rec-raw mode)")
-        return None
-
-
-sys.meta_path.insert(0, _NoRedact())
-"""
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,7 +256,10 @@ def writer_cpu_us(calls: int = 5000, reps: int = 7) -> dict[str, float]:
     frames of `calls` echo round trips (the bench client's request with a progress token, calc's
     answer), flushed every 16 frames as after a busy read; best of `reps`. What a continuous
     session must stay under for the writer to keep up."""
-    from mcptape.proxy import TAG_C2S, TAG_S2C, TapeRecorder, _make_redactor
+    from mcptape.outlet import Outlet
+    from mcptape.record.relay import TAG_C2S, TAG_S2C
+    from mcptape.record.writer import TapeRecorder
+    from mcptape.redact.redactor import make_redactor
     from mcptape.tape.format import TapeWriter, make_header
 
     out: dict[str, float] = {}
@@ -289,7 +276,7 @@ def writer_cpu_us(calls: int = 5000, reps: int = 7) -> dict[str, float]:
             best = float("inf")
             for rep in range(reps):
                 writer = TapeWriter(Path(tmp) / f"{size_name}-{rep}.tape.jsonl", make_header("bench"))
-                recorder = TapeRecorder(writer, redactor=_make_redactor({}))
+                recorder = TapeRecorder(writer, outlet=Outlet(make_redactor()))
                 t0 = time.process_time()
                 for i, (tag, payload) in enumerate(frames):
                     recorder.frame(tag, payload)
@@ -313,7 +300,7 @@ def run(
     sizes = sizes or list(SIZES)
     tmp = Path(tempfile.mkdtemp(prefix="bench-rec-"))
     server = [sys.executable, str(CALC)]
-    tapes = {"rec": tmp / "bench.tape.jsonl", "rec-raw": tmp / "raw.tape.jsonl"}
+    tapes = {"rec": tmp / "bench.tape.jsonl"}
     commands = {
         "direct": server,
         "relay": [sys.executable, str(Path(__file__).resolve()), "--relay", "--", *server],
@@ -327,26 +314,12 @@ def run(
             "--",
             *server,
         ],
-        "rec-raw": [
-            sys.executable,
-            "-m",
-            "mcptape",
-            "rec",
-            "--out",
-            str(tapes["rec-raw"]),
-            "--",
-            *server,
-        ],
     }
     c_relay = build_c_relay(tmp)
     if c_relay is not None:
         commands["relay-c"] = [str(c_relay), *server]
         commands["relay-c-tee"] = [str(c_relay), *server]
-    shim = tmp / "shim"
-    shim.mkdir()
-    (shim / "sitecustomize.py").write_text(NO_REDACT_SHIM, encoding="utf-8")
     envs: dict[str, dict[str, str] | None] = {m: None for m in commands}
-    envs["rec-raw"] = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), str(ROOT)])}
     if "relay-c-tee" in commands:
         envs["relay-c-tee"] = {**os.environ, "RELAY_TEE": "1"}
     results: dict[str, Any] = {
@@ -401,7 +374,7 @@ def run(
                 )
             for floor_mode in ("relay", "relay-c", "relay-c-tee"):
                 floor = row.get(f"{floor_mode}_added_p50_us")
-                for mode in ("rec", "rec-raw"):
+                for mode in ("rec",):
                     # Below zero either figure is noise (5 MB: 20 calls a round), not a ratio.
                     added = row[f"{mode}_added_p50_us"]
                     ok = floor is not None and floor > 0 and added > 0
@@ -418,7 +391,7 @@ def print_table(results: dict[str, Any]) -> None:
     )
     floors = (("relay", 9), ("relay-c", 10), ("relay-c-tee", 12))
     for name, row in results["sizes"].items():
-        modes = [m for m in ("direct", "relay", "relay-c", "relay-c-tee", "rec", "rec-raw") if m in row]
+        modes = [m for m in ("direct", "relay", "relay-c", "relay-c-tee", "rec") if m in row]
         print(f"\n{name} message, {row['calls_per_round']} calls per mode per round")
         head = "".join(f" {'/ ' + f:>{w}}" for f, w in floors)
         print(f"  {'mode':<11} {'p50':>9} {'p99':>9} {'+p50':>9} {'+p99':>9}{head}")
@@ -430,7 +403,7 @@ def print_table(results: dict[str, Any]) -> None:
                     ratio = row.get(f"{m}_vs_{floor}_p50")
                     line += f" {(f'{ratio:.2f}x' if ratio else '-'):>{width}}"
             print(line)
-        for m in ("rec", "rec-raw"):
+        for m in ("rec",):
             if f"{m}_writer_catch_up_s" in row:
                 print(f"  {m}'s writer caught up {row[f'{m}_writer_catch_up_s']:.2f} s after a round (median)")
     cpu = results.get("writer_cpu_us_per_round_trip", {})

@@ -30,8 +30,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcptape.jsonrpc import dumps  # noqa: E402
-from mcptape.redact import Redactor  # noqa: E402
-from mcptape.tape import EventBuilder, make_header, stderr_event, tape_bytes  # noqa: E402
+from mcptape.redact.redactor import Redactor  # noqa: E402
+from mcptape.tape.events import EventBuilder, stderr_event  # noqa: E402
+from mcptape.tape.format import make_header, tape_bytes  # noqa: E402
 
 WORDS = ["the", "server", "returned", "a", "list", "of", "items", "for", "the", "query", "and", "each", "item", "has", "a", "name", "a", "value", "and", "a", "short", "description", "of", "what", "it", "does", "when", "called", "with", "the", "given", "arguments", "over", "the", "wire"]
 ALNUM = string.ascii_letters + string.digits

@@ -10,7 +10,7 @@ Run: `python bench/bench_replay.py [--calls N] [--rounds R]`.
 
 A third side, `play_parsed`, plays the same tape with its footer's crc32 removed, as a tape
 edited by hand is: play then parses every line and every request (no verbatim shortcut, see
-mcptape/replay.py), which is also what a client whose lines differ from the recording's gets.
+mcptape/replay/engine.py), which is also what a client whose lines differ from the recording's gets.
 
 `--baseline DIR` adds a fourth side, `play_before`: `python -m mcptape play` run from DIR, a
 directory holding another version of the `mcptape` package (e.g. a copy of the last commit's),
@@ -36,7 +36,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench._common import compile_package, spinning  # noqa: E402
-from mcptape.tape import C2S, S2C, EventBuilder, TapeWriter, make_header  # noqa: E402
+from mcptape.tape.events import C2S, S2C, EventBuilder  # noqa: E402
+from mcptape.tape.format import TapeWriter, make_header  # noqa: E402
 
 CALC = [sys.executable, str(ROOT / "fixtures" / "servers" / "calc_server.py")]
 INIT = {

@@ -1,8 +1,8 @@
 """Command line: argument parsing and exit codes, nothing else.
 
-Each command lives in its own module and is imported only when chosen, so `mcptape --version`
-and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. For `rec` and `play`
-stdout is the MCP wire: everything human goes to stderr.
+Each command lives in its own module of mcptape/commands/ (options, output, exit code) and is
+imported only when chosen, so `mcptape --version` and `mcptape play` never pay for rich, ghapi,
+jsonschema or pydantic. For `rec` and `play` stdout is the MCP wire: everything human goes to stderr.
 
 The exit code is total: every way a command can end maps to the table of DESIGN.md.
     McptapeError              its exit_code, one message (ConfigError, WriteError, ... see errors.py)
@@ -33,18 +33,10 @@ from mcptape.logsafe import safe_log
 DEBUG_VARIABLE = "MCPTAPE_DEBUG"
 SUPPORTED_PLATFORMS = "Linux and macOS"
 
-# command -> "module:function"; the function takes the parsed args and returns an exit code.
-COMMANDS = {
-    "rec": "mcptape.proxy:run_rec",
-    "play": "mcptape.replay:run_play",
-    "diff": "mcptape.diff:run_diff",
-    "ls": "mcptape.report.terminal:run_ls",
-    "show": "mcptape.report.terminal:run_show",
-    "ci": "mcptape.ci:run_ci",
-    "schema": "mcptape.config:run_schema",
-    "comment": "mcptape.github:run_comment",
-    "merge": "mcptape.merge:run_merge",
-}
+# Each command is a module of mcptape/commands/, imported only when chosen, so `mcptape --version`
+# and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. A command module has
+# `Options.from_args(namespace)`, its typed options, and `run(options) -> exit code`.
+COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "schema", "comment", "merge")}
 
 
 def unsupported_platform(os_name: str | None = None, sys_platform: str | None = None) -> str | None:
@@ -153,9 +145,9 @@ def _safe(text: str, fallback: str) -> str:
     """`text` with secrets scrubbed by the built-in detectors (an exception's message may quote a
     config value or a server's answer), made inert for a CI log; `fallback` if it cannot be checked."""
     try:
-        from mcptape.redact import Redactor
+        from mcptape.redact.redactor import builtin_redactor
 
-        text = Redactor().redact_text(text)
+        text = builtin_redactor().redact_text(text)
     except Exception:  # noqa: BLE001 - reporting an error must not crash: then say less
         text = fallback
     return safe_log(text)
@@ -201,7 +193,6 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
         parser.print_help(sys.stderr)
         return EXIT_COULD_NOT_RUN
     command = args.command
-    module_name, func_name = COMMANDS[command].split(":")
     crashed: list[BaseException] = []
     previous_hook = threading.excepthook
 
@@ -215,8 +206,8 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
 
     threading.excepthook = thread_crashed
     try:
-        func = getattr(importlib.import_module(module_name), func_name)
-        code = int(func(args))
+        module = importlib.import_module(COMMANDS[command])
+        code = int(module.run(module.Options.from_args(args)))
     except McptapeError as e:
         # Error messages can quote a server's stderr or a tape: keep them inert on a terminal and in a CI log.
         print(safe_log(f"mcptape {command}: {e}\n"), file=sys.stderr, end="")

@@ -44,14 +44,26 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonschema
+
 from mcptape import __version__
-from mcptape.config import LEGACY_DEFAULT_PROTOCOL, ClientSettings, Step
+from mcptape.config.models import ClientSettings, Step
 from mcptape.errors import ConfigError, McptapeError, ServerError, ServerTimeout
 from mcptape.jsonrpc import dumps, id_key
+from mcptape.mcp import (
+    LEGACY_DEFAULT_PROTOCOL,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL,
+    META_SERVER_INFO,
+    MODERN_PROTOCOL,
+    is_modern,
+)
 from mcptape.report.model import CallRef, Finding
 from mcptape.tape.events import C2S, GARBLED_NOTE, S2C, EventBuilder, exit_event, note_event, stderr_event
 from mcptape.tape.format import Event
-from mcptape.transports.factory import Transport
+from mcptape.transports.base import Transport
 
 # list step -> (method, key of the list in the result); every page is requested and recorded.
 LIST_METHODS: dict[str, tuple[str, str]] = {
@@ -64,21 +76,10 @@ MAX_PAGES = 1000  # a server that hands out cursors forever must not hang the ga
 DEFAULT_LISTEN_SECONDS = 1.0
 SAMPLING_DECLINED = -1  # the spec's "user rejected sampling request"
 
-MODERN_PROTOCOL = "2026-07-28"  # the stateless revision: server/discover, per-request _meta
-META_PROTOCOL = "io.modelcontextprotocol/protocolVersion"
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 DISCOVER_ID = 0  # the probe comes before the session's 1, 2, 3: a legacy fallback keeps its old ids
 MAX_INPUT_ROUNDS = 10  # a server that keeps asking must not hang the gate
 STATE_ONLY_WAIT = 0.05  # an input_required result with only requestState: retry after this pause
 LISTEN_FILTER = {"toolsListChanged": True, "resourcesListChanged": True, "promptsListChanged": True}
-
-
-def is_modern(version: str | None) -> bool:
-    """Does `version` name a stateless revision (2026-07-28 or later)? Dates compare as strings."""
-    return bool(version) and str(version) >= MODERN_PROTOCOL
 
 
 @dataclass
@@ -112,8 +113,6 @@ def describe_step(step: Step) -> str:
 
 def schema_violation(arguments: Any, schema: Any) -> str | None:
     """The first rule of `schema` that `arguments` break, in one line, or None if they are accepted."""
-    import jsonschema  # heavy: only where a call is checked
-
     if not isinstance(schema, dict):
         return None
     try:

@@ -54,13 +54,11 @@ from referencing.exceptions import Unresolvable
 
 from mcptape.diff.values import join, show
 from mcptape.jsonrpc import holds_deep
+from mcptape.mcp import LEGACY_NEWEST, MODERN_PROTOCOL, era, meta_version
 from mcptape.report.model import Finding, Severity
 from mcptape.tape.events import C2S, S2C, is_message
 from mcptape.tape.format import Tape
 
-MODERN = "2026-07-28"
-LEGACY_NEWEST = "2025-11-25"
-PROTOCOL_META = "io.modelcontextprotocol/protocolVersion"
 MAX_PER_MESSAGE = 5  # a reviewer reads the first few; a broken serializer would repeat itself 100 times
 
 Problem = tuple[str, str, str]  # (path inside the message, rule broken, finding kind)
@@ -163,10 +161,8 @@ def _modern_version(tape: Tape) -> str | None:
                 if isinstance(result, dict) and isinstance(result.get("supportedVersions"), list):
                     supported = [v for v in result["supportedVersions"] if isinstance(v, str)]
             continue
-        params = event.get("msg", {}).get("params")
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        version = meta.get(PROTOCOL_META) if isinstance(meta, dict) else None
-        if isinstance(version, str) and repr(event.get("id")) not in refused:
+        version = meta_version(event.get("msg", {}).get("params"))
+        if version is not None and repr(event.get("id")) not in refused:
             return version
     return max(supported) if supported else None
 
@@ -181,11 +177,11 @@ def _message_problems(event: dict[str, Any], version: str, surface: _Surface) ->
     yield from _envelope(msg, event["kind"])
     kind, direction, method = event["kind"], event.get("dir"), event.get("method")
     if method == "server/discover":
-        version = MODERN  # the probe is 2026-07-28 whatever the session settles on
-    era = "modern" if version == MODERN else "legacy"
+        version = MODERN_PROTOCOL  # the probe is 2026-07-28 whatever the session settles on
+    schema_era = era(version) or "legacy"
     where = f"MCP {version}"
     if kind == "error":
-        for path, rule in _explain(surface.validate(surface.errors[era], msg), msg, ""):
+        for path, rule in _explain(surface.validate(surface.errors[schema_era], msg), msg, ""):
             if path not in ("jsonrpc", "id"):
                 yield path, f"{rule} ({where}, JSON-RPC error response)", "schema"
         return

@@ -1,8 +1,10 @@
 """GitHub: the only module that knows GitHub — job summary, annotations, step outputs, PR comment.
 
-`publish_run` is called by ci.py at the end of a run when GITHUB_ACTIONS=true; `run_comment` is
-`mcptape comment`, the second stage of the fork-PR pattern (docs/github-action.md). What the
-summary and the comment *say* is report/markdown.py's; the verdict is ci.py's and diff/'s.
+`publish_run` is called by `mcptape ci` and `merge` at the end of a run when GITHUB_ACTIONS=true,
+with the run's outlet (outlet.py), through which every byte it writes, prints or posts leaves;
+`mcptape comment` (commands/comment.py), the second stage of the fork-PR pattern
+(docs/github-action.md), posts with CommentClient and upsert_comment. What the summary and the
+comment *say* is report/markdown.py's; the verdict is ci/'s and diff/'s.
 
 Publishing never changes the verdict: a comment that cannot be posted (fork PR, read-only token,
 GitHub down) is a `::warning::` plus a saved body, and the job's exit code stays the gate's.
@@ -16,11 +18,9 @@ gets no comment at all (no noise on clean PRs).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import sys
 import tempfile
 import uuid
 from collections.abc import Mapping
@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcptape.errors import GitHubError, McptapeError
+from mcptape.errors import GitHubError
+from mcptape.outlet import Outlet
+from mcptape.report.markdown import comment_marker, one_line, render_comment, render_summary
 from mcptape.report.model import RunReport, SessionResult
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -58,10 +60,6 @@ def command(name: str, message: str, **props: str | int | None) -> str:
     return f"::{name}{' ' + ps if ps else ''}::{escape_data(message)}"
 
 
-def _emit(line: str) -> None:
-    print(line, flush=True)
-
-
 def format_outputs(outputs: Mapping[str, str]) -> str:
     """`$GITHUB_OUTPUT` text: `name=value`, or the heredoc form with a random delimiter when multiline."""
     parts = []
@@ -74,14 +72,6 @@ def format_outputs(outputs: Mapping[str, str]) -> str:
         else:
             parts.append(f"{name}={value}\n")
     return "".join(parts)
-
-
-def _append(path: str, text: str, what: str) -> None:
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as e:
-        raise GitHubError(f"{path}: cannot write the {what}: {e.strerror}") from e
 
 
 # --- where we are ---------------------------------------------------------------------------------
@@ -150,8 +140,6 @@ def _first_line_number(s: SessionResult) -> int | None:
 
 def annotation_lines(report: RunReport, *, config_path: str, workspace: str) -> list[str]:
     """`::error` lines: one per drifted session at its first drifted event, one per failed session."""
-    from mcptape.report.markdown import one_line
-
     lines = []
     for s in report.sessions:
         if s.verdict in ("output", "structural") and s.diff is not None and s.diff.first is not None:
@@ -175,8 +163,6 @@ def annotation_lines(report: RunReport, *, config_path: str, workspace: str) -> 
 
 
 def run_outputs(report: RunReport, *, report_path: str | None) -> dict[str, str]:
-    from mcptape.report.markdown import one_line
-
     first = report.first_drift()
     drifted = [s.name for s in report.sessions if s.verdict in ("output", "structural")]
     return {
@@ -308,19 +294,6 @@ def upsert_comment(
     return "created", str(res.get("html_url") or "")
 
 
-def _redactor(config_path: str) -> Any:
-    """One Redactor for everything this run publishes, knowing the config's secrets when it can."""
-    from mcptape.config import load_config
-    from mcptape.redact import Redactor
-
-    try:
-        loaded = load_config(config_path)
-    except McptapeError:
-        return Redactor()  # ci already reported the config; still scrub with the built-in detectors
-    settings = loaded.config.redact
-    return Redactor(known=loaded.secrets, patterns=settings.patterns, allow=settings.allow)
-
-
 def _save_body(body: str, key: str, env: Mapping[str, str]) -> str:
     directory = env.get("RUNNER_TEMP") or tempfile.gettempdir()
     path = Path(directory) / f"mcptape-comment-{re.sub(r'[^A-Za-z0-9._-]', '_', key)}.md"
@@ -332,30 +305,32 @@ def _save_body(body: str, key: str, env: Mapping[str, str]) -> str:
 
 
 def publish_run(
-    report: RunReport, *, config_path: str, report_path: str | None = None, env: Mapping[str, str] | None = None
+    report: RunReport,
+    *,
+    config_path: str,
+    outlet: Outlet,
+    report_path: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Publish a ci run to GitHub Actions; returns the step outputs it wrote (plus `comment`: what happened).
 
-    Order matters for fail-closed redaction: everything is rendered and guarded first, and only
+    Everything leaves through `outlet`, the run's (the same Redactor that scrubbed the report).
+    Order matters for fail-closed redaction: everything is rendered and verified first, and only
     then written or posted, so a SecretLeak leaves no summary, output or comment behind.
     """
-    from mcptape.report.markdown import comment_marker, guard, render_comment, render_summary
-
     env = os.environ if env is None else env
     workspace = env.get("GITHUB_WORKSPACE") or os.getcwd()
     report_path = report_path or env.get("MCPTAPE_REPORT") or None
     key = comment_key(config_path, workspace)
     marker = comment_marker(key)
-    redactor = _redactor(config_path)
-
-    summary = render_summary(report, redactor=redactor)
-    body = render_comment(report, marker, redactor=redactor)
+    summary = outlet.verified_text(render_summary(report, redactor=outlet.redactor), "job summary")
+    body = outlet.verified_text(render_comment(report, marker, redactor=outlet.redactor), "PR comment")
     outputs = run_outputs(report, report_path=report_path)
     notes = annotation_lines(report, config_path=config_path, workspace=workspace)
     # Only what comes from tapes is checked: paths such as `report` legitimately hold the runner's
     # home directory, which the redactor would rewrite to <HOME>.
     from_tapes = "\n".join([*notes, outputs["first-drift"], outputs["drifted-sessions"]])
-    if guard(from_tapes, "workflow annotations and outputs", redactor) != from_tapes:
+    if outlet.document(from_tapes, "workflow annotations and outputs") != from_tapes:
         # Something needed scrubbing: re-derive both from the scrubbed text rather than risk a leak.
         notes = [command("error", "drift details withheld: they contained a secret; see the job summary")] if notes else []
         outputs["first-drift"] = "(withheld: contained a secret)" if outputs["first-drift"] else ""
@@ -363,9 +338,9 @@ def publish_run(
     body_path = _save_body(body, key, env)
     outputs["comment-body"] = body_path
     if env.get("GITHUB_STEP_SUMMARY"):
-        _append(env["GITHUB_STEP_SUMMARY"], summary + "\n", "job summary")
+        outlet.append(env["GITHUB_STEP_SUMMARY"], summary + "\n", what="job summary")
     for line in notes:
-        _emit(line)
+        outlet.command(line, "workflow annotations")
 
     comment_url, action = "", "skipped"
     pr = pull_request_from_event(env)
@@ -373,24 +348,27 @@ def publish_run(
         action = "disabled"
     elif report.shard:
         action = "skipped: shard"
-        _emit(command("notice", "PR comment skipped for a shard; post it after `mcptape merge` with `mcptape comment`"))
+        outlet.command(command("notice", "PR comment skipped for a shard; post it after `mcptape merge` with `mcptape comment`"),
+                       "workflow notice")
     elif pr is None:
         action = "skipped: not a pull request"
     elif pr.fork:
         action = "skipped: fork"
-        _emit(
+        outlet.command(
             command(
                 "warning",
                 f"PR comment not posted: a pull_request run from a fork has a read-only token. The body was saved to "
                 f"{body_path}; post it from a workflow_run job (docs/github-action.md).",
                 title="mcptape",
-            )
+            ),
+            "workflow warning",
         )
     else:
         token = env.get("MCPTAPE_GITHUB_TOKEN") or env.get("GITHUB_TOKEN") or ""
         if not token:
             action = "skipped: no token"
-            _emit(command("warning", f"PR comment not posted: no github-token. Body saved to {body_path}.", title="mcptape"))
+            outlet.command(command("warning", f"PR comment not posted: no github-token. Body saved to {body_path}.",
+                                   title="mcptape"), "workflow warning")
         else:
             drifted_or_failed = report.exit_code != 0
             try:
@@ -406,100 +384,14 @@ def publish_run(
                     if e.status in (401, 403, 404)
                     else "GitHub did not accept it"
                 )
-                _emit(command("warning", f"PR comment not posted: {e.message}; {why}. Body saved to {body_path}.", title="mcptape"))
+                outlet.command(command("warning", f"PR comment not posted: {e.message}; {why}. Body saved to {body_path}.",
+                                       title="mcptape"), "workflow warning")
     outputs["comment-url"] = comment_url
     if env.get("GITHUB_OUTPUT"):
-        _append(env["GITHUB_OUTPUT"], format_outputs(outputs), "step outputs")
+        # Not verified as a whole: `report` and `comment-body` are the runner's own paths, which the
+        # home-directory detector would flag; what came from the tapes was verified above.
+        outlet.append(env["GITHUB_OUTPUT"], format_outputs(outputs), what="step outputs", verify=False)
     return {**outputs, "comment": action}
-
-
-# --- mcptape comment --------------------------------------------------------------------------------
-
-
-def _load_body(path: str, key: str | None, workspace: str) -> tuple[str, str, bool]:
-    """(marker, body, drifted) from a JSON report (re-rendered here, safely) or a saved markdown body.
-
-    A JSON report is the safe input for the fork pattern: it comes from an untrusted run, and
-    re-rendering it applies all of markdown.py's escaping here. A markdown body is posted as is,
-    so it must come from a trusted run; it is still checked to carry exactly one valid marker.
-    """
-    from mcptape.report.markdown import MARKER_RE, comment_marker, render_comment
-
-    try:
-        raw = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise GitHubError(f"{path}: cannot read the comment body: {e}", hint="pass the file a ci run saved") from e
-    if raw.lstrip().startswith("{"):
-        from mcptape.merge import read_report
-
-        hint = "use the file `mcptape ci --json` wrote"
-        report, _ = read_report(path, hint)
-        try:
-            marker = comment_marker(key or comment_key(report.config, workspace))
-            body = render_comment(report, marker)
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            # Fields of the wrong type deep inside (the report comes from an untrusted run).
-            raise GitHubError(f"{path}: not a valid mcptape JSON report: {type(e).__name__}: {e}", hint=hint) from e
-        return marker, body, report.exit_code != 0
-    first = raw.split("\n", 1)[0].strip()
-    if not MARKER_RE.match(first):
-        raise GitHubError(
-            f"{path}:1: the body does not start with an mcptape marker",
-            hint="post a body saved by `mcptape ci` (the comment-body output) or its JSON report",
-        )
-    if key is not None and first != comment_marker(key):
-        raise GitHubError(f"{path}:1: marker {first} does not match --key {key}")
-    if raw.count("<!-- mcptape:") != 1:
-        raise GitHubError(f"{path}: the body carries more than one mcptape marker; refusing to post it")
-    parts = raw.split("\n\n", 2)
-    green = len(parts) > 1 and parts[1].startswith("### mcptape: ✅")  # render_comment's clean headline
-    return first, raw, not green
-
-
-def run_comment(args: argparse.Namespace) -> int:
-    """`mcptape comment --body FILE [--pr N] [--repo owner/name]`: post or update the sticky comment.
-
-    The second stage of the fork-PR pattern (a `workflow_run` job with a write token). With
-    `--head-sha` the PR's current head must be that commit, so an artifact from an untrusted run
-    cannot aim the comment at another PR.
-    """
-    from mcptape.report.markdown import guard
-
-    env = os.environ
-    workspace = env.get("GITHUB_WORKSPACE") or os.getcwd()
-    marker, body, drifted = _load_body(args.body, getattr(args, "key", None), workspace)
-    body = guard(body, "PR comment")
-    number = args.pr
-    repo = args.repo or env.get("GITHUB_REPOSITORY", "")
-    if number is None:
-        pr = pull_request_from_event(env)
-        if pr is None:
-            raise GitHubError("no pull request: this event is not a pull_request", hint="pass --pr N")
-        number, repo = pr.number, args.repo or pr.repo
-    token = env.get("MCPTAPE_GITHUB_TOKEN") or env.get("GITHUB_TOKEN")
-    if not token:
-        raise GitHubError("no GitHub token", hint="set GITHUB_TOKEN (e.g. env: GITHUB_TOKEN: ${{ github.token }})")
-    client = CommentClient(repo, token, env.get("GITHUB_API_URL") or DEFAULT_API_URL)
-    try:
-        head_sha = getattr(args, "head_sha", None)
-        if head_sha and client.pull_head_sha(number) != head_sha:
-            raise GitHubError(
-                f"PR #{number} is not at commit {head_sha}; refusing to comment",
-                hint="take --pr and --head-sha from the same run (github.event.workflow_run.head_sha)",
-            )
-        action, url = upsert_comment(
-            client, number, marker, body, create=drifted, login_override=env.get("MCPTAPE_COMMENT_AUTHOR")
-        )
-    except GitHubError as e:
-        if e.status in (401, 403, 404) and not e.hint:
-            e.hint = "the token cannot write to the PR: give the job `permissions: pull-requests: write`"
-        raise
-    finally:
-        client.close()
-    print(f"mcptape comment: {action} {url}".rstrip(), file=sys.stderr)
-    if env.get("GITHUB_OUTPUT"):
-        _append(env["GITHUB_OUTPUT"], format_outputs({"comment-url": url}), "step outputs")
-    return 0
 
 
 __all__ = [
@@ -512,5 +404,4 @@ __all__ = [
     "format_outputs",
     "publish_run",
     "pull_request_from_event",
-    "run_comment",
 ]

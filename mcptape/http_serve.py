@@ -1,4 +1,4 @@
-"""The HTTP serving plumbing shared by `rec --listen` (http_proxy.py) and `play --listen` (replay_http.py).
+"""The HTTP serving plumbing shared by `rec --listen` (record/http.py) and `play --listen` (replay/http.py).
 
 Owns: parsing `--listen HOST:PORT`, a threaded stdlib HTTP/1.1 server, writing a streamed
 (chunked) body that is flushed per chunk, and running a server until SIGINT/SIGTERM. Knows
@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -111,11 +110,3 @@ def serve_until_stopped(server: Server, on_ready: Callable[[], None], stop: thre
         thread.join(timeout=5.0)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-
-
-def say(text: str) -> None:
-    """A human line on stderr (stdout stays free, as for the stdio commands); it may quote a tape
-    or a peer, so it is escaped and framed (logsafe.safe_log)."""
-    from mcptape.logsafe import safe_log
-
-    print(safe_log(text), file=sys.stderr, flush=True)

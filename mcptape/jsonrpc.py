@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
+from json import encoder as json_encoder
 from typing import Any, Literal
 
 MessageKind = Literal["request", "notification", "response", "error", "invalid"]
@@ -45,16 +47,38 @@ def classify(msg: Any) -> MessageKind:
     return "invalid"
 
 
-# json.dumps builds a new JSONEncoder on every call with non-default options (a few µs, a
-# measurable share of rec's tape writer, which serializes every message); these are built once.
-_utf8_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# Serialization. json.dumps builds a new encoder on every call with non-default options, which is
+# most of its cost on the small messages rec's writer and play serialize by the thousand (about
+# 4x): these encoders are built once, from the C encoder the json module itself uses. No circular
+# check: everything serialized here came out of json.loads or mcptape's own plain data.
+
+
+def _make_encoder(sort_keys: bool) -> Callable[[Any], str]:
+    """Compact raw-UTF-8 JSON (json.dumps with ensure_ascii=False and compact separators)."""
+
+    def default(obj: Any) -> Any:
+        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+    make = getattr(json_encoder, "c_make_encoder", None)
+    if make is not None:
+        try:
+            c_encode = make(None, default, json_encoder.encode_basestring, None, ":", ",", sort_keys, False, True)
+        except TypeError:  # an interpreter whose C encoder takes other arguments
+            c_encode = None
+        if c_encode is not None:
+            return lambda obj: "".join(c_encode(obj, 0))
+    return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, check_circular=False).encode
+
+
+_compact_text = _make_encoder(False)
+_canonical_text = _make_encoder(True)
 _ascii_encoder = json.JSONEncoder(separators=(",", ":"))
 
 
 def dumps(obj: Any) -> str:
     """Compact JSON with raw UTF-8, as MCP peers write it; ASCII-escaped if it holds lone surrogates."""
     text = utf8_dumps(obj)
-    return text if text is not None else _ascii_encoder.encode(obj)
+    return _ascii_encoder.encode(obj) if text is None else text
 
 
 def utf8_dumps(obj: Any) -> str | None:
@@ -63,7 +87,9 @@ def utf8_dumps(obj: Any) -> str | None:
     Where it is not None it equals dumps(obj), and the dumps of a container holding `obj` holds it
     verbatim: what lets a writer splice serialized parts instead of serializing twice.
     """
-    text = _utf8_encoder.encode(obj)
+    text = _compact_text(obj)
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -72,8 +98,8 @@ def utf8_dumps(obj: Any) -> str | None:
 
 
 def canonical(obj: Any) -> str:
-    """Sorted-key compact JSON: the form in which two values are compared and keyed."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    """Sorted-key compact JSON (raw UTF-8): the form in which two values are compared and keyed."""
+    return _canonical_text(obj)
 
 
 def id_key(msg_id: Any) -> str:
@@ -158,15 +184,34 @@ def _bracket_at(token: str, k: int) -> int:
     if " " not in token and "\t" not in token and "\n" not in token and "\r" not in token:
         return k
     return [i for i, ch in enumerate(token) if ch in "[]{}"][k]
-# Parser states of _cut: what may come next.
+
+
+# Parser states of _deep_spans: what may come next.
 _VALUE, _VALUE_OR_CLOSE, _KEY, _KEY_OR_CLOSE, _COLON, _AFTER_VALUE, _END = range(7)
 
 
 def _cut(text: str, limit: int) -> tuple[Any, int]:
-    """`loads` for a text nested deeper than `limit`: validate it with an iterative parser that
-    notes where each container at level limit + 1 starts and ends (and its tokens, for the
-    marker's compact text), parse the text with those containers swapped for placeholder
+    """`loads` for a text nested deeper than `limit`: validate it and find the containers at level
+    limit + 1 (_deep_spans), parse the text with those containers swapped for placeholder
     strings, and put a marker holding each one's text back."""
+    spans, deepest = _deep_spans(text, limit)
+    nonce = os.urandom(8).hex()  # a placeholder no text can hold by chance
+    pieces: list[str] = []
+    last = 0
+    for i, (s, e, _) in enumerate(spans):
+        pieces.append(text[last:s])
+        pieces.append(f'"{nonce}{i}"')
+        last = e
+    pieces.append(text[last:])
+    value = json.loads("".join(pieces))
+    _swap_strings(value, {f"{nonce}{i}": {DEEP_KEY: compact} for i, (_, _, compact) in enumerate(spans)})
+    return value, deepest
+
+
+def _deep_spans(text: str, limit: int) -> tuple[list[tuple[int, int, str]], int]:
+    """Validate `text` as JSON with an iterative parser (no recursion, whatever the depth) that
+    notes where each container at level limit + 1 starts and ends, with its tokens for the
+    marker's compact text; and the deepest level."""
     spans: list[tuple[int, int, str]] = []  # (start, end, compact text) of each part cut off
     parts: list[str] = []  # the tokens of the part being cut off
     stack: list[str] = []  # the open brackets, outermost first
@@ -239,17 +284,7 @@ def _cut(text: str, limit: int) -> tuple[Any, int]:
             parts.append(token)
     if pos != len(text) or state != _END:
         raise json.JSONDecodeError("not a complete JSON value", text, pos)
-    nonce = os.urandom(8).hex()  # a placeholder no text can hold by chance
-    pieces: list[str] = []
-    last = 0
-    for i, (s, e, _) in enumerate(spans):
-        pieces.append(text[last:s])
-        pieces.append(f'"{nonce}{i}"')
-        last = e
-    pieces.append(text[last:])
-    value = json.loads("".join(pieces))
-    _swap_strings(value, {f"{nonce}{i}": {DEEP_KEY: compact} for i, (_, _, compact) in enumerate(spans)})
-    return value, deepest
+    return spans, deepest
 
 
 def _swap_strings(value: Any, swap: dict[str, Any]) -> None:

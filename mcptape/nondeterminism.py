@@ -22,7 +22,7 @@ that is stable, else the absolute path from the message (`$.params.data`). Insid
 only descendant rules and regexes apply (normalize.py's rule), so only those are proposed
 there. A candidate that would also rewrite stable values ("collateral") loses to one that
 does not; the rule dicts are what `normalize:` in mcptape.yml takes, plus `seen` (example
-values, for a comment — ci.py passes them through its redaction choke point).
+values, for a comment — `ci --repeat` shows them through the outlet, outlet.py).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from types import SimpleNamespace
 from typing import Any, Literal
 
 from mcptape.jsonrpc import MAX_DEPTH, canonical, is_deep, loads_depth
+from mcptape.normalize import Normalizer
 from mcptape.tape.format import Tape
 
 
@@ -352,8 +353,6 @@ def _rule_obj(rule: dict[str, Any]) -> SimpleNamespace:
 
 
 def _normalizer(rules: Sequence[dict[str, Any]]) -> Any:
-    from mcptape.normalize import Normalizer
-
     return Normalizer([_rule_obj(r) for r in rules], paths={})
 
 
@@ -585,47 +584,46 @@ def suggest_rules(volatiles: Sequence[Volatile]) -> list[dict[str, Any]]:
 
     Volatiles no candidate fixes get no rule; `unfixed(volatiles, rules)` lists them.
     """
-    chosen: list[dict[str, Any]] = []
-    covered: list[list[Volatile]] = []
-    values = [v for v in volatiles if v.kind == "value"]
-    for v in values:
-        if any(fixed_by(v, [r]) for r in chosen):
-            for r, cov in zip(chosen, covered, strict=True):
-                if fixed_by(v, [r]):
-                    cov.append(v)
-                    break
+    chosen: list[tuple[dict[str, Any], int, list[Volatile]]] = []  # (rule, collateral, what it covers)
+    for v in (v for v in volatiles if v.kind == "value"):
+        fixer = next((cov for rule, _, cov in chosen if fixed_by(v, [rule])), None)
+        if fixer is not None:
+            fixer.append(v)
             continue
-        best: tuple[int, int, dict[str, Any]] | None = None
-        for order, candidate in enumerate(_candidates(v)):
-            if not fixed_by(v, [candidate]):
-                continue
-            extra = collateral(candidate, volatiles, v.corpus)
-            if best is None or (extra, order) < (best[0], best[1]):
-                best = (extra, order, candidate)
-            if extra == 0:
-                break
-        if best is None:
+        best = _best_rule(v, volatiles)
+        if best is not None:
+            chosen.append((best[0], best[1], [v]))
+    return [_described(rule, extra, cov) for rule, extra, cov in chosen]
+
+
+def _best_rule(v: Volatile, volatiles: Sequence[Volatile]) -> tuple[dict[str, Any], int] | None:
+    """The candidate rule that fixes `v` and rewrites the fewest stable values (the first such,
+    in _candidates' order), and how many it rewrites."""
+    best: tuple[int, int, dict[str, Any]] | None = None
+    for order, candidate in enumerate(_candidates(v)):
+        if not fixed_by(v, [candidate]):
             continue
-        rule = dict(best[2])
-        if best[0]:
-            rule["_collateral"] = best[0]
-        chosen.append(rule)
-        covered.append([v])
-    out: list[dict[str, Any]] = []
-    for rule, cov in zip(chosen, covered, strict=True):
-        first = cov[0]
-        more = f" (+{len(cov) - 1} more place{'s' if len(cov) > 2 else ''})" if len(cov) > 1 else ""
-        reason = f"{first.distinct} different values in {first.runs} runs at {first.where} · {first.path}{more}"
-        extra = rule.pop("_collateral", 0)
-        if extra:
-            reason += f"; also rewrites {extra} stable value{'s' if extra > 1 else ''}"
-        seen: list[str] = []
-        for v in cov:
-            for s in v.seen():
-                if s not in seen:
-                    seen.append(s)
-        out.append({**rule, "reason": reason, "seen": seen[:MAX_SEEN]})
-    return out
+        extra = collateral(candidate, volatiles, v.corpus)
+        if best is None or (extra, order) < (best[0], best[1]):
+            best = (extra, order, candidate)
+        if extra == 0:
+            break
+    return None if best is None else (dict(best[2]), best[0])
+
+
+def _described(rule: dict[str, Any], extra: int, cov: list[Volatile]) -> dict[str, Any]:
+    """The rule with the reason and the values seen a reader weighs it by."""
+    first = cov[0]
+    more = f" (+{len(cov) - 1} more place{'s' if len(cov) > 2 else ''})" if len(cov) > 1 else ""
+    reason = f"{first.distinct} different values in {first.runs} runs at {first.where} · {first.path}{more}"
+    if extra:
+        reason += f"; also rewrites {extra} stable value{'s' if extra > 1 else ''}"
+    seen: list[str] = []
+    for v in cov:
+        for s in v.seen():
+            if s not in seen:
+                seen.append(s)
+    return {**rule, "reason": reason, "seen": seen[:MAX_SEEN]}
 
 
 def unfixed(volatiles: Sequence[Volatile], rules: Sequence[dict[str, Any]]) -> list[Volatile]:

@@ -1,7 +1,7 @@
 """Normalization: volatile values -> placeholders, and a canonical order for racing notifications.
 
 Owns what makes a fresh tape comparable with its golden and a golden byte-identical across
-runs of an unchanged server. It runs on events after redaction (redact.py) and before diff/
+runs of an unchanged server. It runs on events after redaction (redact/) and before diff/
 compares them or ci.py writes a golden. Pure functions over plain data; no I/O.
 
 Values. Every string in a message (`msg`, the `params` echo, stderr and garbage text) goes
@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcptape.jsonpath import parse_json_path
 from mcptape.jsonrpc import DEEP_KEY, MAX_DEPTH, canonical, expand_deep, id_key, is_deep, loads_depth
 
 FLOATING_NOTIFICATIONS = frozenset(
@@ -88,12 +89,10 @@ Segment = tuple[bool, Selector]
 
 
 def parse_path(path: str) -> list[Segment]:
-    """`$..a.b[0]` -> segments, with config.py's parser (one syntax, validated where it is written).
+    """`$..a.b[0]` -> segments, with jsonpath.py's parser (one syntax, validated where it is written).
 
     Raises ValueError saying what the supported subset is.
     """
-    from mcptape.config import parse_json_path
-
     segs: list[Segment] = []
     for kind, arg in parse_json_path(path):
         if kind == "deep":

@@ -126,7 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        body = json.loads(raw) if raw else None
+        body: Any = json.loads(raw) if raw else None
         token = self._token()
         with gh.lock:
             gh.requests.append(Request(method, parts.path, query, body, token))

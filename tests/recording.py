@@ -111,12 +111,12 @@ def write(tape: Tape, path: Path) -> Path:
 
 # --- hand-built tapes, for pure tests ---------------------------------------------------------
 
-INIT_RESULT = {
+INIT_RESULT: dict[str, Any] = {
     "protocolVersion": "2025-06-18",
     "capabilities": {"tools": {"listChanged": True}, "logging": {}},
     "serverInfo": {"name": "calc", "version": "1.0.0"},
 }
-ADD = {"name": "add", "description": "Add.", "inputSchema": {
+ADD: dict[str, Any] = {"name": "add", "description": "Add.", "inputSchema": {
     "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}
 
 

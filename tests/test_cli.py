@@ -7,7 +7,7 @@ the usage-error and platform cases also run as real processes.
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import os
 import subprocess
 import sys
@@ -23,41 +23,41 @@ from tests.conftest import ROOT, mcptape_command, user_env
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
-def _raise_runtime(args: argparse.Namespace) -> int:
+def _raise_runtime(options: object) -> int:
     raise RuntimeError(f"unexpected state\nwhile holding {TOKEN}")
 
 
-def _raise_os_error(args: argparse.Namespace) -> int:
+def _raise_os_error(options: object) -> int:
     raise PermissionError(13, "Permission denied", "/var/lib/mcptape/x.json")
 
 
-def _raise_secret(args: argparse.Namespace) -> int:
+def _raise_secret(options: object) -> int:
     raise SecretLeak("a secret survived in the JSON report")
 
 
-def _crash_a_thread(args: argparse.Namespace) -> int:
+def _crash_a_thread(options: object) -> int:
     thread = threading.Thread(target=lambda: 1 / 0, name="reader-1")
     thread.start()
     thread.join()
     return 1  # what the command itself would have said: output drift
 
 
-def _forge_a_workflow_command(args: argparse.Namespace) -> int:
+def _forge_a_workflow_command(options: object) -> int:
     raise ValueError("x\n::error title=forged::from a tool result")
 
 
-def _no_drift(args: argparse.Namespace) -> int:
+def _no_drift(options: object) -> int:
     return 0
 
 
 @pytest.fixture
 def stand_in(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Point `mcptape ls` at one of the functions above (the dispatch, handler and hooks stay the real ones)."""
+    """Make `mcptape ls` run one of the functions above (the dispatch, handler and hooks stay the real ones)."""
     monkeypatch.delenv(cli.DEBUG_VARIABLE, raising=False)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
 
     def use(function) -> None:  # type: ignore[no-untyped-def]
-        monkeypatch.setitem(cli.COMMANDS, "ls", f"{__name__}:{function.__name__}")
+        monkeypatch.setattr(importlib.import_module(cli.COMMANDS["ls"]), "run", function)
 
     return use
 
@@ -159,7 +159,7 @@ def test_on_windows_the_check_comes_before_the_command_is_imported() -> None:
     code = ("import os, sys; os.name = 'nt'; sys.platform = 'win32'\n"
             "from mcptape.cli import main\n"
             "code = main(['ci'])\n"
-            "print(code, sorted(m for m in sys.modules if m in ('mcptape.ci', 'mcptape.config', 'mcptape.proxy')))")
+            "print(code, sorted(m for m in sys.modules if m in ('mcptape.ci', 'mcptape.config', 'mcptape.record')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.stdout == "3 []\n", proc.stderr
     assert proc.stderr.startswith("mcptape runs on Linux and macOS")
@@ -172,3 +172,9 @@ def test_on_windows_version_still_answers(monkeypatch: pytest.MonkeyPatch, capsy
         cli.main(["--version"])
     assert info.value.code == 0
     assert capsys.readouterr().out == f"mcptape {__version__}\n"
+
+
+def test_rec_without_a_server_command_names_itself_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rec", "--out", "x.tape.jsonl", "--"]) == EXIT_COULD_NOT_RUN
+    assert capsys.readouterr().err == (
+        "mcptape rec: no server command given\n  hint: mcptape rec [--out TAPE] [--name NAME] -- python server.py\n")

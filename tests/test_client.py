@@ -1,7 +1,15 @@
-"""client.py: the scripted client against real fixture servers over real pipes."""
+"""client.py: the scripted client against our fixture servers.
+
+Where the client's protocol logic is the point (ids, steps, schemas, timeouts) the calc fixture's
+own code answers on the far end of an in-memory transport pair (transports/memory.py): the same
+peer, no process. Where the process is the point (a crash, a server that dies at start, its
+environment and working directory, the asking server) it runs as one, over real pipes; and one
+test shows the in-memory calc gives exactly the events the calc process gives.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -10,23 +18,54 @@ from typing import Any
 import pytest
 
 from mcptape.client import Recording, record_session
-from mcptape.config import ClientSettings, Step
+from mcptape.config.models import ClientSettings, Step
 from mcptape.errors import ConfigError, ServerError, ServerTimeout
+from mcptape.transports.base import Transport
+from mcptape.transports.memory import MemoryPeer, MemoryTransport, memory_pair
 from mcptape.transports.stdio import StdioTransport, minimal_env
-from tests.conftest import FIXTURES, calc_command
+from tests.conftest import CALC_SERVER, FIXTURES, calc_command
 
 ASKING = [sys.executable, str(FIXTURES / "servers" / "asking_server.py")]
 
 
 def run(
-    command: list[str],
+    command: list[str] | Transport,
     steps: list[Step],
     settings: ClientSettings | None = None,
     **kw: Any,
 ) -> Recording:
-    transport = StdioTransport(command, env=minimal_env())
+    transport = StdioTransport(command, env=minimal_env()) if isinstance(command, list) else command
     kw.setdefault("step_timeout", 10.0)
     return record_session(transport, steps, settings or ClientSettings(), session="t", **kw)
+
+
+def calc_in_memory(variant: str = "identical") -> MemoryTransport:
+    """The calc fixture server's own code (fixtures/servers/calc_server.py) answering on the far end
+    of an in-memory pair: calc_command()'s peer without its process."""
+    spec = importlib.util.spec_from_file_location("calc_server_in_memory", CALC_SERVER)
+    assert spec is not None and spec.loader is not None
+    calc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(calc)
+    client, peer = memory_pair()
+
+    class Lines:  # calc writes whole lines to a binary stdout and flushes
+        def write(self, data: bytes) -> None:
+            for line in data.splitlines():
+                peer.send(line)
+
+        def flush(self) -> None:
+            pass
+
+    def serve(peer: MemoryPeer) -> int:
+        server = calc.Server(variant)
+        server.out = Lines()
+        while (line := peer.receive()) is not None:
+            if line.strip():
+                server.handle(json.loads(line))
+        return 0
+
+    peer.serve(serve)
+    return client
 
 
 def messages(rec: Recording) -> list[dict[str, Any]]:
@@ -49,7 +88,7 @@ def test_every_step_kind_is_sent_with_deterministic_ids_and_recorded_under_its_s
         Step(action="notify", target="notifications/cancelled", params={"requestId": 99}),
         Step(action="call", target="divide", arguments={"a": 1, "b": 0}),
     ]
-    rec = run(calc_command(), steps)
+    rec = run(calc_in_memory(), steps)
     assert rec.error is None, rec.error
     assert rec.protocol == "2025-06-18"
     assert rec.server_info == {"name": "calc-fixture", "version": "1.0.0"}
@@ -71,9 +110,12 @@ def test_every_step_kind_is_sent_with_deterministic_ids_and_recorded_under_its_s
     assert rec.returncode == 0 and rec.events[-1]["kind"] != "exit"  # clean shutdown: no exit event
 
 
-def test_two_runs_of_the_same_session_give_the_same_events() -> None:
+def test_two_runs_of_the_same_session_give_the_same_events_in_memory_as_over_pipes() -> None:
     steps = [Step(action="list_tools"), Step(action="call", target="echo", arguments={"text": "x"})]
-    assert run(calc_command(), steps).events == run(calc_command(), steps).events
+    over_pipes = run(calc_command(), steps).events
+    assert over_pipes == run(calc_command(), steps).events == run(calc_in_memory(), steps).events
+    changed = run(calc_in_memory("added_tool"), steps).events  # the comparison sees a real difference
+    assert changed != over_pipes
 
 
 def test_server_requests_are_answered_as_configured_and_recorded() -> None:
@@ -134,7 +176,7 @@ def test_listen_collects_notifications_until_count() -> None:
 
 def test_step_timeout_names_the_step_and_keeps_the_partial_tape() -> None:
     steps = [Step(action="call", target="add", arguments={"a": 1, "b": 1}), Step(action="call", target="hang", timeout=0.5)]
-    rec = run(calc_command(), steps)
+    rec = run(calc_in_memory(), steps)
     assert isinstance(rec.error, ServerTimeout)
     assert "step 2 (call hang)" in rec.error.message and "step timeout (0.5s)" in rec.error.message
     assert any(e["kind"] == "response" and e.get("step") == 1 for e in rec.events)
@@ -144,7 +186,7 @@ def test_step_timeout_names_the_step_and_keeps_the_partial_tape() -> None:
 
 def test_session_timeout_stops_a_slow_session() -> None:
     steps = [Step(action="call", target="slow", arguments={"ms": 300}) for _ in range(20)]
-    rec = run(calc_command(), steps, session_timeout=1.0)
+    rec = run(calc_in_memory(), steps, session_timeout=1.0)
     assert isinstance(rec.error, ServerTimeout)
     assert "session timeout (1s)" in rec.error.message
 
@@ -165,7 +207,7 @@ def test_server_that_dies_at_start_reports_its_stderr() -> None:
 
 
 def test_arguments_the_live_schema_rejects_are_a_config_error_before_the_call_without_golden() -> None:
-    rec = run(calc_command(), [Step(action="call", target="add", arguments={"a": "two", "b": 3})])
+    rec = run(calc_in_memory(), [Step(action="call", target="add", arguments={"a": "two", "b": 3})])
     assert isinstance(rec.error, ConfigError)
     assert "tool `add`" in rec.error.message and "step 1" in rec.error.message and "rule `type`" in rec.error.message
     assert not any(e.get("method") == "tools/call" for e in rec.events)  # never sent
@@ -176,7 +218,7 @@ def test_arguments_the_golden_schema_accepted_are_a_breaking_change_not_a_config
         "add": {"name": "add", "inputSchema": {"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a", "b"]}}
     }
     rec = run(
-        calc_command("required_param"),
+        calc_in_memory("required_param"),
         [Step(action="list_tools"), Step(action="call", target="add", arguments={"a": 2, "b": 3})],
         golden_tools=golden_tools,
     )
@@ -189,12 +231,12 @@ def test_arguments_the_golden_schema_accepted_are_a_breaking_change_not_a_config
 
 
 def test_a_call_without_a_list_tools_step_fetches_the_schema_and_records_it() -> None:
-    rec = run(calc_command(), [Step(action="call", target="add", arguments={"a": 1, "b": 2})])
+    rec = run(calc_in_memory(), [Step(action="call", target="add", arguments={"a": 1, "b": 2})])
     assert [e["method"] for e in messages(rec) if e.get("step") == 1] == ["tools/list"] * 2 + ["tools/call"] * 2
 
 
 def test_cwd_and_environment_are_minimal(tmp_path: Path) -> None:
-    from mcptape.config import StdioServer
+    from mcptape.config.models import StdioServer
     from mcptape.transports.factory import open_transport
 
     server = StdioServer(command=[sys.executable, "-c", "import os,sys; print(os.getcwd()); print(sorted(os.environ))"])
@@ -208,7 +250,7 @@ def test_cwd_and_environment_are_minimal(tmp_path: Path) -> None:
 
 
 def test_a_missing_cwd_is_reported(tmp_path: Path) -> None:
-    from mcptape.config import StdioServer
+    from mcptape.config.models import StdioServer
     from mcptape.transports.factory import open_transport
 
     with pytest.raises(ServerError, match="working directory"):

@@ -15,7 +15,8 @@ import jsonschema
 import pytest
 import yaml
 
-from mcptape.config import (
+from mcptape.config.load import load_config
+from mcptape.config.models import (
     ACTIONS,
     STEP_ACTIONS,
     ClientSettings,
@@ -26,12 +27,10 @@ from mcptape.config import (
     StdioServer,
     Step,
     StepAction,
-    json_schema,
-    load_config,
-    parse_json_path,
-    schema_text,
 )
+from mcptape.config.schema import json_schema, schema_text
 from mcptape.errors import ConfigError
+from mcptape.jsonpath import parse_json_path
 from tests.conftest import ROOT, mcptape_command
 
 CONFIGS = Path(__file__).parent / "configs"

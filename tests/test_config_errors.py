@@ -2,8 +2,8 @@
 
 Every file under tests/configs/broken/ states what its message must say in its first comment
 lines (`# line:`, `# field:`, `# says:`), so adding a case is adding a file. Each is checked
-through load_config and through `mcptape ci -c FILE` as a real process (exit 3, stderr, no
-traceback).
+through load_config and through `mcptape ci -c FILE` (exit 3, stderr, no traceback): the command
+line in-process for all, and a few as a real process (REAL_PROCESS).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from mcptape.config import load_config
+from mcptape.cli import main
+from mcptape.config.load import load_config
 from mcptape.errors import EXIT_COULD_NOT_RUN, ConfigError
 from tests.conftest import ROOT, mcptape_command
 
@@ -70,37 +70,42 @@ def test_load_config_reports_the_broken_config(path: Path) -> None:
 
 # --- as a user meets them: `mcptape ci -c FILE` ----------------------------------------------
 
+# These go through a real `mcptape ci` process as well: the exit code and stderr of the installed
+# command line are the point for them (a YAML syntax error, an unset variable, bytes that are not
+# UTF-8, an alias bomb the process must survive). The rest runs the same command line in-process.
+REAL_PROCESS = ("bad_yaml_indent", "missing_variable", "not_utf8", "yaml_alias_bomb")
 
-@pytest.fixture(scope="module")
-def ci_runs() -> dict[Path, subprocess.CompletedProcess[str]]:
-    """`mcptape ci -c FILE` on every broken file, a few processes at a time (each pays Python start-up)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCPTAPE_TEST_SURELY_UNSET")}
-    env.pop("CI", None)  # the message must not depend on the CI mode
 
-    def run(path: Path) -> subprocess.CompletedProcess[str]:
-        rel = str(path.relative_to(ROOT))
-        return subprocess.run(
-            mcptape_command("ci", "-c", rel),
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        return dict(zip(BROKEN_FILES, pool.map(run, BROKEN_FILES), strict=True))
+def _user_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in os.environ if n.startswith("MCPTAPE_TEST_SURELY_UNSET")]:
+        monkeypatch.delenv(name)
+    monkeypatch.delenv("CI", raising=False)  # the message must not depend on the CI mode
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
 
 
 @pytest.mark.parametrize("path", BROKEN_FILES, ids=lambda p: p.stem)
 def test_ci_exits_3_with_the_message_on_stderr(
-    path: Path, ci_runs: dict[Path, subprocess.CompletedProcess[str]]
+    path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    proc = ci_runs[path]
+    _user_env(monkeypatch)
+    monkeypatch.chdir(ROOT)
+    rel = str(path.relative_to(ROOT))
+    assert main(["ci", "-c", rel]) == EXIT_COULD_NOT_RUN
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert_one_paragraph_with_the_fix(err, rel, expected(path))
+
+
+@pytest.mark.parametrize("path", [BROKEN / f"{name}.yml" for name in REAL_PROCESS], ids=lambda p: p.stem)
+def test_a_real_ci_process_exits_3_with_the_message_on_stderr(path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCPTAPE_TEST_SURELY_UNSET")}
+    env.pop("CI", None)
+    rel = str(path.relative_to(ROOT))
+    proc = subprocess.run(mcptape_command("ci", "-c", rel), cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
     assert proc.returncode == EXIT_COULD_NOT_RUN, proc.stderr
     assert proc.stdout == ""
-    assert_one_paragraph_with_the_fix(proc.stderr, str(path.relative_to(ROOT)), expected(path))
+    assert_one_paragraph_with_the_fix(proc.stderr, rel, expected(path))
 
 
 # --- the file itself -------------------------------------------------------------------------
@@ -223,7 +228,7 @@ def test_variables_in_normalize_and_redact_are_left_alone(tmp_path: Path) -> Non
 
 
 def test_every_drift_class_and_ignore_key_loads_and_the_published_schema_lists_the_same(tmp_path: Path) -> None:
-    from mcptape.config import json_schema
+    from mcptape.config.schema import json_schema
     from mcptape.report.model import IGNORE_KEYS, drift_classes
 
     path = tmp_path / "mcptape.yml"

@@ -17,7 +17,8 @@ import pytest
 from mcptape.conformance import check_tape, check_tape_placed
 from mcptape.report.model import Finding
 from mcptape.tape.events import C2S, S2C, EventBuilder
-from mcptape.tape.format import Tape, make_header, read_tape, tape_bytes
+from mcptape.tape.format import Tape, make_header, tape_bytes
+from mcptape.tape.reader import read_tape
 
 ROOT = Path(__file__).resolve().parent.parent
 META_2026 = {
@@ -351,7 +352,7 @@ def test_only_a_conformance_check_pays_for_the_schema_models() -> None:
     """play, --version and a plain diff must not pay for pydantic models or jsonschema: they never
     import this module, which imports them at module level (so ci's threads never race on them)."""
     heavy = "print(sorted(m for m in ('pydantic', 'mcp_types', 'jsonschema', 'mcptape.conformance') if m in sys.modules))"
-    light = f"import sys, mcptape.cli, mcptape.replay, mcptape.diff; {heavy}"
+    light = f"import sys, mcptape.cli, mcptape.replay.stdio, mcptape.diff.engine, mcptape.commands.diff; {heavy}"
     out = subprocess.run([sys.executable, "-c", light], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
     checked = f"import sys, mcptape.conformance; {heavy}"

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from recording import ADD, INIT_RESULT, TapeBuilder
 
-from mcptape.config import DriftSettings
-from mcptape.diff import diff_tapes
+from mcptape.config.models import DriftSettings
+from mcptape.diff.engine import diff_tapes
 from mcptape.diff.schema import schema_changes
 from mcptape.report.model import DiffResult
 from mcptape.tape.events import C2S, S2C
 from mcptape.tape.format import Tape
+from tests.recording import ADD, INIT_RESULT, TapeBuilder
 
 
 def base(**kw: Any) -> TapeBuilder:
@@ -119,13 +119,24 @@ def test_json_in_text_is_compared_as_json() -> None:
     assert result.drifts[0].findings[0].message == '"2024-01-01T00:00:00" → "2025-02-02T00:00:00"'
 
 
-def test_structured_content_compared_structurally_and_types_are_strict() -> None:
+def test_structured_content_compared_structurally_as_json_values() -> None:
+    # JSON equality (jsonvalue.py): 1 and 1.0 are one number; true is not 1, though Python's == says so.
     g = base().tool("t", {}, result={"content": [], "structuredContent": {"n": 1, "ok": True, "items": [1, 2]}}).tape()
     f = base().tool("t", {}, result={"content": [], "structuredContent": {"n": 1.0, "ok": 1, "items": [1, 2, 3]}}).tape()
     result = diff_tapes(g, f)
     got = {(fd.path, fd.kind) for fd in result.drifts[0].findings}
-    assert got == {("result.structuredContent.n", "changed"), ("result.structuredContent.ok", "changed"),
-                   ("result.structuredContent.items[2]", "added")}
+    assert got == {("result.structuredContent.ok", "changed"), ("result.structuredContent.items[2]", "added")}
+
+
+@pytest.mark.parametrize(("before", "after", "verdict"), [(True, 1, "output"), (0, False, "output"), (1, 1.0, "same"),
+                                                          (1, 2, "output"), ({"a": 1, "b": True}, {"b": True, "a": 1.0}, "same")])
+def test_a_boolean_is_never_a_number_even_where_both_tapes_are_alike(before: Any, after: Any, verdict: str) -> None:
+    # Only this value differs, so the unchanged stretches around it are skipped (calls.find_window),
+    # by Python's ==, which calls true and 1 equal: the window checks them as JSON values too.
+    def tape(value: Any) -> Tape:
+        return base().tool("t", {}, result={"content": [], "structuredContent": {"v": value}}).tool("u", {}).tape()
+
+    assert diff_tapes(tape(before), tape(after)).verdict == verdict
 
 
 # --- errors ------------------------------------------------------------------------------------
@@ -683,8 +694,8 @@ def _lines(tape: Tape) -> list[bytes]:
     "after_footer", "footer_inside", "header_only", "all_different",
 ])
 def test_read_pair_reads_the_fresh_tape_as_read_tape_does(edit: str, tmp_path: Path) -> None:
-    from mcptape.diff.command import read_pair
-    from mcptape.tape.format import read_tape, serialize
+    from mcptape.tape.format import serialize
+    from mcptape.tape.reader import read_pair, read_tape
 
     golden = _lines(_long_session(calls=30))
     fresh = _lines(_long_session(calls=30, insert=3, changed=(20,))) if edit == "insert_and_change" else list(golden)
@@ -718,8 +729,8 @@ def test_read_pair_reads_the_fresh_tape_as_read_tape_does(edit: str, tmp_path: P
 
 
 def test_read_pair_says_what_read_tape_says_about_a_corrupt_fresh_tape(tmp_path: Path) -> None:
-    from mcptape.diff.command import read_pair
     from mcptape.errors import TapeError
+    from mcptape.tape.reader import read_pair
 
     golden = _lines(_long_session(calls=10))
     a, b = _pair_files(tmp_path, golden, [*golden[:5], b'{"kind":"broken\n', *golden[5:]])
@@ -753,3 +764,14 @@ def test_a_string_holding_json_too_deep_to_walk_is_compared_as_text_and_says_so(
     assert deep.path == "result.t" and describe(deep).endswith("(holds JSON nested deeper than 64 levels: compared as text)")
     (shallow,) = changes({"t": text("a", 10)}, {"t": text("b", 10)}, "result")  # control: walked into
     assert shallow.path == "result.t(json)" + "[0]" * 10 and shallow.note is None
+
+
+def test_a_check_registered_in_one_registry_runs_in_that_diff_only() -> None:
+    from mcptape.diff.checks import default_checks
+    from mcptape.report.model import Finding
+
+    g, f = base().tool("t", {}).tape(), base().tool("t", {}).tape()
+    mine = default_checks()
+    mine.session_checks["mine"] = lambda g_calls, f_calls: [(0, Finding("process", "output", "", "mine", kind="note"))]
+    assert [d.findings[0].message for d in diff_tapes(g, f, checks=mine).drifts] == ["mine"]
+    assert diff_tapes(g, f).verdict == "same" and "mine" not in default_checks().session_checks

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
-from recording import ADD, INIT_RESULT, TapeBuilder
 
-from mcptape.config import DriftSettings
-from mcptape.diff import diff_tapes
+from mcptape.config.models import DriftSettings
+from mcptape.diff.engine import diff_tapes
 from mcptape.diff.schema import SchemaKind
 from mcptape.report.model import FINDING_KINDS
 from mcptape.tape.events import C2S, S2C, garbage_event, note_event
 from mcptape.tape.format import Tape, make_header
+from tests.recording import ADD, INIT_RESULT, TapeBuilder
 
 Build = Callable[[], Tape]
 
@@ -239,7 +239,7 @@ def test_a_cut_short_list_of_argument_changes_follows_the_rule_for_arguments() -
 def literal_findings() -> list[tuple[str, str, str]]:
     """(file:line, category, kind) of every Finding(...) / .finding(...) in the package whose
     category and kind are both written as string literals (positional or by keyword)."""
-    out = []
+    out: list[tuple[str, str, str]] = []
     for path in sorted((Path(__file__).parent.parent / "mcptape").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call):
@@ -249,7 +249,8 @@ def literal_findings() -> list[tuple[str, str, str]]:
                 continue
             args = {i: a for i, a in enumerate(node.args)} | {kw.arg: kw.value for kw in node.keywords if kw.arg}
             category, kind = args.get(0, args.get("category")), args.get(6, args.get("kind"))
-            if isinstance(category, ast.Constant) and isinstance(kind, ast.Constant) and isinstance(kind.value, str):
+            if (isinstance(category, ast.Constant) and isinstance(category.value, str)
+                    and isinstance(kind, ast.Constant) and isinstance(kind.value, str)):
                 out.append((f"{path.name}:{node.lineno}", category.value, kind.value))
     return out
 

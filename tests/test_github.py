@@ -32,9 +32,10 @@ PUBLISH = (
     "import json, sys\n"
     "from mcptape.report.model import RunReport\n"
     "from mcptape.github import publish_run\n"
+    "from mcptape.outlet import Outlet\n"
     "report = RunReport.from_dict(json.load(open(sys.argv[1], encoding='utf-8')))\n"
     "code = report.exit_code  # what ci exits with; publishing must not change it\n"
-    "publish_run(report, config_path=sys.argv[2])\n"
+    "publish_run(report, config_path=sys.argv[2], outlet=Outlet.for_config(None))  # ci hands in its run's\n"
     "sys.exit(code)\n"
 )
 

@@ -9,14 +9,8 @@ import pytest
 
 from mcptape.errors import ConfigError
 from mcptape.http_serve import parse_listen
-from mcptape.transports.http import (
-    SseEvent,
-    SseParser,
-    encode_header_value,
-    format_sse,
-    message_headers,
-    parse_json_messages,
-)
+from mcptape.transports.http import encode_header_value, message_headers, parse_json_messages
+from mcptape.transports.sse import SseEvent, SseParser, format_sse
 
 STREAM = (
     ": keep-alive\r\n"

@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, mcptape_command
 
 from mcptape.logsafe import ci_log_block, escape_controls
+from tests.conftest import ROOT, mcptape_command
 
 HOSTILE = "result:\n::add-mask::everything\n::error file=x,line=1::forged\n##[set-output name=x]y\n"
 

@@ -1,4 +1,4 @@
-"""mcptape/merge.py on plain data: checking and combining shard reports (the CLI is in
+"""mcptape/ci/merge.py on plain data: checking and combining shard reports (the CLI is in
 tests/integration/test_shard_merge.py)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from mcptape.ci.merge import load_report, merge_reports, missing_shards
 from mcptape.errors import McptapeError
-from mcptape.merge import load_report, merge_reports, missing_shards
 from mcptape.report.model import RunReport, SessionResult
 
 

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from mcptape.config import NormalizeRule
+from mcptape.config.models import NormalizeRule
 from mcptape.nondeterminism import find_volatile, regex_candidate, suggest_rules, unfixed
 from mcptape.normalize import Normalizer
 from mcptape.tape.format import Tape

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
-from mcptape.config import NormalizeRule
+from mcptape.config.models import NormalizeRule
 from mcptape.normalize import Normalizer, apply_path, canonical_order, parse_path, session_paths
 
 
@@ -44,7 +45,7 @@ def test_a_path_that_selects_nothing_changes_nothing() -> None:
 
 def test_path_rules_are_relative_to_the_message_and_cover_the_params_echo() -> None:
     n = Normalizer([rule(path="$.result.structuredContent.datetime", replace="<NOW>"), rule(path="$.params.seed")])
-    response = {
+    response: dict[str, Any] = {
         "kind": "response",
         "dir": "s2c",
         "id": 3,
@@ -137,22 +138,22 @@ def test_normalization_is_idempotent() -> None:
 # -- canonical order ----------------------------------------------------------------------------
 
 
-def req(step: int | None, msg_id: int, method: str, direction: str = "c2s") -> dict:
-    e = {"kind": "request", "dir": direction, "id": msg_id, "method": method, "msg": {"id": msg_id, "method": method}}
+def req(step: int | None, msg_id: int, method: str, direction: str = "c2s") -> dict[str, Any]:
+    e: dict[str, Any] = {"kind": "request", "dir": direction, "id": msg_id, "method": method, "msg": {"id": msg_id, "method": method}}
     if step is not None:
         e["step"] = step
     return e
 
 
-def resp(step: int | None, msg_id: int, method: str, direction: str = "s2c", result: object = None) -> dict:
-    e = {"kind": "response", "dir": direction, "id": msg_id, "method": method, "msg": {"id": msg_id, "result": result or {}}}
+def resp(step: int | None, msg_id: int, method: str, direction: str = "s2c", result: object = None) -> dict[str, Any]:
+    e: dict[str, Any] = {"kind": "response", "dir": direction, "id": msg_id, "method": method, "msg": {"id": msg_id, "result": result or {}}}
     if step is not None:
         e["step"] = step
     return e
 
 
-def note(step: int | None, method: str, data: str) -> dict:
-    e = {"kind": "notification", "dir": "s2c", "method": method, "msg": {"method": method, "params": {"data": data}}}
+def note(step: int | None, method: str, data: str) -> dict[str, Any]:
+    e: dict[str, Any] = {"kind": "notification", "dir": "s2c", "method": method, "msg": {"method": method, "params": {"data": data}}}
     if step is not None:
         e["step"] = step
     return e
@@ -242,7 +243,7 @@ def test_a_deep_message_is_normalized_as_text_and_keeps_a_true_wire_form() -> No
     the string rules, and when anything changed its `raw` is rebuilt, not dropped (the message
     alone cannot say its wire form)."""
     from mcptape.jsonrpc import DEEP_KEY
-    from mcptape.tape import EventBuilder, wire_text
+    from mcptape.tape.events import EventBuilder, wire_text
 
     b = EventBuilder()
     b.line("c2s", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deep"}}')

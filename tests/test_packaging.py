@@ -37,7 +37,7 @@ def declared_import_names() -> set[str]:
 
 def third_party_imports(source: str) -> set[str]:
     """Top-level names of the absolute imports in `source` that are neither stdlib nor mcptape."""
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcptape.diff import diff_tapes
+from mcptape.diff.engine import diff_tapes
 from mcptape.diff.protocol import (
     collapse_input_rounds,
-    era,
     handshake_summary,
     prepare,
     strip_request_params,
     strip_result,
 )
+from mcptape.mcp import era
 from mcptape.tape.events import C2S, S2C, EventBuilder
 from mcptape.tape.format import Tape, make_footer, make_header
 
@@ -93,7 +93,7 @@ def test_envelope_fields_are_stripped_and_other_meta_kept() -> None:
     assert strip_request_params({"_meta": META}) is None  # as a legacy request without params
     assert strip_request_params({"_meta": {**META, "progressToken": 7}, "name": "add"}) == {
         "_meta": {"progressToken": 7}, "name": "add"}
-    legacy_result = {"content": []}
+    legacy_result: dict[str, object] = {"content": []}
     assert strip_result(legacy_result) is legacy_result  # nothing to strip: no copy
 
 
@@ -110,6 +110,7 @@ def test_across_versions_a_changed_result_is_still_found_and_named_beneath_the_p
     result = diff_tapes(legacy(), modern(add=6.0))
     assert findings(result)[0] == ("protocol", "structural", "protocol")
     behaviour = result.drifts[1]
+    assert behaviour.call is not None
     assert (behaviour.call.method, behaviour.call.name) == ("tools/call", "add")
     assert {f.path for f in behaviour.findings} == {"result.content[0].text", "result.structuredContent.result"}
     assert behaviour.severity == "output"

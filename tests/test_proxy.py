@@ -1,4 +1,4 @@
-"""Pure parts of the recorder (proxy.py): line reassembly, secrets in the command, names,
+"""Pure parts of the recorder (record/): line reassembly, secrets in the command, names,
 and the writer's frame -> tape logic fed through a real pipe (no server, no relay)."""
 
 from __future__ import annotations
@@ -10,19 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.proxy import (
-    FRAME,
-    REDACTED,
-    TAG_C2S,
-    TAG_CTL,
-    TAG_ERR,
-    TAG_S2C,
-    LineAssembler,
-    TapeRecorder,
-    default_name,
-    strip_command_secrets,
-)
-from mcptape.tape import TapeWriter, make_header, read_tape
+from mcptape.record.relay import FRAME, TAG_C2S, TAG_CTL, TAG_ERR, TAG_S2C
+from mcptape.record.stdio import REDACTED, default_name, strip_command_secrets
+from mcptape.record.writer import LineAssembler, TapeRecorder
+from mcptape.tape.format import TapeWriter, make_header
+from mcptape.tape.reader import read_tape
 
 # --------------------------------------------------------------------------------------------
 # LineAssembler
@@ -225,7 +217,7 @@ def test_a_writer_far_behind_costs_the_recording_not_the_wire(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past the backlog bound the relay drops frames, keeps the framing intact and says so."""
-    from mcptape import proxy
+    from mcptape.record import relay as proxy
 
     monkeypatch.setattr(proxy, "TEE_BACKLOG_MAX", 1 << 20)
     r, w = os.pipe()
@@ -326,7 +318,7 @@ def test_an_overflow_drops_wire_frames_but_keeps_stderr(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Stderr reaches the user only through the writer, so a backlog overflow must not eat it."""
-    from mcptape import proxy
+    from mcptape.record import relay as proxy
 
     monkeypatch.setattr(proxy, "TEE_BACKLOG_MAX", 1 << 20)
     r, w = os.pipe()

@@ -19,12 +19,15 @@ from xml.sax.saxutils import quoteattr
 
 import pytest
 
-from mcptape import redact
 from mcptape.errors import ConfigError, SecretLeak
 from mcptape.jsonrpc import dumps
-from mcptape.redact import PLACEHOLDER_RE, Redactor, strip_tags
-from mcptape.tape import EventBuilder, garbage_event, make_header, read_tape, stderr_event, tape_bytes
-from mcptape.tape.format import write_atomic
+from mcptape.placeholders import PLACEHOLDER_RE, strip_tags
+from mcptape.redact import engine, redactor, shapes
+from mcptape.redact.redactor import Redactor
+from mcptape.tape.atomic import write_atomic
+from mcptape.tape.events import EventBuilder, garbage_event, stderr_event
+from mcptape.tape.format import make_header, tape_bytes
+from mcptape.tape.reader import read_tape
 from tests.redact_corpus import KNOWN_SOURCE, USER_PATTERN, corpus, leaks
 
 SEED = int(os.environ.get("REDACT_SEED") or random.randrange(1 << 30))
@@ -99,7 +102,7 @@ def test_corpus_has_at_least_20_shapes_generated_now() -> None:
 
 def test_every_token_shape_has_a_corpus_entry() -> None:
     # With the next test, deleting any detector fails the suite: its entry is found by no other.
-    assert {s.kind for s in redact.SHAPES} <= {p.kind for p in PLANTED}
+    assert {s.kind for s in shapes.SHAPES} <= {p.kind for p in PLANTED}
 
 
 def test_every_planted_secret_is_found_by_its_own_detector() -> None:
@@ -270,7 +273,7 @@ def test_numbering_does_not_cascade_when_a_secret_bearing_step_is_removed() -> N
     tokens = [p.values[0] for p in PLANTED if p.kind == "github-token"]
     steps = [call_events(t, result(f"echo {t}")) for t in tokens]
 
-    def placeholders(step_list: list[list[dict[str, Any]]]) -> list[str]:
+    def placeholders(step_list: list[list[dict[str, Any]]]) -> list[list[str]]:
         r = make_redactor()
         return [PLACEHOLDER_RE.findall(dumps([r.redact_event(e) for e in s])) for s in step_list]
 
@@ -406,8 +409,8 @@ def test_rotated_token_compares_equal_after_strip_tags() -> None:
 
 def blind_to(r: Redactor, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fault injection: the scrubber loses one detector; the checker keeps its own, separately built."""
-    shapes = [s for s in redact.SHAPES if s.kind != kind]
-    monkeypatch.setattr(r, "_scrubber", redact._Engine(r._config, shapes))
+    kept = [s for s in shapes.SHAPES if s.kind != kind]
+    monkeypatch.setattr(r, "_scrubber", engine.Engine(r._config, kept))
 
 
 def test_verify_catches_what_a_faulty_scrubber_let_through(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -456,7 +459,7 @@ def test_guard_scrubs_and_verifies_text() -> None:
     gl = next(p for p in PLANTED if p.kind == "gitlab-token").values[0]
     r = make_redactor()
     assert gl not in r.guard(f"server failed: {gl}", "error message")
-    assert gl not in redact.guard(f"server failed: {gl}", "error message")
+    assert gl not in redactor.builtin_redactor().guard(f"server failed: {gl}", "error message")
     assert r.summary() == "1 gitlab-token"
 
 

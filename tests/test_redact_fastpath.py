@@ -1,4 +1,4 @@
-"""The redactor's cheap test (`_Engine.could_match`) never clears a line the full walk finds anything in.
+"""The redactor's cheap test (`Engine.could_match`) never clears a line the full walk finds anything in.
 
 Writers skip scrubbing and verify skips the walk for a line `could_match` clears, so the test
 must be a true superset of every detector and decoder, on the line as text and on the JSON it
@@ -19,10 +19,11 @@ from urllib.parse import quote
 
 import pytest
 
-from mcptape import redact
 from mcptape.jsonrpc import dumps
-from mcptape.redact import Redactor, _Sink
-from mcptape.tape import EventBuilder, garbage_event, stderr_event
+from mcptape.redact import engine
+from mcptape.redact.engine import Sink
+from mcptape.redact.redactor import Redactor
+from mcptape.tape.events import EventBuilder, garbage_event, stderr_event
 from tests.redact_corpus import KNOWN_SOURCE, corpus
 
 SEED = int(os.environ.get("REDACT_SEED") or random.randrange(1 << 30))
@@ -99,7 +100,7 @@ def _lines(rng: random.Random, known: str, home: str, progress: float, n: int) -
 def _found_by_full_walk(r: Redactor, line: str) -> int:
     """How many hits the checker's full path finds: the line parsed and walked, and scanned as text."""
     found: list[str] = []
-    sink = _Sink(lambda kind, value, path, named: found.append(kind))
+    sink = Sink(lambda kind, value, path, named: found.append(kind))
     checker = r._checker
     checker.event(json.loads(line), sink)
     checker.text(line, 0, sink, "line")
@@ -164,5 +165,5 @@ def test_b64_runs_finds_exactly_what_the_run_regex_finds() -> None:
             parts.append("".join(rng.choices(alphabet, k=rng.choice([0, 5, 23, 24, 25, 40]))))
             parts.append("=" * rng.randint(0, 4) + rng.choice(["", " ", ".", '"', "\n", "é" if case % 3 == 0 else "~"]))
         text = "".join(parts)
-        want = [m.span() for m in redact._B64_RUN.finditer(text)]
-        assert redact._b64_runs(text) == want, (SEED, text)
+        want = [m.span() for m in engine._B64_RUN.finditer(text)]
+        assert engine._b64_runs(text) == want, (SEED, text)

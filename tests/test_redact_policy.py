@@ -13,21 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.config import load_config
+from mcptape.config.load import load_config
 from mcptape.errors import ConfigError
-from mcptape.http_proxy import HttpRecorder
 from mcptape.jsonrpc import dumps
-from mcptape.redact import (
-    Redactor,
+from mcptape.record.http import HttpRecorder
+from mcptape.redact.own_text import own_text
+from mcptape.redact.policy import (
     argv_secrets,
     env_secrets,
-    own_text,
     own_text_secrets,
     secret_name,
     secret_reason,
     token_like,
 )
-from mcptape.tape import EventBuilder
+from mcptape.redact.redactor import Redactor
+from mcptape.tape.events import EventBuilder
 
 TOKEN = "Zq8" + "kR4mW9xT2vB7nL5pJ3hF6dG1"  # 27 random-looking characters, built here
 

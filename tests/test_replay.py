@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from mcptape.errors import ReplayError
-from mcptape.replay import ReplayEngine, describe_call, json_diff
-from mcptape.tape import EventBuilder, Tape, exit_event, make_header, stderr_event, tape_bytes
+from mcptape.replay.engine import ReplayEngine
+from mcptape.replay.matching import describe_call, json_diff
+from mcptape.tape.events import EventBuilder, exit_event, stderr_event
+from mcptape.tape.format import Tape, make_header, tape_bytes
 from tests.conftest import mcptape_command
 
 
@@ -459,14 +461,19 @@ def test_a_secret_sent_where_nothing_was_redacted_is_scrubbed_from_the_miss() ->
     assert TOKEN not in engine.report().render()
 
 
-def test_redacted_placeholder_regex_is_the_redactors() -> None:
-    from mcptape import redact, replay
+def test_replay_reads_the_placeholders_the_redactor_writes_as_patterns() -> None:
+    from mcptape.placeholders import placeholder_pattern
+    from mcptape.redact.redactor import Redactor
 
-    assert replay._PLACEHOLDER_RE.pattern == redact.PLACEHOLDER_RE.pattern
-    pattern = replay.placeholder_pattern("a.b+<REDACTED:env.CALC_TOKEN>(c)")
+    recorded = Redactor(known={"env.CALC_TOKEN": "s3cr3t-value-1"}).redact_text("a.b+s3cr3t-value-1(c)")
+    assert recorded == "a.b+<REDACTED:env.CALC_TOKEN>(c)"
+    pattern = placeholder_pattern(recorded)
     assert pattern is not None
     assert pattern.fullmatch("a.b+s3cr3t(c)") and not pattern.fullmatch("aXb+s3cr3t(c)")
-    assert replay.placeholder_pattern("no placeholder <REDACTED> here") is None
+    tagged = Redactor().redact_text("token ghp_" + "A1b2C3d4E5" * 4)
+    assert tagged.startswith("token <REDACTED:github-token#")
+    assert placeholder_pattern(tagged).fullmatch("token ghp_another0token")  # type: ignore[union-attr]
+    assert placeholder_pattern("no placeholder <REDACTED> here") is None
 
 
 # --- stdio play streams the tape: the first answer does not wait for the whole of it ----------
@@ -483,7 +490,8 @@ def _long_tape(path: Path, calls: int) -> Tape:
 
 
 def test_a_streamed_tape_answers_before_it_is_read_and_replays_like_a_loaded_one(tmp_path: Path) -> None:
-    from mcptape.replay import TapeStream, load_tape
+    from mcptape.replay.engine import load_tape
+    from mcptape.tape.reader import TapeStream
 
     path = tmp_path / "long.tape.jsonl"
     _long_tape(path, 500)
@@ -505,7 +513,8 @@ def test_a_streamed_tape_answers_before_it_is_read_and_replays_like_a_loaded_one
 
 
 def test_lookahead_between_requests_reads_and_keys_the_whole_tape_without_changing_answers(tmp_path: Path) -> None:
-    from mcptape.replay import TapeStream, load_tape
+    from mcptape.replay.engine import load_tape
+    from mcptape.tape.reader import TapeStream
 
     path = tmp_path / "long.tape.jsonl"
     _long_tape(path, 300)
@@ -531,11 +540,11 @@ def test_lookahead_between_requests_reads_and_keys_the_whole_tape_without_changi
 def test_client_lines_tell_whether_a_line_is_due_without_blocking() -> None:
     import os
 
-    from mcptape.replay import _ClientLines
+    from mcptape.replay.stdio import ClientLines
 
     r, w = os.pipe()
     try:
-        lines = _ClientLines(r)
+        lines = ClientLines(r)
         assert not lines.waiting()
         os.write(w, b'{"a":1}\n{"b":')
         assert lines.waiting()
@@ -586,3 +595,20 @@ def test_play_refuses_a_tape_whose_server_reuses_request_ids_up_front(tmp_path: 
     _write_tape(path, tape)
     proc = subprocess.run(mcptape_command("play", str(path)), input=b"", capture_output=True, timeout=30)
     assert proc.returncode == 2 and b"reused request id 0" in proc.stderr
+
+
+def test_a_matcher_given_to_one_engine_decides_there_only() -> None:
+    from mcptape.replay.matching import default_matchers
+
+    tape = make_tape(("c2s", call(1, "add", a=1, b=2)), ("s2c", res(1, text("3"))))
+
+    def any_arguments(recorded: Any, asked: Any) -> list[str]:
+        return [] if recorded.get("name") == asked.get("name") else ["another tool"]
+
+    lax = ReplayEngine(tape, match_on={"tools/call": ("any",)}, matchers={**default_matchers(), "any": any_arguments})
+    [answer] = ask(lax, call(5, "add", a=9, b=9))
+    assert answer["result"] == text("3")
+    [miss] = ask(ReplayEngine(tape), call(5, "add", a=9, b=9))
+    assert "error" in miss
+    with pytest.raises(ReplayError, match="unknown matcher 'any'"):
+        ReplayEngine(tape, match_on={"tools/call": ("any",)})

@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 from mcptape.jsonrpc import dumps  # as MCP peers write JSON: compact, ASCII-escaped only for lone surrogates
-from mcptape.replay import LazyEvent, ReplayEngine, TapeStream, lazy_event, load_tape
-from mcptape.tape import EventBuilder, make_header, tape_bytes
-from mcptape.tape.format import written_verbatim
+from mcptape.replay.engine import ReplayEngine, load_tape
+from mcptape.tape.events import EventBuilder
+from mcptape.tape.format import make_header, tape_bytes
+from mcptape.tape.reader import LazyEvent, TapeStream, lazy_event, written_verbatim
 from tests.conftest import mcptape_command
 
 IDS: list[Any] = [1, 2, 7, 10**20, -3, "a", 'q"uote', "back\\slash", "é", "\u2028"]

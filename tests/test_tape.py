@@ -11,18 +11,11 @@ import pytest
 
 from mcptape.errors import TapeError
 from mcptape.jsonrpc import dumps
-from mcptape.tape import (
-    EventBuilder,
-    TapeWriter,
-    exit_event,
-    make_header,
-    read_tape,
-    serialize,
-    tape_bytes,
-    wire_text,
-    write_atomic,
-)
 from mcptape.tape import events as events_module
+from mcptape.tape.atomic import write_atomic
+from mcptape.tape.events import EventBuilder, exit_event, wire_text
+from mcptape.tape.format import TapeWriter, make_header, serialize, tape_bytes
+from mcptape.tape.reader import read_tape
 
 
 def _session(text: bytes = b"caf\xc3\xa9") -> list[dict]:
@@ -174,7 +167,11 @@ def test_a_compact_message_is_serialized_once(monkeypatch: pytest.MonkeyPatch) -
     """The event's text is spliced, not made by a second dumps over the whole event."""
     b = EventBuilder()
     calls: list[Any] = []
-    monkeypatch.setattr(events_module, "dumps", lambda obj: calls.append(obj) or dumps(obj))
+    def counting(obj: Any) -> str:
+        calls.append(obj)
+        return dumps(obj)
+
+    monkeypatch.setattr(events_module, "dumps", counting)
     b.line_and_text("c2s", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2}}}')
     b.line_and_text("s2c", b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}')
     b.line_and_text("s2c", b'{"jsonrpc": "2.0", "method": "notifications/message"}')  # raw kept, still spliced

@@ -7,12 +7,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, mcptape_command
-from recording import ADD, TapeBuilder, write
 
-from mcptape.diff import diff_tapes
+from mcptape.diff.engine import diff_tapes
 from mcptape.report.model import RunReport, SessionResult
 from mcptape.report.terminal import make_console, render_diff, render_run
+from tests.conftest import ROOT, mcptape_command
+from tests.recording import ADD, TapeBuilder, write
 
 
 def rendered(fn, *args, **kw) -> str:  # type: ignore[no-untyped-def]

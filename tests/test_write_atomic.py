@@ -1,4 +1,4 @@
-"""tape.format.write_atomic: all or nothing, temp files git never stages, OSError as WriteError (exit 3).
+"""tape.atomic.write_atomic: all or nothing, temp files git never stages, OSError as WriteError (exit 3).
 
 Temp files live in `.mcptape-tmp/` beside the target, a directory whose own .gitignore says `*`;
 a killed writer's temp file is removed by the next write (tests/integration/test_golden_kill.py
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, WriteError
-from mcptape.tape.format import TEMP_DIR, write_atomic
+from mcptape.tape.atomic import TEMP_DIR, write_atomic
 
 
 def test_writes_replace_the_file_and_leave_nothing_beside_it(tmp_path: Path) -> None:

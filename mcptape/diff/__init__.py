@@ -1,29 +1,14 @@
 """Diff: align two tapes and classify every difference (surface, schema, session, result, error, ...).
 
-`diff_tapes` is the pure core (engine.py); `run_diff` is `mcptape diff A B [--json]` (command.py).
-Classifiers are registered by name in classify.py so conformance, side-effect and cross-protocol
-checks can be added without touching the engine. Rendering is report/terminal.py's.
+    engine.py       diff_tapes: golden + fresh tape -> DiffResult (pure)
+    calls.py        a tape's events as the calls a reviewer thinks in; the stretches both tapes share
+    align.py        which golden call is which fresh call
+    checks.py       the registry of checks an engine runs (default_checks: mcptape's own)
+    classify.py     the checks: small pure functions, one difference -> Findings
+    schema.py       JSON Schema changes: breaking, compatible, cosmetic
+    protocol.py     across protocol eras: the 2026-07-28 envelope out, the handshake as the session
+    side_effects.py files a server wrote in its sandbox
+    values.py       path-level differences between two JSON values
+
+Rendering is report/'s; `mcptape diff` is commands/diff.py.
 """
-
-from mcptape.diff import side_effects as _side_effects  # noqa: F401  (registers the side_effect check)
-from mcptape.diff.classify import (
-    CALL_CHECKS,
-    RESULT_CLASSIFIERS,
-    SESSION_CHECKS,
-    register_call_check,
-    register_result_classifier,
-    register_session_check,
-)
-from mcptape.diff.command import run_diff
-from mcptape.diff.engine import diff_tapes
-
-__all__ = [
-    "CALL_CHECKS",
-    "RESULT_CLASSIFIERS",
-    "SESSION_CHECKS",
-    "diff_tapes",
-    "register_call_check",
-    "register_result_classifier",
-    "register_session_check",
-    "run_diff",
-]

@@ -9,7 +9,8 @@ Knows the tape's event kinds (tape/events.py) and a little MCP (which params nam
 what counts as drift is classify.py's business, how calls pair up is align.py's.
 
 Big tapes that differ in a few places: `find_window` finds the events both tapes share at the
-start and the end (plain `==`, C speed) and narrows that to *closed* stretches — cut where a
+start and the end (`==` at C speed, checked for JSON equality where == may be wrong: `json_prefix`)
+and narrows that to *closed* stretches — cut where a
 client message starts, with no request left open across the cut and no progress notification
 naming a request on the other side — so the calls in them are identical in both tapes, pair
 with each other and cannot drift. `build_calls(tape, window)` then builds calls for the rest
@@ -33,8 +34,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from mcptape.diff.values import common_prefix, equal_back, untag
 from mcptape.jsonrpc import canonical, id_key
+from mcptape.jsonvalue import json_equal
+from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
+from mcptape.placeholders import untag
+from mcptape.sequences import common_prefix, equal_back
 from mcptape.tape.format import Tape
 
 # Params that say *which* tool/prompt/resource a call is about: the identity of a call.
@@ -46,8 +50,6 @@ _NAME_PARAM = {
     "resources/unsubscribe": "uri",
     "logging/setLevel": "level",
 }
-# The handshake carries who the client is; that is not the server's behaviour.
-_HANDSHAKE = ("initialize", "server/discover")
 
 
 @dataclass
@@ -77,10 +79,10 @@ class Call:
         return call_ident(self.method, self.params) + (" !" if self.notify else "")
 
     def same_request(self, other: Call) -> bool:
-        """Is `other` the same call? == first (C speed), canonical keys only when that fails."""
+        """Is `other` the same call? JSON-equal params first (C speed), canonical keys only when that fails."""
         if self.method != other.method or self.notify != other.notify:
             return False
-        if self.method not in _HANDSHAKE and self.params == other.params:
+        if self.method not in HANDSHAKE_METHODS and json_equal(self.params, other.params):
             return True
         return self.key == other.key
 
@@ -116,7 +118,7 @@ class Call:
     @property
     def arguments(self) -> Any:
         """What a reviewer reads as the call's arguments (tool/prompt arguments, else params)."""
-        if self.method in _HANDSHAKE:
+        if self.method in HANDSHAKE_METHODS:
             return None  # protocol version and client info: not what a reviewer needs in the one line
         if not isinstance(self.params, dict):
             return self.params
@@ -170,21 +172,14 @@ class TapeCalls:
         return self.tape.protocol if self.protocol_of is None else self.protocol_of()
 
     def has_handshake(self) -> bool:
-        return self.handshake_outside or any(c.method in _HANDSHAKE for c in self.calls)
-
-
-def _strip_meta(params: Any) -> Any:
-    """Params without `_meta` (progress tokens, client info of 2026-07-28): not part of what is asked."""
-    if isinstance(params, dict) and "_meta" in params:
-        return {k: v for k, v in params.items() if k != "_meta"}
-    return params
+        return self.handshake_outside or any(c.method in HANDSHAKE_METHODS for c in self.calls)
 
 
 def call_key(method: str, params: Any) -> str:
     """The content key of a call: method + canonical params, leniently for the handshake;
     redaction tags dropped (a rotated secret in the arguments is still the same call)."""
-    params = _strip_meta(params)
-    if method in _HANDSHAKE and isinstance(params, dict):
+    params = strip_meta(params)
+    if method in HANDSHAKE_METHODS and isinstance(params, dict):
         params = {k: v for k, v in params.items() if k != "clientInfo"}
     return untag(method + " " + canonical(params))
 
@@ -265,11 +260,7 @@ def _is_client(ev: dict[str, Any]) -> bool:
 
 
 # Client messages that get no ordinal: the handshake is not a step of the session.
-_UNCOUNTED = frozenset({*_HANDSHAKE, "notifications/initialized"})
-
-
-def _counts(method: str) -> bool:
-    return method not in _UNCOUNTED
+_UNCOUNTED = frozenset({*HANDSHAKE_METHODS, "notifications/initialized"})
 
 
 def _token(msg: dict[str, Any]) -> Any:
@@ -296,6 +287,24 @@ _ANSWER = ("response", "error")
 _CALL_HELD = ("response", "error", "notification", "garbage")  # from the server: build_calls puts them in calls
 
 
+def json_prefix(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], n: int) -> int:
+    """How many of the first `n` events, equal by Python's ==, are also the same JSON (jsonvalue):
+    == calls `true` and `1` equal. Events read together are mostly the same objects (tape/reader.py
+    read_pair), and those cost nothing here."""
+    for i in range(n):
+        if golden[i] is not fresh[i] and not json_equal(golden[i], fresh[i]):
+            return i
+    return n
+
+
+def json_back(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], i: int, j: int, n: int) -> int:
+    """json_prefix for the `n` events before golden[i] and fresh[j], counted from the end."""
+    for k in range(1, n + 1):
+        if golden[i - k] is not fresh[j - k] and not json_equal(golden[i - k], fresh[j - k]):
+            return k - 1
+    return n
+
+
 def _alike(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Do two events at the same place in both tapes make the same calls, whatever else differs?
 
@@ -315,7 +324,7 @@ def _alike(a: dict[str, Any], b: dict[str, Any]) -> bool:
         if direction == "c2s":
             return same_id
         return (isinstance(msg, dict) == isinstance(other_msg, dict) and same_id
-                and a.get("method") == b.get("method") and a.get("params") == b.get("params"))
+                and a.get("method") == b.get("method") and json_equal(a.get("params"), b.get("params")))
     if kind == "request":
         return direction == "s2c" and isinstance(msg, dict) == isinstance(other_msg, dict) and same_id
     if kind == "notification":
@@ -344,7 +353,7 @@ def alike_suffix(
     size = changed = 0
     differ: list[int] = []
     while True:
-        size += equal_back(golden, fresh, n - size, m - size, limit - size)
+        size += json_back(golden, fresh, n - size, m - size, equal_back(golden, fresh, n - size, m - size, limit - size))
         if size >= limit or changed == most:
             return size, differ
         ev = golden[n - size - 1]
@@ -360,15 +369,47 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
     """The window of two event lists (class docstring): linear, and cheap where they are equal.
     With `alike=False` its end is where the events stop being equal (no Stretches)."""
     n, m = len(golden), len(fresh)
-    prefix = common_prefix(golden, fresh)
+    prefix = json_prefix(golden, fresh, common_prefix(golden, fresh))
     suffix, differ = alike_suffix(golden, fresh, min(n, m) - prefix, MAX_CHANGED if alike else 0)
+    head = _prefix_cut(golden, prefix)
+    start, start_ordinal, start_handshake = head.last_cut
+    at_end = prefix == n and prefix == m  # identical tapes: nothing comes after to refer back
+    if at_end or (not head.open_ids and (prefix == n or _is_client(golden[prefix]))
+                  and (prefix == m or _is_client(fresh[prefix]))):
+        start, start_ordinal, start_handshake = prefix, head.ordinal, head.handshake
+    pre = [i for i in head.session if i < start]
+    tail = _suffix_cut(golden, suffix, differ)
+    window = Window(start, ordinal0=start_ordinal, handshake_before=start_handshake, handshake_after=tail.handshake,
+                    outside_g=list(pre), outside_f=list(pre))
+    stop = tail.stop
+    if stop < n:
+        shift = m - n
+        post = sorted(i for i in tail.session if i >= stop)
+        window.stop_g, window.stop_f = stop, stop + shift
+        window.outside_g.extend(post)
+        window.outside_f.extend(i + shift for i in post)
+        # No answer after the suffix's start answers a request before it, so none is an answer
+        # without its request: the calls before a stretch are the client messages counted.
+        window.stretches = [Stretch(start, end, tail.counted - after) for start, end, after in reversed(tail.stretches)]
+    return window
 
-    # Forward over the common prefix: the last client message with no request open before it.
+
+@dataclass
+class _PrefixCut:
+    last_cut: tuple[int, int, bool]  # (index, ordinal, handshake) of the last client message with no request open
+    ordinal: int  # client calls with an ordinal in the whole prefix
+    handshake: bool  # a handshake call in the whole prefix
+    open_ids: set[Any]  # requests still open at its end
+    session: list[int]  # session-wide events in it
+
+
+def _prefix_cut(golden: list[dict[str, Any]], prefix: int) -> _PrefixCut:
+    """Forward over the common prefix: the last client message with no request open before it."""
     open_ids: set[Any] = set()
     start = ordinal = start_ordinal = 0
     handshake = start_handshake = seen_client = False
     session: list[int] = []
-    # Both passes branch on the kind first and read only the fields that kind needs (see build_calls).
+    # Both passes branch on the kind first and read only the fields that kind needs (see _CallBuilder).
     for i in range(prefix):
         ev = golden[i]
         kind = ev.get("kind")
@@ -380,46 +421,52 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
                 seen_client = True
                 method = str(ev.get("method"))
                 ordinal += method not in _UNCOUNTED
-                handshake = handshake or method in _HANDSHAKE
+                handshake = handshake or method in HANDSHAKE_METHODS
                 if kind == "request":
-                    ident = ev.get("id")
-                    open_ids.add(_idk(ident))
+                    open_ids.add(_idk(ev.get("id")))
             elif direction == "s2c" and (kind == "request" or not seen_client):
                 session.append(i)  # a server request, or the prelude (see _session_kind)
         elif kind == "response" or kind == "error":
             direction = ev.get("dir")
             if direction == "s2c" and isinstance(ev.get("msg"), dict):
-                ident = ev.get("id")
-                key = _idk(ident)
+                key = _idk(ev.get("id"))
                 if key in open_ids:
                     open_ids.discard(key)
                 else:  # an answer whose request is not on the tape is a call of its own
                     method = str(ev.get("method") or "?")
                     ordinal += method not in _UNCOUNTED
-                    handshake = handshake or method in _HANDSHAKE
+                    handshake = handshake or method in HANDSHAKE_METHODS
             elif direction == "c2s":
                 session.append(i)
         elif _session_kind(kind, ev.get("dir"), seen_client):
             session.append(i)
-    at_end = prefix == n and prefix == m  # identical tapes: nothing comes after to refer back
-    if at_end or (not open_ids and (prefix == n or _is_client(golden[prefix]))
-                  and (prefix == m or _is_client(fresh[prefix]))):
-        start, start_ordinal, start_handshake = prefix, ordinal, handshake
-    pre = [i for i in session if i < start]
+    return _PrefixCut((start, start_ordinal, start_handshake), ordinal, handshake, open_ids, session)
 
-    # Backward over the common suffix (alike_suffix): the first client message from which every
-    # answer and progress notification belongs to a request at or after it.
-    # Events that differ in it (alike_suffix) are compared in Stretches: from the closed cut before
-    # them to the one after, with the number of calls before that, for their ordinals.
+
+@dataclass
+class _SuffixCut:
+    stop: int  # the first client message of the suffix from which every answer belongs after it (n: none)
+    handshake: bool  # a handshake call in [stop, n)
+    counted: int  # client calls with an ordinal in [stop, n)
+    stretches: list[tuple[int, int, int]]  # (start, stop, counted in [start, n)), last first
+    session: list[int]  # session-wide events in the suffix, last first
+
+
+def _suffix_cut(golden: list[dict[str, Any]], suffix: int, differ: list[int]) -> _SuffixCut:
+    """Backward over the common suffix (alike_suffix): the first client message from which every
+    answer and progress notification belongs to a request at or after it.
+    Events that differ in it (`differ`, last first) are compared in Stretches: from the closed cut
+    before them to the one after, with the number of calls before that, for their ordinals."""
+    n = len(golden)
     need: set[Any] = set()
     tokens: set[Any] = set()
     stop = n
     handshake = stop_handshake = False
-    session = []
+    session: list[int] = []
     counted = stop_counted = 0  # client calls with an ordinal in [i, n), and in [stop, n)
     cut_after = n  # the closest closed cut after i
     changed_until: int | None = None  # a stretch with a changed event ends there
-    stretches: list[tuple[int, int, int]] = []  # (start, stop, counted in [start, n))
+    stretches: list[tuple[int, int, int]] = []
     changed = iter(differ)
     next_changed = next(changed, -1)
     for i in range(n - 1, n - suffix - 1, -1):
@@ -432,8 +479,7 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
         if kind == "response" or kind == "error":
             direction = ev.get("dir")
             if direction == "s2c" and isinstance(ev.get("msg"), dict):
-                ident = ev.get("id")
-                key = _idk(ident)
+                key = _idk(ev.get("id"))
                 if key in need:
                     break  # the later answer would answer nothing from any cut before this one
                 need.add(key)
@@ -444,13 +490,12 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
             msg = ev.get("msg")
             if direction == "c2s" and isinstance(msg, dict):
                 if kind == "request":
-                    ident = ev.get("id")
-                    need.discard(_idk(ident))
+                    need.discard(_idk(ev.get("id")))
                     token = _token(msg) if tokens else None  # read only when a progress notification waits
                     if token is not None:
                         tokens.discard(_idk(token))
                 method = str(ev.get("method"))
-                handshake = handshake or method in _HANDSHAKE
+                handshake = handshake or method in HANDSHAKE_METHODS
                 counted += method not in _UNCOUNTED
                 if not need and not tokens:
                     stop, stop_handshake, stop_counted, cut_after = i, handshake, counted, i
@@ -467,18 +512,7 @@ def find_window(golden: list[dict[str, Any]], fresh: list[dict[str, Any]], *, al
                         tokens.add(_idk(token))
         elif kind in ("exit", "note", "side_effect"):
             session.append(i)
-    window = Window(start, ordinal0=start_ordinal, handshake_before=start_handshake, handshake_after=stop_handshake,
-                    outside_g=list(pre), outside_f=list(pre))
-    if stop < n:
-        shift = m - n
-        post = sorted(i for i in session if i >= stop)
-        window.stop_g, window.stop_f = stop, stop + shift
-        window.outside_g.extend(post)
-        window.outside_f.extend(i + shift for i in post)
-        # No answer after the suffix's start answers a request before it, so none is an answer
-        # without its request: the calls before a stretch are the client messages counted.
-        window.stretches = [Stretch(start, end, stop_counted - after) for start, end, after in reversed(stretches)]
-    return window
+    return _SuffixCut(stop, stop_handshake, stop_counted, stretches, session)
 
 
 def build_calls(
@@ -502,139 +536,145 @@ def build_calls(
         stop_at = window.stop_f if fresh else window.stop_g
         stop = len(events) if stop_at is None else stop_at
         outside = window.outside_f if fresh else window.outside_g
-    calls: list[Call] = []
-    open_c2s: dict[Any, Call] = {}
-    open_s2c: dict[Any, ServerRequest] = {}
-    server_requests: list[ServerRequest] = []
-    prelude_notes: list[int] = []
-    prelude_garbage: list[int] = []
-    exits: list[int] = []
-    notes: list[int] = []
-    side_effects: list[int] = []
-    current: Call | None = None
-    # Progress notifications name their request by token; key the open calls by it too.
-    by_token: dict[Any, Call] = {}
-    ordinal = ordinal0
-    unknown_token = False
+    builder = _CallBuilder(ordinal0)
+    k = 0
+    while k < len(outside) and outside[k] < start:
+        builder.session_event(outside[k], events[outside[k]])
+        k += 1
+    event = builder.event
+    if prepare is None:
+        for i in range(start, stop):
+            event(i, events[i])
+    else:
+        for i in range(start, stop):
+            event(i, prepare(events[i]))
+    for i in outside[k:]:
+        builder.session_event(i, events[i])
+    return TapeCalls(tape, builder.calls, builder.prelude_notes, builder.prelude_garbage, builder.server_requests,
+                     builder.exits, builder.notes, builder.side_effects,
+                     handshake_outside=window is not None and window.handshake_outside,
+                     unknown_token=builder.unknown_token, last_ordinal=builder.ordinal)
 
-    def new_call(method: str, params: Any, notify: bool, event: int | None) -> Call:
-        nonlocal ordinal
-        call = Call(
-            seq=len(calls),
-            method=method,
-            params=params,
-            notify=notify,
-            request_event=event,
-        )
-        if _counts(method):
-            ordinal += 1
-            call.ordinal = ordinal
-        calls.append(call)
-        return call
 
-    def session_event(i: int, ev: dict[str, Any]) -> None:
+class _CallBuilder:
+    """What build_calls carries from one event to the next: the calls so far, the requests still
+    open on either side, and the session-wide events."""
+
+    def __init__(self, ordinal0: int) -> None:
+        self.calls: list[Call] = []
+        self.open_c2s: dict[Any, Call] = {}
+        self.open_s2c: dict[Any, ServerRequest] = {}
+        self.server_requests: list[ServerRequest] = []
+        self.prelude_notes: list[int] = []
+        self.prelude_garbage: list[int] = []
+        self.exits: list[int] = []
+        self.notes: list[int] = []
+        self.side_effects: list[int] = []
+        # The process's own events, kept whole wherever they are: where each kind goes.
+        self.process_events: dict[Any, list[int]] = {"exit": self.exits, "note": self.notes,
+                                                     "side_effect": self.side_effects}
+        self.current: Call | None = None  # the latest client message's call
+        # Progress notifications name their request by token; key the open calls by it too.
+        self.by_token: dict[Any, Call] = {}
+        self.ordinal = ordinal0
+        self.unknown_token = False
+
+    def event(self, i: int, ev: dict[str, Any]) -> None:
+        """One event inside the window. Ordered by kind first, each field read once: on a big tape
+        every read of an event is a cache miss, and this runs for every event of both windows."""
+        kind = ev.get("kind")
+        if kind == "request":
+            msg = ev.get("msg")
+            if isinstance(msg, dict):
+                direction = ev.get("dir")
+                if direction == "c2s":  # inline, as the answer below: the two events of most calls
+                    params = msg.get("params")
+                    current = self.current = Call(len(self.calls), str(ev.get("method")), params, False, i)
+                    if current.method not in _UNCOUNTED:
+                        self.ordinal += 1
+                        current.ordinal = self.ordinal
+                    self.calls.append(current)
+                    self.open_c2s[_idk(ev.get("id"))] = current
+                    if isinstance(params, dict):
+                        meta = params.get("_meta")
+                        token = meta.get("progressToken") if meta else None
+                        if token is not None:
+                            self.by_token[_idk(token)] = current
+                elif direction == "s2c":
+                    self._server_request(i, ev)
+        elif kind == "response" or kind == "error":
+            direction = ev.get("dir")
+            if direction == "s2c":
+                msg = ev.get("msg")
+                if isinstance(msg, dict):
+                    call = self.open_c2s.pop(_idk(ev.get("id")), None)
+                    if call is None:
+                        # An answer whose request is not on the tape: its echo still says what it answered.
+                        call = self._new_call(str(ev.get("method") or "?"), ev.get("params"), False, None)
+                    call.answer_event = i
+                    call.answer = msg
+            elif direction == "c2s":
+                self._reply(i, ev)
+        elif kind == "notification":
+            msg = ev.get("msg")
+            if isinstance(msg, dict):
+                direction = ev.get("dir")
+                if direction == "c2s":
+                    self.current = self._new_call(str(ev.get("method")), msg.get("params"), True, i)
+                elif direction == "s2c":
+                    self._server_notification(i, ev, msg)
+        elif kind == "garbage":
+            if ev.get("dir") == "s2c":
+                (self.current.garbage if self.current is not None else self.prelude_garbage).append(i)
+        elif kind in self.process_events:
+            self.process_events[kind].append(i)
+        # stderr lines are not compared: servers log timestamps and paths there (see README).
+
+    def session_event(self, i: int, ev: dict[str, Any]) -> None:
         """Outside the window: only what session checks read (see _session_kind)."""
         kind, direction = ev.get("kind"), ev.get("dir")
         if kind == "request" and direction == "s2c" and isinstance(ev.get("msg"), dict):
-            server_request(i, ev)
+            self._server_request(i, ev)
         elif kind in ("response", "error") and direction == "c2s":
-            reply(i, ev)
+            self._reply(i, ev)
         elif kind == "notification" and direction == "s2c" and isinstance(ev.get("msg"), dict):
-            prelude_notes.append(i)
+            self.prelude_notes.append(i)
         elif kind == "garbage" and direction == "s2c":
-            prelude_garbage.append(i)
-        elif kind == "exit":
-            exits.append(i)
-        elif kind == "note":
-            notes.append(i)
-        elif kind == "side_effect":
-            side_effects.append(i)
+            self.prelude_garbage.append(i)
+        elif kind in self.process_events:
+            self.process_events[kind].append(i)
 
-    def server_request(i: int, ev: dict[str, Any]) -> None:
+    def _new_call(self, method: str, params: Any, notify: bool, event: int | None) -> Call:
+        call = Call(seq=len(self.calls), method=method, params=params, notify=notify, request_event=event)
+        if method not in _UNCOUNTED:
+            self.ordinal += 1
+            call.ordinal = self.ordinal
+        self.calls.append(call)
+        return call
+
+    def _server_notification(self, i: int, ev: dict[str, Any], msg: dict[str, Any]) -> None:
+        target = self.current
+        params = msg.get("params")
+        if ev.get("method") == "notifications/progress" and isinstance(params, dict):
+            found = self.by_token.get(_idk(params.get("progressToken")))
+            self.unknown_token = self.unknown_token or found is None
+            target = found or target
+        if target is None:
+            self.prelude_notes.append(i)
+        else:
+            target.notifications.append(i)
+
+    def _server_request(self, i: int, ev: dict[str, Any]) -> None:
         method = str(ev.get("method"))
         params = ev["msg"].get("params")
         sreq = ServerRequest(i, method, params, call_key(method, params))
-        server_requests.append(sreq)
-        open_s2c[_idk(ev.get("id"))] = sreq
+        self.server_requests.append(sreq)
+        self.open_s2c[_idk(ev.get("id"))] = sreq
 
-    def reply(i: int, ev: dict[str, Any]) -> None:
-        sreq_answered = open_s2c.pop(_idk(ev.get("id")), None)
-        if sreq_answered is not None:
-            sreq_answered.reply_event = i
-
-    k = 0
-    while k < len(outside) and outside[k] < start:
-        session_event(outside[k], events[outside[k]])
-        k += 1
-    # Ordered by kind first, each field read once: on a big tape every read of an event is a
-    # cache miss, and this loop runs over every event of both tapes' windows.
-    for i in range(start, stop):
-        ev = events[i] if prepare is None else prepare(events[i])
-        kind = ev.get("kind")
-        direction = ev.get("dir")
-        msg = ev.get("msg")
-        if kind == "request":
-            if not isinstance(msg, dict):
-                continue
-            if direction == "c2s":
-                method = str(ev.get("method"))
-                params = msg.get("params")
-                current = Call(len(calls), method, params, False, i)
-                if method not in _UNCOUNTED:
-                    ordinal += 1
-                    current.ordinal = ordinal
-                calls.append(current)
-                ident = ev.get("id")
-                open_c2s[_idk(ident)] = current
-                if isinstance(params, dict):
-                    meta = params.get("_meta")
-                    token = meta.get("progressToken") if meta else None
-                    if token is not None:
-                        by_token[_idk(token)] = current
-            elif direction == "s2c":
-                server_request(i, ev)
-        elif kind == "response" or kind == "error":
-            if direction == "s2c" and isinstance(msg, dict):
-                ident = ev.get("id")
-                call = open_c2s.pop(_idk(ident), None)
-                if call is None:
-                    # An answer whose request is not on the tape: its echo still says what it answered.
-                    call = new_call(str(ev.get("method") or "?"), ev.get("params"), False, None)
-                call.answer_event = i
-                call.answer = msg
-            elif direction == "c2s":
-                reply(i, ev)
-        elif kind == "notification":
-            if not isinstance(msg, dict):
-                continue
-            if direction == "c2s":
-                current = new_call(str(ev.get("method")), msg.get("params"), True, i)
-            elif direction == "s2c":
-                target = current
-                params = msg.get("params")
-                if ev.get("method") == "notifications/progress" and isinstance(params, dict):
-                    found = by_token.get(_idk(params.get("progressToken")))
-                    unknown_token = unknown_token or found is None
-                    target = found or current
-                if target is None:
-                    prelude_notes.append(i)
-                else:
-                    target.notifications.append(i)
-        elif kind == "garbage":
-            if direction == "s2c":
-                (current.garbage if current is not None else prelude_garbage).append(i)
-        elif kind == "exit":
-            exits.append(i)
-        elif kind == "note":
-            notes.append(i)
-        elif kind == "side_effect":
-            side_effects.append(i)
-        # stderr lines are not compared: servers log timestamps and paths there (see README).
-    for i in outside[k:]:
-        session_event(i, events[i])
-    return TapeCalls(tape, calls, prelude_notes, prelude_garbage, server_requests, exits, notes, side_effects,
-                     handshake_outside=window is not None and window.handshake_outside, unknown_token=unknown_token,
-                     last_ordinal=ordinal)
+    def _reply(self, i: int, ev: dict[str, Any]) -> None:
+        answered = self.open_s2c.pop(_idk(ev.get("id")), None)
+        if answered is not None:
+            answered.reply_event = i
 
 
 def build_stretch(

@@ -1,12 +1,12 @@
 """Classifiers: small pure functions that turn one difference into Findings, found by name.
 
-Three registries, so later work plugs in without touching the engine (STYLE.md 4):
-- RESULT_CLASSIFIERS, keyed by method: compare the `result` of two paired calls
-  ("tools/list" -> surface + schema, "initialize" -> session, anything else -> `generic`);
-- CALL_CHECKS, run on every paired call in order (arguments, answer, notifications, garbage)
-  — a conformance or side-effect check registers here with `register_call_check`; a pair
-  that is the same events on both sides has nothing to compare and is not checked (engine.py);
-- SESSION_CHECKS, run once per pair of tapes (server requests, process events, protocol).
+Three kinds (STYLE.md 4), which the engine runs from the registry it is given (checks.py,
+where `default_checks` lists mcptape's own explicitly):
+- result classifiers, by method: compare the `result` of two paired calls ("tools/list" ->
+  surface + schema, "initialize" -> session, anything else -> `classify_result`);
+- call checks, run on every paired call in order (arguments, answer, notifications, garbage);
+  a pair that is the same events on both sides has nothing to compare and is not checked;
+- session checks, run once per pair of tapes (server requests, process events, protocol).
 
 Categories and kinds emitted (severity before DriftSettings are applied); their names are
 report.model.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked against:
@@ -22,7 +22,7 @@ report.model.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked aga
     notification  added | removed | changed | order (output)
     process       no_answer | answered | crash (structural: crashed, or fresh tape cut short) ·
                   exit | garbage | note (output)
-and from the checks registered elsewhere: protocol changed (diff/protocol.py, structural) ·
+and from the checks beside this module: protocol changed (diff/protocol.py, structural) ·
 side_effect added | removed | changed (diff/side_effects.py, structural) · conformance schema |
 output_schema | version (conformance.py, DriftSettings.conformance).
 Every Finding carries golden_line/fresh_line: the tape line of the event it is about.
@@ -31,7 +31,7 @@ Every Finding carries golden_line/fresh_line: the tape line of the event it is a
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,8 +43,10 @@ from mcptape.diff.schema import (
     prompt_argument_changes,
     schema_changes,
 )
-from mcptape.diff.values import Change, changes, clip, describe, fast_same, join, show, untag
+from mcptape.diff.values import MAX_DIFFS, Change, changes, clip, describe, fast_same, join, show
 from mcptape.jsonrpc import canonical
+from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
+from mcptape.placeholders import untag
 from mcptape.report.model import Finding, Severity
 
 SCHEMA_SEVERITY: dict[str, Severity] = {"breaking": "structural", "compatible": "output", "cosmetic": "output"}
@@ -69,6 +71,8 @@ class Pair:
     f: TapeCalls
     added_surface: Severity = "structural"
     surface: list[SurfaceNote] = field(default_factory=list)
+    # The engine's result classifiers by method (checks.py); a method not listed: classify_result.
+    result_classifiers: Mapping[str, ResultClassifier] = field(default_factory=dict)
 
     def finding(
         self,
@@ -97,41 +101,9 @@ CallCheck = Callable[[Pair], list[Finding]]
 # A session check returns (fresh event index that places it, finding) pairs.
 SessionCheck = Callable[[TapeCalls, TapeCalls], list[tuple[int, Finding]]]
 
-RESULT_CLASSIFIERS: dict[str, ResultClassifier] = {}
-CALL_CHECKS: dict[str, CallCheck] = {}
-SESSION_CHECKS: dict[str, SessionCheck] = {}
-
-
-def register_result_classifier(*methods: str) -> Callable[[ResultClassifier], ResultClassifier]:
-    def deco(fn: ResultClassifier) -> ResultClassifier:
-        for method in methods:
-            RESULT_CLASSIFIERS[method] = fn
-        return fn
-
-    return deco
-
-
-def register_call_check(name: str) -> Callable[[CallCheck], CallCheck]:
-    def deco(fn: CallCheck) -> CallCheck:
-        CALL_CHECKS[name] = fn
-        return fn
-
-    return deco
-
-
-def register_session_check(name: str) -> Callable[[SessionCheck], SessionCheck]:
-    def deco(fn: SessionCheck) -> SessionCheck:
-        SESSION_CHECKS[name] = fn
-        return fn
-
-    return deco
-
-
 def _more(pair: Pair, found: list[Change], category: str, kind: str, prefix_findings: list[Finding]) -> list[Finding]:
     """The first MAX_DIFFS findings and one that says there were more, of the same class (so the
     `fail_on` or `ignore` rule that relaxes the others relaxes it too)."""
-    from mcptape.diff.values import MAX_DIFFS
-
     if len(found) > MAX_DIFFS:
         prefix_findings = prefix_findings[:MAX_DIFFS]
         prefix_findings.append(pair.finding(category, "output", "", "… and more differences (list cut short)",
@@ -142,7 +114,6 @@ def _more(pair: Pair, found: list[Change], category: str, kind: str, prefix_find
 # --- per call --------------------------------------------------------------------------------
 
 
-@register_call_check("arguments")
 def check_arguments(pair: Pair) -> list[Finding]:
     """Calls paired by identity whose params differ: the client asked something else."""
     if fast_same(pair.golden.params, pair.fresh.params):
@@ -154,15 +125,12 @@ def check_arguments(pair: Pair) -> list[Finding]:
 
 
 def _params(call: Call) -> Any:
-    from mcptape.diff.calls import _strip_meta
-
-    params = _strip_meta(call.params)
-    if call.method in ("initialize", "server/discover") and isinstance(params, dict):
+    params = strip_meta(call.params)
+    if call.method in HANDSHAKE_METHODS and isinstance(params, dict):
         params = {k: v for k, v in params.items() if k != "clientInfo"}
     return params
 
 
-@register_call_check("answer")
 def check_answer(pair: Pair) -> list[Finding]:
     """Result vs result (by method's classifier), result vs error, error vs error, answer vs none."""
     g, f = pair.golden, pair.fresh
@@ -190,7 +158,7 @@ def check_answer(pair: Pair) -> list[Finding]:
     ra, rb = ga.get("result"), fa.get("result")
     if fast_same(ra, rb):
         return []
-    classifier = RESULT_CLASSIFIERS.get(g.method, classify_result)
+    classifier = pair.result_classifiers.get(g.method, classify_result)
     return classifier(pair, ra, rb)
 
 
@@ -252,7 +220,6 @@ SURFACE_LISTS = {
 }
 
 
-@register_result_classifier(*SURFACE_LISTS)
 def classify_surface(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
     """Items added/removed (surface), and per item the schema classification of what changed."""
     list_key, id_field, noun, prefix = SURFACE_LISTS[pair.golden.method]
@@ -329,7 +296,6 @@ def _item_changes(method: str, a: dict[str, Any], b: dict[str, Any], path: str) 
 # --- session ---------------------------------------------------------------------------------
 
 
-@register_result_classifier("initialize", "server/discover")
 def classify_session(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
     """The handshake: protocol version and lost capabilities are structural; serverInfo is output."""
     ra = ra if isinstance(ra, dict) else {}
@@ -369,7 +335,6 @@ def _capabilities(pair: Pair, a: Any, b: Any, path: str) -> list[Finding]:
 # --- notifications and garbage within a call -------------------------------------------------
 
 
-@register_call_check("notifications")
 def check_notifications(pair: Pair) -> list[Finding]:
     """Per call, per method, as multisets: identical ones pair first, the rest pair in order."""
     return compare_notifications(pair, pair.golden.notifications, pair.fresh.notifications)
@@ -430,7 +395,6 @@ def _progress_order(pair: Pair) -> list[Finding]:
     return []
 
 
-@register_call_check("garbage")
 def check_garbage(pair: Pair) -> list[Finding]:
     if not pair.golden.garbage and not pair.fresh.garbage:
         return []
@@ -465,7 +429,6 @@ def compare_garbage(g: TapeCalls, f: TapeCalls, g_idx: list[int], f_idx: list[in
 # --- session-wide ----------------------------------------------------------------------------
 
 
-@register_session_check("server_requests")
 def check_server_requests(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
     """Server-initiated requests as a multiset over the session: their timing races the calls."""
     pool: dict[str, list[int]] = defaultdict(list)
@@ -503,7 +466,6 @@ def _abnormal(status: tuple[Any, Any] | None) -> bool:
     return (code not in (0, None)) or (sig is not None and sig not in ("SIGTERM", "SIGKILL"))
 
 
-@register_session_check("process")
 def check_process(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
     """Exit status, garbage before any call, and mcptape's own notes (timeouts, ...)."""
     out: list[tuple[int, Finding]] = []
@@ -542,9 +504,9 @@ def _status_text(status: tuple[Any, Any] | None) -> str:
     return f"signal {sig}" if sig else f"exit code {code}"
 
 
-@register_session_check("protocol")
-def check_protocol(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
-    """A protocol change the handshake did not already show (2026-07-28 tapes have none)."""
+def check_protocol_version(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
+    """A protocol change the handshake did not already show (2026-07-28 tapes have none), within an era
+    (protocol.py's check_protocol reports a change of era and asks this one otherwise)."""
     if g.has_handshake() and f.has_handshake():
         return []  # the session classifier compares protocolVersion on the paired handshake
     gp, fp = g.protocol, f.protocol  # may scan the tape when the header lacks it: once each
@@ -554,7 +516,6 @@ def check_protocol(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
                         gp, fp, "protocol"))]
 
 
-@register_session_check("complete")
 def check_complete(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
     """A fresh tape cut short (no footer: the recorder died) where the golden one is whole."""
     if g.tape.complete and not f.tape.complete:

@@ -10,7 +10,7 @@ applies the project's DriftSettings, and groups what is left per call in fresh-t
 `conformance=True` the fresh tape's conformance findings (mcptape/conformance.py) join them,
 placed the same way.
 
-DriftSettings, as read here (config.py holds the model):
+DriftSettings, as read here (config/models.py holds the model):
 - `added_surface`: severity of a tool/resource/prompt that appeared (default structural).
 - `fail_on`: {"category" or "category.kind": severity} overrides the severity of matching
   findings; "category.kind" wins over "category". E.g. {"schema.cosmetic": "info",
@@ -34,14 +34,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcptape.diff import classify, protocol
-from mcptape.diff.align import align
+from mcptape.diff.align import Step, align
 from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, build_stretch, find_window
+from mcptape.diff.checks import Checks, default_checks
 from mcptape.diff.classify import Pair, SurfaceNote
+from mcptape.diff.values import clip
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, SurfaceChanges
 from mcptape.tape.format import Tape
 
 if TYPE_CHECKING:
-    from mcptape.config import DriftSettings
+    from mcptape.config.models import DriftSettings
 
 _RANK = {"info": 0, "output": 1, "structural": 2}
 
@@ -120,6 +122,7 @@ def diff_tapes(
     *,
     conformance: bool = False,
     as_sent: Tape | None = None,
+    checks: Checks | None = None,
 ) -> DiffResult:
     """Compare a golden (A) and a fresh (B) tape; drifts[0] is the first drifted call.
 
@@ -129,13 +132,14 @@ def diff_tapes(
     `as_sent` is the fresh recording before normalization, events in the same order (ci.py):
     it is the one checked then, since a normalize rule may rewrite a schema (`$..day_of_week`
     also hits an outputSchema's property of that name) into something the server never sent.
+    `checks` is the registry of checks to run (checks.py; default: mcptape's own).
     """
     # Diffing creates ~3 objects per event and no cycles; with a few million live objects from
     # the tapes, the cyclic GC's full passes would cost more than the diff itself (2.5x measured).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _diff(golden, fresh, drift, (as_sent or fresh) if conformance else None)
+        return _diff(golden, fresh, drift, (as_sent or fresh) if conformance else None, checks or default_checks())
     finally:
         if was_enabled:
             gc.enable()
@@ -207,7 +211,13 @@ def _suffix_pairs(golden: list[Call], fresh: list[Call], prep: protocol.Prepared
     return bool(after) and not after[0].same_request(fresh[lo] if n < m else golden[lo])
 
 
-def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None) -> DiffResult:
+# (position in the fresh tape, tie-breaker, drift): sorted, the report's order
+_Placed = list[tuple[int, int, Drift]]
+
+
+def _diff(
+    golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None, registry: Checks
+) -> DiffResult:
     policy = Policy.from_settings(drift)
     raw_fresh = fresh
     # 2026-07-28 envelope out, handshakes paired across eras (protocol.py); unchanged stretches skipped (calls.py)
@@ -217,22 +227,47 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: T
     steps = align(g.calls, f.calls)
     # Removed golden calls wait before the next fresh call; after the window, that is its first one.
     end = window.stop_f if window.stop_f is not None else len(fresh.events)
+    placed, surface_notes = _call_drifts(g, f, steps, stretch_pairs, end, policy, registry)
+    last_step = len(steps) + len(stretch_pairs)
+    placed.extend(_session_drifts(g, f, policy, registry, last_step))
+    if conformance is not None:
+        for pos, d in conformance_drifts(conformance, drift, policy):
+            placed.append((_prepared_index(raw_fresh, fresh, pos), last_step + 1, d))
 
-    # (position in the fresh tape, tie-breaker, drift)
-    placed: list[tuple[int, int, Drift]] = []
+    placed.sort(key=lambda t: (t[0], t[1]))
+    real = [d for _, _, d in placed if d.severity != "info"]
+    info = [d for _, _, d in placed if d.severity == "info"]
+    worst = max((_RANK[d.severity] for d in real), default=0)
+    verdict: Any = {0: "same", 1: "output", 2: "structural"}[worst]
+    return DiffResult(
+        verdict=verdict,
+        drifts=real + info,
+        surface=_surface(surface_notes),
+        a=str(golden.path) if golden.path else golden.name,
+        b=str(fresh.path) if fresh.path else fresh.name,
+    )
+
+
+def _call_drifts(
+    g: TapeCalls, f: TapeCalls, steps: list[Step], stretch_pairs: list[tuple[Call, Call]], end: int, policy: Policy,
+    registry: Checks,
+) -> tuple[_Placed, list[SurfaceNote]]:
+    """The drifts of the aligned calls (the call checks on each pair; added and removed calls),
+    then of the calls after the window that differ in server output; and their surface notes."""
+    placed: _Placed = []
     surface_notes: list[SurfaceNote] = []
     next_pos = [end] * (len(steps) + 1)
     for k in range(len(steps) - 1, -1, -1):
         fc = steps[k].fresh
         next_pos[k] = fc.position if fc is not None else next_pos[k + 1]
 
-    checks = list(classify.CALL_CHECKS.values())
+    checks = list(registry.call_checks.values())
     g_events, f_events = g.tape.events, f.tape.events
 
     def compare(k: int, g_call: Call, fc: Call) -> None:
         if g_call.same_events(g_events, fc, f_events):
             return  # nothing to compare (Call.same_events); most pairs of a big tape
-        pair = Pair(g_call, fc, g, f, added_surface=policy.added_surface)
+        pair = Pair(g_call, fc, g, f, added_surface=policy.added_surface, result_classifiers=registry.result_classifiers)
         raw: list[Finding] = []
         for check in checks:
             raw.extend(check(pair))
@@ -263,9 +298,12 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: T
     # The calls after the window that differ in server output come after all of the window's.
     for k, (g_call, fc) in enumerate(stretch_pairs, start=len(steps)):
         compare(k, g_call, fc)
-    last_step = len(steps) + len(stretch_pairs)
+    return placed, surface_notes
 
-    # Notifications and garbage that came before any client message.
+
+def _session_drifts(g: TapeCalls, f: TapeCalls, policy: Policy, registry: Checks, last_step: int) -> _Placed:
+    """Notifications and garbage that came before any client message, then the session checks."""
+    placed: _Placed = []
     if g.prelude_notifications or f.prelude_notifications:
         pre_g = Call(-1, "(before the first call)", None, True, None, notifications=g.prelude_notifications)
         pre_f = Call(-1, "(before the first call)", None, True, None, notifications=f.prelude_notifications)
@@ -273,29 +311,12 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: T
         kept = policy.apply(found, None)
         if kept:
             placed.append((0, -1, Drift(None, kept)))
-
-    for session_check in classify.SESSION_CHECKS.values():
+    for session_check in registry.session_checks.values():
         for pos, finding in session_check(g, f):
             kept = policy.apply([finding], None)
             if kept:
                 placed.append((pos, last_step, Drift(None, kept)))
-
-    if conformance is not None:
-        for pos, d in conformance_drifts(conformance, drift, policy):
-            placed.append((_prepared_index(raw_fresh, fresh, pos), last_step + 1, d))
-
-    placed.sort(key=lambda t: (t[0], t[1]))
-    real = [d for _, _, d in placed if d.severity != "info"]
-    info = [d for _, _, d in placed if d.severity == "info"]
-    worst = max((_RANK[d.severity] for d in real), default=0)
-    verdict: Any = {0: "same", 1: "output", 2: "structural"}[worst]
-    return DiffResult(
-        verdict=verdict,
-        drifts=real + info,
-        surface=_surface(surface_notes),
-        a=str(golden.path) if golden.path else golden.name,
-        b=str(fresh.path) if fresh.path else fresh.name,
-    )
+    return placed
 
 
 # --- conformance of the fresh tape -------------------------------------------------------------
@@ -354,8 +375,6 @@ def _answer_brief(call: Call) -> Any:
         return {"notification": call.method}
     if call.answer is None:
         return None
-    from mcptape.diff.values import clip
-
     return {"error": call.answer["error"]} if "error" in call.answer else {"result": clip(call.answer.get("result"), 300)}
 
 

@@ -4,9 +4,9 @@ Owns what changes when a server moves between the legacy MCP revisions (2024-11-
 2025-11-25, opened with `initialize`) and the stateless 2026-07-28 (`server/discover`,
 per-request `_meta`, input-required round trips): pure functions over plain data, applied to
 both tapes before diff/engine.py pairs their calls (`prepare`), and the one session check that
-reports the change (`check_protocol`, registered under C's name "protocol" and delegating to
-C's check for everything that is not a change of era). Pairing and classifying stay calls.py's,
-align.py's and classify.py's.
+reports the change (`check_protocol`, which checks.py registers as "protocol"; it asks
+classify.check_protocol_version about everything that is not a change of era). Pairing and
+classifying stay calls.py's, align.py's and classify.py's.
 
 Envelope (never behaviour, in any pair of tapes):
 - results: `resultType: "complete"`, `cacheScope`, `ttlMs`, `_meta["io.modelcontextprotocol/serverInfo"]`
@@ -39,26 +39,21 @@ from typing import Any
 from mcptape.diff import classify
 from mcptape.diff.calls import TapeCalls
 from mcptape.diff.values import clip, show
+from mcptape.jsonvalue import json_equal
+from mcptape.mcp import (
+    HANDSHAKE_METHODS,
+    META_SERVER_INFO,
+    REQUEST_ENVELOPE,
+    RESULT_ENVELOPE,
+    era,
+    meta_version,
+)
 from mcptape.report.model import Finding
 from mcptape.tape.format import Event, Tape
 
-MODERN = "2026-07-28"
-NS = "io.modelcontextprotocol/"
-REQUEST_META_ENVELOPE = frozenset(
-    NS + k for k in ("protocolVersion", "clientCapabilities", "clientInfo", "logLevel")
-)
-RESULT_META_ENVELOPE = frozenset({NS + "serverInfo"})
-HANDSHAKE_METHODS = frozenset({"initialize", "server/discover"})
 INPUT_KEYS = ("inputResponses", "requestState")
 # Where prepare() leaves what the session check needs, in its private copies of the headers.
 _SESSION_KEY = "_mcptape_session"
-
-
-def era(version: str | None) -> str | None:
-    """"modern" (2026-07-28 on), "legacy" (dated before), None (unknown). Dates compare as strings."""
-    if not version:
-        return None
-    return "modern" if str(version) >= MODERN else "legacy"
 
 
 # --- envelope stripping (pure) ---------------------------------------------------------------
@@ -77,7 +72,7 @@ def strip_request_params(params: Any) -> Any:
     if not isinstance(params, dict) or "_meta" not in params:
         return params
     out = {k: v for k, v in params.items() if k != "_meta"}
-    meta = strip_meta_keys(params["_meta"], REQUEST_META_ENVELOPE)
+    meta = strip_meta_keys(params["_meta"], REQUEST_ENVELOPE)
     if meta is not None:
         out["_meta"] = meta
     return out or None
@@ -94,10 +89,10 @@ def strip_result(result: Any, method: str | None = None) -> Any:
         del out["resultType"]
     meta = result.get("_meta")
     if isinstance(meta, dict):
-        info = meta.get(NS + "serverInfo")
+        info = meta.get(META_SERVER_INFO)
         if method == "server/discover" and info is not None and "serverInfo" not in out:
             out["serverInfo"] = info
-        rest = strip_meta_keys(meta, RESULT_META_ENVELOPE)
+        rest = strip_meta_keys(meta, RESULT_ENVELOPE)
         if rest is not None:
             out["_meta"] = rest
     elif "_meta" in result:
@@ -158,7 +153,7 @@ def handshake_summary(events: list[Event]) -> dict[str, Any]:
             out: dict[str, Any] = {"method": ev["method"]}
             meta = result.get("_meta")
             meta = meta if isinstance(meta, dict) else {}
-            info = result.get("serverInfo", meta.get(NS + "serverInfo"))
+            info = result.get("serverInfo", meta.get(META_SERVER_INFO))
             for key, value in (("capabilities", result.get("capabilities")), ("serverInfo", info),
                                ("instructions", result.get("instructions"))):
                 if value is not None:
@@ -305,21 +300,15 @@ def protocols(tape: Tape, *, raw: bool = True) -> tuple[str | None, str | None]:
                     version = result.get("protocolVersion")
                     return (str(version), str(version)) if version else (None, None)
                 if raw and discovered is None:
-                    discovered = _meta_version(ev.get("params"))
+                    discovered = meta_version(ev.get("params"))
                 continue
             if method == "server/discover" or kind != "request":
                 continue
         if raw and stamped is None and ev.get("dir") == "c2s" and ev.get("kind") == "request":
             params = (ev.get("msg") or {}).get("params")
             if isinstance(params, dict) and "_meta" in params:
-                stamped = _meta_version(params)
+                stamped = meta_version(params)
     return discovered or stamped, None
-
-
-def _meta_version(params: Any) -> str | None:
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get(NS + "protocolVersion") if isinstance(meta, dict) else None
-    return version if isinstance(version, str) and version else None
 
 
 def prepare_pair(golden: Tape, fresh: Tape) -> Prepared:
@@ -395,23 +384,14 @@ def protocol_findings(g_header: dict[str, Any], f_header: dict[str, Any]) -> lis
     )
     out = [Finding("protocol", "structural", "protocol", message, clip(before), clip(after), "changed")]
     g_info, f_info = g_session.get("serverInfo"), f_session.get("serverInfo")
-    if g_info != f_info:
+    if not json_equal(g_info, f_info):
         out.append(Finding("session", "output", "serverInfo", f"server {show(g_info)} → {show(f_info)}",
                            clip(g_info), clip(f_info), "server_info"))
     return out
-
-
-_legacy_check: Callable[[TapeCalls, TapeCalls], list[tuple[int, Finding]]] = classify.SESSION_CHECKS.get(
-    "protocol", lambda g, f: []
-)
 
 
 def check_protocol(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
     """A change of era: the findings above, first in the report; anything else: classify.py's check."""
     if _SESSION_KEY in g.tape.header and _SESSION_KEY in f.tape.header:
         return [(0, finding) for finding in protocol_findings(g.tape.header, f.tape.header)]
-    return _legacy_check(g, f)
-
-
-if classify.SESSION_CHECKS.get("protocol") is not check_protocol:
-    classify.register_session_check("protocol")(check_protocol)
+    return classify.check_protocol_version(g, f)

@@ -123,64 +123,80 @@ def _schema(a: Any, b: Any, path: str, role: Role) -> Iterator[SchemaChange]:
     if not isinstance(a, dict) or not isinstance(b, dict):
         yield from _not_objects(a, b, path, role)
         return
+    # Keyword by keyword, in an order a reader follows: what it says, what it accepts, its limits.
+    for keywords in (_cosmetic, _type, _enum, _properties, _additional_properties, _items, _definitions, _default,
+                     _limits, _unknown_keywords):
+        yield from keywords(a, b, path, role)
 
+
+def _cosmetic(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
     for key in sorted(COSMETIC_KEYWORDS):
         if not fast_same(a.get(key), b.get(key)):
             yield SchemaChange(join(path, key), "cosmetic", f"{key} {show(a.get(key))} → {show(b.get(key))}",
                                a.get(key), b.get(key))
 
-    yield from _type(a, b, path, role)
-    yield from _enum(a, b, path, role)
-    yield from _properties(a, b, path, role)
 
+def _additional_properties(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
     apa, apb = _get(a, "additionalProperties"), _get(b, "additionalProperties")
-    if not fast_same(apa, apb):
-        p = join(path, "additionalProperties")
-        if apb is False:
-            yield SchemaChange(p, _narrower(role), "additionalProperties closed", _value(apa), apb)
-        elif apa is False:
-            yield SchemaChange(p, _wider(role), "additionalProperties opened", apa, _value(apb))
-        else:  # a schema for the extra properties: added, removed, changed
-            yield from _schema(_value(apa), _value(apb), p, role)
+    if fast_same(apa, apb):
+        return
+    p = join(path, "additionalProperties")
+    if apb is False:
+        yield SchemaChange(p, _narrower(role), "additionalProperties closed", _value(apa), apb)
+    elif apa is False:
+        yield SchemaChange(p, _wider(role), "additionalProperties opened", apa, _value(apb))
+    else:  # a schema for the extra properties: added, removed, changed
+        yield from _schema(_value(apa), _value(apb), p, role)
 
+
+def _items(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
     if "items" in a or "items" in b:
         yield from _schema(a.get("items"), b.get("items"), join(path, "items"), role)
 
+
+def _definitions(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
     for defs in ("$defs", "definitions"):
         da, db = a.get(defs) or {}, b.get(defs) or {}
-        if isinstance(da, dict) and isinstance(db, dict):
-            for name in sorted(set(da) | set(db)):
-                p = join(join(path, defs), name)
-                if name not in da:  # nothing refers to it yet
-                    yield SchemaChange(p, "compatible", f"definition `{name}` added", None, db[name])
-                elif name not in db:  # a `$ref` to it no longer resolves
-                    yield SchemaChange(p, "breaking", f"definition `{name}` removed", da[name], None)
-                else:
-                    yield from _schema(da[name], db[name], p, role)
+        if not isinstance(da, dict) or not isinstance(db, dict):
+            continue
+        for name in sorted(set(da) | set(db)):
+            p = join(join(path, defs), name)
+            if name not in da:  # nothing refers to it yet
+                yield SchemaChange(p, "compatible", f"definition `{name}` added", None, db[name])
+            elif name not in db:  # a `$ref` to it no longer resolves
+                yield SchemaChange(p, "breaking", f"definition `{name}` removed", da[name], None)
+            else:
+                yield from _schema(da[name], db[name], p, role)
 
+
+def _default(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
     va, vb = _get(a, "default"), _get(b, "default")
     if not fast_same(va, vb):
         yield SchemaChange(join(path, "default"), "compatible", f"default {show(_value(va))} → {show(_value(vb))}",
                            _value(va), _value(vb))
 
+
+def _limits(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
+    """Restrictions (pattern, format, ...), numeric and length bounds, multipleOf."""
     for key in _RESTRICTIONS:
         va, vb = _get(a, key), _get(b, key)
         if not fast_same(va, vb):
             direction: Direction = "narrower" if va is _ABSENT else "wider" if vb is _ABSENT else "other"
             yield SchemaChange(join(path, key), _kind(direction, role), f"{key} {show(_value(va))} → {show(_value(vb))}",
                                _value(va), _value(vb))
-
     for key, larger_is_narrower in _BOUNDS.items():
         va, vb = _get(a, key), _get(b, key)
         if not fast_same(va, vb):
             yield SchemaChange(join(path, key), _kind(_bound(va, vb, larger_is_narrower), role),
                                f"{key} {show(_value(va))} → {show(_value(vb))}", _value(va), _value(vb))
-
     va, vb = _get(a, "multipleOf"), _get(b, "multipleOf")
     if not fast_same(va, vb):
         yield SchemaChange(join(path, "multipleOf"), _kind(_multiple_of(va, vb), role),
                            f"multipleOf {show(_value(va))} → {show(_value(vb))}", _value(va), _value(vb))
 
+
+def _unknown_keywords(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
+    """A keyword this module does not know may narrow anything: breaking."""
     for key in sorted((set(a) | set(b)) - _HANDLED):
         if not fast_same(a.get(key), b.get(key)):
             yield SchemaChange(join(path, key), "breaking",

@@ -1,6 +1,6 @@
 """Side-effect drift: files the server created, changed or deleted in its sandbox, golden vs fresh.
 
-One session check (registered in classify.SESSION_CHECKS). It reads the optional
+One session check (checks.py registers it). It reads the optional
 `side_effect` events that sandbox.py records after each step (`{"kind": "side_effect",
 "step": n, "changes": [{"path", "change", "size", "sha256"}]}`) and compares them per
 (step, file): a side effect that is new, missing, or different (another change kind, size or
@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from mcptape.diff.calls import TapeCalls
-from mcptape.diff.classify import register_session_check
 from mcptape.report.model import Finding
 
 KIND = "side_effect"  # calls.build_calls collects the indices of these events
@@ -53,7 +52,6 @@ def _what(change: dict[str, Any]) -> str:
     return f"{kind} ({change.get('size')} bytes, sha256 {sha}…)"
 
 
-@register_session_check("side_effects")
 def check_side_effects(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
     gs, fs = _effects(g), _effects(f)
     if not gs and not fs:

@@ -1,7 +1,7 @@
 """Path-level differences between two JSON values: `result.content[0].text(json).datetime`.
 
-Strict about JSON types (1, 1.0 and true are three values), looks inside strings that hold
-JSON objects or arrays so the path points at the field that changed (within the nesting levels
+Values are equal as JSON defines it (jsonvalue.py: 1 and 1.0 are one value, true is another),
+and the comparison looks inside strings that hold JSON objects or arrays so the path points at the field that changed (within the nesting levels
 jsonrpc.MAX_DEPTH leaves them), compares a part nested deeper than that (a deep marker,
 jsonrpc.py) as its JSON text and says so, and stops after a few dozen differences per value
 (a reviewer reads the first ones; the count says the rest).
@@ -9,7 +9,7 @@ Knows nothing about MCP; classify.py decides what each difference means.
 
 Redaction placeholders compare by kind, not by tag: `<REDACTED:github-token#1a2b3c4d>` and
 `<REDACTED:github-token#5e6f7a8b>` are the same value (a rotated secret is not drift; the tag is
-a keyed hash of the value, redact.py), `<REDACTED:openai-key#...>` is another. `untag` is that
+a keyed hash of the value), `<REDACTED:openai-key#...>` is another: placeholders.py's `untag` is that
 rule for strings; only strings holding `<REDACTED:` pay for it. Keys built from values (calls.py
 call keys, classify.py notification pools) are untagged the same way.
 """
@@ -17,11 +17,14 @@ call keys, classify.py notification pools) are untagged the same way.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from mcptape.jsonrpc import MAX_DEPTH, deep_text, dumps, is_deep, loads_depth
+from mcptape.jsonvalue import json_equal
+from mcptape.placeholders import TAG_MARK, untag
+from mcptape.sequences import common_prefix
 
 MAX_DIFFS = 25
 _SHOW = 60  # characters of a value shown in a one-line message
@@ -41,46 +44,24 @@ class Change:
     note: str | None = None  # said after the change: why it was compared the way it was
 
 
-TAG_MARK = "<REDACTED:"
-
-
-def untag(text: str) -> str:
-    """`text` with redaction placeholder tags dropped (redact.strip_tags), for comparing and keying."""
-    if TAG_MARK not in text:
-        return text
-    from mcptape.redact import strip_tags  # only tapes with tagged placeholders pay the import
-
-    return strip_tags(text)
+def same_text(a: str, b: str) -> bool:
+    """Two unequal strings that are one value: they differ only in placeholder tags (module docstring)."""
+    return TAG_MARK in a and TAG_MARK in b and untag(a) == untag(b)
 
 
 def same(a: Any, b: Any) -> bool:
-    """JSON equality: Python's == plus the types JSON tells apart (bool/int/float); placeholder
+    """JSON equality (jsonvalue.json_equal: 1 and 1.0 are one value, true is another); placeholder
     tags are not part of a string's value (module docstring)."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        if a.keys() != b.keys():
-            return False
-        return all(same(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, str):
-        return a == b or (TAG_MARK in a and TAG_MARK in b and untag(a) == untag(b))
-    return bool(a == b)
+    return json_equal(a, b, same_text)
 
 
 def fast_same(a: Any, b: Any) -> bool:
-    """`same` at C speed: identity, == first, then repr (which tells 1, 1.0 and True apart, and
-    sees key order); only values equal but differently ordered get the Python walk. 2x on big
-    tapes. Unequal strings are the same when they differ only in placeholder tags; unequal
-    containers are not looked into here (`changes` does, and finds no change at such strings)."""
-    if a is b:
+    """`same` at C speed: containers are compared by jsonvalue.json_equal, which walks only values
+    Python's == calls equal, and strings by their tags too; unequal containers are not looked into
+    here (`changes` does, and finds no change at strings that differ only in their tags)."""
+    if json_equal(a, b):
         return True
-    if a == b:
-        return repr(a) == repr(b) or same(a, b)
-    return isinstance(a, str) and isinstance(b, str) and TAG_MARK in a and TAG_MARK in b and untag(a) == untag(b)
+    return type(a) is str and type(b) is str and same_text(a, b)
 
 
 def join(path: str, key: str | int) -> str:
@@ -188,46 +169,6 @@ def _describe(change: Change) -> str:
             f"(first difference at character {at}; {len(a)} → {len(b)} characters)"
         )
     return f"{show(a)} → {show(b)}"
-
-
-def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Length of the common prefix of two strings or lists: a binary search over C-speed slice
-    compares, so a 20 MB result or a 100k-event tape costs milliseconds, not a Python loop."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def common_suffix(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
-    """Length (at most `limit`) of the common suffix of two lists, like common_prefix."""
-    return equal_back(a, b, len(a), len(b), min(limit, len(a), len(b)))
-
-
-def equal_back(a: Sequence[Any], b: Sequence[Any], i: int, j: int, limit: int) -> int:
-    """How many elements before a[i] and b[j] are equal (at most `limit`), galloping: C-speed
-    slice compares whose total length is about twice the answer."""
-    lo, hi = 0, 1
-    while True:
-        hi = min(hi, limit)
-        if a[i - hi:i - lo] != b[j - hi:j - lo]:
-            break
-        lo = hi
-        if lo == limit:
-            return lo
-        hi *= 2
-    hi -= 1  # a[i - lo:i] == b[j - lo:j], and the element at hi differs
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[i - mid:i - lo] == b[j - mid:j - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def clip(value: Any, limit: int = 2000) -> Any:

@@ -1,8 +1,8 @@
 """JUnit XML rendering of a RunReport: sessions as test cases, so any CI system lists them.
 
 Reads report/model.py only. Drifted sessions are <failure> (message: the first drifted call),
-sessions that could not run or leaked a secret are <error>. ci.py passes the text through the
-redaction choke point before writing it.
+sessions that could not run or leaked a secret are <error>. `mcptape ci` writes it through the
+outlet (outlet.py), which verifies it first.
 """
 
 from __future__ import annotations

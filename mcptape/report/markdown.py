@@ -1,7 +1,9 @@
 """Markdown renderings of a RunReport: the GitHub job summary and the sticky PR comment.
 
 Owns how a verdict reads on GitHub and the rules that make tape content safe to show there.
-Posting, files and the GitHub API are github.py's; the verdict itself is diff/'s and ci.py's.
+Posting, files and the GitHub API are github.py's; the verdict itself is diff/'s and ci/'s.
+Each document is scrubbed with the run's Redactor (`scrub`) and verified where it leaves
+(outlet.py: written, appended to the job summary, posted).
 
 Everything that comes from a tape (tool names, arguments, results, error messages, before and
 after values) is untrusted: a server under test, or a PR author controlling one, chooses it.
@@ -21,11 +23,13 @@ from __future__ import annotations
 import html
 import json
 import re
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from mcptape.logsafe import escape_controls
+from mcptape.redact.redactor import Redactor, builtin_redactor
 from mcptape.report.model import Drift, Finding, RunReport, SessionResult, SurfaceChanges
 
 # GitHub rejects a comment body of 65,536 characters or more and a step summary over 1 MiB.
@@ -295,8 +299,6 @@ def accept_instructions(report: RunReport) -> str:
 
 
 def _shell_quote(value: str) -> str:
-    import shlex
-
     return shlex.quote(value)
 
 
@@ -346,7 +348,7 @@ def _assemble(head: list[str], blocks: list[tuple[str, str]], tail: list[str], l
 # --- the two documents ---------------------------------------------------------------------------
 
 
-def render_summary(report: RunReport, *, redactor: Any = None) -> str:
+def render_summary(report: RunReport, *, redactor: Redactor | None = None) -> str:
     """The job summary: sessions table, tool-surface table, one collapsible diff per drifted session."""
     n = len(report.sessions)
     title = f"## mcptape · {code_span(report.config, max_chars=120)} · {_headline(report)}"
@@ -370,10 +372,10 @@ def render_summary(report: RunReport, *, redactor: Any = None) -> str:
         head.append("### Details")
     tail = [accept_instructions(report)] if _has_drift(report) else []
     doc = _assemble(head, blocks, tail, SUMMARY_LIMITS)
-    return guard(doc, "job summary", redactor)
+    return scrub(doc, redactor)
 
 
-def render_comment(report: RunReport, marker: str, *, redactor: Any = None) -> str:
+def render_comment(report: RunReport, marker: str, *, redactor: Redactor | None = None) -> str:
     """The sticky PR comment: marker, a headline naming the first drifted call, details, how to accept."""
     if not marker.startswith("<!--"):
         marker = comment_marker(marker)
@@ -387,7 +389,7 @@ def render_comment(report: RunReport, marker: str, *, redactor: Any = None) -> s
         if updated:
             detail = f"{n} session{'s' * (n != 1)} of {config}; {updated} golden tape{'s' * (updated != 1)} re-recorded."
         doc = "\n\n".join([marker, f"### mcptape: {_headline(report)}", detail]) + "\n"
-        return guard(doc, "PR comment", redactor)
+        return scrub(doc, redactor)
 
     head = [marker]
     first = report.first_drift()
@@ -409,23 +411,16 @@ def render_comment(report: RunReport, marker: str, *, redactor: Any = None) -> s
     blocks = [(session_details(s, COMMENT_LIMITS), session_details(s, COMMENT_LIMITS, compact=True)) for s in bad]
     tail = [accept_instructions(report)] if _has_drift(report) else []
     doc = _assemble(head, blocks, tail, COMMENT_LIMITS)
-    return guard(doc, "PR comment", redactor)
+    return scrub(doc, redactor)
 
 
-# --- the redaction choke point -------------------------------------------------------------------
+# --- scrubbing --------------------------------------------------------------------------------
 
 
-def guard(doc: str, where: str, redactor: Any = None) -> str:
-    """REDACTION CHOKE POINT for every markdown document mcptape writes or posts.
-
-    The single call site of mcptape.redact for report text: redact what is known or looks like a
-    secret, then verify nothing survived (SecretLeak, exit 4, means nothing is written or posted).
-    `redactor` should be the run's Redactor (it knows the config's secrets); without one, redact.py's
-    shared default scrubs the built-in token shapes.
-    """
-    from mcptape.redact import guard as redact_guard
-
-    return str(redact_guard(doc, where, redactor))
+def scrub(doc: str, redactor: Redactor | None = None) -> str:
+    """`doc` with the secrets `redactor` knows or finds replaced (the run's Redactor; without one the
+    built-in detectors). Verifying what leaves is the outlet's (outlet.py), where it is written or posted."""
+    return (redactor or builtin_redactor()).redact_text(doc)
 
 
 __all__ = [
@@ -435,7 +430,7 @@ __all__ = [
     "code_span",
     "comment_marker",
     "fenced",
-    "guard",
+    "scrub",
     "render_comment",
     "render_summary",
     "html_text",

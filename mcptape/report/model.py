@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, EXIT_OUTPUT_DRIFT, EXIT_SECRET, EXIT_STRUCTURAL_DRIFT
+from mcptape.jsonrpc import dumps
 
 Severity = Literal["structural", "output", "info"]
 SEVERITY_EXIT: dict[str, int] = {"structural": EXIT_STRUCTURAL_DRIFT, "output": EXIT_OUTPUT_DRIFT, "info": EXIT_OK}
@@ -67,8 +68,6 @@ class CallRef:
     step: int | None = None  # 1-based step of the session, when ci ran it
 
     def one_line(self) -> str:
-        from mcptape.jsonrpc import dumps
-
         parts = [f"step {self.step}"] if self.step is not None else []
         head = self.method + (f" {self.name}" if self.name else "")
         if self.arguments not in (None, {}):

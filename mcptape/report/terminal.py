@@ -1,9 +1,9 @@
-"""Terminal reports with rich: the diff verdict, the ci run, and the `ls` / `show` tables.
+"""Terminal reports with rich: the diff verdict, the ci run, and what `ls` / `show` print of a tape.
 
 Reads the verdict model (model.py) and tapes; decides nothing about drift (that is diff/'s).
-rich is imported inside functions so `mcptape --version` and `mcptape play` never load it.
-Where the command is a wire command the caller hands in a stderr console; `diff`, `ls` and
-`show` print to stdout (`print_report`: in a GitHub job framed as logsafe.ci_log_block says).
+Only the commands that print a report import this module (never `mcptape --version` or `play`),
+so rich is imported here at module level. Renderers draw on a console they are handed; where it
+goes (stdout, a buffer the outlet verifies) is the command's (commands/terminal.py).
 All text goes through `_text`: rich.text.Text, never markup, so a tool result holding "[red]"
 prints as written, and logsafe.escape_controls first, so one holding `\x1b[2J` prints that
 escape instead of clearing the screen.
@@ -11,20 +11,18 @@ escape instead of clearing the screen.
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from mcptape.jsonrpc import dumps
-from mcptape.logsafe import ci_log_block, escape_controls
+from mcptape.logsafe import escape_controls
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 MAX_DETAILED_DRIFTS = 20
 MAX_FINDINGS_PER_DRIFT = 12
@@ -34,30 +32,14 @@ _STYLE = {"structural": "bold red", "output": "yellow", "info": "dim", "same": "
 
 def make_console(file: IO[str] | None = None) -> Console:
     """A console on `file` (stdout by default); wide when not a terminal so lines stay whole in logs."""
-    from rich.console import Console
-
     target = file if file is not None else sys.stdout
     is_tty = hasattr(target, "isatty") and target.isatty()
     width = None if is_tty else int(os.environ.get("COLUMNS", "160"))
     return Console(file=target, highlight=False, width=width, soft_wrap=False)
 
 
-def print_report(render: Callable[[Console], None], file: IO[str] | None = None) -> None:
-    """Render to `file` (stdout); in a GitHub job through a buffer and logsafe.ci_log_block, so
-    no tape text in it acts as a workflow command."""
-    target = file if file is not None else sys.stdout
-    if os.environ.get("GITHUB_ACTIONS") != "true":
-        render(make_console(target))
-        return
-    buffer = io.StringIO()
-    render(make_console(buffer))
-    target.write(ci_log_block(buffer.getvalue()))
-
-
-def _text(*parts: tuple[str, str] | str) -> Any:
+def rich_text(*parts: tuple[str, str] | str) -> Any:
     """Rich text from plain strings (and (string, style) pairs): no markup, controls escaped."""
-    from rich.text import Text
-
     out = Text()
     for part in parts:
         if isinstance(part, tuple):
@@ -80,34 +62,32 @@ def render_diff(result: DiffResult, console: Console, *, session: str | None = N
     """The first drifted call in one line, the tool-surface table, then details with context."""
     verdict = result.verdict
     if result.first is None or verdict == "same":
-        console.print(_text(("same", _STYLE["same"]), f" · {result.a} ↔ {result.b} · no drift"), soft_wrap=True)
+        console.print(rich_text(("same", _STYLE["same"]), f" · {result.a} ↔ {result.b} · no drift"), soft_wrap=True)
         _render_info(result, console)
         return
-    console.print(_text((verdict, _STYLE[verdict]), " drift · first drifted call:"), soft_wrap=True)
-    console.print(_text("  ", result.first.one_line(session)), soft_wrap=True)
+    console.print(rich_text((verdict, _STYLE[verdict]), " drift · first drifted call:"), soft_wrap=True)
+    console.print(rich_text("  ", result.first.one_line(session)), soft_wrap=True)
     if not result.surface.empty():
         console.print(surface_table(result))
     _render_details(result, console)
 
 
 def surface_table(result: DiffResult) -> Any:
-    from rich.table import Table
-
     s = result.surface
-    table = Table(title=_text("tool surface"), title_justify="left")
+    table = Table(title=rich_text("tool surface"), title_justify="left")
     columns = (("Added", s.added), ("Removed", s.removed), ("Breaking", s.breaking),
                ("Compatible", s.compatible), ("Cosmetic", s.cosmetic))
     for title, _ in columns:
         table.add_column(title)
     depth = max(len(names) for _, names in columns)
     for i in range(depth):
-        table.add_row(*[_text(names[i]) if i < len(names) else "" for _, names in columns])
+        table.add_row(*[rich_text(names[i]) if i < len(names) else "" for _, names in columns])
     return table
 
 
 def _render_details(result: DiffResult, console: Console) -> None:
     drifts = [d for d in result.drifts if d.severity != "info"]
-    console.print(_text(("details", "bold"), f" ({len(drifts)} drifted call{'s' if len(drifts) != 1 else ''}, "
+    console.print(rich_text(("details", "bold"), f" ({len(drifts)} drifted call{'s' if len(drifts) != 1 else ''}, "
                         f"golden {result.a} → fresh {result.b})"), soft_wrap=True)
     for n, drift in enumerate(drifts[:MAX_DETAILED_DRIFTS]):
         _render_drift(drift, console, context=n == 0)
@@ -118,13 +98,13 @@ def _render_details(result: DiffResult, console: Console) -> None:
 
 def _render_drift(drift: Drift, console: Console, *, context: bool) -> None:
     head = drift.call.one_line() if drift.call is not None else "session"
-    console.print(_text("  ", (drift.severity, _STYLE[drift.severity]), f"  {head}"), soft_wrap=True)
+    console.print(rich_text("  ", (drift.severity, _STYLE[drift.severity]), f"  {head}"), soft_wrap=True)
     for finding in drift.findings[:MAX_FINDINGS_PER_DRIFT]:
         console.print(_finding_line(finding), soft_wrap=True)
         if context and (finding.before is not None or finding.after is not None):
             # The first drift gets its values in full-ish: the reviewer's starting point.
-            console.print(_text(("      golden: ", "dim"), _short(finding.before, 200)), soft_wrap=True)
-            console.print(_text(("      fresh:  ", "dim"), _short(finding.after, 200)), soft_wrap=True)
+            console.print(rich_text(("      golden: ", "dim"), _short(finding.before, 200)), soft_wrap=True)
+            console.print(rich_text(("      fresh:  ", "dim"), _short(finding.after, 200)), soft_wrap=True)
     if len(drift.findings) > MAX_FINDINGS_PER_DRIFT:
         console.print(f"      … {len(drift.findings) - MAX_FINDINGS_PER_DRIFT} more differences in this call")
 
@@ -136,21 +116,21 @@ def _finding_line(finding: Finding) -> Any:
     if finding.fresh_line is not None:
         where.append(f"fresh:{finding.fresh_line}")
     label = finding.category + (f".{finding.kind}" if finding.kind else "")
-    return _text("    - ", (f"{finding.path} " if finding.path else "", "bold"), finding.message,
+    return rich_text("    - ", (f"{finding.path} " if finding.path else "", "bold"), finding.message,
                  (f"  [{label}, {finding.severity}{'; ' + ' '.join(where) if where else ''}]", "dim"))
 
 
 def _render_info(result: DiffResult, console: Console) -> None:
     info = [d for d in result.drifts if d.severity == "info"]
     if info:
-        console.print(_text(("not failing (info)", "dim"), f": {len(info)} call(s)"))
+        console.print(rich_text(("not failing (info)", "dim"), f": {len(info)} call(s)"))
         for drift in info[:MAX_DETAILED_DRIFTS]:
-            console.print(_text("    ", (drift.one_line(), "dim")), soft_wrap=True)
+            console.print(rich_text("    ", (drift.one_line(), "dim")), soft_wrap=True)
 
 
 def note_lines(notes: list[str], console: Console) -> None:
     for note in notes:
-        console.print(_text(("note", "dim"), f" · {note}"), soft_wrap=True)
+        console.print(rich_text(("note", "dim"), f" · {note}"), soft_wrap=True)
 
 
 # --- ci run --------------------------------------------------------------------------------------
@@ -158,38 +138,45 @@ def note_lines(notes: list[str], console: Console) -> None:
 
 def render_run(report: RunReport, console: Console) -> None:
     """One line per session (verdict + first drifted call), then details per drifted session."""
-    from rich.table import Table
-
-    table = Table(title=_text(f"mcptape ci · {report.config}"), title_justify="left")
+    table = Table(title=rich_text(f"mcptape ci · {report.config}"), title_justify="left")
     table.add_column("verdict")
     table.add_column("session")
     table.add_column("first drifted call / error")
     for s in report.sessions:
-        table.add_row(_text((s.verdict, _STYLE.get(s.verdict, ""))), _text(s.name), _text(_session_line(s)))
+        table.add_row(rich_text((s.verdict, _STYLE.get(s.verdict, ""))), rich_text(s.name), rich_text(_session_line(s)))
     console.print(table)
     for s in report.sessions:
         if s.diff is not None and s.verdict in ("output", "structural"):
-            console.print(_text(("── ", "dim"), (s.name, "bold"), f" ({s.verdict})", f" golden: {s.golden}" if s.golden else ""),
+            console.print(rich_text(("── ", "dim"), (s.name, "bold"), f" ({s.verdict})", f" golden: {s.golden}" if s.golden else ""),
                           soft_wrap=True)
             render_diff(s.diff, console, session=s.name)
     errors = [s for s in report.sessions if s.verdict in ("error", "secret")]
     for s in errors:
-        console.print(_text(("── ", "dim"), (s.name, "bold"), " ", (s.verdict, _STYLE[s.verdict]), f": {s.error or ''}"),
+        console.print(rich_text(("── ", "dim"), (s.name, "bold"), " ", (s.verdict, _STYLE[s.verdict]), f": {s.error or ''}"),
                       soft_wrap=True)
     for s in report.sessions:
         for note in s.notes:
-            console.print(_text(f"note · {s.name}: {note}"), soft_wrap=True)
+            console.print(rich_text(f"note · {s.name}: {note}"), soft_wrap=True)
     if report.orphans:
-        console.print(_text(("golden tapes with no session", "bold"), ": ", ", ".join(report.orphans)), soft_wrap=True)
+        console.print(rich_text(("golden tapes with no session", "bold"), ": ", ", ".join(report.orphans)), soft_wrap=True)
     redacted = report.redaction_summary()
     if redacted:
-        console.print(_text(("redaction: ", "bold"), redacted), soft_wrap=True)
+        console.print(rich_text(("redaction: ", "bold"), redacted), soft_wrap=True)
     counts: dict[str, int] = {}
     for s in report.sessions:
         counts[s.verdict] = counts.get(s.verdict, 0) + 1
     summary = ", ".join(f"{n} {v}" for v, n in counts.items()) or "no sessions"
-    console.print(_text(("result: ", "bold"), (report.result, _STYLE.get(report.result, "")),
+    console.print(rich_text(("result: ", "bold"), (report.result, _STYLE.get(report.result, "")),
                         f" (exit {report.exit_code}) · {summary}"), soft_wrap=True)
+
+
+
+def render_run_text(report: RunReport) -> str:
+    """The ci run's terminal report (render_run) as text, for the outlet to verify before it is shown."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=sys.stdout.isatty(), width=120, soft_wrap=True)
+    render_run(report, console)
+    return buffer.getvalue()
 
 
 def _session_line(s: SessionResult) -> str:
@@ -203,62 +190,6 @@ def _session_line(s: SessionResult) -> str:
 
 
 # --- ls / show -------------------------------------------------------------------------------
-
-
-def _find_tapes(paths: list[str]) -> list[Path]:
-    from mcptape.tape.format import TAPE_SUFFIX
-
-    found: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            found.extend(sorted(x for x in p.rglob(f"*{TAPE_SUFFIX}") if ".git" not in x.parts
-                                and "node_modules" not in x.parts))
-        elif p.exists():
-            found.append(p)
-        else:
-            from mcptape.errors import TapeError
-
-            raise TapeError(f"{p}: no such file or directory", hint="give directories or tape files to `mcptape ls`")
-    return found
-
-
-def run_ls(args: argparse.Namespace) -> int:
-    """`mcptape ls [PATH...]`: a table of the tapes under the paths."""
-    from rich.table import Table
-
-    from mcptape.diff.calls import build_calls
-    from mcptape.errors import TapeError
-    from mcptape.tape.format import read_tape
-
-    tapes = _find_tapes(list(args.paths or ["."]))
-    if not tapes:
-        print_report(lambda console: console.print(_text(f"no tapes (*.tape.jsonl) under {', '.join(args.paths or ['.'])}")))
-        return 0
-    table = Table()
-    for col, justify in (("name", "left"), ("path", "left"), ("events", "right"), ("calls", "right"),
-                         ("protocol", "left"), ("complete", "left"), ("size", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for path in tapes:
-        size = _size(path.stat().st_size)
-        try:
-            tape = read_tape(path)
-        except TapeError as e:
-            table.add_row(_text(path.name), _text(str(path)), "", "", "", _text((f"unreadable: {e.message}", "red")), size)
-            continue
-        calls = sum(1 for c in build_calls(tape).calls if not c.notify)
-        table.add_row(_text(tape.name), _text(str(path)), str(len(tape.events)), str(calls), _text(tape.protocol or "?"),
-                      _text(("yes", "green") if tape.complete else ("no (cut short)", "red")), size)
-    print_report(lambda console: console.print(table))
-    return 0
-
-
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KB"
-    return f"{n / (1024 * 1024):.1f} MB"
 
 
 def message_summary(event: dict[str, Any], limit: int | None = 80) -> str:
@@ -299,40 +230,3 @@ def message_summary(event: dict[str, Any], limit: int | None = 80) -> str:
     return text
 
 
-def run_show(args: argparse.Namespace) -> int:
-    """`mcptape show TAPE [--full]`: one row per event."""
-    from rich.table import Table
-
-    from mcptape.tape.format import read_tape
-
-    tape = read_tape(args.tape)
-    header = tape.header
-    title = _text((tape.name, "bold"), f" · protocol {tape.protocol or '?'} · {len(tape.events)} events · "
-                  f"{'complete' if tape.complete else 'cut short (no footer)'} · recorded by mcptape "
-                  f"{header.get('version', '?')}")
-    table = Table()
-    table.add_column("#", justify="right")
-    table.add_column("line", justify="right")
-    table.add_column("dir")
-    table.add_column("kind")
-    table.add_column("id")
-    table.add_column("method")
-    table.add_column("summary", overflow="fold" if args.full else "ellipsis")
-    limit = None if getattr(args, "full", False) else 80
-    for i, ev in enumerate(tape.events):
-        table.add_row(
-            str(i + 1),
-            str(tape.line_of(i)),
-            _text(str(ev.get("dir", ""))),
-            _text((str(ev.get("kind")), "red" if ev.get("kind") in ("error", "garbage", "exit") else "")),
-            _text(dumps(ev["id"]) if "id" in ev else ""),
-            _text(str(ev.get("method", ""))),
-            _text(message_summary(ev, limit)),
-        )
-
-    def render(console: Console) -> None:
-        console.print(title, soft_wrap=True)
-        console.print(table)
-
-    print_report(render)
-    return 0

@@ -1,49 +1,7 @@
-"""The tape: format v1 (format.py) and the events it holds (events.py)."""
+"""The tape: what crossed the wire, as a versioned, reviewable file.
 
-from mcptape.tape.events import (
-    C2S,
-    S2C,
-    EventBuilder,
-    exit_event,
-    garbage_event,
-    is_message,
-    note_event,
-    stderr_event,
-    wire_text,
-)
-from mcptape.tape.format import (
-    FORMAT_VERSION,
-    TAPE_SUFFIX,
-    Event,
-    Tape,
-    TapeWriter,
-    make_footer,
-    make_header,
-    read_tape,
-    serialize,
-    tape_bytes,
-    write_atomic,
-)
-
-__all__ = [
-    "C2S",
-    "FORMAT_VERSION",
-    "S2C",
-    "TAPE_SUFFIX",
-    "Event",
-    "EventBuilder",
-    "Tape",
-    "TapeWriter",
-    "exit_event",
-    "garbage_event",
-    "is_message",
-    "make_footer",
-    "make_header",
-    "note_event",
-    "read_tape",
-    "serialize",
-    "stderr_event",
-    "tape_bytes",
-    "wire_text",
-    "write_atomic",
-]
+    events.py   what crossed the wire, as self-contained event dicts (one EventBuilder for every producer)
+    format.py   the bytes of a tape: header, footer, serialization, streamed and whole-tape writing
+    reader.py   reading tapes: whole, in pairs (diff) and streamed (play), one set of checks and errors
+    atomic.py   all-or-nothing file writes (golden tapes, reports)
+"""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 from typing import Any
 
 from mcptape.jsonrpc import MAX_DEPTH, classify, dumps, id_key, loads_depth, utf8_dumps, wire_dumps
@@ -175,13 +176,11 @@ def stderr_event(line: bytes) -> dict[str, Any]:
 
 def exit_event(returncode: int | None) -> dict[str, Any]:
     """The server process's end: a negative Popen returncode is death by that signal."""
-    import signal as _signal
-
     event: dict[str, Any] = {"kind": "exit"}
     if returncode is not None and returncode < 0:
         event["code"] = None
         try:
-            event["signal"] = _signal.Signals(-returncode).name
+            event["signal"] = signal.Signals(-returncode).name
         except ValueError:
             event["signal"] = str(-returncode)
     else:

@@ -1,5 +1,9 @@
-"""Transports move messages; they know bytes and framing, not MCP (stdio.py; HTTP in http.py).
+"""Transports move messages; they know bytes and framing, not MCP.
 
-The interface every transport offers to the scripted client is tiny:
-`send(line: bytes)`, `receive(timeout) -> bytes | None` (None at end of stream), `close()`.
+    base.py      the interface every transport offers the scripted client (send, receive, close)
+    stdio.py     a spawned server over its stdin/stdout, and the shutdown ladder of its process
+    http.py      streamable HTTP and the legacy HTTP+SSE transport, an optional `start:` server
+    sse.py       server-sent events: parsing a stream, writing an event (stdlib only)
+    memory.py    an in-memory pair with a server function on the other end (tests)
+    factory.py   the transport a config's server entry describes
 """

@@ -1,30 +1,21 @@
 """Open the transport a config's server entry describes: a stdio process or an HTTP endpoint.
 
 Owns only the choice and the launch details that come from mcptape.yml (minimal environment,
-cwd relative to the config file). Framing is stdio.py's; HTTP is http.py's (open_http_transport).
+cwd relative to the config file, the `start:` command of an HTTP server). Framing is stdio.py's
+and http.py's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
 
-from mcptape.config import HttpServer, StdioServer
+from mcptape.config.models import HttpServer, StdioServer
 from mcptape.errors import ServerError
+from mcptape.transports.base import Transport
+from mcptape.transports.http import SseTransport, StartedServer, StreamableHttpTransport
+from mcptape.transports.http import Transport as HttpTransport
 from mcptape.transports.stdio import StdioTransport, minimal_env
-
-
-class Transport(Protocol):
-    """What the scripted client needs from any transport (see transports/__init__.py)."""
-
-    def send(self, line: bytes) -> None: ...
-
-    def receive(self, timeout: float | None = None) -> bytes | None: ...
-
-    def close(self) -> int | None: ...
-
-    def stderr_tail(self) -> str: ...
 
 
 def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str]) -> Transport:
@@ -37,7 +28,26 @@ def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Map
                 hint="fix `cwd:` of the server in mcptape.yml (it is relative to the config file)",
             )
         return StdioTransport(server.command, env=minimal_env(env), cwd=cwd)
-    from mcptape.transports.http import open_http_transport  # httpx only when a session needs it
-
     transport: Transport = open_http_transport(server, base_dir=base_dir, env=dict(env))
     return transport
+
+
+def open_http_transport(server: HttpServer, *, base_dir: Path, env: dict[str, str]) -> HttpTransport:
+    """Start the server if it has `start:`, wait until its port answers, and open its transport."""
+    started: StartedServer | None = None
+    if server.start:
+        cwd = Path(base_dir) / server.cwd if server.cwd else Path(base_dir)
+        started = StartedServer(list(server.start), env=minimal_env(env), cwd=cwd)
+        try:
+            started.wait_ready(server.url, server.ready_timeout)
+        except BaseException:
+            started.stop()
+            raise
+    cls = SseTransport if server.transport == "sse" else StreamableHttpTransport
+    try:
+        return cls(server.url, server.headers, started=started)
+    except BaseException:
+        if started is not None:
+            started.stop()
+        raise
+

@@ -17,6 +17,7 @@ Configured `headers:` are secrets: they are sent, never logged or put in an erro
 
 from __future__ import annotations
 
+import base64
 import collections
 import contextlib
 import json
@@ -25,28 +26,22 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+import httpx
+
 from mcptape.errors import ServerError, ServerTimeout
-from mcptape.transports.stdio import ServerProcess, minimal_env
-
-if TYPE_CHECKING:
-    import httpx
-
-    from mcptape.config import HttpServer
+from mcptape.jsonrpc import loads, wire_dumps
+from mcptape.mcp import meta_version
+from mcptape.transports.sse import SESSION_HEADER, SseEvent, SseParser
+from mcptape.transports.stdio import ServerProcess
 
 ACCEPT_BOTH = "application/json, text/event-stream"
-SESSION_HEADER = "Mcp-Session-Id"
 PROTOCOL_HEADER = "MCP-Protocol-Version"
 METHOD_HEADER = "Mcp-Method"
 NAME_HEADER = "Mcp-Name"
-# Stateless revisions (2026-07-28 on) carry their version in each request's _meta and
-# speak without a session; the HTTP layer mirrors them in headers (see message_headers).
-META_PROTOCOL_KEY = "io.modelcontextprotocol/protocolVersion"
 NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 CONNECT_TIMEOUT = 10.0
@@ -54,122 +49,11 @@ OUTPUT_TAIL_LINES = 40
 ERROR_BODY_CHARS = 500
 
 
-# --- SSE parsing (pure) ----------------------------------------------------------------------
-
-
-@dataclass
-class SseEvent:
-    """One dispatched server-sent event. `data` lines are joined with "\\n" as the spec says."""
-
-    data: str
-    event: str = "message"
-    id: str | None = None
-    retry: int | None = None
-
-
-class SseParser:
-    """Incremental text/event-stream parser: feed bytes as they arrive, get whole events back.
-
-    Works on bytes so a UTF-8 character or a CRLF split across two chunks is reassembled
-    before decoding; a lone CR at the end of a chunk is held back because the next chunk may
-    start with the LF that completes it.
-    """
-
-    def __init__(self) -> None:
-        self._buf = b""
-        self._data: list[str] = []
-        self._event = ""
-        self._id: str | None = None
-        self._retry: int | None = None
-        self.last_event_id: str | None = None
-
-    def feed(self, chunk: bytes) -> list[SseEvent]:
-        self._buf += chunk
-        events: list[SseEvent] = []
-        for line in self._lines():
-            ev = self._line(line)
-            if ev is not None:
-                events.append(ev)
-        return events
-
-    def _lines(self) -> Iterator[bytes]:
-        buf = self._buf
-        start = 0
-        n = len(buf)
-        i = 0
-        while i < n:
-            c = buf[i]
-            if c == 0x0A:  # LF
-                yield buf[start:i]
-                i += 1
-                start = i
-            elif c == 0x0D:  # CR, CRLF
-                if i + 1 == n:
-                    break  # maybe half of a CRLF: wait for the next chunk
-                yield buf[start:i]
-                i += 2 if buf[i + 1] == 0x0A else 1
-                start = i
-            else:
-                nl = min((p for p in (buf.find(b"\n", i), buf.find(b"\r", i)) if p >= 0), default=n)
-                i = nl
-        self._buf = buf[start:]
-
-    def _line(self, raw: bytes) -> SseEvent | None:
-        if not raw:
-            return self._dispatch()
-        line = raw.decode("utf-8", "replace")
-        if line.startswith(":"):
-            return None  # comment / keep-alive
-        name, sep, value = line.partition(":")
-        if sep and value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            self._data.append(value)
-        elif name == "event":
-            self._event = value
-        elif name == "id":
-            if "\0" not in value:
-                self._id = value
-        elif name == "retry" and value.isdigit():
-            self._retry = int(value)
-        return None
-
-    def _dispatch(self) -> SseEvent | None:
-        if self._id is not None:
-            self.last_event_id = self._id
-        data = "\n".join(self._data)
-        if not data.strip():
-            # Blank data carries no message: MCP servers send such events only to prime
-            # resumption with an id (a browser would dispatch them; we have nothing to deliver).
-            self._data, self._event, self._id, self._retry = [], "", None, None
-            return None
-        ev = SseEvent(data=data, event=self._event or "message", id=self._id, retry=self._retry)
-        self._data, self._event, self._id, self._retry = [], "", None, None
-        return ev
-
-
-def format_sse(data: str, *, event: str = "message", event_id: str | None = None) -> bytes:
-    """One SSE event as bytes (multi-line data split into data lines)."""
-    parts = []
-    if event != "message":
-        parts.append(f"event: {event}\n")
-    else:
-        parts.append("event: message\n")
-    if event_id is not None:
-        parts.append(f"id: {event_id}\n")
-    for line in data.split("\n"):
-        parts.append(f"data: {line}\n")
-    parts.append("\n")
-    return "".join(parts).encode("utf-8")
-
-
 # --- header handling (pure) ------------------------------------------------------------------
 
 
 def encode_header_value(value: str) -> str:
     """A header-safe form of `value`: printable ASCII as is, anything else base64 in a sentinel."""
-    import base64
-
     if all(0x20 <= ord(c) <= 0x7E for c in value) and value == value.strip() and not value.startswith("=?base64?"):
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
@@ -192,7 +76,7 @@ def message_headers(
     headers = dict(configured)
     headers["Accept"] = ACCEPT_BOTH
     headers["Content-Type"] = "application/json"
-    stateless = _stateless_version(msg)
+    stateless = meta_version(msg.get("params")) if isinstance(msg, dict) else None
     if stateless is not None:
         headers[PROTOCOL_HEADER] = stateless
         method = msg.get("method")
@@ -211,21 +95,10 @@ def message_headers(
     return headers
 
 
-def _stateless_version(msg: Any) -> str | None:
-    if not isinstance(msg, dict):
-        return None
-    params = msg.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get(META_PROTOCOL_KEY) if isinstance(meta, dict) else None
-    return version if isinstance(version, str) else None
-
-
 def parse_json_messages(body: bytes) -> list[bytes]:
     """A JSON answer body as message lines: one message, or each element of a batch array."""
     text = body.strip()
     if text.startswith(b"["):
-        from mcptape.jsonrpc import loads, wire_dumps
-
         try:
             items = loads(text.decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -235,8 +108,6 @@ def parse_json_messages(body: bytes) -> list[bytes]:
 
 
 def _parse(line: bytes) -> Any:
-    from mcptape.jsonrpc import loads
-
     try:
         return loads(line.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -265,8 +136,6 @@ def new_client(timeout: httpx.Timeout) -> httpx.Client:
     httpcore writes a request's headers and body in separate sends; with Nagle on, the body
     waits for the peer's delayed ACK (~20-40 ms per round trip on Linux loopback).
     """
-    import httpx
-
     transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
     return httpx.Client(
         transport=transport,
@@ -352,8 +221,6 @@ class _HttpTransportBase:
     """What both HTTP transports share: the client, the incoming queue, the sender thread, close."""
 
     def __init__(self, url: str, headers: Mapping[str, str], *, started: StartedServer | None = None) -> None:
-        import httpx
-
         self.url = url
         self._configured = dict(headers)
         self._started = started
@@ -425,8 +292,6 @@ class _HttpTransportBase:
         # One sender keeps messages in the order the client wrote them; it waits only for
         # each answer's headers (a streamed body is read by its own thread), so a request
         # whose answer streams on does not hold back the client's reply to a server request.
-        import httpx
-
         while True:
             line = self._outgoing.get()
             if line is None or self._closing.is_set():
@@ -468,8 +333,6 @@ class _HttpTransportBase:
         A connection that drops, or a stream that ends before its answer, is a ServerError
         queued after everything received up to that point.
         """
-        import httpx
-
         parser = SseParser()
         answered = answers is None
         want = json.dumps(answers) if answers is not None else None
@@ -559,8 +422,6 @@ class StreamableHttpTransport(_HttpTransportBase):
             self._spawn(self._read_json, "http-post-json", resp, what, msg["id"])
 
     def _read_json(self, resp: httpx.Response, what: str, answers: Any) -> None:
-        import httpx
-
         try:
             body = resp.read()
         except httpx.HTTPError as e:
@@ -578,8 +439,6 @@ class StreamableHttpTransport(_HttpTransportBase):
             self._fail(f"{self._safe_url()} answered {what} with a JSON body that holds no answer to it")
 
     def _http_error(self, resp: httpx.Response, what: str, request: Any) -> None:
-        import httpx
-
         try:
             body = resp.read()
         except httpx.HTTPError:
@@ -614,8 +473,6 @@ class StreamableHttpTransport(_HttpTransportBase):
         self._spawn(self._get_stream, "http-get-sse")
 
     def _get_stream(self) -> None:
-        import httpx
-
         headers = dict(self._configured)
         headers["Accept"] = "text/event-stream"
         if self.session_id:
@@ -637,8 +494,6 @@ class StreamableHttpTransport(_HttpTransportBase):
         self._read_sse(resp, "the GET stream", None)
 
     def _terminate(self) -> None:
-        import httpx
-
         if not self.session_id:
             return
         headers = dict(self._configured)
@@ -662,8 +517,6 @@ class SseTransport(_HttpTransportBase):
         self._spawn(self._stream, "http-sse-stream")
 
     def _stream(self) -> None:
-        import httpx
-
         headers = dict(self._configured)
         headers["Accept"] = "text/event-stream"
         try:
@@ -721,23 +574,3 @@ class SseTransport(_HttpTransportBase):
 
 
 Transport = StreamableHttpTransport | SseTransport
-
-
-def open_http_transport(server: HttpServer, *, base_dir: Path, env: dict[str, str]) -> Transport:
-    """Start the server if it has `start:`, wait until its port answers, and open its transport."""
-    started: StartedServer | None = None
-    if server.start:
-        cwd = Path(base_dir) / server.cwd if server.cwd else Path(base_dir)
-        started = StartedServer(list(server.start), env=minimal_env(env), cwd=cwd)
-        try:
-            started.wait_ready(server.url, server.ready_timeout)
-        except BaseException:
-            started.stop()
-            raise
-    cls = SseTransport if server.transport == "sse" else StreamableHttpTransport
-    try:
-        return cls(server.url, server.headers, started=started)
-    except BaseException:
-        if started is not None:
-            started.stop()
-        raise

@@ -1,7 +1,7 @@
 """Stdio transport: spawn a server, frame newline-delimited messages, shut it down.
 
 Knows nothing about MCP methods (see client.py). Two users: the scripted client reads whole
-lines through StdioTransport; the recorder (proxy.py) takes the raw pipes of ServerProcess
+lines through StdioTransport; the recorder (record/) takes the raw pipes of ServerProcess
 and moves bytes itself, because it must forward them unchanged and at once.
 """
 
@@ -54,7 +54,7 @@ class ServerProcess:
                 cwd=cwd,
                 # Its own process group (shutdown signals the group), not its own session: on
                 # Linux with autogroups a new session is a new scheduling group that competes
-                # with ours as a whole, which cost rec millisecond stalls (see proxy._step_aside).
+                # with ours as a whole, which cost rec millisecond stalls (see record/writer.py, _step_aside).
                 process_group=0,
             )
         except OSError as e:
@@ -68,30 +68,53 @@ class ServerProcess:
         return self.popen.pid
 
     def shutdown(self, grace: float = 2.0, term_grace: float = 2.0) -> int | None:
-        """Close stdin, wait; then SIGTERM the group, wait; then SIGKILL. Returns the returncode.
-
-        Node servers do not exit on stdin EOF while one of their own requests is pending,
-        so the SIGTERM step is routine, not exceptional.
-        """
+        """Close stdin and go down the shutdown ladder (`Ladder`), waiting; returns the returncode."""
         p = self.popen
         if p.stdin and not p.stdin.closed:
             with contextlib.suppress(OSError):
                 p.stdin.close()
-        for sig, wait in ((None, grace), (signal.SIGTERM, term_grace), (signal.SIGKILL, 5.0)):
-            if sig is not None:
-                self._signal_group(sig)
+        waited = 0.0
+        for at, sig in Ladder(grace, term_grace).rungs():
             try:
-                return p.wait(wait)
+                return p.wait(at - waited)
             except subprocess.TimeoutExpired:
-                continue
+                waited = at
+            if sig is not None:
+                self.signal_group(sig)
         return p.poll()
 
-    def _signal_group(self, sig: signal.Signals) -> None:
+    def signal_group(self, sig: signal.Signals) -> None:
+        """Send `sig` to the server's process group (to the process alone if the group is gone), unless it exited."""
+        if self.popen.poll() is not None:
+            return
         try:
             os.killpg(self.popen.pid, sig)
         except (ProcessLookupError, PermissionError):
             with contextlib.suppress(ProcessLookupError):
                 self.popen.send_signal(sig)
+
+
+class Ladder:
+    """The one shutdown ladder of a server process, once its stdin is closed: wait `grace`; SIGTERM
+    its process group, wait `term_grace`; SIGKILL, wait `kill_grace`; then stop waiting.
+
+    Node servers do not exit on stdin EOF while one of their own requests is pending, so the
+    SIGTERM step is routine, not exceptional. ServerProcess.shutdown climbs it blocking; rec's
+    relay (record/relay.py) climbs it from its poll loop, so the server's last words are relayed.
+    """
+
+    __slots__ = ("grace", "term_grace", "kill_grace")
+
+    def __init__(self, grace: float = 2.0, term_grace: float = 2.0, kill_grace: float = 5.0) -> None:
+        self.grace = grace
+        self.term_grace = term_grace
+        self.kill_grace = kill_grace
+
+    def rungs(self) -> list[tuple[float, signal.Signals | None]]:
+        """(seconds after stdin was closed, the signal sent then; None: stop waiting), in order."""
+        term_at = self.grace
+        kill_at = term_at + self.term_grace
+        return [(term_at, signal.SIGTERM), (kill_at, signal.SIGKILL), (kill_at + self.kill_grace, None)]
 
 
 class StdioTransport:

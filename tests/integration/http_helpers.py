@@ -196,6 +196,7 @@ def text_of(result: dict[str, Any]) -> str:
 
 
 def message_events(path: Path) -> list[dict[str, Any]]:
-    from mcptape.tape import is_message, read_tape
+    from mcptape.tape.events import is_message
+    from mcptape.tape.reader import read_tape
 
     return [ev for ev in read_tape(path).events if is_message(ev)]

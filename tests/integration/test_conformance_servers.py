@@ -24,7 +24,8 @@ import pytest
 from mcptape.conformance import check_tape
 from mcptape.jsonrpc import dumps
 from mcptape.tape.events import C2S, S2C, EventBuilder, exit_event
-from mcptape.tape.format import Tape, make_header, read_tape
+from mcptape.tape.format import Tape, make_header
+from mcptape.tape.reader import read_tape
 from tests.conftest import FIXTURES, ROOT, mcptape_command, node_server
 from tests.recording import Request, record, tool
 
@@ -56,7 +57,13 @@ def rec_session(tmp_path: Path, server: list[str], requests: list[tuple[str, dic
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdin is not None and proc.stdout is not None
     lines: queue.Queue[bytes] = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)  # type: ignore[union-attr]
+    out = proc.stdout
+
+    def pump() -> None:
+        for line in out:
+            lines.put(line)
+
+    reader = threading.Thread(target=pump, daemon=True)
     reader.start()
 
     def send(msg: dict[str, Any]) -> None:

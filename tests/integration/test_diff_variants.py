@@ -11,16 +11,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from conftest import calc_command, mcptape_command  # noqa: E402
-from recording import Request, record, tool, write  # noqa: E402
+from tests.conftest import calc_command, mcptape_command
+from tests.recording import Request, TapeBuilder, record, tool, write
 
 SESSION: list[Request] = [
     ("tools/list", None),
@@ -149,7 +146,6 @@ def test_unreadable_tape_exits_3(golden: Path, tmp_path: Path) -> None:
 
 
 def test_conformance_is_opt_in_and_names_the_broken_field(tmp_path: Path) -> None:
-    from recording import TapeBuilder
 
     tape = TapeBuilder().tool("t", {}, result={"content": [{"type": "text", "text": 5}]}).tape()
     a, b = write(tape, tmp_path / "a.tape.jsonl"), write(tape, tmp_path / "b.tape.jsonl")

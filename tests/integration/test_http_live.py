@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
-from mcptape.config import HttpServer
+from mcptape.config.models import HttpServer
 from mcptape.errors import ServerError
-from mcptape.tape import read_tape
-from mcptape.transports.http import StreamableHttpTransport, open_http_transport
+from mcptape.tape.reader import read_tape
+from mcptape.transports.factory import open_http_transport
+from mcptape.transports.http import StreamableHttpTransport
 from tests.conftest import ROOT, node_server
 from tests.integration.http_helpers import (
     HTTP_CALC,
@@ -415,7 +416,7 @@ def test_same_session_over_stdio_and_http_diffs_identical(calc_upstream: str, tm
 
     assert comparable(stdio_tape) == comparable(http_tape)
     try:
-        from mcptape.diff import diff_tapes
+        from mcptape.diff.engine import diff_tapes
     except ImportError:
         return
     golden = read_tape(stdio_tape)

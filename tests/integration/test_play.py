@@ -23,16 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # when run as the tee script
     sys.path.insert(0, str(ROOT))
 
-from mcptape.tape import (  # noqa: E402
-    C2S,
-    S2C,
-    EventBuilder,
-    TapeWriter,
-    exit_event,
-    make_header,
-    read_tape,
-    stderr_event,
-)
+from mcptape.tape.events import C2S, S2C, EventBuilder, exit_event, stderr_event  # noqa: E402
+from mcptape.tape.format import TapeWriter, make_header  # noqa: E402
+from mcptape.tape.reader import read_tape  # noqa: E402
 from tests.conftest import node_server  # noqa: E402
 
 CALC_SERVER = ROOT / "fixtures" / "servers" / "calc_server.py"
@@ -228,7 +221,7 @@ async def _roots(context: Any) -> Any:
     from mcp.types import ListRootsResult, Root
 
     ASKED.append("roots")
-    return ListRootsResult(roots=[Root(uri="file:///project", name="project")])
+    return ListRootsResult(roots=[Root(uri="file:///project", name="project")])  # type: ignore[arg-type]
 
 
 async def everything_session(client: Any) -> dict[str, Any]:
@@ -249,7 +242,7 @@ async def everything_session(client: Any) -> dict[str, Any]:
 
 def test_sdk_client_gets_the_same_results_from_play_as_from_server_everything(tmp_path: Path) -> None:
     command = _everything()
-    kw = {"sampling_callback": _sampling, "list_roots_callback": _roots}
+    kw: dict[str, Any] = {"sampling_callback": _sampling, "list_roots_callback": _roots}
     direct = run_session(command, everything_session, **kw)
     assert "trigger-sampling-request" in direct["tools"]
     assert "canned answer to" in str(direct["sampling"])
@@ -273,7 +266,7 @@ def test_sdk_client_gets_the_same_results_from_play_as_from_server_everything(tm
 
 def test_play_of_server_everything_without_the_recorded_capabilities_warns(tmp_path: Path) -> None:
     command = _everything()
-    kw = {"sampling_callback": _sampling, "list_roots_callback": _roots}
+    kw: dict[str, Any] = {"sampling_callback": _sampling, "list_roots_callback": _roots}
     tape, recorded = _record(tmp_path, "everything", command, everything_session, **kw)
 
     async def bare(client: Any) -> dict[str, Any]:

@@ -179,7 +179,7 @@ async def sdk_session(tape: str, cwd: str, tool: str, arguments: dict[str, Any])
         return types.ElicitResult(action="accept", content={"name": "Ada"})
 
     server = StdioServerParameters(command=sys.executable, args=["-m", "mcptape", "play", tape], cwd=cwd)
-    async with Client(server, mode="auto", elicitation_callback=elicit, read_timeout_seconds=30) as client:
+    async with Client(server, mode="auto", elicitation_callback=elicit, read_timeout_seconds=30) as client:  # type: ignore[arg-type]
         result = await client.call_tool(tool, arguments)
         return str(client.session.protocol_version), result.structured_content
 

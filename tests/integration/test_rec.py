@@ -25,8 +25,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcptape.tape import read_tape
-from mcptape.tape.format import written_verbatim
+from mcptape.tape.reader import read_tape, written_verbatim
 from tests.conftest import FIXTURES, ROOT, calc_command, mcptape_command, node_server
 
 WAIT = 30  # seconds; every wait on a process is bounded by this
@@ -72,7 +71,8 @@ class RawClient:
 
     def _read_err(self) -> None:
         assert self.proc.stderr is not None
-        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+        err = self.proc.stderr
+        for chunk in iter(lambda: err.read1(65536), b""):  # type: ignore[attr-defined]
             self.stderr += chunk
 
     def send(self, msg: dict[str, Any] | bytes) -> None:
@@ -219,6 +219,7 @@ def test_sdk_client_gets_the_same_results_through_rec(tmp_path: Path) -> None:
     assert msgs[8]["msg"]["error"]["code"] == -32602
     assert msgs[10]["params"] == {"uri": "calc://constants"}
     assert t.events[-1] == {"kind": "exit", "code": 0}
+    assert t.footer is not None
     assert t.footer == {"mcptape": "end", "events": len(t.events), "crc32": t.footer["crc32"]}
     assert written_verbatim(tape.read_bytes())  # the crc32 covers what rec wrote: play may trust its bytes
 
@@ -499,12 +500,13 @@ def test_a_header_that_would_leak_writes_nothing_and_exits_4(tmp_path: Path) -> 
     token = _github_shaped()
     snippet = (
         "import sys\n"
-        "from mcptape import redact, cli\n"
-        "init = redact.Redactor.__init__\n"
+        "from mcptape import cli\n"
+        "from mcptape.redact import engine, redactor, shapes\n"
+        "init = redactor.Redactor.__init__\n"
         "def blind(self, *a, **k):\n"
         "    init(self, *a, **k)\n"
-        "    self._scrubber = redact._Engine(self._config, [s for s in redact.SHAPES if s.kind != 'github-token'])\n"
-        "redact.Redactor.__init__ = blind\n"
+        "    self._scrubber = engine.Engine(self._config, [s for s in shapes.SHAPES if s.kind != 'github-token'])\n"
+        "redactor.Redactor.__init__ = blind\n"
         "sys.exit(cli.main(sys.argv[1:]))\n"
     )
     tape = tmp_path / "leak.tape.jsonl"
@@ -589,14 +591,14 @@ async def _sdk_everything(command: list[str]) -> dict[str, Any]:
 
     async def list_roots(ctx: Any) -> types.ListRootsResult:
         roots_asked.set()
-        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp", name="tmp")])
+        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp", name="tmp")])  # type: ignore[arg-type]
 
     params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
     out: dict[str, Any] = {}
     with anyio.fail_after(WAIT):
         async with (
             stdio_client(params) as (read, write),
-            ClientSession(read, write, list_roots_callback=list_roots) as session,
+            ClientSession(read, write, list_roots_callback=list_roots) as session,  # type: ignore[arg-type]
         ):
             init = await session.initialize()
             out["server"] = init.server_info.name

@@ -26,11 +26,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from mcptape import redact
 from mcptape.jsonrpc import dumps
-from mcptape.redact import Redactor, own_text
-from mcptape.tape import EventBuilder, make_header, read_tape, stderr_event
-from mcptape.tape.format import write_atomic
+from mcptape.redact import shapes
+from mcptape.redact.own_text import own_text
+from mcptape.redact.redactor import Redactor
+from mcptape.tape.atomic import write_atomic
+from mcptape.tape.events import EventBuilder, stderr_event
+from mcptape.tape.format import make_header
+from mcptape.tape.reader import read_tape
 from mcptape.transports.stdio import StdioTransport, minimal_env
 from tests.conftest import FIXTURES, ROOT, mcptape_command
 from tests.redact_corpus import KNOWN_SOURCE, USER_PATTERN, Planted, corpus, leaks
@@ -82,12 +85,13 @@ def run_rec(tmp_path: Path, planted: list[Planted], known: str, *, fault: str | 
         # Fault injection in a real rec process: its scrubber loses one detector, its checker does not.
         snippet = (
             "import sys\n"
-            "from mcptape import redact, cli\n"
-            "init = redact.Redactor.__init__\n"
+            "from mcptape import cli\n"
+            "from mcptape.redact import engine, redactor, shapes\n"
+            "init = redactor.Redactor.__init__\n"
             "def blind(self, *a, **k):\n"
             "    init(self, *a, **k)\n"
-            f"    self._scrubber = redact._Engine(self._config, [s for s in redact.SHAPES if s.kind != {fault!r}])\n"
-            "redact.Redactor.__init__ = blind\n"
+            f"    self._scrubber = engine.Engine(self._config, [s for s in shapes.SHAPES if s.kind != {fault!r}])\n"
+            "redactor.Redactor.__init__ = blind\n"
             "sys.exit(cli.main(sys.argv[1:]))\n"
         )
         cmd = [sys.executable, "-c", snippet, "rec", "--out", str(tape), "--", *SERVER]
@@ -275,7 +279,7 @@ def test_ci_a_real_secret_reaches_no_golden_report_or_terminal(tmp_path: Path) -
     xml = (tmp_path / "r.xml").read_text(encoding="utf-8")
     assert "postgres://app:&lt;REDACTED:url-password&gt;@db.internal" in xml
     # The markdown a PR gets, from the same report: placeholders intact, verification passes.
-    from mcptape.config import load_config
+    from mcptape.config.load import load_config
     from mcptape.report.markdown import render_comment, render_summary
     from mcptape.report.model import RunReport
 
@@ -384,7 +388,7 @@ def test_the_words_mcptape_writes_are_its_own_text(tmp_path: Path) -> None:
         # A method name is one word; a path's parts come from the config (golden_dir, session names).
         for part in [word] if own_text(word) else word.split("/"):
             part = part.strip("-")
-            if len(part) >= redact.KNOWN_MIN_LEN and part.lower() not in data and not own_text(part):
+            if len(part) >= shapes.KNOWN_MIN_LEN and part.lower() not in data and not own_text(part):
                 not_own.add(part)
     assert not not_own, f"words mcptape writes that redact.own_text does not know: {sorted(not_own)}"
     # Positive control: a word mcptape never writes is not own text, so real secrets are not refused.

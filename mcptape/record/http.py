@@ -3,7 +3,7 @@
 Owns forwarding every request (POST, GET, DELETE, ...) to the upstream server and streaming
 each answer back chunk by chunk (an SSE stream keeps flowing: every chunk is flushed as it
 arrives), while the JSON-RPC messages in both directions go to a tape. The stdio recorder is
-proxy.py's; the tape format is tape/'s; SSE parsing is transports/http.py's.
+proxy.py's; the tape format is tape/'s; SSE parsing is transports/sse.py's.
 
 Tapes stay transport-independent: message events are built by the same EventBuilder from the
 same message text as over stdio, so one server recorded both ways diffs as identical. HTTP
@@ -19,32 +19,27 @@ writer thread, so disk never slows the wire.
 
 from __future__ import annotations
 
-import argparse
 import json
 import queue
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-from mcptape.errors import EXIT_OK, ConfigError, SecretLeak
-from mcptape.http_serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, say, serve_until_stopped
+import httpx
+
+from mcptape.errors import SecretLeak
+from mcptape.http_serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, serve_until_stopped
 from mcptape.jsonrpc import loads_depth
-from mcptape.tape import C2S, S2C, TAPE_SUFFIX, EventBuilder, TapeWriter, make_header, note_event
-from mcptape.tape.events import deep_note
-from mcptape.transports.http import SseParser, new_client, parse_json_messages
-
-if TYPE_CHECKING:
-    import httpx
-
-    from mcptape.redact import Redactor
-
-def _redactor_for(secrets: dict[str, str]) -> Redactor:
-    """The redactor (redact.py) for these known secrets: the choke point for everything recorded."""
-    from mcptape.redact import Redactor
-
-    return Redactor(known=secrets)
+from mcptape.outlet import Outlet
+from mcptape.redact.policy import secret_reason
+from mcptape.redact.redactor import make_redactor
+from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
+from mcptape.tape.format import TapeWriter, make_header
+from mcptape.transports.http import new_client, parse_json_messages
+from mcptape.transports.sse import SseParser
 
 
 class HttpRecorder:
@@ -56,7 +51,7 @@ class HttpRecorder:
         self._builder = EventBuilder()
         self._lock = threading.Lock()
         self._secrets: dict[str, str] = {}
-        self._redactor = _redactor_for({})
+        self._outlet = Outlet(make_redactor())
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self.leak: SecretLeak | None = None
         self.messages = 0
@@ -66,12 +61,10 @@ class HttpRecorder:
     def learn_secrets(self, headers: Any) -> None:
         """Header values that are credentials become known secrets of the redactor.
 
-        Which are is redact.py's rule, the same as for the config's `headers:` (`secret_reason`
+        Which are is redact/policy.py's rule, the same as for the config's `headers:` (`secret_reason`
         with `header=True`: Authorization, Cookie, X-Api-Key, any name that says so, any value
         with a token shape); `Accept` or `User-Agent` values are not.
         """
-        from mcptape.redact import secret_reason
-
         found: dict[str, str] = {}
         for name, value in headers.items():
             if not value or not secret_reason(name, value, header=True):
@@ -85,7 +78,7 @@ class HttpRecorder:
             new = {k: v for k, v in found.items() if self._secrets.get(k) != v}
             if new:
                 self._secrets.update(new)
-                self._redactor = _redactor_for(dict(self._secrets))
+                self._outlet = Outlet(make_redactor(self._secrets))
 
     def messages_from(self, direction: str, text: str) -> None:
         """Record the message(s) of one body or SSE data field (a batch array is split)."""
@@ -117,10 +110,10 @@ class HttpRecorder:
             if self.leak is not None:
                 continue
             with self._lock:
-                redactor = self._redactor
-            # The single redaction choke point of HTTP recording: redact, verify, then write.
+                outlet = self._outlet
+            # Every line is scrubbed and verified by the outlet before it is written (outlet.py).
             try:
-                data = redactor.line_bytes(event, where=str(self.path))
+                data = outlet.tape_line(event, where=str(self.path))
             except SecretLeak as e:
                 self.leak = e
                 continue
@@ -158,27 +151,6 @@ class ProxyHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # request lines may carry tokens in query strings; we log nothing per request
 
-    def do_POST(self) -> None:
-        self._forward()
-
-    def do_GET(self) -> None:
-        self._forward()
-
-    def do_DELETE(self) -> None:
-        self._forward()
-
-    def do_PUT(self) -> None:
-        self._forward()
-
-    def do_PATCH(self) -> None:
-        self._forward()
-
-    def do_OPTIONS(self) -> None:
-        self._forward()
-
-    def do_HEAD(self) -> None:
-        self._forward()
-
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             parts: list[bytes] = []
@@ -201,8 +173,6 @@ class ProxyHandler(BaseHTTPRequestHandler):
         return self.server.origin + path
 
     def _forward(self) -> None:
-        import httpx
-
         srv = self.server
         body = self._read_body()
         srv.recorder.learn_secrets(self.headers)
@@ -217,7 +187,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             resp = srv.client.send(request, stream=True)
         except httpx.HTTPError as e:
             srv.recorder.note({"request": self.command, "status": 502, "error": type(e).__name__})
-            self._send_plain(502, f"mcptape rec: upstream {_safe(srv.upstream)} unreachable: {type(e).__name__}\n")
+            self._send_plain(502, f"mcptape rec: upstream {safe_url(srv.upstream)} unreachable: {type(e).__name__}\n")
             return
         with srv.lock:
             srv.open_responses.add(resp)
@@ -228,14 +198,23 @@ class ProxyHandler(BaseHTTPRequestHandler):
             with srv.lock:
                 srv.open_responses.discard(resp)
 
-    def _relay(self, resp: httpx.Response) -> None:
-        import httpx
+    # Every method goes upstream as it came.
+    do_POST = do_GET = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _forward
 
+    def _relay(self, resp: httpx.Response) -> None:
         srv = self.server
         srv.recorder.learn_secrets(resp.headers)
         if resp.status_code >= 400:
             srv.recorder.note({"request": self.command, "status": resp.status_code})
-        ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+        out = ChunkedBody(self) if self._relay_head(resp) else None
+        if self._relay_body(resp, out) and out is not None:
+            try:
+                out.end()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+    def _relay_head(self, resp: httpx.Response) -> bool:
+        """Send the upstream's status line and headers; True if the body goes out chunked."""
         length = resp.headers.get("content-length")
         self.send_response_only(resp.status_code, resp.reason_phrase)
         for key, value in resp.headers.multi_items():
@@ -248,7 +227,13 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", length)
         self.end_headers()
         self.wfile.flush()
-        out = ChunkedBody(self) if chunked else None
+        return chunked
+
+    def _relay_body(self, resp: httpx.Response, out: ChunkedBody | None) -> bool:
+        """Forward the body as it comes and record the messages in it (an SSE stream's events, a
+        JSON body's messages); False if either side dropped the connection."""
+        srv = self.server
+        ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
         sse = SseParser() if ctype == "text/event-stream" else None
         collected: list[bytes] = []
         try:
@@ -270,18 +255,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
             # chunk), so the client sees exactly what it would have seen without us.
             srv.recorder.note({"request": self.command, "dropped": "upstream connection", "error": type(e).__name__})
             self.close_connection = True
-            return
+            return False
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client hung up (e.g. closed its GET stream)
-            return
+            return False
         if collected:
             for line in parse_json_messages(b"".join(collected)):
                 srv.recorder.messages_from(S2C, line.decode("utf-8", "replace"))
-        if out is not None:
-            try:
-                out.end()
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
+        return True
 
     def _send_plain(self, status: int, text: str) -> None:
         data = text.encode("utf-8")
@@ -292,36 +273,28 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def _safe(url: str) -> str:
+def safe_url(url: str) -> str:
     """A URL fit for a terminal: no userinfo, no query (either may hold a credential)."""
     p = urlsplit(url)
     port = f":{p.port}" if p.port else ""
     return f"{p.scheme}://{p.hostname or ''}{port}{p.path}"
 
 
-def _tape_path(args: argparse.Namespace) -> tuple[Path, str]:
-    if args.out:
-        out = Path(args.out)
-        name = args.name or out.name.removesuffix(TAPE_SUFFIX).removesuffix(".jsonl")
-        return out, name
-    name = args.name or "session"
-    return Path("tapes") / f"{name}{TAPE_SUFFIX}", name
-
-
-def run_http_rec(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
-    """Record over HTTP until SIGINT/SIGTERM; the tape gets its footer when the proxy stops."""
-    import httpx
-
-    if not args.upstream:
-        raise ConfigError("rec --listen needs --upstream URL (the server's MCP endpoint)")
-    if getattr(args, "server", None) and [a for a in args.server if a != "--"]:
-        raise ConfigError("rec --listen records an HTTP server: give --upstream URL, not a server command")
-    upstream = args.upstream
+def record_http(
+    upstream: str,
+    listen: str,
+    out: Path,
+    name: str,
+    *,
+    on_ready: Callable[[str], None],
+    stop: threading.Event | None = None,
+) -> int:
+    """Record the traffic to `upstream` (an http(s) MCP endpoint) through a proxy at `listen`
+    (HOST:PORT) into `out` until SIGINT/SIGTERM (or `stop`); the tape gets its footer when the proxy
+    stops. Returns how many messages were recorded; a SecretLeak if the tape had to be dropped.
+    `on_ready` gets the proxy's own URL once it listens."""
     parts = urlsplit(upstream)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"--upstream {_safe(upstream)!r}: expected an http(s) URL, e.g. http://127.0.0.1:3001/mcp")
-    host, port = parse_listen(args.listen)
-    out, name = _tape_path(args)
+    host, port = parse_listen(listen)
     server = _Proxy((host, port), ProxyHandler)
     server.upstream = upstream
     server.origin = f"{parts.scheme}://{parts.netloc}"
@@ -330,14 +303,7 @@ def run_http_rec(args: argparse.Namespace, stop: threading.Event | None = None) 
     server.lock = threading.Lock()
     server.recorder = HttpRecorder(out, name)
     try:
-        serve_until_stopped(
-            server,
-            lambda: say(
-                f"mcptape rec: listening on {server.url_base} -> {_safe(upstream)}; recording to {out} "
-                "(stop with Ctrl-C)"
-            ),
-            stop,
-        )
+        serve_until_stopped(server, lambda: on_ready(server.url_base), stop)
     finally:
         with server.lock:
             responses = list(server.open_responses)
@@ -347,5 +313,4 @@ def run_http_rec(args: argparse.Namespace, stop: threading.Event | None = None) 
         server.recorder.close()
     if server.recorder.leak is not None:
         raise server.recorder.leak
-    say(f"mcptape rec: wrote {server.recorder.messages} message(s) to {out}")
-    return EXIT_OK
+    return server.recorder.messages

@@ -1,9 +1,9 @@
-"""`mcptape play TAPE --listen HOST:PORT`: serve a tape as a streamable HTTP MCP server, offline.
+"""`mcptape play TAPE --listen HOST:PORT`: serve a tape as a streamable HTTP MCP server, offline (`serve_http`).
 
 Owns the HTTP framing of replay only: sessions (`Mcp-Session-Id`, one ReplayEngine each),
 answering a POSTed request as JSON (one message) or SSE (when notifications or server requests
 come with the answer), 202 for notifications and answers, the GET stream for server-initiated
-messages, DELETE. What to answer is replay.py's ReplayEngine, the same one stdio play uses.
+messages, DELETE. What to answer is engine.py's ReplayEngine, the same one stdio play uses.
 Stdlib only: `mcptape play` must not import httpx.
 
 Routing of the lines an engine returns: an answer goes to the stream of the POST that asked;
@@ -14,20 +14,19 @@ waits for a GET stream to open (a real server would drop it; keeping it loses no
 
 from __future__ import annotations
 
-import argparse
 import json
 import queue
 import threading
 import uuid
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from mcptape.errors import EXIT_OK
-from mcptape.http_serve import ChunkedBody, Server, parse_listen, say, serve_until_stopped
+from mcptape.http_serve import ChunkedBody, Server, parse_listen, serve_until_stopped
 from mcptape.jsonrpc import classify, id_key, loads
-from mcptape.replay import ReplayEngine, load_tape
-from mcptape.tape import Tape
-from mcptape.transports.http import SESSION_HEADER, format_sse
+from mcptape.replay.engine import ReplayEngine
+from mcptape.tape.format import Tape
+from mcptape.transports.sse import SESSION_HEADER, format_sse
 
 _END = None  # marks the end of a request stream in its queue
 _POLL = 0.2
@@ -92,6 +91,7 @@ class ReplaySession:
 class _PlayServer(Server):
     tape: Tape
     lenient: bool
+    say: Callable[[str], None]
     spare: ReplayEngine | None
     sessions: dict[str, ReplaySession]
     default: ReplaySession | None
@@ -102,7 +102,7 @@ class _PlayServer(Server):
 
     def new_engine(self) -> ReplayEngine:
         with self.lock:
-            engine = self.spare or ReplayEngine(self.tape, lenient=self.lenient)
+            engine = self.spare or ReplayEngine(self.tape, lenient=self.lenient, say=self.say)
             self.spare = None
             self.engines.append(engine)
             return engine
@@ -258,14 +258,24 @@ def _has_server_messages(tape: Tape) -> bool:
     return any(ev.get("dir") == "s2c" and ev.get("kind") in ("request", "notification") for ev in tape.events)
 
 
-def run_http_play(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
-    """Serve the tape over streamable HTTP until SIGINT/SIGTERM, then report like stdio play."""
-    tape = load_tape(args.tape)
-    spare = ReplayEngine(tape, lenient=bool(getattr(args, "lenient", False)))  # fails early on a bad tape
-    host, port = parse_listen(args.listen)
+def serve_http(
+    first: ReplayEngine,
+    listen: str,
+    *,
+    say: Callable[[str], None],
+    on_ready: Callable[[str], None],
+    stop: threading.Event | None = None,
+) -> list[ReplayEngine]:
+    """Serve `first`'s tape at `listen` (HOST:PORT) until SIGINT/SIGTERM (or `stop`): `first` (built
+    by the caller, so a tape that cannot be replayed fails before anything is served) answers the
+    first client session, a new engine like it each later one; all are returned for their
+    reports. `on_ready` gets the endpoint's URL; misses go to `say`."""
+    tape, lenient, spare = first.tape, first.lenient, first
+    host, port = parse_listen(listen)
     server = _PlayServer((host, port), PlayHandler)
     server.tape = tape
-    server.lenient = bool(getattr(args, "lenient", False))
+    server.lenient = lenient
+    server.say = say
     server.spare = spare
     server.sessions = {}
     server.default = None
@@ -273,23 +283,10 @@ def run_http_play(args: argparse.Namespace, stop: threading.Event | None = None)
     server.has_server_messages = _has_server_messages(tape)
     server.stopping = threading.Event()
     server.lock = threading.Lock()
-    if not tape.complete:
-        say(f"mcptape play: warning: {args.tape} was cut short (no footer); replaying the {len(tape.events)} event(s) it holds")
     try:
-        serve_until_stopped(
-            server, lambda: say(f"mcptape play: serving {args.tape} on {server.url_base}/mcp (stop with Ctrl-C)"), stop
-        )
+        serve_until_stopped(server, lambda: on_ready(f"{server.url_base}/mcp"), stop)
     finally:
         server.stopping.set()
         for session in list(server.sessions.values()):
             session.close()
-    if not server.engines:
-        say("mcptape play: no client connected")
-        return EXIT_OK
-    code = EXIT_OK
-    for engine in server.engines:
-        report = engine.report()
-        say(report.render())
-        code = max(code, report.exit_code)
-    return code
-
+    return server.engines

@@ -1,0 +1,390 @@
+"""One ci session: record it, redact, normalize, and compare with its golden tape or write the golden.
+
+Owns the per-session pipeline (record -> redact -> normalize -> compare or write the golden),
+golden files and orphans. It leaves the protocol to client.py, volatile values to normalize.py,
+secrets to redact/, the verdict of one pair of tapes to diff/; which sessions run is
+selection.py's and running them (threads, reports, exit code) commands/ci.py's.
+
+Conformance: every fresh recording, redacted but not normalized, is checked against the MCP
+schema (diff_tapes with conformance=True; `drift.conformance` sets the severity). Without a
+golden the findings join the "no golden" drift; with --update-golden they are notes on the
+session and do not stop the golden being written (accepting it is a person's call), since every
+later gate run checks again.
+
+Sessions run in worker threads, so everything the session pipeline imports is imported here, at
+module level, in the main thread, before any worker starts (see the imports below): a first
+import racing in two threads can hand one of them a partially initialized module. Files are
+verified and written through the outlet (outlet.py; its OSErrors are WriteErrors, exit 3); a golden
+or fresh tape that cannot be written fails its session, one a secret survived in is not written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Every module of the session pipeline imports what it uses at module level, so importing this
+# module (the main thread does, for `mcptape ci`, before any worker starts) imports all of it and
+# no worker thread ever does a first import. One import stays inside a function below, to keep
+# pydantic off `mcptape diff` (diff/engine.py's conformance check): it is made here. Two threads
+# importing one module at once deadlocked in the import system, which then gave one of them a
+# partially initialized module (ImportError). tests/integration/test_ci_concurrency.py fails if a
+# worker thread does a first import.
+import mcptape.conformance  # noqa: F401  (diff/engine.py: conformance_drifts; mcp_types, pydantic, jsonschema)
+from mcptape.client import Recording, record_session
+from mcptape.config.load import LoadedConfig
+from mcptape.config.models import Config, HttpServer, Session
+from mcptape.diff.engine import conformance_drifts, diff_tapes
+from mcptape.errors import (
+    ConfigError,
+    McptapeError,
+    SecretLeak,
+    TapeError,
+    WriteError,
+)
+from mcptape.normalize import Normalizer, canonical_order, session_paths
+from mcptape.outlet import Outlet, config_redactor
+from mcptape.report.model import DiffResult, Drift, Finding, SessionResult
+from mcptape.sandbox import Sandbox
+from mcptape.tape.events import recording_notes
+from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
+from mcptape.tape.reader import read_tape
+from mcptape.transports.factory import open_transport
+
+UPDATE_HINT = "mcptape ci --update-golden"
+
+
+# -- one session ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SessionOutcome:
+    result: SessionResult
+    fresh_bytes: bytes | None = None  # the verified fresh tape, if one could be built
+    golden_change: str | None = None  # update mode: created | updated | unchanged
+
+
+@dataclass
+class RunContext:
+    loaded: LoadedConfig
+    update: bool
+    out_dir: Path | None
+    golden_dir: Path
+    messages: list[str] = field(default_factory=list)
+
+
+def golden_path(ctx: RunContext, session: Session) -> Path:
+    return ctx.golden_dir / f"{session.name}{TAPE_SUFFIX}"
+
+
+def _rel(ctx: RunContext, path: Path) -> str:
+    try:
+        return os.path.relpath(path, ctx.loaded.base_dir)
+    except ValueError:
+        return str(path)
+
+
+def golden_tools(tape: Tape) -> dict[str, Any]:
+    """name -> tool definition from the golden tape's tools/list answers (the schema it accepted)."""
+    tools: dict[str, Any] = {}
+    for event in tape.events:
+        if event.get("kind") == "response" and event.get("method") == "tools/list":
+            result = (event.get("msg") or {}).get("result") or {}
+            for tool in result.get("tools") or []:
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                    tools[tool["name"]] = tool
+    return tools
+
+
+def session_normalizer(ctx: RunContext, session: Session) -> Normalizer:
+    loaded = ctx.loaded
+    extra = [loaded.resolve(d) for d in session.sandbox]
+    server = loaded.config.servers[session.server]
+    if server.cwd:
+        extra.append(loaded.resolve(server.cwd))
+    paths = session_paths(config_dir=loaded.base_dir, extra=extra)
+    return Normalizer(loaded.config.normalize, paths=paths)
+
+
+# -- side effects: the session's sandbox directories (sandbox.py) ----------------------------------
+
+
+def open_sandbox(ctx: RunContext, session: Session) -> Sandbox | None:
+    """Snapshot the session's `sandbox:` directories before its server starts (None if it declares none)."""
+    if not session.sandbox:
+        return None
+    roots = [ctx.loaded.resolve(d) for d in session.sandbox]
+    # File names pass the session's normalizer: a timestamp in a name must not be drift.
+    sandbox = Sandbox(roots, label=session_normalizer(ctx, session).text)
+    try:
+        sandbox.start()
+    except OSError as e:
+        sandbox.restore()
+        raise ConfigError(
+            f"session {session.name}: cannot snapshot its sandbox {e.filename or ''}: {e.strerror or e}",
+            hint="`sandbox:` names scratch directories the server may write to; check they are readable",
+        ) from e
+    return sandbox
+
+
+def last_side_effects(sandbox: Sandbox | None, recording: Recording) -> None:
+    """Changes after the last step (during shutdown) or in the step that failed: recorded, not lost."""
+    if sandbox is None:
+        return
+    step = recording.failed_step if recording.error is not None else None
+    recording.events.extend(sandbox.step(step))
+
+
+def _merge_schema_breaks(diff: DiffResult, recording: Recording) -> DiffResult:
+    """Add the client's schema findings (golden accepted the arguments, live does not) in step order."""
+    for brk in recording.schema_breaks:
+        drift = Drift(call=brk.call, findings=[brk.finding])
+        at = len(diff.drifts)
+        for i, existing in enumerate(diff.drifts):
+            if existing.call is not None and existing.call.step is not None and existing.call.step > brk.step:
+                at = i
+                break
+        diff.drifts.insert(at, drift)
+        diff.verdict = "structural"
+    return diff
+
+
+def _no_golden(ctx: RunContext, session: Session) -> DiffResult:
+    rel = _rel(ctx, golden_path(ctx, session))
+    finding = Finding(
+        category="session",
+        severity="structural",
+        path="",
+        message=f"no golden tape {rel}: record it with `{UPDATE_HINT} --session {session.name}`, review and commit it",
+    )
+    return DiffResult(verdict="structural", drifts=[Drift(call=None, findings=[finding])], b=session.name)
+
+
+class _Failed(Exception):
+    """A session-level failure: run_session turns it into the session's verdict and error line."""
+
+    def __init__(self, message: str, verdict: str = "error", note: str | None = None) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.note = note
+
+
+@dataclass
+class _Fresh:
+    """A session's fresh recording, as the pipeline has it after redaction and normalization."""
+
+    recording: Recording
+    header: dict[str, Any]
+    redacted: list[dict[str, Any]]  # redacted, in recorded order: what conformance checks
+    events: list[dict[str, Any]]  # redacted and normalized: what is compared and written
+    data: bytes  # the verified tape
+    normalizer: Normalizer
+
+
+def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
+    """Record one session and judge it; never raises for a session-level failure."""
+    started = time.monotonic()
+    result = SessionResult(name=session.name, verdict="error", golden=_rel(ctx, golden_path(ctx, session)))
+    redactor = config_redactor(ctx.loaded)  # this session's: its counts are the session's
+    try:
+        return _run(ctx, session, result, Outlet(redactor))
+    except _Failed as e:
+        result.verdict = e.verdict  # type: ignore[assignment]
+        result.error = redactor.redact_text(str(e))
+        result.duration_s = round(time.monotonic() - started, 3)
+        if e.note is not None:
+            result.notes.append(e.note)
+        return SessionOutcome(result)
+
+
+def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet) -> SessionOutcome:
+    golden = _read_golden(ctx, session)
+    fresh = _fresh(ctx, session, _record(ctx, session, golden), outlet, result)
+    result.redactions = dict(outlet.redactor.counts)
+    if ctx.out_dir is not None:
+        fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
+        try:
+            outlet.write(fresh_path, fresh.data, what=f"fresh tape of session {session.name}")
+        except WriteError as e:
+            raise _Failed(str(e)) from e
+        result.fresh = str(fresh_path)
+    outcome = SessionOutcome(result, fresh_bytes=fresh.data)
+    recording = fresh.recording
+    result.duration_s = round(recording.duration_s, 3)
+    if recording.error is not None:
+        result.verdict = "error"
+        message = str(recording.error)
+        if isinstance(recording.error, ConfigError) and recording.failed_step is not None:
+            index = ctx.loaded.config.sessions.index(session)
+            message = f"{ctx.loaded.path}:{ctx.loaded.step_line(index, recording.failed_step - 1)}: {message}"
+        result.error = outlet.redactor.redact_text(message)
+        if ctx.update:
+            result.notes.append(f"golden tape {result.golden} left untouched: the session did not complete")
+        return outcome
+    if ctx.update:
+        outcome.golden_change = _update_golden(ctx, session, result, golden, fresh, outlet)
+        return outcome
+    cfg = ctx.loaded.config
+    if golden is None:
+        result.verdict = "structural"
+        result.diff = _no_golden(ctx, session)
+        result.diff.drifts.extend(_conformance(fresh.header, fresh.redacted, cfg))
+        result.notes.append(f"no golden tape yet: run `{UPDATE_HINT} --session {session.name}`")
+        return outcome
+    diff = _compare(golden, fresh, cfg)
+    diff.a = result.golden
+    diff.b = result.fresh or "(live run; --out-dir DIR keeps it)"
+    result.diff = diff
+    result.verdict = diff.verdict
+    return outcome
+
+
+def _read_golden(ctx: RunContext, session: Session) -> Tape | None:
+    """The session's golden tape, None if there is none; one that cannot be read fails the session,
+    except in update mode, which replaces it."""
+    gpath = golden_path(ctx, session)
+    if not gpath.exists():
+        return None
+    try:
+        return read_tape(gpath)
+    except TapeError as e:
+        if not ctx.update:
+            raise _Failed(str(e)) from e
+        return None
+
+
+def _record(ctx: RunContext, session: Session, golden: Tape | None) -> Recording:
+    """Start the session's server in its sandbox and run the session's steps against it."""
+    loaded = ctx.loaded
+    server = loaded.config.servers[session.server]
+    try:
+        sandbox = open_sandbox(ctx, session)
+    except McptapeError as e:
+        raise _Failed(str(e)) from e
+    try:
+        try:
+            transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
+        except McptapeError as e:
+            raise _Failed(f"session {session.name}: server `{session.server}` failed to start: {e}") from e
+        recording = record_session(
+            transport,
+            session.steps,
+            loaded.config.client_for(session),
+            session=session.name,
+            protocol=server.protocol,
+            step_timeout=session.step_timeout,
+            session_timeout=session.timeout,
+            golden_tools=None if (ctx.update or golden is None) else golden_tools(golden),
+            after_step=sandbox.step if sandbox is not None else None,
+        )
+        last_side_effects(sandbox, recording)
+    finally:
+        if sandbox is not None:
+            sandbox.restore()
+    return recording
+
+
+def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outlet, result: SessionResult) -> _Fresh:
+    """Redact, normalize and serialize the recording; a tape a secret survived in fails the session."""
+    normalizer = session_normalizer(ctx, session)
+    # Redaction first: a rotated token must not be drift, and nothing unredacted is normalized into a golden.
+    redacted = [outlet.redactor.redact_event(e) for e in recording.events]
+    events = normalizer.fresh(redacted)
+    result.notes.extend(recording_notes(events))  # a limit that triggered is reported, never silent
+    server = ctx.loaded.config.servers[session.server]
+    header = make_header(
+        session.name,
+        transport="http" if isinstance(server, HttpServer) else "stdio",
+        server=session.server,
+        protocol=recording.protocol,
+        negotiation=recording.negotiation,
+    )
+    try:
+        data = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")
+    except SecretLeak as e:
+        raise _Failed(str(e), "secret") from e
+    return _Fresh(recording, header, redacted, events, data, normalizer)
+
+
+def _update_golden(ctx: RunContext, session: Session, result: SessionResult, golden: Tape | None, fresh: _Fresh,
+                   outlet: Outlet) -> str:
+    """--update-golden: write the fresh tape as the golden one; created, updated or unchanged."""
+    gpath = golden_path(ctx, session)
+    try:
+        old = gpath.read_bytes() if gpath.exists() else None
+    except OSError as e:  # e.g. a directory where the golden tape should be
+        raise _Failed(f"{gpath}: cannot read the golden tape to replace it: {e.strerror or e}") from e
+    if old == fresh.data:
+        change = "unchanged"
+        result.verdict = "same"
+    else:
+        try:
+            outlet.write(gpath, fresh.data, what=f"golden tape of session {session.name}")
+        except WriteError as e:
+            raise _Failed(str(e), note=f"golden tape {result.golden} left untouched: it could not be written") from e
+        change = "created" if old is None else "updated"
+        result.verdict = "updated"
+        if golden is not None:
+            result.diff = _compare(golden, fresh, ctx.loaded.config)
+    # Accepting a golden is a person's call, so a nonconformant server does not fail it; but
+    # they are told, and the gate checks every fresh run's conformance anyway.
+    drifts = _conformance(fresh.header, fresh.redacted, ctx.loaded.config)
+    if drifts:
+        result.notes.append(
+            f"conformance: the server broke the MCP schema in {len(drifts)} message(s) of this recording; "
+            "the golden tape was written anyway, and `mcptape ci` fails until the server conforms "
+            "(or `drift: {conformance: info}`)")
+        result.notes.extend(f"conformance: {d.one_line()}" for d in drifts[:5])
+        if len(drifts) > 5:
+            result.notes.append(f"conformance: … and {len(drifts) - 5} more message(s)")
+    return change
+
+
+def _compare(golden: Tape, fresh: _Fresh, cfg: Config) -> DiffResult:
+    # The golden is normalized again with today's rules (values only: its order is already
+    # canonical, and keeping it keeps its line numbers right for annotations).
+    golden_n = Tape(
+        header=golden.header,
+        events=fresh.normalizer.events(golden.events),
+        footer=golden.footer,
+        path=golden.path,
+        event_lines=list(golden.event_lines),
+    )
+    diff = diff_tapes(golden_n, _fresh_tape(fresh.header, fresh.events), cfg.drift, conformance=True,
+                      as_sent=_as_sent(fresh.header, fresh.redacted))
+    return _merge_schema_breaks(diff, fresh.recording)
+
+
+def _fresh_tape(header: dict[str, Any], events: list[dict[str, Any]]) -> Tape:
+    return Tape(header=header, events=events, footer=make_footer(len(events)), path=None,
+                event_lines=[i + 2 for i in range(len(events))])
+
+
+def _as_sent(header: dict[str, Any], redacted: list[dict[str, Any]]) -> Tape:
+    """The fresh recording for the conformance check: redacted, not normalized (a normalize rule
+    may rewrite what the server sent, even a schema), in the fresh tape's order. Only the floating
+    block (normalize.py) can order differently, where normalized values sort differently."""
+    return _fresh_tape(header, canonical_order(redacted))
+
+
+def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Config) -> list[Drift]:
+    """Failing conformance findings (mcptape/conformance.py, drift settings applied) of a fresh
+    recording that is not compared with a golden one: no golden yet, or --update-golden."""
+    return [d for _, d in conformance_drifts(_as_sent(header, redacted), cfg.drift) if d.severity != "info"]
+
+
+def orphan_goldens(ctx: RunContext) -> list[str]:
+    """Golden tapes in golden_dir that no session of the config (selected or not) owns."""
+    if not ctx.golden_dir.is_dir():
+        return []
+    names = {s.name for s in ctx.loaded.config.sessions}
+    return sorted(
+        _rel(ctx, p)
+        for p in ctx.golden_dir.glob(f"*{TAPE_SUFFIX}")
+        if p.name[: -len(TAPE_SUFFIX)] not in names
+    )
+
+

@@ -1,0 +1,168 @@
+"""`mcptape ci`: run mcptape.yml's sessions, compare each fresh tape with its golden, exit with the worst verdict.
+
+Owns the command: its options and their safety rules (`--update-golden` under CI=true), running
+the selected sessions in parallel (one server process per session, so a thread each is enough),
+writing the reports and the exit code. The per-session pipeline is ci/session.py's, which
+sessions ci/selection.py's, `--repeat` ci/repeat.py's; rendering is report/'s and github.py's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcptape.ci.repeat import analyse_repeats, repeat_session
+from mcptape.ci.selection import check_output_paths, select_sessions
+from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_session
+from mcptape.config.load import LoadedConfig, load_config
+from mcptape.config.models import Session
+from mcptape.errors import (
+    EXIT_SECRET,
+    ConfigError,
+    McptapeError,
+    SecretLeak,
+)
+from mcptape.github import publish_run
+from mcptape.outlet import Outlet
+from mcptape.report.json_report import report_bytes
+from mcptape.report.junit import junit_xml
+from mcptape.report.markdown import render_summary
+from mcptape.report.model import RunReport, worst_exit
+from mcptape.report.terminal import render_run_text
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Options:
+    config: str
+    update_golden: bool
+    allow_update_in_ci: bool
+    sessions: tuple[str, ...]
+    jobs: int | None
+    shard: str | None
+    repeat: int | None
+    json_report: str | None
+    junit: str | None
+    summary: str | None
+    out_dir: str | None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(
+            config=args.config, update_golden=bool(args.update_golden), allow_update_in_ci=bool(args.allow_update_in_ci),
+            sessions=tuple(args.session or ()), jobs=args.jobs, shard=args.shard, repeat=args.repeat,
+            json_report=args.json_report, junit=args.junit, summary=args.summary, out_dir=args.out_dir,
+        )
+
+    def jobs_for(self, sessions: Sequence[Session]) -> int:
+        """Sessions in parallel: --jobs, else the cores; never more than there are sessions."""
+        return max(1, min(self.jobs or os.cpu_count() or 1, len(sessions) or 1))
+
+
+def run(options: Options) -> int:
+    if options.repeat is not None:
+        return run_repeat(options)
+    update = options.update_golden
+    if update and os.environ.get("CI", "").lower() == "true" and not options.allow_update_in_ci:
+        raise McptapeError(
+            "refusing --update-golden with CI=true: golden tapes are accepted by a person, not by the gate",
+            hint="run it locally and commit the tapes, or pass --allow-update-in-ci if this job is meant to",
+        )
+    loaded = load_config(options.config)
+    sessions = select_sessions(loaded, options.sessions, options.shard)
+    check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
+                                                  ("--summary", options.summary)))
+    out_dir = Path(options.out_dir).resolve() if options.out_dir else None
+    ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs_for(sessions), thread_name_prefix="session") as pool:
+        outcomes = list(pool.map(lambda s: run_session(ctx, s), sessions))
+
+    report = RunReport(
+        config=os.path.basename(loaded.path),
+        sessions=[o.result for o in outcomes],
+        orphans=orphan_goldens(ctx),
+        updated_golden=update,
+        shard=options.shard,
+    )
+    exit_code = report.exit_code
+    outlet = Outlet.for_config(loaded)
+    try:
+        text = render_run_text(report)
+        if update:
+            text += "".join(_update_lines(outcomes))
+        outlet.show(text, "terminal report")
+        _write_reports(options, report, outlet)
+    except SecretLeak as e:
+        print(f"mcptape ci: {e}", file=sys.stderr)
+        return EXIT_SECRET
+    return worst_exit([exit_code, _publish(report, loaded, outlet)])
+
+
+def _update_lines(outcomes: Sequence[SessionOutcome]) -> list[str]:
+    lines = ["\ngolden tapes:\n"]
+    for o in outcomes:
+        r = o.result
+        if o.golden_change is None:
+            lines.append(f"  not written  {r.golden}  (session {r.name}: {r.verdict})\n")
+        else:
+            lines.append(f"  {o.golden_change:<11}  {r.golden}\n")
+    if any(o.golden_change in ("created", "updated") for o in outcomes):
+        lines.append("review the changes with `git diff`, then commit the tapes\n")
+    return lines
+
+
+def _write_reports(options: Options, report: RunReport, outlet: Outlet) -> None:
+    if options.json_report:
+        outlet.write(options.json_report, report_bytes(report), what="JSON report", where=f"JSON report {options.json_report}")
+    if options.junit:
+        outlet.write(options.junit, junit_xml(report).encode("utf-8"), what="JUnit report", where=f"JUnit report {options.junit}")
+    if options.summary:
+        data = render_summary(report, redactor=outlet.redactor).encode("utf-8")
+        outlet.write(options.summary, data, what="markdown summary", where=f"summary {options.summary}")
+
+
+def _publish(report: RunReport, loaded: LoadedConfig, outlet: Outlet) -> int:
+    """In a GitHub Actions job: summary, annotations, outputs, PR comment (github.py decides how)."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return 0
+    try:
+        publish_run(report, config_path=str(loaded.path), outlet=outlet)
+    except McptapeError as e:
+        print(f"mcptape ci: publishing to GitHub failed: {e}", file=sys.stderr)
+        return e.exit_code
+    return 0
+
+
+def run_repeat(options: Options) -> int:
+    """`mcptape ci --repeat N`: run each selected session N times live and suggest normalize rules.
+
+    Exit codes: 0 every session gave the same normalized tape in all N runs; 1 volatile values or
+    events were found (the suggested rules and advice are printed); 3 a session failed in a run
+    (or the config is invalid). Goldens are never written, and no tape is compared with them.
+    """
+    runs = int(options.repeat or 0)
+    if runs < 2:
+        raise ConfigError(f"--repeat {runs}: compare at least 2 runs, e.g. --repeat 5")
+    if options.update_golden:
+        raise ConfigError("--repeat never writes golden tapes; run it without --update-golden")
+    loaded = load_config(options.config)
+    sessions = select_sessions(loaded, options.sessions, options.shard)
+    ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs_for(sessions), thread_name_prefix="repeat") as pool:
+        results = list(pool.map(lambda s: repeat_session(ctx, s, runs), sessions))
+    text, exit_code = analyse_repeats(results, runs)
+    try:
+        Outlet.for_config(loaded).show(text, "--repeat report", escape=True)
+    except SecretLeak as e:
+        print(f"mcptape ci: {e}", file=sys.stderr)
+        return EXIT_SECRET
+    return exit_code
+
+

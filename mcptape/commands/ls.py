@@ -1,0 +1,73 @@
+"""`mcptape ls [PATH...]`: a table of the tapes under the paths (name, events, calls, protocol, complete, size)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.table import Table
+
+from mcptape.commands.terminal import print_report
+from mcptape.diff.calls import build_calls
+from mcptape.errors import TapeError
+from mcptape.report.terminal import rich_text
+from mcptape.tape.format import TAPE_SUFFIX
+from mcptape.tape.reader import read_tape
+
+
+@dataclass(frozen=True)
+class Options:
+    paths: tuple[str, ...]
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(paths=tuple(args.paths or ["."]))
+
+
+def _find_tapes(paths: list[str]) -> list[Path]:
+    found: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found.extend(sorted(x for x in p.rglob(f"*{TAPE_SUFFIX}") if ".git" not in x.parts
+                                and "node_modules" not in x.parts))
+        elif p.exists():
+            found.append(p)
+        else:
+            raise TapeError(f"{p}: no such file or directory", hint="give directories or tape files to `mcptape ls`")
+    return found
+
+
+def run(options: Options) -> int:
+    """`mcptape ls [PATH...]`: a table of the tapes under the paths."""
+    tapes = _find_tapes(list(options.paths))
+    if not tapes:
+        print_report(lambda console: console.print(rich_text(f"no tapes (*.tape.jsonl) under {', '.join(options.paths)}")))
+        return 0
+    table = Table()
+    for col, justify in (("name", "left"), ("path", "left"), ("events", "right"), ("calls", "right"),
+                         ("protocol", "left"), ("complete", "left"), ("size", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for path in tapes:
+        size = _size(path.stat().st_size)
+        try:
+            tape = read_tape(path)
+        except TapeError as e:
+            table.add_row(rich_text(path.name), rich_text(str(path)), "", "", "", rich_text((f"unreadable: {e.message}", "red")), size)
+            continue
+        calls = sum(1 for c in build_calls(tape).calls if not c.notify)
+        table.add_row(rich_text(tape.name), rich_text(str(path)), str(len(tape.events)), str(calls), rich_text(tape.protocol or "?"),
+                      rich_text(("yes", "green") if tape.complete else ("no (cut short)", "red")), size)
+    print_report(lambda console: console.print(table))
+    return 0
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+

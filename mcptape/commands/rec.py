@@ -1,0 +1,86 @@
+"""`mcptape rec [--out TAPE] [--name NAME] -- <server command...>` (or `--listen HOST:PORT --upstream URL`).
+
+Stdout is the MCP wire: everything human goes to stderr (`say`). This module reads the options,
+names the session and its tape, collects the secrets of the command line and the environment
+(redact/policy.py's rule) and says which cannot be scrubbed; recording over stdio is
+record/stdio.py's, over HTTP record/http.py's (imported for --listen only: httpx).
+Exit codes: 0 the client ended the session, 3 the server exited mid-session or rec could not
+record, 4 a secret survived redaction, 129/130/143 rec was interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from mcptape.commands.terminal import say
+from mcptape.errors import EXIT_OK, ConfigError, McptapeError
+from mcptape.record.stdio import default_name, record, strip_command_secrets
+from mcptape.redact.policy import env_secrets, own_text_secrets
+from mcptape.tape.format import TAPE_SUFFIX, make_header
+
+
+@dataclass(frozen=True)
+class Options:
+    out: str | None
+    name: str | None
+    listen: str | None
+    upstream: str | None
+    server: tuple[str, ...]  # the server command, after `--`
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        server = list(args.server or [])
+        if server and server[0] == "--":
+            server = server[1:]
+        return cls(out=args.out, name=args.name, listen=args.listen, upstream=args.upstream, server=tuple(server))
+
+
+def run(options: Options) -> int:
+    if options.listen or options.upstream:
+        return _rec_http(options)
+    command = list(options.server)
+    if not command:
+        raise McptapeError("no server command given", hint="mcptape rec [--out TAPE] [--name NAME] -- python server.py")
+    name = options.name or default_name(command)
+    out = Path(options.out) if options.out else Path("tapes") / f"{name}{TAPE_SUFFIX}"
+    clean_command, secrets = strip_command_secrets(command)
+    # GITHUB_TOKEN's value is a secret, AUTHOR_NAME's and GIT_AUTHOR_EMAIL's are not.
+    secrets.update(env_secrets(os.environ))
+    # Secrets whose values are mcptape's own text (a JSON key, a method name) cannot be scrubbed
+    # without rewriting the tape's structure: said, never the values (redact/policy.py).
+    for source in own_text_secrets(secrets):
+        say(f"mcptape rec: {source}: its value is also a word of MCP or of the tape format, so it is "
+            "not scrubbed from the tape; give it a real secret value if it is one")
+    header = make_header(name, transport="stdio", server={"command": clean_command})
+    return record(command, out, header, secrets=secrets, say=say)
+
+
+def _rec_http(options: Options) -> int:
+    """Record over HTTP until SIGINT/SIGTERM; the tape gets its footer when the proxy stops."""
+    from mcptape.record.http import record_http, safe_url  # httpx: only rec --listen pays for it
+
+    if not options.upstream:
+        raise ConfigError("rec --listen needs --upstream URL (the server's MCP endpoint)")
+    if options.server:
+        raise ConfigError("rec --listen records an HTTP server: give --upstream URL, not a server command")
+    upstream = options.upstream
+    parts = urlsplit(upstream)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"--upstream {safe_url(upstream)!r}: expected an http(s) URL, e.g. http://127.0.0.1:3001/mcp")
+    if options.out:
+        out = Path(options.out)
+        name = options.name or out.name.removesuffix(TAPE_SUFFIX).removesuffix(".jsonl")
+    else:
+        name = options.name or "session"
+        out = Path("tapes") / f"{name}{TAPE_SUFFIX}"
+    messages = record_http(
+        upstream, options.listen or "", out, name,
+        on_ready=lambda url: say(f"mcptape rec: listening on {url} -> {safe_url(upstream)}; recording to {out} "
+                                 "(stop with Ctrl-C)"),
+    )
+    say(f"mcptape rec: wrote {messages} message(s) to {out}")
+    return EXIT_OK

@@ -1,0 +1,155 @@
+"""pydantic's validation errors as one `file:line: field: what is wrong; the fix` paragraph."""
+
+from __future__ import annotations
+
+import re
+import types
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    ValidationError,
+)
+
+from mcptape.config.locations import Loc, describe, field_name, line_for, one_line, suggest
+from mcptape.config.models import Config, HttpServer, StdioServer
+from mcptape.errors import ConfigError
+
+_EXPECTED = {
+    "string_type": "a string",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "dict_type": "a mapping (key: value)",
+    "model_type": "a mapping (key: value)",
+    "model_attributes_type": "a mapping (key: value)",
+    "list_type": "a list",
+    "union_tag_not_found": "a mapping with `command` (stdio server) or `url` (HTTP server)",
+    "union_tag_invalid": "a mapping with `command` (stdio server) or `url` (HTTP server)",
+}
+_TAGS = {"stdio server", "http server"}
+
+
+def _expected(error: Mapping[str, Any]) -> str | None:
+    if error["type"] == "literal_error":
+        return str((error.get("ctx") or {}).get("expected", "")) or None
+    return _EXPECTED.get(error["type"])
+
+
+def _user_loc(loc: Loc) -> Loc:
+    """The pydantic location without union-member labels (`stdio server`, `dict[str,any]`, ...)."""
+    return tuple(p for p in loc if not (isinstance(p, str) and (p in _TAGS or "[" in p)))
+
+
+def _valid_keys(loc: Loc) -> list[str]:
+    """The keys allowed in the mapping at `loc` (a user location), from the models."""
+
+    def leaves(tp: Any) -> list[Any]:  # unwrap Annotated[...] and unions down to models/list/dict
+        origin = get_origin(tp)
+        if origin is Annotated:
+            return leaves(get_args(tp)[0])
+        if origin is Union or origin is types.UnionType:
+            return [leaf for arg in get_args(tp) for leaf in leaves(arg)]
+        return [tp]
+
+    current: list[Any] = [Config]
+    for part in loc:
+        nxt: list[Any] = []
+        for tp in current:
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                if isinstance(part, str) and part in tp.model_fields:
+                    nxt.append(tp.model_fields[part].annotation)
+            elif get_origin(tp) in (list, dict) and get_args(tp):
+                nxt.append(get_args(tp)[-1])
+        current = [leaf for tp in nxt for leaf in leaves(tp)]
+    keys = [
+        k for tp in current if isinstance(tp, type) and issubclass(tp, BaseModel) for k in tp.model_fields
+    ]
+    return list(dict.fromkeys(keys))
+
+
+def _message_for(error: Mapping[str, Any], same_loc: Sequence[Mapping[str, Any]]) -> tuple[Loc, Loc, str]:
+    """(location shown, location for the line, what is wrong + the fix) for one pydantic error."""
+    loc = _user_loc(tuple(error["loc"]))
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    value = error.get("input")
+    if kind == "mcptape":
+        shown = (*loc, *ctx.get("at", ()))
+        line_loc = (*shown, ctx["key"]) if ctx.get("key") else shown
+        return shown, line_loc, str(ctx["message"])
+    if kind == "extra_forbidden":
+        parent, key = loc[:-1], str(loc[-1])
+        raw = tuple(error["loc"])
+        tagged = [m for t, m in (("stdio server", StdioServer), ("http server", HttpServer)) if t in raw]
+        valid = list(tagged[0].model_fields) if tagged else _valid_keys(parent)
+        where = "at the top level" if not parent else f"in {field_name(parent)}"
+        return loc, loc, f'unknown key "{key}" {where}{suggest(key, valid)} Valid keys: {", ".join(valid)}'
+    if kind == "missing":
+        missing = str(loc[-1])
+        return loc, loc[:-1], f'"{missing}" is required; add `{missing}:` here'
+    if len(same_loc) > 1 or kind in _EXPECTED:  # a type error, or a union whose members all failed
+        expected = [_expected(e) for e in same_loc]
+        if all(expected):
+            return (
+                loc,
+                loc,
+                f"expected {' or '.join(dict.fromkeys(e for e in expected if e))}, got {describe(value)}",
+            )
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        bound = next(iter(ctx.values()))
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)
+        words = {
+            "greater_than": "greater than",
+            "greater_than_equal": "at least",
+            "less_than": "less than",
+            "less_than_equal": "at most",
+        }[kind]
+        return loc, loc, f"must be {words} {bound}, got {describe(value)}"
+    if kind == "literal_error":
+        allowed: list[str] = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        return (
+            loc,
+            loc,
+            (
+                f"unknown value {describe(value)}{suggest(str(value), allowed)} "
+                f"Valid: {', '.join(allowed) or ctx.get('expected')}"
+            ),
+        )
+    if kind == "string_pattern_mismatch":
+        return (
+            loc,
+            loc,
+            (
+                f"{describe(value)} may contain only letters, digits, '_', '.' and '-' "
+                "(it names the golden tape file)"
+            ),
+        )
+    if kind == "value_error":
+        return loc, loc, str(ctx.get("error", error.get("msg")))
+    return loc, loc, f"{error.get('msg', 'invalid value')}, got {describe(value)}"
+
+
+def translate(e: ValidationError, display: str, lines: Mapping[Loc, int]) -> ConfigError:
+    errors = e.errors()
+    if not errors:  # pragma: no cover - pydantic always lists at least one
+        return ConfigError(f"{display}: invalid config")
+    found = []
+    for err in errors:
+        same = [other for other in errors if _user_loc(tuple(other["loc"])) == _user_loc(tuple(err["loc"]))]
+        shown, line_loc, what = _message_for(err, same)
+        found.append((line_for(lines, line_loc), shown, what))
+    # The first problem in file order: the one a reader meets first when opening the file.
+    line, shown, what = min(found, key=lambda f: f[0])
+    distinct_places = {(f[0], f[1]) for f in found}
+    more = len(distinct_places) - 1
+    tail = f" ({more} more problem{'s' if more > 1 else ''} after this one)" if more > 0 else ""
+    return ConfigError(one_line(f"{display}:{line}: {field_name(shown)}: {what}{tail}"))
+
+

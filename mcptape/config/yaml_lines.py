@@ -1,0 +1,162 @@
+"""mcptape.yml's YAML, read with the line of every value; aliases and nesting bounded (ConfigError)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from mcptape.config.locations import Loc, field_name, one_line
+from mcptape.errors import ConfigError
+from mcptape.jsonrpc import MAX_DEPTH
+
+# A hand-written mcptape.yml holds a few thousand values. Aliases are expanded, not shared, so
+# nested ones multiply (a "billion laughs" file of 1 KB is a billion values): the expansion stops
+# at MAX_YAML_VALUES, which costs well under a second and a few tens of MB, with a ConfigError.
+MAX_YAML_VALUES = 100_000
+# Nesting deeper than a message may be (jsonrpc.MAX_DEPTH) is refused: it is far beyond any
+# config, and it bounds the recursion here and the depth of the `arguments` mcptape sends.
+MAX_YAML_DEPTH = MAX_DEPTH
+
+
+class _YamlTree:
+    """Builds plain Python data from the composed YAML node tree, remembering each node's line.
+
+    Composing (not loading) keeps the nodes' marks; scalars are constructed by the same
+    SafeConstructor yaml.safe_load uses, so values mean what they mean to any YAML reader.
+    Refused with a ConfigError: more than MAX_YAML_VALUES values once aliases are expanded,
+    nesting deeper than MAX_YAML_DEPTH, an alias that contains itself.
+    """
+
+    def __init__(self, loader: Any, display: str) -> None:
+        self.loader = loader
+        self.display = display
+        self.lines: dict[Loc, int] = {}  # value lines; key lines win below (where `name:` is written)
+        self.key_lines: dict[Loc, int] = {}
+        self._active: set[int] = set()
+        self._built = 0
+        self._seen: set[int] = set()  # nodes built once: building one again expands an alias
+        self._alias: Loc | None = None  # where the outermost alias being expanded is used
+
+    def build(self, node: yaml.Node, loc: Loc) -> Any:
+        self._built += 1
+        outer = self._alias is None and id(node) in self._seen
+        if outer:
+            self._alias = loc
+        self._seen.add(id(node))
+        try:
+            return self._build(node, loc)
+        finally:
+            if outer:
+                self._alias = None
+
+    def _build(self, node: yaml.Node, loc: Loc) -> Any:
+        if self._built > MAX_YAML_VALUES:
+            where = self._alias[:-1] if self._alias else loc  # the value that holds the `*alias`
+            line = self.key_lines.get(where) or self.lines.get(where) or node.start_mark.line + 1
+            raise ConfigError(
+                f"{self.display}:{line}: {field_name(where)}: YAML aliases (`*name`) here expand the file "
+                f"to more than {MAX_YAML_VALUES} values (anchored parts repeating parts that repeat others: "
+                "an alias bomb, or a config far larger than mcptape reads); write the repeated parts out, "
+                "or nest fewer aliases"
+            )
+        if len(loc) > MAX_YAML_DEPTH:
+            raise ConfigError(
+                f"{self.display}:{node.start_mark.line + 1}: {field_name(loc[:6])}…: values nested more than "
+                f"{MAX_YAML_DEPTH} levels deep; mcptape.yml needs a handful: flatten this value"
+            )
+        self.lines[loc] = node.start_mark.line + 1
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node, loc)
+        if id(node) in self._active:
+            raise ConfigError(
+                f"{self.display}:{node.start_mark.line + 1}: {field_name(loc)}: "
+                "a YAML alias refers to itself; mcptape.yml cannot hold recursive data"
+            )
+        self._active.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                return [self.build(item, (*loc, i)) for i, item in enumerate(node.value)]
+            assert isinstance(node, yaml.MappingNode)
+            explicit = {id(k) for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"}
+            self.loader.flatten_mapping(node)  # YAML merge keys (`<<: *base`): merged pairs come first
+            out: dict[str, Any] = {}
+            explicit_seen: set[Loc] = set()
+            for key_node, value_node in node.value:
+                line = key_node.start_mark.line + 1
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise ConfigError(
+                        f"{self.display}:{line}: {field_name(loc)}: a key must be a plain name, "
+                        "not a list or mapping; check the indentation"
+                    )
+                # The key's text, not its YAML type: `on:` or `1:` are names here, not true or 1.
+                key = str(key_node.value)
+                if key in out and id(key_node) in explicit and (*loc, key) in explicit_seen:
+                    raise ConfigError(
+                        f'{self.display}:{line}: {field_name((*loc, key))}: duplicate key "{key}" '
+                        f"(first at line {self.key_lines[(*loc, key)]}); YAML keeps only one, so remove or rename one"
+                    )
+                if id(key_node) in explicit:
+                    explicit_seen.add((*loc, key))
+                self.key_lines[(*loc, key)] = line
+                out[key] = self.build(value_node, (*loc, key))  # an explicit key overrides a merged one
+            return out
+        finally:
+            self._active.discard(id(node))
+
+    def _scalar(self, node: yaml.ScalarNode, loc: Loc) -> Any:
+        tag = node.tag
+        if tag in (
+            "tag:yaml.org,2002:null",
+            "tag:yaml.org,2002:bool",
+            "tag:yaml.org,2002:int",
+            "tag:yaml.org,2002:float",
+            "tag:yaml.org,2002:str",
+        ):
+            try:
+                return self.loader.construct_object(node, deep=True)
+            except yaml.YAMLError as e:
+                raise ConfigError(
+                    f"{self.display}:{node.start_mark.line + 1}: {field_name(loc)}: "
+                    f"cannot read {node.value!r} as {tag.rsplit(':', 1)[-1]} ({one_line(str(e))})"
+                ) from e
+        if tag.startswith("tag:yaml.org,2002:"):  # timestamps, binary: keep the text the user wrote
+            return str(node.value)
+        raise ConfigError(
+            f"{self.display}:{node.start_mark.line + 1}: {field_name(loc)}: unsupported YAML tag "
+            f"{tag}; remove it (mcptape.yml holds plain strings, numbers, lists and mappings)"
+        )
+
+    def line_map(self) -> dict[Loc, int]:
+        return {**self.lines, **self.key_lines}
+
+
+def parse_yaml(text: str, display: str) -> tuple[Any, dict[Loc, int]]:
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it: faster
+    loader = loader_cls(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            where = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
+            what = one_line(" ".join(p for p in (e.context, e.problem) if p))
+            fix = (
+                "mcptape.yml holds one document: remove the `---` separator and what follows it"
+                if "single document" in what
+                else "fix the syntax there (check indentation, a missing ':' or an unclosed quote or bracket)"
+            )
+            raise ConfigError(f"{where}: invalid YAML: {what}; {fix}") from e
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{display}: invalid YAML: {one_line(str(e))}") from e
+        if node is None:
+            raise ConfigError(
+                f"{display}:1: the file is empty; start with `version: 1`, `servers:` and `sessions:` (see README)"
+            )
+        tree = _YamlTree(loader, display)
+        data = tree.build(node, ())
+        return data, tree.line_map()
+    finally:
+        loader.dispose()
+
+

@@ -1,0 +1,103 @@
+"""The outlet: the one place verified bytes leave mcptape — tapes, reports, the job summary, the PR comment, the terminal.
+
+Secrets are scrubbed where content is made (ci's session pipeline redacts every event, rec's
+writer every line, markdown every document), with a Redactor from redact.make_redactor. Then,
+on the way out, every byte passes an Outlet, which runs the same Redactor's separately built
+checker over the exact bytes (`Redactor.verify`) and raises SecretLeak (exit 4) before anything
+is written, printed or posted: a scrubber that missed something fails closed here.
+
+    verified(data)       bytes (or text) checked, returned as they are
+    document(text)       text scrubbed and checked: a markdown document, a comment body, a message
+    tape_line(event)     one tape line scrubbed, serialized and checked (rec's writers)
+    write(path, data)    checked, then written atomically (tapes, reports, the summary)
+    append(path, text)   checked, then appended (the job summary, step outputs)
+    show(text)           checked, then printed, framed so a CI log cannot take it for a command
+    command(line)        a workflow command of ours, checked, printed as it is
+
+Used by `mcptape ci` (fresh and golden tapes, reports, the terminal report), `merge`, `comment`,
+`rec` (every tape line, the header, the server's stderr it shows) and github.py (summary,
+annotations, outputs, the comment), each with one Outlet per run (`for_config`): the config's
+known secrets, patterns and allow-list, so what the run scrubbed is what it checks.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from mcptape.errors import WriteError
+from mcptape.logsafe import ci_log_block, safe_log
+from mcptape.redact.redactor import Redactor, make_redactor
+from mcptape.tape.atomic import write_atomic
+
+if TYPE_CHECKING:
+    from mcptape.config.load import LoadedConfig
+
+
+def config_redactor(loaded: LoadedConfig | None, known: Mapping[str, str] | None = None) -> Redactor:
+    """The Redactor of a run of `loaded` (None: no config, the built-in detectors): its known
+    secrets (plus `known`), its `redact:` patterns and allow-list. A fresh one per output."""
+    if loaded is None:
+        return make_redactor(known)
+    return make_redactor({**loaded.secrets, **(known or {})}, loaded.config.redact)
+
+
+class Outlet:
+    """Where verified bytes leave (module docstring); one per run, around the run's Redactor."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._last: object = None  # the bytes verified last: written twice (golden, --out-dir), checked once
+
+    @classmethod
+    def for_config(cls, loaded: LoadedConfig | None, known: Mapping[str, str] | None = None) -> Outlet:
+        return cls(config_redactor(loaded, known))
+
+    def verified(self, data: bytes, where: str) -> bytes:
+        """`data` once the checker found no secret in it; SecretLeak (nothing leaves) if it did."""
+        if data is not self._last:
+            self.redactor.verify(data, where)
+            self._last = data
+        return data
+
+    def verified_text(self, text: str, where: str) -> str:
+        self.redactor.verify(text, where)
+        return text
+
+    def document(self, text: str, where: str) -> str:
+        """Text scrubbed and checked (Redactor.guard): a document or message about to leave."""
+        return self.redactor.guard(text, where)
+
+    def tape_line(self, event: Mapping[str, Any], where: str, text: str | None = None) -> bytes:
+        """One tape line scrubbed, serialized and checked (Redactor.line_bytes); `text` is `dumps(event)` if known."""
+        return self.redactor.line_bytes(event, where, text)
+
+    def write(self, path: str | Path, data: bytes, *, what: str, where: str | None = None) -> None:
+        """Check `data`, then write it atomically (tape/atomic.py: a WriteError names the path)."""
+        write_atomic(path, self.verified(data, where or f"{what} {path}"), what=what)
+
+    def append(self, path: str, text: str, *, what: str, verify: bool = True) -> None:
+        """Check `text` (unless the caller checked what in it could hold a secret: `verify=False`,
+        for the runner's own paths, which the home-directory detector would flag), then append it."""
+        if verify:
+            self.verified_text(text, what)
+        try:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as e:
+            raise WriteError(f"{path}: cannot write the {what}: {e.strerror}") from e
+
+    def show(self, text: str, where: str, *, escape: bool = False, file: IO[str] | None = None) -> None:
+        """Check `text`, then print it framed for a CI log (logsafe.ci_log_block); `escape` for text
+        no renderer of ours has made safe already (logsafe.safe_log escapes what could act)."""
+        self.verified_text(text, where)
+        out = file if file is not None else sys.stdout
+        out.write(safe_log(text) if escape else ci_log_block(text))
+        out.flush()
+
+    def command(self, line: str, where: str) -> None:
+        """A workflow command of ours (`::error file=...::...`), checked, printed as it is."""
+        self.verified_text(line, where)
+        print(line, flush=True)

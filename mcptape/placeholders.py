@@ -1,0 +1,74 @@
+"""Redaction placeholders: the one grammar of `<REDACTED:kind#tag>`, `<HOME>`, `<USER>`, and what they mean when compared.
+
+Tapes and reports are redacted before they are written (redact/), so every other module meets
+placeholders as text: diff compares two redacted tapes, replay compares a redacted recording
+with a live request. Both, and the redactor itself, read them through this module, which
+depends on nothing but `re` (play must not import the redactor to match a recorded request).
+
+    <REDACTED:github-token#1a2b3c4d>   a secret by kind, with a tag: the first 32 bits of a keyed
+                                       hash of the value, so one secret keeps one placeholder
+    <REDACTED:env.CALC_TOKEN>          a known secret, named after its source (no tag)
+    <HOME>  <USER>                     who recorded
+
+The tag is not part of the value a placeholder stands for: a rotated secret is the same value
+(`strip_tags`, `untag`; diff). A recorded string holding placeholders is a pattern in which
+each placeholder stands for any non-empty run of characters (`placeholder_pattern`; replay).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+KIND = r"[A-Za-z0-9_.:@\-]{1,120}"  # a detector's kind or a known secret's source (`env.NAME`)
+TAG = r"#[0-9a-f]{8}"
+PLACEHOLDER_RE = re.compile(rf"<REDACTED:{KIND}(?:{TAG})?>|<HOME>|<USER>")
+# Our placeholders as report formats escape them: XML and HTML (JUnit, the markdown's <summary>
+# lines) write `&lt;REDACTED:x&gt;`, HTML-safe JSON `\u003cREDACTED:x\u003e`. Escaped, a placeholder
+# is still ours: `&` and `;` could otherwise read as a URL password or a cookie value.
+ESCAPED_PLACEHOLDER_RE = re.compile(
+    rf"(?:&lt;|&#0*60;|&#[xX]0*3[cC];|\\u003[cC])(?:REDACTED:{KIND}(?:{TAG})?|HOME|USER)"
+    r"(?:&gt;|&#0*62;|&#[xX]0*3[eE];|\\u003[eE])"
+)
+TAG_MARK = "<REDACTED:"  # what every placeholder that can carry a tag starts with
+_TAGGED = re.compile(rf"({TAG_MARK}{KIND}){TAG}>")
+
+
+def strip_tags(text: str) -> str:
+    """Text with placeholder tags removed (`<REDACTED:x#1a2b3c4d>` -> `<REDACTED:x>`), for comparisons
+    that must not call a rotated token drift."""
+    return _TAGGED.sub(r"\1>", text)
+
+
+def untag(text: str) -> str:
+    """strip_tags for comparing and keying: only text holding a placeholder pays for the regex."""
+    return strip_tags(text) if TAG_MARK in text else text
+
+
+def may_hold_placeholder(text: str) -> bool:
+    """A cheap test: False means `text` holds no placeholder at all."""
+    return TAG_MARK in text or "<HOME>" in text or "<USER>" in text
+
+
+@functools.lru_cache(maxsize=4096)
+def placeholder_pattern(recorded: str) -> re.Pattern[str] | None:
+    """A recorded string with placeholders as a pattern: each placeholder stands for any non-empty
+    run of characters, the rest is literal, the whole string must match. None without placeholders.
+
+    Tapes are redacted before they are written, so a recorded request can hold
+    `<REDACTED:github-token#1a2b3c4d>` where the live client sends the real token.
+    """
+    if not may_hold_placeholder(recorded):
+        return None
+    literals = PLACEHOLDER_RE.split(recorded)
+    if len(literals) == 1:
+        return None
+    return re.compile("(.+?)".join(re.escape(part) for part in literals), re.DOTALL)
+
+
+def fits(recorded: str, asked: str) -> bool | None:
+    """None if `recorded` holds no placeholder, else whether `asked` fits it (placeholder_pattern)."""
+    pattern = placeholder_pattern(recorded)
+    if pattern is None:
+        return None
+    return pattern.fullmatch(asked) is not None

@@ -1,0 +1,171 @@
+"""Replay matching: which recorded call a live request is, and why the nearest ones are not.
+
+Pure functions over JSON values, found by name (STYLE.md 4, as vcrpy's `register_matcher`) in
+the engine's own registry (`default_matchers`, ReplayEngine(matchers=...)): a matcher takes (recorded params, live params) and returns the reasons they differ, an empty list
+for a match. A recorded string holding redaction placeholders is a pattern (`placeholder_pattern`);
+a live value compared with one is never echoed (`hide_redacted`). The engine that uses them is
+engine.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcptape.jsonrpc import dumps
+from mcptape.jsonvalue import json_equal
+from mcptape.mcp import strip_meta
+from mcptape.placeholders import fits, placeholder_pattern
+
+Matcher = Callable[[Any, Any], list[str]]
+"""(recorded params, live params) -> reasons they differ; an empty list is a match."""
+
+# Which matchers decide a match, per method; methods not listed use DEFAULT_MATCH_ON.
+DEFAULT_MATCH_ON: tuple[str, ...] = ("params",)
+MATCH_ON: dict[str, tuple[str, ...]] = {"initialize": ("initialize",)}
+
+_MAX_REASONS = 3
+
+
+# --- redacted values ---------------------------------------------------------------------
+
+REDACTED_NOTE = "matches only modulo a redacted value"
+HIDDEN = "<REDACTED:live-value>"  # stands for a live value compared with a redacted recording
+
+
+def hide_redacted(recorded: Any, asked: Any, secrets: set[str] | None = None) -> Any:
+    """`asked` with every string compared against a redacted recorded one replaced: by the recorded
+    text where it fits (so the placeholder shows, not the secret), by a placeholder where it does not.
+
+    The live values that stood for placeholders are added to `secrets`, so a message can be
+    scrubbed of them wherever else they appear. Never echo a live secret in a miss message:
+    it goes to the client and to the report.
+    """
+    if isinstance(recorded, dict) and isinstance(asked, dict):
+        return {k: hide_redacted(recorded[k], v, secrets) if k in recorded else v for k, v in asked.items()}
+    if isinstance(recorded, list) and isinstance(asked, list):
+        return [hide_redacted(recorded[i], a, secrets) if i < len(recorded) else a for i, a in enumerate(asked)]
+    if isinstance(recorded, str) and isinstance(asked, str):
+        pattern = placeholder_pattern(recorded)
+        if pattern is None:
+            return asked
+        m = pattern.fullmatch(asked)
+        if secrets is not None:
+            if m is not None:
+                secrets.update(g for g in m.groups() if g)
+            else:
+                secrets.add(asked)
+        return recorded if m is not None else HIDDEN
+    return asked
+
+
+# --- pure comparison helpers -------------------------------------------------------------
+
+
+def compared(params: Any) -> Any:
+    """Params as replay compares them: without the top-level `_meta` (mcp.strip_meta); absent
+    params and `{}` compare equal."""
+    return {} if params is None else strip_meta(params)
+
+
+def short(value: Any, limit: int = 60) -> str:
+    text = dumps(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def json_diff(
+    recorded: Any, asked: Any, path: str = "", limit: int = _MAX_REASONS, notes: list[str] | None = None
+) -> list[str]:
+    """Where two JSON values differ, as `path differs: X recorded, Y asked` lines (at most `limit`).
+
+    JSON equality: 1 and 1.0 are equal, true and 1 are not, key order never matters. A recorded
+    string holding redaction placeholders is a pattern (see `placeholder_pattern`); where the asked
+    string fits one only that way, `notes` (if given) gets `path: matches only modulo a redacted
+    value`. A value that does not fit is never echoed: it may be the secret.
+    """
+    out: list[str] = []
+    _diff_into(recorded, asked, path, out, limit, notes)
+    return out
+
+
+def _diff_into(rec: Any, ask: Any, path: str, out: list[str], limit: int, notes: list[str] | None) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(rec, dict) and isinstance(ask, dict):
+        for key in list(rec) + [k for k in ask if k not in rec]:
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in ask:
+                out.append(f"{sub}: recorded {short(rec[key])}, not asked")
+            elif key not in rec:
+                out.append(f"{sub}: asked {short(ask[key])}, not recorded")
+            else:
+                _diff_into(rec[key], ask[key], sub, out, limit, notes)
+            if len(out) >= limit:
+                return
+        return
+    if isinstance(rec, list) and isinstance(ask, list) and len(rec) == len(ask):
+        for i, (a, b) in enumerate(zip(rec, ask, strict=True)):
+            _diff_into(a, b, f"{path}[{i}]", out, limit, notes)
+            if len(out) >= limit:
+                return
+        return
+    if type(rec) is str and type(ask) is str and rec != ask:
+        fitting = fits(rec, ask)
+        if fitting is True:
+            if notes is not None:
+                notes.append(f"{path or 'params'}: {REDACTED_NOTE}")
+            return
+        if fitting is False:
+            out.append(f"{path or 'params'} differs: {short(rec)} recorded, another value asked (not shown: redacted on the tape)")
+            return
+    if not recorded_equal(rec, ask):
+        out.append(f"{path or 'params'} differs: {short(rec)} recorded, {short(ask)} asked")
+
+
+def recorded_equal(recorded: Any, asked: Any) -> bool:
+    """JSON equality (jsonvalue.json_equal: 1 and 1.0 are one value, true is another) of a recorded
+    and an asked value, a recorded string holding placeholders being a pattern the asked one may fit."""
+    return json_equal(recorded, asked, _fits_placeholders)
+
+
+def _fits_placeholders(recorded: str, asked: str) -> bool:
+    return bool(fits(recorded, asked))
+
+
+def match_params(recorded: Any, asked: Any) -> list[str]:
+    """JSON-equal params, ignoring the top-level `_meta`."""
+    return json_diff(compared(recorded), compared(asked))
+
+
+def match_initialize(recorded: Any, asked: Any) -> list[str]:
+    """initialize params minus who the client is and what it can do (not drift, see module doc)."""
+    ignored = ("_meta", "clientInfo", "capabilities")
+    rec = {k: v for k, v in (recorded or {}).items() if k not in ignored} if isinstance(recorded, dict) else recorded
+    ask = {k: v for k, v in (asked or {}).items() if k not in ignored} if isinstance(asked, dict) else asked
+    return json_diff(rec, ask)
+
+
+def default_matchers() -> dict[str, Matcher]:
+    """mcptape's matchers by name, a new dict: an engine given more (ReplayEngine(matchers=...))
+    and a MATCH_ON naming them uses them, no other engine sees them."""
+    return {"params": match_params, "initialize": match_initialize}
+
+
+def describe_call(method: str, params: Any, limit: int = 80) -> str:
+    """`tools/call add {"a":2,"b":3}`: a call as a reviewer reads it."""
+    if not isinstance(params, dict):
+        return method
+    params = strip_meta(params)
+    label = method
+    for key in ("name", "uri"):
+        if isinstance(params.get(key), str):
+            label += f" {params[key]}"
+            break
+    rest = params.get("arguments") if "arguments" in params else None
+    if rest is None and "name" not in params and "uri" not in params and params:
+        rest = params
+    if rest:
+        label += " " + short(rest, limit)
+    return label
+
+

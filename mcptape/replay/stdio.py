@@ -1,0 +1,94 @@
+"""The stdio loop of `mcptape play`: client lines from a file descriptor to a ReplayEngine, its answers out.
+
+Owns reading the client's lines without blocking the engine's idle-time work (`ClientLines`)
+and writing each batch of answers in one system call. What to answer is engine.py's; the command
+(the tape, the warnings, the report on stderr) commands/play.py's.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+from collections.abc import Iterable
+
+from mcptape.replay.engine import ReplayEngine
+
+
+class ClientLines:
+    """The client's lines from a file descriptor, and whether one is due without blocking for it.
+
+    Our own reader (not sys.stdin.buffer) because play asks `waiting()` between requests to
+    spend idle time on ReplayEngine.lookahead, and a buffered reader cannot tell without a read.
+    Reads are 64 KiB: under malloc's mmap threshold, so a small request costs no mmap/munmap.
+    """
+
+    READ_SIZE = 64 << 10
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = bytearray()
+        self.scanned = 0  # bytes of buf known to hold no newline
+        self.eof = False
+        self.poller = select.poll()
+        self.poller.register(fd, select.POLLIN)
+
+    def waiting(self) -> bool:
+        """A line (or EOF) is here or on its way: the caller should read rather than do other work."""
+        if self.eof or self.buf.find(b"\n", self.scanned) >= 0:
+            return True
+        return bool(self.poller.poll(0))
+
+    def readline(self) -> bytes:
+        """The next line with its newline; at EOF what is left (b"" when nothing is)."""
+        while True:
+            nl = self.buf.find(b"\n", self.scanned)
+            if nl >= 0:
+                line = bytes(self.buf[: nl + 1])
+                del self.buf[: nl + 1]
+                self.scanned = 0
+                return line
+            self.scanned = len(self.buf)
+            if self.eof:
+                line = bytes(self.buf)
+                self.buf.clear()
+                return line
+            data = os.read(self.fd, self.READ_SIZE)
+            if data:
+                self.buf += data
+            else:
+                self.eof = True
+
+
+def _write(fd: int, lines: Iterable[str]) -> None:
+    # One write per batch, straight to the fd: every line in it is a whole message that is due now.
+    data = "".join(line + "\n" for line in lines)
+    if data:
+        view = memoryview(data.encode("utf-8", "surrogateescape"))
+        while view:
+            view = view[os.write(fd, view) :]
+
+
+def serve(engine: ReplayEngine, in_fd: int, out_fd: int) -> None:
+    """Answer the client's lines on `in_fd` on `out_fd` until it hangs up or the recorded server
+    died (engine.closed; then `hang_up`). Startup lines first; idle time reads the tape ahead."""
+    client = ClientLines(in_fd)
+    try:
+        _write(out_fd, engine.pending_startup())
+        while not engine.closed:
+            # While the client thinks, read ahead in the tape (see ReplayEngine.lookahead).
+            while not client.waiting() and engine.lookahead():
+                pass
+            raw = client.readline()
+            if not raw:
+                break
+            _write(out_fd, engine.handle(raw.decode("utf-8", "surrogateescape")))
+    except BrokenPipeError:
+        pass  # the client hung up; the report still says what happened
+
+
+def hang_up(out_fd: int) -> None:
+    """Make the client see EOF now, as it did when the server died: point the fd at /dev/null
+    (closing the pipe) rather than closing sys.stdout under the interpreter's feet."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, out_fd)
+    os.close(devnull)

@@ -1,0 +1,230 @@
+"""The package's shape, checked: no import cycles, no module taking another's private names, no
+layer importing one above it, imports at module level but where a heavy import must stay off a
+light path. Run `python tests/test_architecture.py` to print the import graph.
+
+Layers, lowest first: a module may import modules of its own layer or of a lower one. Within a
+layer the graph must still be acyclic.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "mcptape"
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("facts", ("mcptape.errors", "mcptape.mcp", "mcptape.jsonrpc", "mcptape.jsonvalue",
+               "mcptape.jsonpath", "mcptape.placeholders", "mcptape.logsafe", "mcptape.sequences")),
+    ("formats and wires", ("mcptape.tape", "mcptape.transports", "mcptape.http_serve",
+                           "mcptape.report.model", "mcptape.sandbox")),
+    ("judging and scrubbing", ("mcptape.redact", "mcptape.normalize", "mcptape.diff", "mcptape.conformance",
+                               "mcptape.nondeterminism", "mcptape.report", "mcptape.config")),
+    ("the outlet", ("mcptape.outlet",)),
+    ("sessions and servers", ("mcptape.client", "mcptape.transports.factory", "mcptape.record", "mcptape.replay",
+                              "mcptape.github")),
+    ("the gate", ("mcptape.ci",)),
+    ("commands", ("mcptape.commands",)),
+    ("the command line", ("mcptape.cli", "mcptape.__main__")),
+]
+
+# Imports that stay inside a function, and why: each keeps a heavy import off a path that must
+# start fast (`mcptape --version`, `mcptape play`, `mcptape diff --json`) or that most runs never take.
+LAZY = {
+    ("mcptape.cli", "mcptape.redact.redactor"): "only an error message pays for the redactor (~15 ms)",
+    ("mcptape.cli", "traceback"): "only MCPTAPE_DEBUG=1 prints a traceback",
+    ("mcptape.commands.diff", "mcptape.report.terminal"): "rich, for the terminal report only (not --json)",
+    ("mcptape.commands.play", "mcptape.replay.http"): "http.server and the HTTP framing, for --listen only",
+    ("mcptape.commands.rec", "mcptape.record.http"): "httpx, for --listen only",
+    ("mcptape.commands.terminal", "mcptape.report.terminal"): "rich, off the path of play and rec (say)",
+    ("mcptape.diff.engine", "mcptape.conformance"): "pydantic and mcp-types, for a conformance check only",
+    ("mcptape.github", "ghapi.core"): "ghapi, only when a comment is posted",
+    ("mcptape.github", "ghapi.page"): "ghapi, only when a comment is posted",
+    ("mcptape.github", "httpx2"): "ghapi's client, only when a comment is posted",
+    ("mcptape.github", "fasttransport.errors"): "ghapi's transport, only when a comment is posted",
+    ("mcptape.logsafe", "secrets"): "only in a GitHub job, and logsafe is on the path of --version",
+    ("mcptape.replay.engine", "mcptape.redact.redactor"): "only a miss pays for the redactor (play's start-up)",
+}
+
+
+@functools.cache
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+@functools.cache
+def imports() -> list[tuple[str, str, str | None, bool]]:
+    """(importer, imported module, imported name or None, at module level) for every import in the package."""
+    mods = modules()
+    out: list[tuple[str, str, str | None, bool]] = []
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        top = {id(statement) for statement in tree.body}
+        for statement in tree.body:  # `if TYPE_CHECKING:` blocks are module level
+            if isinstance(statement, ast.If):
+                top |= {id(child) for child in statement.body}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                out += [(name, alias.name, None, id(node) in top) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    out.append((name, full if full in mods else base, alias.name, id(node) in top))
+    return out
+
+
+def owner(module: str) -> str:
+    """The package module `module` belongs to (a submodule of mcptape, or mcptape itself)."""
+    mods = modules()
+    while module not in mods and "." in module:
+        module = module.rpartition(".")[0]
+    return module
+
+
+def graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for importer, imported, _, _ in imports():
+        if imported.startswith("mcptape") and owner(imported) != importer:
+            edges[importer].add(owner(imported))
+    return edges
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: the one whose longest prefix names it (mcptape itself: the version, layer 0)."""
+    if module == "mcptape":
+        return 0
+    best = -1
+    best_len = -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    return best
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    nodes = sorted(set(edges) | {w for targets in edges.values() for w in targets})
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in nodes:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def upward(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) where the imported module sits in a higher layer."""
+    return [(a, b) for a, targets in sorted(edges.items()) for b in sorted(targets) if layer_of(b) > layer_of(a)]
+
+
+def private_taken(found: list[tuple[str, str, str | None, bool]]) -> list[tuple[str, str, str]]:
+    """(importer, module, name) where a module imports a `_private` name of another."""
+    return [(importer, imported, name) for importer, imported, name, _ in found
+            if imported.startswith("mcptape") and owner(imported) != importer
+            and name is not None and name.startswith("_") and not name.startswith("__")]
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in modules() if layer_of(m) < 0] == []
+
+
+def test_there_are_no_import_cycles() -> None:
+    assert cycles(graph()) == []
+
+
+def test_no_layer_imports_one_above_it() -> None:
+    assert upward(graph()) == []
+
+
+def test_no_module_takes_another_modules_private_names() -> None:
+    assert private_taken(imports()) == []
+
+
+def test_imports_are_at_module_level_but_where_a_heavy_one_must_stay_off_a_light_path() -> None:
+    inner = sorted({(importer, imported) for importer, imported, _, top in imports() if not top})
+    assert [pair for pair in inner if pair not in LAZY] == []
+    assert [pair for pair in LAZY if pair not in inner] == []  # an entry nothing needs any more goes
+
+
+def test_the_checks_see_a_cycle_an_upward_import_and_a_private_name() -> None:
+    # The same checks on data that has each fault: they are not vacuous.
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert upward({"mcptape.tape.reader": {"mcptape.ci.session"}, "mcptape.ci.session": {"mcptape.tape.reader"}}) == [
+        ("mcptape.tape.reader", "mcptape.ci.session")]
+    fake: list[tuple[str, str, str | None, bool]] = [("mcptape.replay.engine", "mcptape.tape.reader", "_parse_line", True),
+            ("mcptape.tape.reader", "mcptape.tape.reader", "_parse_line", True), ("mcptape.cli", "mcptape", "__version__", True)]
+    assert private_taken(fake) == [("mcptape.replay.engine", "mcptape.tape.reader", "_parse_line")]
+
+
+# STYLE.md point 7: the paths that must start fast import none of the heavy optional packages.
+HEAVY = ("rich", "ghapi", "jsonschema", "pydantic", "httpx")
+TAPE = ROOT / "fixtures" / "example" / "tapes" / "surface.tape.jsonl"
+INITIALIZE = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+              b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n')
+
+
+def imported_by(*argv: str, stdin: bytes = b"") -> set[str]:
+    """The top-level packages a real `python -m mcptape ARGV` process imports (-X importtime)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "mcptape", *argv], input=stdin, cwd=ROOT,
+                          capture_output=True, timeout=60, check=False)
+    names = set()
+    for line in proc.stderr.decode("utf-8", "replace").splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+    return names
+
+
+def test_version_and_play_import_none_of_the_heavy_packages_and_diff_does() -> None:
+    assert [m for m in HEAVY if m in imported_by("--version")] == []
+    assert [m for m in HEAVY if m in imported_by("play", str(TAPE), stdin=INITIALIZE)] == []
+    assert "rich" in imported_by("diff", str(TAPE), str(TAPE))  # the measurement sees what a command imports
+
+
+if __name__ == "__main__":
+    edges = graph()
+    for module in sorted(modules()):
+        targets = ", ".join(sorted(t.removeprefix("mcptape.") for t in edges.get(module, ())))
+        print(f"{layer_of(module)} {module} -> {targets}")
+    print("cycles:", cycles(edges))
+    sys.exit(0)
