@@ -65,6 +65,7 @@ async def run_fastmcp(transport: str, target: str, steps: list[list[Any]]) -> li
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
+    client: Client[Any]
     if transport == "stdio":
         argv = json.loads(target)
         client = Client(StdioTransport(command=argv[0], args=argv[1:]))
@@ -117,7 +118,7 @@ def run_raw(transport: str, target: str, steps: list[list[Any]]) -> list[Any]:
                 raise SystemExit(f"the server closed its output before answering {method}")
             msg = json.loads(line)
             if "method" in msg and "id" in msg:  # a server request: roots/list, ping, ...
-                answer = {"roots": []} if msg["method"] == "roots/list" else {}
+                answer: dict[str, Any] = {"roots": []} if msg["method"] == "roots/list" else {}
                 send({"id": msg["id"], "result": answer})
             elif msg.get("id") == next_id and "method" not in msg:
                 return msg.get("result", msg.get("error"))

@@ -34,7 +34,7 @@ from tests.integration.real_servers import Run, mcptape, need_tools, node_releas
 pytestmark = pytest.mark.node
 
 DRIVER = Path(__file__).with_name("client_driver.py")
-STEPS = [["list_tools"], ["list_resources"], ["list_prompts"], ["call", "echo", {"message": "hello tape"}],
+STEPS: list[list[object]] = [["list_tools"], ["list_resources"], ["list_prompts"], ["call", "echo", {"message": "hello tape"}],
          ["call", "get-sum", {"a": 2, "b": 3}], ["get_prompt", "simple-prompt", {}]]
 CONFIG_STEPS = """\
       - list_tools
@@ -103,7 +103,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recordings]
     server = ["node", str(everything), "stdio"]
     for library in ("sdk", "fastmcp", "raw"):
         drive(library, "stdio", rec_argv(root / f"{library}-stdio.tape.jsonl", server))
-    changed = [*STEPS[:3], ["call", "echo", {"message": "hello changed tape"}], *STEPS[4:]]
+    changed: list[list[object]] = [*STEPS[:3], ["call", "echo", {"message": "hello changed tape"}], *STEPS[4:]]
     drive("sdk", "stdio", rec_argv(root / "sdk-stdio-changed.tape.jsonl", server), changed)
 
     for who in ("sdk", "fastmcp", "ci-pinned", "ci-auto"):
