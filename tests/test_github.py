@@ -165,6 +165,9 @@ class Runner:
             "GITHUB_EVENT_NAME": self.event_name,
             "GITHUB_EVENT_PATH": str(self.event),
             "GITHUB_REPOSITORY": REPO,
+            "GITHUB_SERVER_URL": "https://github.com",
+            "GITHUB_RUN_ID": "4242",
+            "GITHUB_SHA": "f" * 40,  # the merge commit: links use the PR's head (the event's) instead
             "GITHUB_WORKSPACE": str(self.workspace),
             "GITHUB_API_URL": self.github.url,
             "GITHUB_OUTPUT": str(self.output),
@@ -213,8 +216,13 @@ def test_first_run_creates_one_comment_summary_annotation_and_outputs(runner: Ru
     body = comment["body"]
     assert body.split("\n", 1)[0] == MARKER
     assert "structural drift" in body
-    assert "First drifted call" in body and "tools/call add" in body and '{"a":2,"b":3}' in body
-    assert "mcptape ci -c mcptape.yml --update-golden" in body
+    # The headline says in words what changed for a client, once; the run and the commit are linked,
+    # and the session links its golden tape at the drifted line of the PR's head commit.
+    assert body.count("now returns ` 6 `, was ` 5 `") == 1 and "` add(a=2, b=3) `" in body
+    assert "[workflow run](https://github.com/acme/calc-server/actions/runs/4242)" in body
+    assert "at commit [` abc123 `](https://github.com/acme/calc-server/commit/abc123)" in body
+    assert "[` arith `](https://github.com/acme/calc-server/blob/abc123/tapes/arith.tape.jsonl#L7)" in body
+    assert "mcptape ci -c mcptape.yml --update-golden\ngit add tapes/\n" in body
 
     summary = runner.summary.read_text(encoding="utf-8")
     assert "| session | verdict | first drifted call |" in summary

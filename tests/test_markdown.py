@@ -15,6 +15,7 @@ import pytest
 from cmarkgfm.cmark import Options
 
 from mcptape.report.markdown import (
+    Context,
     COMMENT_LIMIT_CHARS,
     SUMMARY_LIMIT_BYTES,
     code_span,
@@ -33,7 +34,7 @@ HOSTILE = (
 )
 HUGE = "B" * 200_000
 OUR_TAGS = {"h2", "h3", "p", "code", "pre", "table", "thead", "tbody", "tr", "th", "td", "details", "summary",
-            "b", "em", "strong", "ul", "li", "br"}
+            "b", "em", "strong", "ul", "li", "br", "h4", "sub", "a"}
 
 
 def gfm(markdown: str) -> str:
@@ -88,7 +89,7 @@ def hostile_report(n_sessions: int = 1) -> RunReport:
         drift = Drift(
             CallRef("tools/call", "echo", {"text": HOSTILE}, step=2),
             [
-                Finding("result", "output", "result.content[0].text", "text changed", HOSTILE + HUGE, HOSTILE + "@octocat"),
+                Finding("result", "output", "result.content[0].text", f"text changed {i}", HOSTILE + HUGE, HOSTILE + "@octocat"),
                 Finding("result", "output", "result.content[1].text", HOSTILE, "`", "````", golden_line=9),
             ],
         )
@@ -119,7 +120,8 @@ def test_hostile_tool_result_renders_harmlessly(render: str) -> None:
     # Only our tags; <details> balanced and one per drifted or failed session; nothing closed early.
     assert set(s.tags) <= OUR_TAGS, set(s.tags) - OUR_TAGS
     assert s.depth_errors == 0 and s.stack == []
-    assert s.tags.count("details") == 2
+    # one per drifted or failed session, how to accept, and (in the comment) the tool surface
+    assert s.tags.count("details") == 2 + 1 + (render == "comment")
     assert s.tags.count("script") == 0 and s.tags.count("img") == 0
     # No live mention anywhere outside code; the tape's mentions are still visible, as code.
     assert live_mentions(s) == []
@@ -148,32 +150,35 @@ def test_summary_stays_under_one_mebibyte_and_says_so_when_cut() -> None:
     assert s.depth_errors == 0 and s.stack == []
 
 
-def test_headline_names_the_first_drifted_call_and_how_to_accept() -> None:
+def test_headline_says_what_changes_for_a_client_once_and_how_to_accept() -> None:
     drift = Drift(
         CallRef("tools/call", "add", {"a": 2, "b": 3}, step=3),
-        [Finding("result", "output", "result.content[0].text", '"5" → "6"', "5", "6", golden_line=7)],
+        [Finding("result", "output", "result.content[0].text", '"5" → "6"', "5", "6", kind="changed", golden_line=7)],
     )
     report = RunReport(
-        config="ci/mcptape.yml",
+        config="mcptape.yml",
         sessions=[
             SessionResult("arith", "output", diff=DiffResult("output", drifts=[drift]), golden="tapes/arith.tape.jsonl"),
             SessionResult("other", "same", diff=DiffResult("same")),
         ],
     )
-    md = render_comment(report, MARKER)
+    ctx = Context(config_path="ci/mcptape.yml", run_dir="ci", config_arg="mcptape.yml")
+    md = render_comment(report, MARKER, context=ctx)
     html = gfm(md)
-    assert "<h3>mcptape: 🟡 output drift</h3>" in html
-    assert ('<code>arith · step 3 · tools/call add {&quot;a&quot;:2,&quot;b&quot;:3} · '
-            "result.content[0].text &quot;5&quot; → &quot;6&quot; (output)</code>") in html
-    assert "1 other session unchanged." in md
-    assert "mcptape ci -c ci/mcptape.yml --update-golden\ngit add tapes/arith.tape.jsonl" in md
+    assert "<h3>mcptape: 🟡 output drift · <code>ci/mcptape.yml</code></h3>" in html
+    assert "<strong><code>add(a=2, b=3)</code> now returns <code>6</code>, was <code>5</code>.</strong>" in html
+    assert html.count("now returns") == 1  # said once: the session's detail does not repeat it in words
+    assert "2 sessions, 1 drifted, 1 unchanged" in md
+    assert "(cd ci && mcptape ci -c mcptape.yml --update-golden)\ngit add ci/tapes/\n" in md
     assert "<td><code>other</code></td>" not in html  # the comment lists only what needs a look
+    assert "Golden tape: <code>ci/tapes/arith.tape.jsonl:7</code>" in html  # no repository known: no link
 
 
 def test_clean_run_is_the_green_form() -> None:
     report = RunReport(config="mcptape.yml", sessions=[SessionResult("a", "same"), SessionResult("b", "same")])
     md = render_comment(report, MARKER)
-    assert md == f"{MARKER}\n\n### mcptape: ✅ no drift\n\nAll 2 sessions of ` mcptape.yml ` match their golden tapes.\n"
+    assert md == (f"{MARKER}\n\n### mcptape: ✅ no drift\n\nAll 2 sessions of ` mcptape.yml ` match their golden tapes."
+                  "\n\n<sub>2 sessions, 2 unchanged</sub>\n")
     assert "update-golden" not in md and "<details>" not in md
 
 
