@@ -15,9 +15,9 @@ import pytest
 from cmarkgfm.cmark import Options
 
 from mcptape.report.markdown import (
-    Context,
     COMMENT_LIMIT_CHARS,
     SUMMARY_LIMIT_BYTES,
+    Context,
     code_span,
     comment_marker,
     fenced,
