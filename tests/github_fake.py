@@ -46,6 +46,10 @@ class FakeGitHub:
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     next_id: int = 1000
+    # `hold_lists(n)`: the next n comment listings wait for each other, so n clients that list
+    # before any of them creates really race (on GitHub: runs started by pushes close together).
+    list_barrier: threading.Barrier | None = None
+    held_lists: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     url: str = ""
     _server: ThreadingHTTPServer | None = None
@@ -80,6 +84,11 @@ class FakeGitHub:
     def thread(self, repo: str, number: int) -> list[dict[str, Any]]:
         with self.lock:
             return [dict(c) for c in self.comments.get((repo, number), [])]
+
+    def hold_lists(self, n: int, timeout: float = 30.0) -> None:
+        with self.lock:
+            self.list_barrier = threading.Barrier(n, timeout=timeout)
+            self.held_lists = n
 
     def writes(self) -> list[Request]:
         return [r for r in self.requests if r.method in ("POST", "PATCH", "DELETE")]
@@ -135,6 +144,12 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         body: Any = json.loads(raw) if raw else None
         token = self._token()
+        if method == "GET" and parts.path.endswith("/comments") and gh.list_barrier is not None:
+            with gh.lock:
+                barrier = gh.list_barrier if gh.held_lists > 0 else None
+                gh.held_lists -= 1
+            if barrier is not None:
+                barrier.wait()  # outside the lock: the others must get here too
         with gh.lock:
             gh.requests.append(Request(method, parts.path, query, body, token))
             who = gh.tokens.get(token or "")

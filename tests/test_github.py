@@ -394,6 +394,33 @@ def test_comment_command_posts_a_json_report_checked_against_the_head_sha(runner
     assert denied.returncode == 3 and "403" in denied.stderr and "pull-requests: write" in denied.stderr
 
 
+def test_three_racing_runs_leave_exactly_one_comment(runner: Runner, github: FakeGitHub) -> None:
+    report = runner.temp / "mcptape-report.json"
+    report.write_text(json.dumps(drifted_report().to_dict()), encoding="utf-8")
+    github.hold_lists(3)  # all three list the thread before any of them creates
+    racers = [
+        subprocess.Popen(mcptape_command("comment", "--body", str(report), "--pr", str(PR)), cwd=runner.workspace,
+                         env=runner.env("actions-token", GITHUB_EVENT_NAME="workflow_run"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    for p in racers:
+        _, err = p.communicate(timeout=TIMEOUT)
+        assert p.returncode == 0, err
+    # The race happened (each saw no comment and created one), and it converged on the oldest.
+    posts = [r for r in github.requests if r.method == "POST"]
+    deletes = [r for r in github.requests if r.method == "DELETE"]
+    assert len(posts) == 3 and len(deletes) >= 2
+    [kept] = ours(github)
+    assert kept["id"] == 1001  # the first comment the fake created: the one every racer keeps
+
+    # A duplicate an earlier race left behind is cleaned up by the next run, which updates the oldest.
+    github.add_comment(REPO, PR, ACTIONS_BOT, kept["body"])
+    assert len(ours(github)) == 2
+    assert run_comment(runner, "--body", str(report), "--pr", str(PR)).returncode == 0
+    assert [c["id"] for c in ours(github)] == [1001]
+
+
 def test_comment_command_refuses_a_body_without_exactly_one_marker(runner: Runner, github: FakeGitHub) -> None:
     body = runner.temp / "body.md"
     body.write_text("hello @everyone\n", encoding="utf-8")
@@ -406,6 +433,15 @@ def test_comment_command_refuses_a_body_without_exactly_one_marker(runner: Runne
 
 
 # --- workflow command and output formats ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("fail_on", "level"), [("never", "warning"), ("output", "error"), ("structural", "error")])
+def test_annotations_are_warnings_when_fail_on_lets_the_job_pass(runner: Runner, github: FakeGitHub, fail_on: str,
+                                                                 level: str) -> None:
+    proc = runner.publish(drifted_report(), MCPTAPE_FAIL_ON=fail_on)  # structural drift: exit 2
+    assert proc.returncode == 2, proc.stderr
+    ann = [line for line in proc.stdout.splitlines() if line.startswith(("::error ", "::warning "))]
+    assert len(ann) == 1 and ann[0].startswith(f"::{level} file=tapes/arith.tape.jsonl,line=7,"), ann
 
 
 def test_workflow_command_escaping() -> None:
