@@ -130,6 +130,20 @@ def comment_key(config_path: str, workspace: str | None = None) -> str:
         return full.name
 
 
+def _workflow_run(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The run a `workflow_run` event is about (the one that wrote the report), if this is one."""
+    path = env.get("GITHUB_EVENT_PATH")
+    if env.get("GITHUB_EVENT_NAME") != "workflow_run" or not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            event = json.load(fh)
+    except (OSError, ValueError, RecursionError):
+        return None  # links are a courtesy: without the event the comment just has none
+    run = event.get("workflow_run") if isinstance(event, dict) else None
+    return run if isinstance(run, dict) else None
+
+
 def render_context(env: Mapping[str, str], config_path: str, workspace: str) -> Context:
     """Where this run's summary and comment are shown: the config's repository path, where ci ran,
     the head commit and the run (for links), the action's repository and ref (the install line)
@@ -152,10 +166,14 @@ def render_context(env: Mapping[str, str], config_path: str, workspace: str) -> 
     except GitHubError:
         pr = None  # publish_run reports an unreadable event file where it needs it
     sha = (pr.head_sha if pr is not None and pr.head_sha else "") or env.get("GITHUB_SHA", "")
+    run_id = env.get("GITHUB_RUN_ID", "")
+    producer = _workflow_run(env)
+    if producer is not None:  # `mcptape comment` in a workflow_run job: the report is the other run's
+        sha = str(producer.get("head_sha") or "")
+        run_id = str(producer.get("id") or "")
     server = (env.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
     repo = env.get("GITHUB_REPOSITORY", "")
     base = f"{server}/{repo}" if re.fullmatch(r"[\w.-]+/[\w.-]+", repo) else None
-    run_id = env.get("GITHUB_RUN_ID", "")
     # Inside a composite action GITHUB_ACTION_REPOSITORY can be empty; action.yml passes them on.
     action_repo = env.get("MCPTAPE_ACTION_REPOSITORY") or env.get("GITHUB_ACTION_REPOSITORY") or ""
     action_ref = env.get("MCPTAPE_ACTION_REF") or env.get("GITHUB_ACTION_REF") or ""
