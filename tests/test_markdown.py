@@ -177,7 +177,7 @@ def test_headline_says_what_changes_for_a_client_once_and_how_to_accept() -> Non
 def test_clean_run_is_the_green_form() -> None:
     report = RunReport(config="mcptape.yml", sessions=[SessionResult("a", "same"), SessionResult("b", "same")])
     md = render_comment(report, MARKER)
-    assert md == (f"{MARKER}\n\n### mcptape: ✅ no drift\n\nAll 2 sessions of ` mcptape.yml ` match their golden tapes."
+    assert md == (f"{MARKER}\n\n### mcptape: ✅ no drift · ` mcptape.yml `\n\nAll 2 sessions of ` mcptape.yml ` match their golden tapes."
                   "\n\n<sub>2 sessions, 2 unchanged</sub>\n")
     assert "update-golden" not in md and "<details>" not in md
 
@@ -252,3 +252,26 @@ def test_bidi_and_zero_width_characters_in_names_and_values_are_shown_escaped(re
         assert "server said \\u202ereversed\\x1b]0;title\\x07" in html
     # A positive control: plain names are shown as they are.
     assert "mcptape.yml" in html
+
+
+def test_150_sessions_sharing_a_cause_are_one_headline_with_the_names_capped() -> None:
+    shared = Drift(CallRef("tools/list", step=1), [
+        Finding("schema", "structural", "result.tools[add].inputSchema.properties.c", "tool `add`: required property `c` added",
+                None, {"type": "number"}, kind="breaking", golden_line=6)])
+    own = [Drift(CallRef("tools/call", "echo", {"text": f"t{i}"}, step=2),
+                 [Finding("result", "output", "result.content[0].text", "changed", f"t{i}", f"T{i}", kind="changed")])
+           for i in range(30)]
+    sessions = [SessionResult(f"s{i:03}", "structural", diff=DiffResult("structural", drifts=[shared]),
+                              golden=f"tapes/s{i:03}.tape.jsonl") for i in range(120)]
+    sessions += [SessionResult(f"o{i:03}", "output", diff=DiffResult("output", drifts=[d]), golden=f"tapes/o{i:03}.tape.jsonl")
+                 for i, d in enumerate(own)]
+    report = RunReport(config="mcptape.yml", sessions=sessions)
+    md = render_comment(report, MARKER)
+    text = "".join(structure(md).live_text)
+    assert len(md.encode("utf-16-le")) // 2 < 65_536
+    assert md.count("now requires") == 1  # the shared cause, said once for 120 sessions
+    assert "and 108 more (see the job summary)" in md  # 12 names shown, the rest counted, pointing on
+    assert "… 21 more changes: see the job summary" in md  # 9 further causes listed, then counted
+    assert "150 sessions, 150 drifted, 0 unchanged" in text
+    summary = render_summary(report)
+    assert "and 108 more" not in summary and summary.count("` s119 `") >= 2  # the summary has room: all named

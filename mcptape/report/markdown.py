@@ -710,7 +710,7 @@ def render_comment(report: RunReport, marker: str, *, redactor: Redactor | None 
         detail = f"All {n} session{'s' * (n != 1)} of {config} match their golden tapes."
         if updated:
             detail = f"{n} session{'s' * (n != 1)} of {config}; {updated} golden tape{'s' * (updated != 1)} re-recorded."
-        doc = "\n\n".join([marker, f"### mcptape: {_headline(report)}", detail, _reflects(report, ctx)]) + "\n"
+        doc = "\n\n".join([marker, f"### {_title(report, ctx)}", detail, _reflects(report, ctx)]) + "\n"
         return scrub(doc, redactor)
     head, blocks, tail = _document(report, ctx, COMMENT_LIMITS, level="###", summary=False)
     return scrub(_assemble([marker, *head], blocks, tail, COMMENT_LIMITS, ctx), redactor)
