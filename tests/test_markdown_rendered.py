@@ -16,6 +16,7 @@ import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import cmarkgfm
@@ -42,7 +43,7 @@ CONTEXT = Context(
 MARKER = comment_marker("fixtures/example/mcptape.yml")
 GOLDEN = {"surface": "tapes/surface.tape.jsonl", "arithmetic": "tapes/arithmetic.tape.jsonl",
           "resources-and-prompts": "tapes/resources-and-prompts.tape.jsonl"}
-ADD_SCHEMA = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}
+ADD_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}
 
 
 def _same(name: str) -> SessionResult:
