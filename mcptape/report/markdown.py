@@ -27,6 +27,7 @@ import re
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
@@ -34,6 +35,7 @@ from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls
 from mcptape.redact.redactor import Redactor, builtin_redactor
 from mcptape.report.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
+from mcptape.tape.view import view_path
 
 # GitHub rejects a comment body of 65,536 characters or more and a step summary over 1 MiB.
 # Both are capped with a margin: the redaction pass may change lengths a little afterwards.
@@ -587,7 +589,9 @@ def accept_instructions(report: RunReport, ctx: Context | None = None) -> str:
         fenced(local, "sh"),
     ]
     if ctx.artifact and drifted:
-        names = sorted({posixpath.basename(s.golden) for s in drifted if s.golden})
+        # Each tape with its review view (tape/view.py), so the two never disagree in the PR.
+        names = sorted({n for s in drifted if s.golden
+                        for n in (posixpath.basename(s.golden), view_path(PurePosixPath(s.golden)).name)})
         dest = golden_dirs[0] if len(golden_dirs) == 1 else "<golden dir>"
         fetch = _sh_lines(["gh", "run", "download", ctx.run_url.rsplit("/", 1)[-1] if ctx.run_url else "<run id>",
                            "-n", ctx.artifact, "-D", "mcptape-artifact"])
