@@ -140,6 +140,13 @@ def test_comment_size_is_capped_with_a_note_even_for_many_huge_sessions() -> Non
     s = structure(md)
     assert s.depth_errors == 0 and s.stack == [] and live_mentions(s) == []
     assert md.split("\n", 1)[0] == MARKER and md.count("<!-- mcptape:") == 1
+    # What is cut points somewhere a reviewer can reach: the run's summary and its artifact.
+    ctx = Context(run_url="https://github.com/acme/calc/actions/runs/7", artifact="mcptape-gate-1-x")
+    linked = render_comment(hostile_report(n_sessions=120), MARKER, context=ctx)
+    assert len(linked.encode("utf-16-le")) // 2 < 65_536
+    assert re.search(r"_\d+ more sections cut to stay under GitHub's size limit: see the job summary of the "
+                     r"\[workflow run\]\(https://github.com/acme/calc/actions/runs/7\) and the JSON report in its "
+                     r"artifact ` mcptape-gate-1-x `\._", linked)
 
 
 def test_summary_stays_under_one_mebibyte_and_says_so_when_cut() -> None:
