@@ -394,6 +394,24 @@ def test_comment_command_posts_a_json_report_checked_against_the_head_sha(runner
     assert denied.returncode == 3 and "403" in denied.stderr and "pull-requests: write" in denied.stderr
 
 
+def test_comment_command_in_a_workflow_run_links_the_run_and_commit_that_wrote_the_report(
+    runner: Runner, github: FakeGitHub
+) -> None:
+    report = runner.temp / "report.json"
+    report.write_text(json.dumps(drifted_report().to_dict()), encoding="utf-8")
+    head = "c0ffee" + "0" * 34
+    runner.event.write_text(json.dumps({"workflow_run": {"id": 555, "head_sha": head, "event": "pull_request"}}),
+                            encoding="utf-8")
+    proc = run_comment(runner, "--body", str(report), "--pr", str(PR), "--key", "servers/calc/mcptape.yml")
+    assert proc.returncode == 0, proc.stderr
+    [c] = github.thread(REPO, PR)
+    body = c["body"]
+    assert body.startswith("<!-- mcptape:servers/calc/mcptape.yml -->\n")
+    assert "[workflow run](https://github.com/acme/calc-server/actions/runs/555)" in body  # not this job's run
+    assert f"(https://github.com/acme/calc-server/blob/{head}/servers/calc/tapes/arith.tape.jsonl#L7)" in body
+    assert "mcptape ci -c servers/calc/mcptape.yml --update-golden\ngit add servers/calc/tapes/\n" in body  # from the root
+
+
 def test_three_racing_runs_leave_exactly_one_comment(runner: Runner, github: FakeGitHub) -> None:
     report = runner.temp / "mcptape-report.json"
     report.write_text(json.dumps(drifted_report().to_dict()), encoding="utf-8")

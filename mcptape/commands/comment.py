@@ -45,7 +45,9 @@ def _load_body(path: str, key: str | None, workspace: str) -> tuple[str, str, bo
         report, _ = read_report(path, hint)
         try:
             marker = comment_marker(key or comment_key(report.config, workspace))
-            body = render_comment(report, marker, context=render_context(os.environ, report.config, workspace))
+            # --key is the config's repository path (the report holds only its file name): links use it.
+            context = render_context(os.environ, key or report.config, workspace)
+            body = render_comment(report, marker, context=context)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             # Fields of the wrong type deep inside (the report comes from an untrusted run).
             raise GitHubError(f"{path}: not a valid mcptape JSON report: {type(e).__name__}: {e}", hint=hint) from e
