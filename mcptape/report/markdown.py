@@ -15,7 +15,18 @@ untrusted text so no tape can plant a second `<!-- mcptape:... -->` marker in ou
 Controls, bidi overrides and isolates and zero-width characters in untrusted text are shown
 as escapes (logsafe.escape_controls, before our own zero-width marks go in), so a tool
 `add\u202e` cannot read as another name and nothing invisible hides in one.
-Sizes are capped by dropping whole sections, never by cutting through a fence or a <details>.
+Sizes are capped by dropping whole sections, never by cutting through a fence or a <details>;
+what is cut says where the rest is (the job summary, the run's artifact).
+
+Both documents share one design, the summary with more room: a title naming the verdict and the
+config by its repository path; a small line with the counts, the commit it reflects and the run;
+the headline — what the first drift (diff/'s choice, report.first_drift) changes for a client, in
+our words around code spans (`in_words`), said once, with the sessions whose first drift is the
+same change (`causes`) each linked to its golden tape at the line; other changes as a list; then
+one collapsed <details> per session (a session sharing an earlier one's change names it instead of
+repeating the diff) and how to accept, correct from the repository root. Code blocks wrap at
+WRAP_COLUMNS so nothing scrolls sideways. Where the document is shown (links, paths, the install
+line, the artifact) is a Context, which github.py builds from the run's environment.
 """
 
 from __future__ import annotations
