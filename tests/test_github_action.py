@@ -189,6 +189,21 @@ def test_structural_drift_shared_by_two_sessions_and_accepting_it_from_the_artif
     assert "[workflow run](https://github.com/acme/calc/actions/runs/1)" in green["body"]
 
 
+def test_a_config_in_a_subfolder_named_from_the_repository_root(runner: ActionRunner, workspace: Path) -> None:
+    run = runner.run(workspace, {"config": "fixtures/example/mcptape.yml"}, env={"MCPTAPE_FIXTURE_VARIANT": "changed_result"})
+    assert run.outputs["result"] == "output", run.log
+    [comment] = run.comments
+    body = comment["body"]
+    assert body.startswith(MARKER + "\n")  # the same comment as with working-directory: the same config
+    assert "### mcptape: 🟡 output drift · ` fixtures/example/mcptape.yml `" in body
+    assert "**` add(a=2, b=3) ` now returns ` 6 `, was ` 5 `.**" in body
+    assert "\nmcptape ci -c fixtures/example/mcptape.yml --update-golden\ngit add fixtures/example/tapes/\n" in body
+    assert "/blob/" + "1" * 40 + "/fixtures/example/tapes/arithmetic.tape.jsonl#L8)" in body
+    assert "## mcptape: 🟡 output drift · ` fixtures/example/mcptape.yml `" in run.summary
+    [error] = run.step("run").annotations("error")  # fail-on: output, the default: the job fails for it
+    assert error.properties["file"] == "fixtures/example/tapes/arithmetic.tape.jsonl"
+
+
 def test_artifact_upload_can_be_turned_off_and_two_uses_keep_their_own_reports(runner: ActionRunner,
                                                                               workspace: Path) -> None:
     off = runner.run(workspace, {**EXAMPLE, "upload-artifact": "false"})
