@@ -205,15 +205,6 @@ def _golden_for_annotation(s: SessionResult, config_path: str, workspace: str) -
         return None  # outside the checkout: GitHub could not place it on the Files tab anyway
 
 
-def _first_line_number(s: SessionResult) -> int | None:
-    """golden_line of the first drifted finding (the one the one-line summary names)."""
-    if s.diff is None or s.diff.first is None:
-        return None
-    drift = s.diff.first
-    ordered = [f for f in drift.findings if f.severity == drift.severity] + drift.findings
-    return next((f.golden_line for f in ordered if f.golden_line is not None), None)
-
-
 def annotation_lines(report: RunReport, *, config_path: str, workspace: str, fail_on: str = "output") -> list[str]:
     """One annotation per drifted session at its first drifted event, one per failed session:
     `error` where the job fails for it, `warning` for drift that `fail_on` lets pass."""
@@ -227,7 +218,7 @@ def annotation_lines(report: RunReport, *, config_path: str, workspace: str, fai
                     "error" if s.exit_code >= threshold else "warning",
                     one_line(s.diff.first.one_line(s.name), 1000),
                     file=_golden_for_annotation(s, config_path, workspace),
-                    line=_first_line_number(s),
+                    line=s.first_golden_line(),
                     title=f"mcptape: {kind} in {s.name}",
                 )
             )

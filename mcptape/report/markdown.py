@@ -341,11 +341,6 @@ _TOOL = re.compile(r"tools\[(?P<tool>[^\]]+)\]")
 _PLAIN_TEXT_RESULT = "result.content[0].text"
 
 
-def headline_finding(drift: Drift) -> Finding:
-    """The finding a drift's one line names (the first of its own severity), as Drift.one_line does."""
-    return next((f for f in drift.findings if f.severity == drift.severity), drift.findings[0])
-
-
 def _value(value: Any) -> str:
     return code_span(_show_value(value), max_chars=80)
 
@@ -367,7 +362,7 @@ def call_words(call: CallRef | None) -> str:
 def in_words(drift: Drift) -> str:
     """What the drift changes for a client, in one line of our words around code spans
     (`add` now requires `c`: calls without it break). Untrusted names and values are spans."""
-    f = headline_finding(drift)
+    f = drift.headline_finding
     call = call_words(drift.call)
     what = code_span(f.message, max_chars=200)
     key = (f.category, f.kind)
@@ -404,7 +399,7 @@ def in_words(drift: Drift) -> str:
 
 
 def _cause_key(drift: Drift) -> tuple[str, ...]:
-    f = headline_finding(drift)
+    f = drift.headline_finding
     call = drift.call
     return (drift.severity, f.category, f.kind or "", f.path, f.message,
             call.method if call else "", (call.name or "") if call else "",
@@ -443,19 +438,10 @@ def causes(report: RunReport) -> list[Cause]:
     return ordered
 
 
-def _golden_line(s: SessionResult) -> int | None:
-    """golden_line of the finding the session's one line names, else of any finding of its first drift."""
-    if s.diff is None or s.diff.first is None:
-        return None
-    drift = s.diff.first
-    ordered = [headline_finding(drift), *drift.findings]
-    return next((f.golden_line for f in ordered if f.golden_line is not None), None)
-
-
 def _session_link(s: SessionResult, ctx: Context) -> str:
     """The session's name, linked to its golden tape at the drifted line when there is a place to link."""
     name = code_span(s.name, max_chars=80)
-    url = ctx.golden_url(s.golden, _golden_line(s)) if s.golden else None
+    url = ctx.golden_url(s.golden, s.first_golden_line()) if s.golden else None
     return f"[{name}]({url})" if url else name
 
 
@@ -536,7 +522,7 @@ def session_details(s: SessionResult, ctx: Context, limits: Limits, *, compact: 
     ]
     if s.golden:
         path = ctx.golden_path(s.golden)
-        line = _golden_line(s)
+        line = s.first_golden_line()
         url = ctx.golden_url(s.golden, line)
         label = code_span(path + (f":{line}" if line else ""), max_chars=200)
         parts += [f"Golden tape: {f'[{label}]({url})' if url else label}", ""]
