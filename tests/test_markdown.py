@@ -21,6 +21,7 @@ from mcptape.report.markdown import (
     code_span,
     comment_marker,
     fenced,
+    in_words,
     render_comment,
     render_summary,
 )
@@ -282,3 +283,46 @@ def test_150_sessions_sharing_a_cause_are_one_headline_with_the_names_capped() -
     assert "150 sessions, 150 drifted, 0 unchanged" in text
     summary = render_summary(report)
     assert "and 108 more" not in summary and summary.count("` s119 `") >= 2  # the summary has room: all named
+
+
+ADD = CallRef("tools/call", "add", {"a": 2, "b": 3}, step=1)
+DIVIDE = CallRef("tools/call", "divide", {"a": 1, "b": 0}, step=2)
+LIST = CallRef("tools/list", step=1)
+
+
+# The headline findings `mcptape ci` reports for the calc fixture server's drift variants (copied
+# from real runs), and what a reviewer reads for each.
+@pytest.mark.parametrize(("drift", "words"), [
+    (Drift(ADD, [Finding("result", "output", "result.content[0].text", '"5" → "6"', "5", "6", kind="changed")]),
+     "add(a=2, b=3) now returns 6, was 5"),
+    (Drift(LIST, [Finding("schema", "structural", "result.tools[add].inputSchema.properties.c",
+                          "tool `add`: required property `c` added", None, {"type": "number"}, kind="breaking")]),
+     "add now requires c: calls without it break"),
+    (Drift(LIST, [Finding("schema", "output", "result.tools[add].inputSchema.properties.c",
+                          "tool `add`: optional property `c` added", None, {"type": "number"}, kind="compatible")]),
+     "add accepts a new optional c: existing calls keep working"),
+    (Drift(LIST, [Finding("surface", "structural", "result.tools[divide]", "tool `divide` removed",
+                          {"name": "divide"}, None, kind="removed")]),
+     "tool divide is gone: clients that use it break"),
+    (Drift(LIST, [Finding("surface", "structural", "result.tools[multiply]", "tool `multiply` added",
+                          None, {"name": "multiply"}, kind="added")]),
+     "new tool multiply: clients see it when they list"),
+    (Drift(ADD, [Finding("error", "structural", "", 'result → error -32603 "add is broken"',
+                         {"content": []}, {"code": -32603, "message": "add is broken"}, kind="result_to_error")]),
+     "add(a=2, b=3) now fails with -32603 add is broken, where it returned a result"),
+    (Drift(DIVIDE, [Finding("error", "structural", "error.code", "-32602 → -32000", -32602, -32000, kind="code")]),
+     "divide(a=1, b=0) now fails with error code -32000, was -32602"),
+    (Drift(DIVIDE, [Finding("error", "output", "error.message", '"Division by zero" → "Cannot divide by zero"',
+                            "Division by zero", "Cannot divide by zero", kind="message")]),
+     "divide(a=1, b=0) now fails with Cannot divide by zero, was Division by zero"),
+    (Drift(LIST, [Finding("schema", "output", "result.tools[add].description",
+                          'tool `add`: description "Add two numbers." → "Return the sum of two numbers."',
+                          "Add two numbers.", "Return the sum of two numbers.", kind="cosmetic")]),
+     "the description of tool add is now Return the sum of two numbers., was Add two numbers. (cosmetic)"),
+])
+def test_each_kind_of_drift_reads_as_what_it_changes_for_a_client(drift: Drift, words: str) -> None:
+    html = gfm(in_words(drift))
+    assert re.sub(r"<[^>]+>", "", html).strip() == words
+    # Names and values come from the server: each sits in a code span, never in our words.
+    s = structure(in_words(drift))
+    assert "".join(s.live_text).count("add") + "".join(s.live_text).count("divide") == 0

@@ -337,7 +337,9 @@ def sessions_table(sessions: Iterable[SessionResult]) -> str:
 # --- a drift in words ----------------------------------------------------------------------------
 
 _TOOL_PROPERTY = re.compile(r"tools\[(?P<tool>[^\]]+)\]\.inputSchema\.properties\.(?P<prop>[^.\[\]]+)$")
-_TOOL = re.compile(r"tools\[(?P<tool>[^\]]+)\]")
+# A tool, prompt or resource named in a finding's path: result.tools[add], result.resources[calc://x].
+_LISTED = re.compile(r"^result\.(?P<list>tools|prompts|resources|resourceTemplates)\[(?P<name>.+)\](?P<rest>(?:\.[^\[\]]+)?)$")
+_LISTED_WORD = {"tools": "tool", "prompts": "prompt", "resources": "resource", "resourceTemplates": "resource template"}
 _PLAIN_TEXT_RESULT = "result.content[0].text"
 
 
@@ -366,24 +368,40 @@ def in_words(drift: Drift) -> str:
     call = call_words(drift.call)
     what = code_span(f.message, max_chars=200)
     key = (f.category, f.kind)
+    prop = _TOOL_PROPERTY.search(f.path)
+    listed = _LISTED.match(f.path)
+    name = code_span(listed.group("name"), max_chars=80) if listed else None
+    noun = _LISTED_WORD[listed.group("list")] if listed else "tool"
+    rest = listed.group("rest") if listed else None  # "" for the item itself, ".description" for a member
     if key == ("schema", "breaking"):
-        m = _TOOL_PROPERTY.search(f.path)
-        if m and "required" in f.message:
-            return f"{code_span(m.group('tool'), max_chars=80)} now requires {code_span(m.group('prop'), max_chars=80)}: calls without it break"
+        if prop and "required" in f.message:
+            return f"{code_span(prop.group('tool'), max_chars=80)} now requires {code_span(prop.group('prop'), max_chars=80)}: calls without it break"
         return f"{what}: calls written against the golden schema may break"
     if key == ("schema", "compatible"):
+        if prop and "optional" in f.message:
+            return (f"{code_span(prop.group('tool'), max_chars=80)} accepts a new optional "
+                    f"{code_span(prop.group('prop'), max_chars=80)}: existing calls keep working")
         return f"{what}: existing calls keep working"
     if key == ("schema", "cosmetic"):
+        if name and rest == ".description" and f.before is not None and f.after is not None:
+            return f"the description of {noun} {name} is now {_value(f.after)}, was {_value(f.before)} (cosmetic)"
         return f"{what} (cosmetic)"
     if key == ("surface", "removed"):
+        if name and not rest:
+            return f"{noun} {name} is gone: clients that use it break"
         return f"{what}: clients that use it break"
     if key == ("surface", "added"):
+        if name and not rest:
+            return f"new {noun} {name}: clients see it when they list"
         return f"{what}: clients see it when they list"
     if f.category == "result" and f.kind in (None, "changed") and f.before is not None and f.after is not None:
         at = "" if f.path in ("", _PLAIN_TEXT_RESULT) else f" at {code_span(f.path, max_chars=100)}"
         return f"{call} now returns {_value(f.after)}{at}, was {_value(f.before)}"
     if key == ("error", "result_to_error"):
-        return f"{call} now fails with an error, where it returned a result"
+        error = f.after if isinstance(f.after, dict) else {}
+        shown = " ".join(str(error[k]) for k in ("code", "message") if k in error)
+        return f"{call} now fails" + (f" with {code_span(shown, max_chars=100)}" if shown else " with an error") + \
+            ", where it returned a result"
     if key == ("error", "error_to_result"):
         return f"{call} now returns a result, where it failed with an error"
     if key == ("error", "code") and f.before is not None and f.after is not None:
