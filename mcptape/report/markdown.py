@@ -491,10 +491,18 @@ def _failed_lines(report: RunReport, limits: Limits) -> list[str]:
     items = []
     for s in failed[: limits.names_per_cause]:
         what = "a secret survived redaction" if s.verdict == "secret" else "could not run"
-        items.append(f"- {ICON[s.verdict]} {code_span(s.name, max_chars=80)} {what}: {code_span(s.error or what, max_chars=160)}")
+        items.append(f"- {ICON[s.verdict]} {code_span(s.name, max_chars=80)} {what}: "
+                     f"{code_span(s.error or what, max_chars=FAILED_LINE_CHARS)}")
     if len(failed) > limits.names_per_cause:
         items.append(f"- … {len(failed) - limits.names_per_cause} more: see {limits.where_more}")
     return ["\n".join(items)]
+
+
+FAILED_LINE_CHARS = 160  # a failed session's error in the list under the headline
+
+
+def _said_whole(error: str) -> bool:
+    return one_line(error, FAILED_LINE_CHARS + 1) == error and len(error) <= FAILED_LINE_CHARS
 
 
 def _counts(report: RunReport) -> str:
@@ -559,7 +567,7 @@ def session_details(s: SessionResult, ctx: Context, limits: Limits, *, compact: 
                 if len(later) > 10:
                     parts.append(f"- … {len(later) - 10} more: see {limits.where_more}")
                 parts.append("")
-    elif s.error:
+    elif s.error and not _said_whole(s.error):  # the list above said a short one in full already
         parts += [fenced("\n".join(wrap_lines(clip(s.error, limits.value_chars * 2, limits.value_lines * 2), ""))), ""]
     for note in s.notes[:5]:
         parts += [f"- {code_span(note, max_chars=300)}"]
