@@ -331,6 +331,21 @@ def test_a_report_next_to_a_drift_exit_code_is_a_verdict(runner: ActionRunner, t
     assert report.name == "report.json" and report.parent.parent == runner.runner_temp and report.is_file()
 
 
+@pytest.mark.parametrize(("body", "uploaded"), [
+    ('echo \'{"result": "output"}\' > "$MCPTAPE_REPORT"\nexit 1', ["report.json"]),  # a drift: uploaded
+    ('echo \'{"result": "secret"}\' > "$MCPTAPE_REPORT"\nexit 4', None),  # a secret survived: nothing leaves
+])
+def test_the_artifact_is_never_uploaded_after_a_secret_survived(runner: ActionRunner, tmp_path: Path, body: str,
+                                                               uploaded: list[str] | None) -> None:
+    mcptape = _stand_in(tmp_path, body)
+    run = runner.run(tmp_path, {"fail-on": "never"}, only=["run", "upload"], prior_outputs={"install": {"mcptape": mcptape}})
+    if uploaded is None:
+        assert run.outputs["result"] == "secret" and run.artifacts == [], run.log
+    else:
+        [upload] = run.artifacts
+        assert sorted(upload.files) == uploaded and upload.inputs["name"] == run.outputs["artifact-name"]
+
+
 def test_args_cannot_take_the_report_away(runner: ActionRunner, tmp_path: Path) -> None:
     mcptape = _stand_in(tmp_path, "exit 0")
     run = runner.run(tmp_path, {"args": "--jobs 2 --json mine.json"}, only=["run"], prior_outputs={"install": {"mcptape": mcptape}})
