@@ -30,7 +30,15 @@ from typing import Any
 
 from mcptape.errors import GitHubError
 from mcptape.outlet import Outlet
-from mcptape.report.markdown import comment_marker, one_line, render_comment, render_summary
+from mcptape.report.markdown import (
+    DEFAULT_ACTION_REF,
+    DEFAULT_ACTION_REPOSITORY,
+    Context,
+    comment_marker,
+    one_line,
+    render_comment,
+    render_summary,
+)
 from mcptape.report.model import RunReport, SessionResult
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -38,6 +46,8 @@ DEFAULT_API_URL = "https://api.github.com"
 # GET /user (403 "Resource not accessible by integration"), so this is the fallback identity.
 ACTIONS_BOT = "github-actions[bot]"
 MAX_ANNOTATIONS = 10  # GitHub shows at most 10 error annotations per step
+# The exit code from which each `fail-on` input fails the job (action.yml's run step says the same).
+FAIL_ON_THRESHOLD = {"output": 1, "structural": 2, "never": 3}
 PER_PAGE = 100
 
 
@@ -83,6 +93,7 @@ class PullRequest:
     repo: str  # owner/name of the base repository, where the comment goes
     fork: bool  # head repository differs from the base (the token of a `pull_request` run is read-only)
     event: str
+    head_sha: str = ""  # the PR's head commit (GITHUB_SHA of a pull_request run is a merge commit)
 
 
 def pull_request_from_event(env: Mapping[str, str]) -> PullRequest | None:
@@ -104,7 +115,8 @@ def pull_request_from_event(env: Mapping[str, str]) -> PullRequest | None:
     head = ((pr.get("head") or {}).get("repo") or {}).get("full_name")
     # A deleted fork has head.repo null; treat it as a fork: its token is read-only too.
     fork = event_name == "pull_request" and head != base
-    return PullRequest(number=number, repo=str(base), fork=fork, event=event_name)
+    head_sha = str((pr.get("head") or {}).get("sha") or "")
+    return PullRequest(number=number, repo=str(base), fork=fork, event=event_name, head_sha=head_sha)
 
 
 def comment_key(config_path: str, workspace: str | None = None) -> str:
@@ -118,6 +130,70 @@ def comment_key(config_path: str, workspace: str | None = None) -> str:
         return full.name
 
 
+def _workflow_run(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The run a `workflow_run` event is about (the one that wrote the report), if this is one."""
+    path = env.get("GITHUB_EVENT_PATH")
+    if env.get("GITHUB_EVENT_NAME") != "workflow_run" or not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            event = json.load(fh)
+    except (OSError, ValueError, RecursionError):
+        return None  # links are a courtesy: without the event the comment just has none
+    run = event.get("workflow_run") if isinstance(event, dict) else None
+    return run if isinstance(run, dict) else None
+
+
+def render_context(env: Mapping[str, str], config_path: str, workspace: str) -> Context:
+    """Where this run's summary and comment are shown: the config's repository path, where ci ran,
+    the head commit and the run (for links), the action's repository and ref (the install line)
+    and the artifact the action uploads (MCPTAPE_ARTIFACT, set by action.yml)."""
+    root = Path(workspace).resolve()
+    cwd = Path.cwd().resolve()
+    config = Path(config_path)
+    full = (config if config.is_absolute() else cwd / config).resolve()
+    try:
+        run_dir = cwd.relative_to(root).as_posix()
+        in_repo = True
+    except ValueError:
+        run_dir, in_repo = "", False
+    try:
+        config_arg = Path(os.path.relpath(full, cwd)).as_posix()
+    except ValueError:  # another drive (Windows)
+        config_arg = full.as_posix()
+    try:
+        pr = pull_request_from_event(env)
+    except GitHubError:
+        pr = None  # publish_run reports an unreadable event file where it needs it
+    sha = (pr.head_sha if pr is not None and pr.head_sha else "") or env.get("GITHUB_SHA", "")
+    run_id = env.get("GITHUB_RUN_ID", "")
+    producer = _workflow_run(env)
+    if producer is not None:  # `mcptape comment` in a workflow_run job: the report is the other run's
+        sha = str(producer.get("head_sha") or "")
+        run_id = str(producer.get("id") or "")
+    server = (env.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
+    repo = env.get("GITHUB_REPOSITORY", "")
+    base = f"{server}/{repo}" if re.fullmatch(r"[\w.-]+/[\w.-]+", repo) else None
+    # Inside a composite action GITHUB_ACTION_REPOSITORY can be empty; action.yml passes them on.
+    action_repo = env.get("MCPTAPE_ACTION_REPOSITORY") or env.get("GITHUB_ACTION_REPOSITORY") or ""
+    action_ref = env.get("MCPTAPE_ACTION_REF") or env.get("GITHUB_ACTION_REF") or ""
+    if not (action_repo and action_ref):  # a local `uses: ./` has neither: the documented release
+        action_repo, action_ref = DEFAULT_ACTION_REPOSITORY, DEFAULT_ACTION_REF
+    good_sha = bool(re.fullmatch(r"[0-9a-f]{4,64}", sha))
+    return Context(
+        config_path=comment_key(config_path, workspace) if in_repo else None,
+        run_dir="" if run_dir == "." else run_dir,
+        config_arg=config_arg,
+        blob_base=f"{base}/blob/{sha}" if base and good_sha and in_repo else None,
+        commit=sha if good_sha else None,
+        commit_url=f"{base}/commit/{sha}" if base and good_sha else None,
+        run_url=f"{base}/actions/runs/{run_id}" if base and run_id.isdigit() else None,
+        action_repository=action_repo,
+        action_ref=action_ref,
+        artifact=env.get("MCPTAPE_ARTIFACT") or None,
+    )
+
+
 def _golden_for_annotation(s: SessionResult, config_path: str, workspace: str) -> str | None:
     if not s.golden:
         return None
@@ -129,27 +205,20 @@ def _golden_for_annotation(s: SessionResult, config_path: str, workspace: str) -
         return None  # outside the checkout: GitHub could not place it on the Files tab anyway
 
 
-def _first_line_number(s: SessionResult) -> int | None:
-    """golden_line of the first drifted finding (the one the one-line summary names)."""
-    if s.diff is None or s.diff.first is None:
-        return None
-    drift = s.diff.first
-    ordered = [f for f in drift.findings if f.severity == drift.severity] + drift.findings
-    return next((f.golden_line for f in ordered if f.golden_line is not None), None)
-
-
-def annotation_lines(report: RunReport, *, config_path: str, workspace: str) -> list[str]:
-    """`::error` lines: one per drifted session at its first drifted event, one per failed session."""
+def annotation_lines(report: RunReport, *, config_path: str, workspace: str, fail_on: str = "output") -> list[str]:
+    """One annotation per drifted session at its first drifted event, one per failed session:
+    `error` where the job fails for it, `warning` for drift that `fail_on` lets pass."""
+    threshold = FAIL_ON_THRESHOLD.get(fail_on, 1)
     lines = []
     for s in report.sessions:
         if s.verdict in ("output", "structural") and s.diff is not None and s.diff.first is not None:
             kind = "structural drift" if s.verdict == "structural" else "output drift"
             lines.append(
                 command(
-                    "error",
+                    "error" if s.exit_code >= threshold else "warning",
                     one_line(s.diff.first.one_line(s.name), 1000),
                     file=_golden_for_annotation(s, config_path, workspace),
-                    line=_first_line_number(s),
+                    line=s.first_golden_line(),
                     title=f"mcptape: {kind} in {s.name}",
                 )
             )
@@ -158,7 +227,8 @@ def annotation_lines(report: RunReport, *, config_path: str, workspace: str) -> 
             lines.append(command("error", one_line(s.error or what, 1000), title=f"mcptape: {s.name} {what}"))
     if len(lines) > MAX_ANNOTATIONS:
         extra = len(lines) - MAX_ANNOTATIONS + 1
-        lines = lines[: MAX_ANNOTATIONS - 1] + [command("error", f"{extra} more sessions drifted or failed; see the job summary")]
+        level = "error" if report.exit_code >= threshold else "warning"
+        lines = lines[: MAX_ANNOTATIONS - 1] + [command(level, f"{extra} more sessions drifted or failed; see the job summary")]
     return lines
 
 
@@ -266,32 +336,64 @@ class CommentClient:
     def update(self, comment_id: int, body: str) -> Any:
         return self._call(f"PATCH issues/comments/{comment_id}", self.api.issues.update_comment, comment_id=comment_id, body=body)
 
+    def delete(self, comment_id: int) -> None:
+        """Delete a comment; one already gone (another run deleted it) is not an error."""
+        try:
+            self._call(f"DELETE issues/comments/{comment_id}", self.api.issues.delete_comment, comment_id=comment_id)
+        except GitHubError as e:
+            if e.status != 404:
+                raise
 
-def find_own_comment(comments: list[Any], marker: str, login: str) -> Any | None:
-    """The oldest comment that starts with our marker and was written by us; others are never ours."""
+
+def own_comments(comments: list[Any], marker: str, login: str) -> list[Any]:
+    """Comments that start with our marker and were written by us, oldest first; others are never ours."""
+    ours = []
     for c in comments:
         body = str(c.get("body") or "")
         author = str((c.get("user") or {}).get("login") or "")
         if body.split("\n", 1)[0].strip() == marker and author.lower() == login.lower():
-            return c
-    return None
+            ours.append(c)
+    return sorted(ours, key=lambda c: int(c.get("id") or 0))
+
+
+def find_own_comment(comments: list[Any], marker: str, login: str) -> Any | None:
+    """The oldest comment that starts with our marker and was written by us: the sticky one."""
+    ours = own_comments(comments, marker, login)
+    return ours[0] if ours else None
 
 
 def upsert_comment(
     client: CommentClient, number: int, marker: str, body: str, *, create: bool, login_override: str | None = None
 ) -> tuple[str, str]:
-    """Update our comment in place or create it; returns (action, html_url). `create=False` only updates."""
+    """Update our comment in place or create it; returns (action, html_url). `create=False` only updates.
+
+    Runs on one PR race (a push while the last run is still going): two that list before either
+    creates would both create. So after creating, list again: every racer keeps the oldest of our
+    comments (ids grow with creation, so each sees the same oldest) and deletes the newer ones,
+    its own included, leaving exactly one. Duplicates an earlier race left are removed the same way.
+    """
     login = client.own_login(login_override)
-    existing = find_own_comment(client.list_comments(number), marker, login)
-    if existing is not None:
-        if str(existing.get("body") or "") == body:
-            return "unchanged", str(existing.get("html_url") or "")
-        res = client.update(int(existing["id"]), body)
-        return "updated", str(res.get("html_url") or existing.get("html_url") or "")
+    ours = own_comments(client.list_comments(number), marker, login)
+    if ours:
+        keep, newer = ours[0], ours[1:]
+        for dup in newer:
+            client.delete(int(dup["id"]))
+        if str(keep.get("body") or "") == body:
+            return "unchanged", str(keep.get("html_url") or "")
+        res = client.update(int(keep["id"]), body)
+        return "updated", str(res.get("html_url") or keep.get("html_url") or "")
     if not create:
         return "skipped", ""
-    res = client.create(number, body)
-    return "created", str(res.get("html_url") or "")
+    created = client.create(number, body)
+    ours = own_comments(client.list_comments(number), marker, login)
+    keep = ours[0] if ours else created
+    for dup in ours[1:]:
+        client.delete(int(dup["id"]))
+    if int(keep["id"]) != int(created["id"]):
+        # Another run's comment is older: ours was deleted above; that one carries our body now.
+        res = client.update(int(keep["id"]), body)
+        return "updated", str(res.get("html_url") or keep.get("html_url") or "")
+    return "created", str(created.get("html_url") or "")
 
 
 def _save_body(body: str, key: str, env: Mapping[str, str]) -> str:
@@ -323,10 +425,12 @@ def publish_run(
     report_path = report_path or env.get("MCPTAPE_REPORT") or None
     key = comment_key(config_path, workspace)
     marker = comment_marker(key)
-    summary = outlet.verified_text(render_summary(report, redactor=outlet.redactor), "job summary")
-    body = outlet.verified_text(render_comment(report, marker, redactor=outlet.redactor), "PR comment")
+    context = render_context(env, config_path, workspace)
+    summary = outlet.verified_text(render_summary(report, redactor=outlet.redactor, context=context), "job summary")
+    body = outlet.verified_text(render_comment(report, marker, redactor=outlet.redactor, context=context), "PR comment")
     outputs = run_outputs(report, report_path=report_path)
-    notes = annotation_lines(report, config_path=config_path, workspace=workspace)
+    notes = annotation_lines(report, config_path=config_path, workspace=workspace,
+                             fail_on=env.get("MCPTAPE_FAIL_ON", "output"))
     # Only what comes from tapes is checked: paths such as `report` legitimately hold the runner's
     # home directory, which the redactor would rewrite to <HOME>.
     from_tapes = "\n".join([*notes, outputs["first-drift"], outputs["drifted-sessions"]])
@@ -404,4 +508,6 @@ __all__ = [
     "format_outputs",
     "publish_run",
     "pull_request_from_event",
+    "render_context",
+    "upsert_comment",
 ]

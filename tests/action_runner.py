@@ -15,7 +15,14 @@ job environment is what a hosted runner gives a step: GITHUB_ACTIONS=true, CI=tr
 GITHUB_WORKSPACE, GITHUB_ACTION_PATH (this checkout), GITHUB_EVENT_PATH (a `pull_request`
 event), GITHUB_REPOSITORY, GITHUB_API_URL pointing at the loopback GitHub stand-in
 (tests/github_fake.py), RUNNER_TEMP. A failing step fails the job and the later steps are
-skipped, as in a composite action without `if:`.
+skipped unless their `if:` holds a status function (`!cancelled()`, `always()`), as in a composite
+action. `if:` conditions are evaluated for the few forms action.yml uses (`&&` of `!cancelled()`,
+`always()`, `a == 'x'`, `a != 'x'`); anything else fails the run rather than guess.
+
+The one `uses:` step, actions/upload-artifact (a Node action talking to GitHub's artifact
+service, which cannot be reached here), is not run: what it was given (`with:`, evaluated) and
+the files under its `path` at that moment are recorded as an ArtifactUpload, which is what a
+test can check about an artifact. It must be pinned to a full commit SHA.
 
 Nothing here is mocked: the install step really creates a venv and pip-installs the checkout with
 no extras. GITHUB_ACTION_PATH is a copy of this checkout's sources under RUNNER_TEMP, as the
@@ -51,6 +58,11 @@ BASH = shutil.which("bash") or "/bin/bash"
 # The runner's command line for `shell: bash` ({0} is the script file).
 BASH_COMMAND = [BASH, "--noprofile", "--norc", "-eo", "pipefail"]
 STEP_TIMEOUT = 600  # the install step runs pip
+STATUS_FUNCTION = re.compile(r"\b(always|cancelled|failure)\(\)")
+UPLOAD_ARTIFACT = re.compile(r"actions/upload-artifact@[0-9a-f]{40}")
+# actions/upload-artifact v4's inputs (its action.yml).
+UPLOAD_ARTIFACT_INPUTS = {"name", "path", "if-no-files-found", "retention-days", "compression-level", "overwrite",
+                          "include-hidden-files"}
 
 
 def load_action(path: Path = ACTION_FILE) -> dict[str, Any]:
@@ -162,12 +174,22 @@ class StepRun:
 
 
 @dataclass
+class ArtifactUpload:
+    """What the upload-artifact step was asked to upload: its inputs, and the files then under `path`."""
+
+    uses: str
+    inputs: dict[str, str]
+    files: dict[str, bytes]  # path relative to `path` -> content
+
+
+@dataclass
 class ActionRun:
     steps: list[StepRun]
     outputs: dict[str, str]  # the action's own outputs (action.yml `outputs:`), evaluated
     summary: str  # the job summary: every step's GITHUB_STEP_SUMMARY, in order
     comments: list[dict[str, Any]]  # the PR's comment thread on the fake GitHub after the run
     result: str  # "success" or "failure", as the job would end
+    artifacts: list[ArtifactUpload] = field(default_factory=list)
 
     def step(self, step_id: str) -> StepRun:
         return next(s for s in self.steps if s.id == step_id)
@@ -189,6 +211,9 @@ class ActionRunner:
     pr: int | None = 7  # None: a push event
     action_dir: Path | None = None  # GITHUB_ACTION_PATH; None: a copy of this checkout (action_checkout)
     action: dict[str, Any] = field(default_factory=load_action)
+    # What `${{ github.action_repository }}`/`action_ref` are: empty for a local `uses: ./`.
+    action_repository: str = ""
+    action_ref: str = ""
 
     def __post_init__(self) -> None:
         if self.action_dir is None:
@@ -213,13 +238,20 @@ class ActionRunner:
         job_env.update(env or {})
         step_outputs: dict[str, dict[str, str]] = {k: dict(v) for k, v in (prior_outputs or {}).items()}
         runs: list[StepRun] = []
+        uploads: list[ArtifactUpload] = []
         result = "success"
-        for step in self.action["runs"]["steps"]:
-            step_id = str(step.get("id") or f"step{len(runs)}")
+        for index, step in enumerate(self.action["runs"]["steps"]):
+            step_id = str(step.get("id") or f"step{index}")
             if only is not None and step_id not in only:
                 continue
-            if "if" in step:
-                raise AssertionError(f"step {step_id}: `if:` is not emulated by this runner")
+            condition = str(step.get("if", ""))
+            if result == "failure" and not STATUS_FUNCTION.search(condition):
+                continue  # a failed step skips the rest, except steps that ask to run anyway
+            if condition and not _Context(self, inputs, step_outputs).condition(condition):
+                continue
+            if "uses" in step:
+                uploads.append(self._upload(step_id, step, inputs, step_outputs, workspace))
+                continue
             if step.get("shell") != "bash" or "run" not in step:
                 raise AssertionError(f"step {step_id}: only `run:` steps with `shell: bash` are emulated")
             run = self._run_step(step_id, step, inputs, step_outputs, job_env, workspace)
@@ -227,11 +259,28 @@ class ActionRunner:
             step_outputs[step_id] = run.outputs
             if run.returncode != 0:
                 result = "failure"
-                break
         context = _Context(self, inputs, step_outputs)
         outputs = {name: context.evaluate(str(spec.get("value", ""))) for name, spec in (self.action.get("outputs") or {}).items()}
         comments = self.github.thread(self.repo, self.pr) if self.github is not None and self.pr is not None else []
-        return ActionRun(runs, outputs, "".join(r.summary for r in runs), comments, result)
+        return ActionRun(runs, outputs, "".join(r.summary for r in runs), comments, result, uploads)
+
+    def _upload(self, step_id: str, step: dict[str, Any], inputs: dict[str, str],
+                step_outputs: dict[str, dict[str, str]], workspace: Path) -> ArtifactUpload:
+        uses = str(step["uses"])
+        if not UPLOAD_ARTIFACT.fullmatch(uses):
+            raise AssertionError(f"step {step_id}: `uses: {uses}` is not emulated (only upload-artifact pinned to a SHA)")
+        context = _Context(self, inputs, step_outputs)
+        given = {k: context.evaluate(str(v)) for k, v in (step.get("with") or {}).items()}
+        unknown = set(given) - UPLOAD_ARTIFACT_INPUTS
+        if unknown:
+            raise AssertionError(f"step {step_id}: upload-artifact has no input {sorted(unknown)}")
+        if not given.get("name") or not given.get("path"):
+            raise AssertionError(f"step {step_id}: upload-artifact without a name or a path: {given}")
+        root = Path(given["path"]) if Path(given["path"]).is_absolute() else workspace / given["path"]
+        files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+        if not files and given.get("if-no-files-found", "warn") == "error":
+            raise AssertionError(f"step {step_id}: no files under {root}")
+        return ArtifactUpload(uses, given, files)
 
     # --- the job ----------------------------------------------------------------------------------
 
@@ -251,6 +300,7 @@ class ActionRunner:
             "GITHUB_API_URL": self.github.url if self.github is not None else "http://127.0.0.1:9",
             "GITHUB_SHA": "0" * 40,
             "GITHUB_RUN_ID": "1",
+            "GITHUB_RUN_ATTEMPT": "1",
             "GITHUB_JOB": "mcptape",
             "GITHUB_WORKFLOW": "ci",
             "RUNNER_OS": "Linux",
@@ -324,6 +374,22 @@ class _Context:
     def evaluate(self, text: str) -> str:
         return EXPRESSION.sub(lambda m: self._one(m.group(1)), text)
 
+    def condition(self, text: str) -> bool:
+        """An `if:` as action.yml writes them: `${{ a && b }}` of `!cancelled()`, `always()`,
+        `x == 'lit'` and `x != 'lit'`; any other form fails the run."""
+        m = re.fullmatch(r"\s*\$\{\{\s*(.*?)\s*\}\}\s*", text)
+        expr = m.group(1) if m else text
+        ok = True
+        for term in (t.strip() for t in expr.split("&&")):
+            if term in ("!cancelled()", "always()"):
+                continue  # this runner never cancels
+            cmp = re.fullmatch(r"([\w.-]+)\s*(==|!=)\s*'([^']*)'", term)
+            if cmp is None:
+                raise AssertionError(f"if: {text}: {term!r} is a form this runner does not emulate")
+            value = self._one(cmp.group(1))
+            ok = ok and ((value == cmp.group(3)) if cmp.group(2) == "==" else (value != cmp.group(3)))
+        return ok
+
     def _one(self, expr: str) -> str:
         if expr.startswith("inputs."):
             name = expr[len("inputs."):]
@@ -340,6 +406,8 @@ class _Context:
             "github.token": self.runner.token,
             "github.action_path": str(self.runner.action_dir),
             "github.repository": self.runner.repo,
+            "github.action_repository": self.runner.action_repository,
+            "github.action_ref": self.runner.action_ref,
             "runner.temp": str(self.runner.runner_temp),
             "runner.os": "Linux",
         }

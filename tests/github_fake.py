@@ -2,10 +2,12 @@
 
 GitHub itself cannot be reached from tests, so this speaks real HTTP on 127.0.0.1 (port 0) in a
 thread: GET /user, GET/POST /repos/{o}/{r}/issues/{n}/comments (per_page/page pagination with
-Link headers, as GitHub sends them), PATCH /repos/{o}/{r}/issues/comments/{id}, and
+Link headers, as GitHub sends them), PATCH and DELETE /repos/{o}/{r}/issues/comments/{id}, and
 GET /repos/{o}/{r}/pulls/{n}. Tokens decide who a caller is and whether it may write:
 a workflow GITHUB_TOKEN (an app: GET /user is 403, comments by `github-actions[bot]`), a user's
 token, or a read-only token whose writes are 403 — as on a fork PR. Every request is recorded.
+Comment ids grow with creation, as GitHub's do, and each request is handled under one lock, so
+concurrent clients see a consistent thread (what the sticky comment's race handling relies on).
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class FakeGitHub:
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     next_id: int = 1000
+    # `hold_lists(n)`: the next n comment listings wait for each other, so n clients that list
+    # before any of them creates really race (on GitHub: runs started by pushes close together).
+    list_barrier: threading.Barrier | None = None
+    held_lists: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     url: str = ""
     _server: ThreadingHTTPServer | None = None
@@ -79,8 +85,13 @@ class FakeGitHub:
         with self.lock:
             return [dict(c) for c in self.comments.get((repo, number), [])]
 
+    def hold_lists(self, n: int, timeout: float = 30.0) -> None:
+        with self.lock:
+            self.list_barrier = threading.Barrier(n, timeout=timeout)
+            self.held_lists = n
+
     def writes(self) -> list[Request]:
-        return [r for r in self.requests if r.method in ("POST", "PATCH")]
+        return [r for r in self.requests if r.method in ("POST", "PATCH", "DELETE")]
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -120,6 +131,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_empty(self, status: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def _handle(self, method: str) -> None:
         gh = self.github
         parts = urlsplit(self.path)
@@ -128,6 +144,12 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         body: Any = json.loads(raw) if raw else None
         token = self._token()
+        if method == "GET" and parts.path.endswith("/comments") and gh.list_barrier is not None:
+            with gh.lock:
+                barrier = gh.list_barrier if gh.held_lists > 0 else None
+                gh.held_lists -= 1
+            if barrier is not None:
+                barrier.wait()  # outside the lock: the others must get here too
         with gh.lock:
             gh.requests.append(Request(method, parts.path, query, body, token))
             who = gh.tokens.get(token or "")
@@ -149,6 +171,16 @@ class _Handler(BaseHTTPRequestHandler):
                         return self._send(403, {"message": "Resource not accessible by integration"})
                     return self._send(201, gh._new_comment(repo, number, login, body["body"]))
             m = re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/comments/(\d+)", path)
+            if m and method == "DELETE":
+                if not who.write:
+                    return self._send(403, {"message": "Resource not accessible by integration"})
+                cid = int(m.group(2))
+                for thread in gh.comments.values():
+                    for c in thread:
+                        if c["id"] == cid:
+                            thread.remove(c)
+                            return self._send_empty(204)
+                return self._send(404, {"message": "Not Found"})
             if m and method == "PATCH":
                 if not who.write:
                     return self._send(403, {"message": "Resource not accessible by integration"})
@@ -188,3 +220,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self) -> None:
         self._handle("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")

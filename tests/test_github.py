@@ -165,6 +165,9 @@ class Runner:
             "GITHUB_EVENT_NAME": self.event_name,
             "GITHUB_EVENT_PATH": str(self.event),
             "GITHUB_REPOSITORY": REPO,
+            "GITHUB_SERVER_URL": "https://github.com",
+            "GITHUB_RUN_ID": "4242",
+            "GITHUB_SHA": "f" * 40,  # the merge commit: links use the PR's head (the event's) instead
             "GITHUB_WORKSPACE": str(self.workspace),
             "GITHUB_API_URL": self.github.url,
             "GITHUB_OUTPUT": str(self.output),
@@ -213,8 +216,13 @@ def test_first_run_creates_one_comment_summary_annotation_and_outputs(runner: Ru
     body = comment["body"]
     assert body.split("\n", 1)[0] == MARKER
     assert "structural drift" in body
-    assert "First drifted call" in body and "tools/call add" in body and '{"a":2,"b":3}' in body
-    assert "mcptape ci -c mcptape.yml --update-golden" in body
+    # The headline says in words what changed for a client, once; the run and the commit are linked,
+    # and the session links its golden tape at the drifted line of the PR's head commit.
+    assert body.count("now returns ` 6 `, was ` 5 `") == 1 and "` add(a=2, b=3) `" in body
+    assert "[workflow run](https://github.com/acme/calc-server/actions/runs/4242)" in body
+    assert "at commit [` abc123 `](https://github.com/acme/calc-server/commit/abc123)" in body
+    assert "[` arith `](https://github.com/acme/calc-server/blob/abc123/tapes/arith.tape.jsonl#L7)" in body
+    assert "mcptape ci -c mcptape.yml --update-golden\ngit add tapes/\n" in body
 
     summary = runner.summary.read_text(encoding="utf-8")
     assert "| session | verdict | first drifted call |" in summary
@@ -386,6 +394,51 @@ def test_comment_command_posts_a_json_report_checked_against_the_head_sha(runner
     assert denied.returncode == 3 and "403" in denied.stderr and "pull-requests: write" in denied.stderr
 
 
+def test_comment_command_in_a_workflow_run_links_the_run_and_commit_that_wrote_the_report(
+    runner: Runner, github: FakeGitHub
+) -> None:
+    report = runner.temp / "report.json"
+    report.write_text(json.dumps(drifted_report().to_dict()), encoding="utf-8")
+    head = "c0ffee" + "0" * 34
+    runner.event.write_text(json.dumps({"workflow_run": {"id": 555, "head_sha": head, "event": "pull_request"}}),
+                            encoding="utf-8")
+    proc = run_comment(runner, "--body", str(report), "--pr", str(PR), "--key", "servers/calc/mcptape.yml")
+    assert proc.returncode == 0, proc.stderr
+    [c] = github.thread(REPO, PR)
+    body = c["body"]
+    assert body.startswith("<!-- mcptape:servers/calc/mcptape.yml -->\n")
+    assert "[workflow run](https://github.com/acme/calc-server/actions/runs/555)" in body  # not this job's run
+    assert f"(https://github.com/acme/calc-server/blob/{head}/servers/calc/tapes/arith.tape.jsonl#L7)" in body
+    assert "mcptape ci -c servers/calc/mcptape.yml --update-golden\ngit add servers/calc/tapes/\n" in body  # from the root
+
+
+def test_three_racing_runs_leave_exactly_one_comment(runner: Runner, github: FakeGitHub) -> None:
+    report = runner.temp / "mcptape-report.json"
+    report.write_text(json.dumps(drifted_report().to_dict()), encoding="utf-8")
+    github.hold_lists(3)  # all three list the thread before any of them creates
+    racers = [
+        subprocess.Popen(mcptape_command("comment", "--body", str(report), "--pr", str(PR)), cwd=runner.workspace,
+                         env=runner.env("actions-token", GITHUB_EVENT_NAME="workflow_run"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    for p in racers:
+        _, err = p.communicate(timeout=TIMEOUT)
+        assert p.returncode == 0, err
+    # The race happened (each saw no comment and created one), and it converged on the oldest.
+    posts = [r for r in github.requests if r.method == "POST"]
+    deletes = [r for r in github.requests if r.method == "DELETE"]
+    assert len(posts) == 3 and len(deletes) >= 2
+    [kept] = ours(github)
+    assert kept["id"] == 1001  # the first comment the fake created: the one every racer keeps
+
+    # A duplicate an earlier race left behind is cleaned up by the next run, which updates the oldest.
+    github.add_comment(REPO, PR, ACTIONS_BOT, kept["body"])
+    assert len(ours(github)) == 2
+    assert run_comment(runner, "--body", str(report), "--pr", str(PR)).returncode == 0
+    assert [c["id"] for c in ours(github)] == [1001]
+
+
 def test_comment_command_refuses_a_body_without_exactly_one_marker(runner: Runner, github: FakeGitHub) -> None:
     body = runner.temp / "body.md"
     body.write_text("hello @everyone\n", encoding="utf-8")
@@ -398,6 +451,15 @@ def test_comment_command_refuses_a_body_without_exactly_one_marker(runner: Runne
 
 
 # --- workflow command and output formats ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("fail_on", "level"), [("never", "warning"), ("output", "error"), ("structural", "error")])
+def test_annotations_are_warnings_when_fail_on_lets_the_job_pass(runner: Runner, github: FakeGitHub, fail_on: str,
+                                                                 level: str) -> None:
+    proc = runner.publish(drifted_report(), MCPTAPE_FAIL_ON=fail_on)  # structural drift: exit 2
+    assert proc.returncode == 2, proc.stderr
+    ann = [line for line in proc.stdout.splitlines() if line.startswith(("::error ", "::warning "))]
+    assert len(ann) == 1 and ann[0].startswith(f"::{level} file=tapes/arith.tape.jsonl,line=7,"), ann
 
 
 def test_workflow_command_escaping() -> None:

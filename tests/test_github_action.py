@@ -11,6 +11,7 @@ and the job result. These tests never skip: under CI they are the proof the Acti
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import stat
 from collections.abc import Iterator
@@ -61,6 +62,11 @@ def report_of(run: ActionRun) -> dict:
     return json.loads(Path(run.outputs["report"]).read_text(encoding="utf-8"))
 
 
+def one_command_a_line(markdown: str) -> str:
+    """Shell commands as the shell reads them: `\\` continuation lines joined."""
+    return markdown.replace(" \\\n  ", " ")
+
+
 def assert_no_traceback(run: ActionRun) -> None:
     assert "Traceback" not in run.log, run.log
 
@@ -71,12 +77,27 @@ def assert_no_traceback(run: ActionRun) -> None:
 def test_inputs_never_reach_a_script_as_an_expression() -> None:
     for step in ACTION["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), step["name"]
-        assert step.get("shell") == "bash"
+        assert step.get("shell") == "bash" or step["uses"].startswith("actions/upload-artifact@")
     for name, out in ACTION["outputs"].items():
         assert out["value"].startswith("${{ steps.run.outputs."), name
     assert set(ACTION["outputs"]) >= {"result", "exit-code", "first-drift", "drifted-sessions", "comment-url", "report"}
     assert ACTION["inputs"]["github-token"]["default"] == "${{ github.token }}"
     assert ACTION["branding"]["icon"] and ACTION["branding"]["color"]
+
+
+def test_action_metadata_fits_the_marketplace_and_pins_what_it_uses() -> None:
+    assert len(ACTION["description"]) < 125  # the Marketplace cuts longer descriptions
+    text = (ROOT / "action.yml").read_text(encoding="utf-8")
+    uses = re.findall(r"(?m)^\s+uses: (\S+)(.*)", text)
+    assert uses, "the artifact step is part of the action"
+    for ref, comment in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), ref  # a tag can move; a commit cannot
+        assert re.fullmatch(r"\s+# v\d+\.\d+\.\d+", comment), comment  # which release that commit is
+    assert {"upload-artifact", "artifact-name"} <= set(ACTION["inputs"])
+    constraints = (ROOT / "constraints.txt").read_text(encoding="utf-8")
+    pins = dict(line.split("==") for line in constraints.splitlines() if line and not line.startswith("#"))
+    assert {"pydantic", "ghapi", "pyyaml", "jsonschema", "rich"} <= set(pins)
+    assert '--constraint "$GITHUB_ACTION_PATH/constraints.txt"' in text
 
 
 # --- the bundled example, installed and run as a workflow does ----------------------------------------
@@ -90,7 +111,7 @@ def test_unchanged_server_then_a_drift_then_the_fix(runner: ActionRunner, worksp
     assert clean.outputs["result"] == "none" and clean.outputs["exit-code"] == "0", clean.log
     assert clean.outputs["first-drift"] == "" and clean.outputs["drifted-sessions"] == ""
     assert report_of(clean)["result"] == "none"
-    assert clean.summary.startswith("## mcptape · ") and "✅ no drift\n\n3 sessions · exit code 0" in clean.summary
+    assert clean.summary.startswith("## mcptape: ✅ no drift · ` fixtures/example/mcptape.yml `\n\n<sub>3 sessions, 3 unchanged")
     assert clean.comments == []  # a PR that never drifted gets no comment
     assert_no_traceback(clean)
 
@@ -116,6 +137,89 @@ def test_unchanged_server_then_a_drift_then_the_fix(runner: ActionRunner, worksp
     assert comment["body"].startswith(MARKER + "\n") and "### mcptape: ✅ no drift" in comment["body"]
 
 
+def test_structural_drift_shared_by_two_sessions_and_accepting_it_from_the_artifact(
+    runner_temp: Path, github: FakeGitHub, workspace: Path
+) -> None:
+    """The comment a reviewer reads for a breaking change, and the accept flow it offers."""
+    runner = ActionRunner(runner_temp, github, token=TOKEN, action_repository="acme/mcptape-action", action_ref="v1.2.3")
+    drift = runner.run(workspace, EXAMPLE, env={"MCPTAPE_FIXTURE_VARIANT": "required_param"})
+    assert drift.result == "failure" and drift.outputs["result"] == "structural", drift.log
+    [comment] = drift.comments
+    body = comment["body"]
+    head = "1" * 40  # the PR's head commit in the runner's event (GITHUB_SHA is the merge commit)
+    blob = f"https://github.com/acme/calc/blob/{head}/fixtures/example/tapes"
+    # One headline in words, said once, with the sessions it affects linked at the drifted line.
+    assert "### mcptape: 🔴 structural drift · ` fixtures/example/mcptape.yml `" in body
+    assert body.count("now requires") == 1 and "**` add ` now requires ` c `: calls without it break.**" in body
+    assert f"affects: [` surface `]({blob}/surface.tape.jsonl#L6), [` arithmetic `]({blob}/arithmetic.tape.jsonl#L6)" in body
+    assert f"at commit [` 1111111 `](https://github.com/acme/calc/commit/{head})" in body
+    assert "[workflow run](https://github.com/acme/calc/actions/runs/1)" in body
+    # Commands correct from the repository root, installing the release this workflow runs.
+    assert 'pip install "git+https://github.com/acme/mcptape-action@v1.2.3"' in body
+    assert "(cd fixtures/example && mcptape ci -c mcptape.yml --update-golden)\ngit add fixtures/example/tapes/\n" in body
+
+    # The artifact: this step's report and fresh tapes, under the name the comment gives.
+    [upload] = drift.artifacts
+    name = drift.outputs["artifact-name"]
+    assert upload.uses.startswith("actions/upload-artifact@") and upload.inputs["name"] == name
+    assert f"gh run download 1 -n {name} -D mcptape-artifact" in body
+    sessions = ("surface", "arithmetic", "resources-and-prompts")
+    assert set(upload.files) == {"report.json", *(f"fresh/{s}{suffix}" for s in sessions
+                                                  for suffix in (".tape.jsonl", ".tape.view.txt"))}
+    assert json.loads(upload.files["report.json"])["result"] == "structural"
+    tapes = workspace / "fixtures" / "example" / "tapes"
+    assert ("cp mcptape-artifact/fresh/arithmetic.tape.jsonl mcptape-artifact/fresh/arithmetic.tape.view.txt "
+            "mcptape-artifact/fresh/surface.tape.jsonl mcptape-artifact/fresh/surface.tape.view.txt "
+            "fixtures/example/tapes/\n") in one_command_a_line(body)
+    assert upload.files["fresh/resources-and-prompts.tape.jsonl"] == (tapes / "resources-and-prompts.tape.jsonl").read_bytes()
+
+    # Accepting from the artifact as the comment says (an output drift: `add` answers 6) turns the gate
+    # green and the same comment with it.
+    changed = runner.run(workspace, EXAMPLE, env={"MCPTAPE_FIXTURE_VARIANT": "changed_result"})
+    assert changed.outputs["result"] == "output", changed.log
+    [upload] = changed.artifacts
+    assert ("cp mcptape-artifact/fresh/arithmetic.tape.jsonl mcptape-artifact/fresh/arithmetic.tape.view.txt "
+            "fixtures/example/tapes/\n") in one_command_a_line(changed.comments[0]["body"])
+    for name in ("arithmetic.tape.jsonl", "arithmetic.tape.view.txt"):
+        (tapes / name).write_bytes(upload.files[f"fresh/{name}"])
+    accepted = runner.run(workspace, EXAMPLE, env={"MCPTAPE_FIXTURE_VARIANT": "changed_result"})
+    assert accepted.result == "success" and accepted.outputs["result"] == "none", accepted.log
+    [green] = accepted.comments
+    assert green["id"] == comment["id"] and "### mcptape: ✅ no drift" in green["body"]
+    assert "[workflow run](https://github.com/acme/calc/actions/runs/1)" in green["body"]
+
+
+def test_a_config_in_a_subfolder_named_from_the_repository_root(runner: ActionRunner, workspace: Path) -> None:
+    run = runner.run(workspace, {"config": "fixtures/example/mcptape.yml"}, env={"MCPTAPE_FIXTURE_VARIANT": "changed_result"})
+    assert run.outputs["result"] == "output", run.log
+    [comment] = run.comments
+    body = comment["body"]
+    assert body.startswith(MARKER + "\n")  # the same comment as with working-directory: the same config
+    assert "### mcptape: 🟡 output drift · ` fixtures/example/mcptape.yml `" in body
+    assert "**` add(a=2, b=3) ` now returns ` 6 `, was ` 5 `.**" in body
+    assert "\nmcptape ci -c fixtures/example/mcptape.yml --update-golden\ngit add fixtures/example/tapes/\n" in body
+    assert "/blob/" + "1" * 40 + "/fixtures/example/tapes/arithmetic.tape.jsonl#L8)" in body
+    assert "## mcptape: 🟡 output drift · ` fixtures/example/mcptape.yml `" in run.summary
+    [error] = run.step("run").annotations("error")  # fail-on: output, the default: the job fails for it
+    assert error.properties["file"] == "fixtures/example/tapes/arithmetic.tape.jsonl"
+
+
+def test_artifact_upload_can_be_turned_off_and_two_uses_keep_their_own_reports(runner: ActionRunner,
+                                                                              workspace: Path) -> None:
+    off = runner.run(workspace, {**EXAMPLE, "upload-artifact": "false"})
+    assert off.result == "success" and off.artifacts == [] and off.outputs["artifact-name"] == "", off.log
+    first = runner.run(workspace, EXAMPLE)
+    second = runner.run(workspace, {**EXAMPLE, "artifact-name": "mcptape-second"},
+                        env={"MCPTAPE_FIXTURE_VARIANT": "changed_result"})
+    assert first.outputs["report"] != second.outputs["report"]
+    assert report_of(first)["result"] == "none" and report_of(second)["result"] == "output"  # neither overwritten
+    assert [a.inputs["name"] for a in first.artifacts + second.artifacts] == [first.outputs["artifact-name"],
+                                                                             "mcptape-second"]
+    assert first.outputs["artifact-name"].startswith("mcptape-mcptape-1-")
+    bad = runner.run(workspace, {**EXAMPLE, "upload-artifact": "maybe"})
+    assert bad.result == "failure" and bad.artifacts == []
+
+
 def test_output_drift_passes_with_fail_on_structural(runner: ActionRunner, workspace: Path) -> None:
     run = runner.run(workspace, {**EXAMPLE, "fail-on": "structural"}, env={"MCPTAPE_FIXTURE_VARIANT": "changed_result"})
     assert run.result == "success", run.log
@@ -123,6 +227,10 @@ def test_output_drift_passes_with_fail_on_structural(runner: ActionRunner, works
     assert run.outputs["drifted-sessions"] == "arithmetic"
     [notice] = run.step("run").annotations("notice")
     assert notice.message == "mcptape exited 1; not failing the job (fail-on: structural)"
+    # The drift is annotated where it is, as a warning: the job passes for it.
+    [warning] = run.step("run").annotations("warning")
+    assert warning.properties["file"] == "fixtures/example/tapes/arithmetic.tape.jsonl"
+    assert run.step("run").annotations("error") == []
     assert "🟡 output drift" in run.summary
     [comment] = run.comments  # drift is still reported where the reviewer looks
     assert "🟡 output drift" in comment["body"]
@@ -160,15 +268,15 @@ def test_mcptape_that_cannot_run_fails_the_step_whatever_fail_on_says(
     runner: ActionRunner, workspace: Path, fault: object, fail_on: str
 ) -> None:
     # An earlier use of the action in this job left its report in RUNNER_TEMP.
-    stale = runner.runner_temp / "mcptape-report.json"
-    stale.write_text('{"mcptape_report": 1, "result": "none", "exit_code": 0}\n', encoding="utf-8")
+    earlier = runner.run(workspace, EXAMPLE)
+    assert earlier.result == "success" and Path(earlier.outputs["report"]).is_file(), earlier.log
     expected = fault(workspace)  # type: ignore[operator]
 
     run = runner.run(workspace, {**EXAMPLE, "fail-on": fail_on})
     assert run.result == "failure", run.log
     assert run.step("run").returncode == 3
     assert run.outputs["result"] == "error" and run.outputs["exit-code"] == "3", run.log
-    assert run.outputs["report"] == "" and not stale.exists()  # not the earlier run's report
+    assert run.outputs["report"] == ""  # not the earlier use's report: each use has its own directory
     assert expected in run.step("run").stderr
     [error] = run.step("run").annotations("error")
     assert error.message == f"mcptape exited 3 without writing its report; fail-on: {fail_on} relaxes drift, not this"
@@ -219,7 +327,23 @@ def test_a_report_next_to_a_drift_exit_code_is_a_verdict(runner: ActionRunner, t
     run = runner.run(tmp_path, {"fail-on": "never"}, only=["run"], prior_outputs={"install": {"mcptape": mcptape}})
     assert run.result == "success", run.log
     assert run.outputs["result"] == "output" and run.outputs["exit-code"] == "1"
-    assert run.outputs["report"] == str(runner.runner_temp / "mcptape-report.json")
+    report = Path(run.outputs["report"])
+    assert report.name == "report.json" and report.parent.parent == runner.runner_temp and report.is_file()
+
+
+@pytest.mark.parametrize(("body", "uploaded"), [
+    ('echo \'{"result": "output"}\' > "$MCPTAPE_REPORT"\nexit 1', ["report.json"]),  # a drift: uploaded
+    ('echo \'{"result": "secret"}\' > "$MCPTAPE_REPORT"\nexit 4', None),  # a secret survived: nothing leaves
+])
+def test_the_artifact_is_never_uploaded_after_a_secret_survived(runner: ActionRunner, tmp_path: Path, body: str,
+                                                               uploaded: list[str] | None) -> None:
+    mcptape = _stand_in(tmp_path, body)
+    run = runner.run(tmp_path, {"fail-on": "never"}, only=["run", "upload"], prior_outputs={"install": {"mcptape": mcptape}})
+    if uploaded is None:
+        assert run.outputs["result"] == "secret" and run.artifacts == [], run.log
+    else:
+        [upload] = run.artifacts
+        assert sorted(upload.files) == uploaded and upload.inputs["name"] == run.outputs["artifact-name"]
 
 
 def test_args_cannot_take_the_report_away(runner: ActionRunner, tmp_path: Path) -> None:

@@ -17,9 +17,11 @@ from cmarkgfm.cmark import Options
 from mcptape.report.markdown import (
     COMMENT_LIMIT_CHARS,
     SUMMARY_LIMIT_BYTES,
+    Context,
     code_span,
     comment_marker,
     fenced,
+    in_words,
     render_comment,
     render_summary,
 )
@@ -33,7 +35,7 @@ HOSTILE = (
 )
 HUGE = "B" * 200_000
 OUR_TAGS = {"h2", "h3", "p", "code", "pre", "table", "thead", "tbody", "tr", "th", "td", "details", "summary",
-            "b", "em", "strong", "ul", "li", "br"}
+            "b", "em", "strong", "ul", "li", "br", "h4", "sub", "a"}
 
 
 def gfm(markdown: str) -> str:
@@ -88,7 +90,7 @@ def hostile_report(n_sessions: int = 1) -> RunReport:
         drift = Drift(
             CallRef("tools/call", "echo", {"text": HOSTILE}, step=2),
             [
-                Finding("result", "output", "result.content[0].text", "text changed", HOSTILE + HUGE, HOSTILE + "@octocat"),
+                Finding("result", "output", "result.content[0].text", f"text changed {i}", HOSTILE + HUGE, HOSTILE + "@octocat"),
                 Finding("result", "output", "result.content[1].text", HOSTILE, "`", "````", golden_line=9),
             ],
         )
@@ -119,7 +121,8 @@ def test_hostile_tool_result_renders_harmlessly(render: str) -> None:
     # Only our tags; <details> balanced and one per drifted or failed session; nothing closed early.
     assert set(s.tags) <= OUR_TAGS, set(s.tags) - OUR_TAGS
     assert s.depth_errors == 0 and s.stack == []
-    assert s.tags.count("details") == 2
+    # one per drifted or failed session, how to accept, and (in the comment) the tool surface
+    assert s.tags.count("details") == 2 + 1 + (render == "comment")
     assert s.tags.count("script") == 0 and s.tags.count("img") == 0
     # No live mention anywhere outside code; the tape's mentions are still visible, as code.
     assert live_mentions(s) == []
@@ -138,6 +141,13 @@ def test_comment_size_is_capped_with_a_note_even_for_many_huge_sessions() -> Non
     s = structure(md)
     assert s.depth_errors == 0 and s.stack == [] and live_mentions(s) == []
     assert md.split("\n", 1)[0] == MARKER and md.count("<!-- mcptape:") == 1
+    # What is cut points somewhere a reviewer can reach: the run's summary and its artifact.
+    ctx = Context(run_url="https://github.com/acme/calc/actions/runs/7", artifact="mcptape-gate-1-x")
+    linked = render_comment(hostile_report(n_sessions=120), MARKER, context=ctx)
+    assert len(linked.encode("utf-16-le")) // 2 < 65_536
+    assert re.search(r"_\d+ more sections cut to stay under GitHub's size limit: see the job summary of the "
+                     r"\[workflow run\]\(https://github.com/acme/calc/actions/runs/7\) and the JSON report in its "
+                     r"artifact ` mcptape-gate-1-x `\._", linked)
 
 
 def test_summary_stays_under_one_mebibyte_and_says_so_when_cut() -> None:
@@ -148,32 +158,35 @@ def test_summary_stays_under_one_mebibyte_and_says_so_when_cut() -> None:
     assert s.depth_errors == 0 and s.stack == []
 
 
-def test_headline_names_the_first_drifted_call_and_how_to_accept() -> None:
+def test_headline_says_what_changes_for_a_client_once_and_how_to_accept() -> None:
     drift = Drift(
         CallRef("tools/call", "add", {"a": 2, "b": 3}, step=3),
-        [Finding("result", "output", "result.content[0].text", '"5" → "6"', "5", "6", golden_line=7)],
+        [Finding("result", "output", "result.content[0].text", '"5" → "6"', "5", "6", kind="changed", golden_line=7)],
     )
     report = RunReport(
-        config="ci/mcptape.yml",
+        config="mcptape.yml",
         sessions=[
             SessionResult("arith", "output", diff=DiffResult("output", drifts=[drift]), golden="tapes/arith.tape.jsonl"),
             SessionResult("other", "same", diff=DiffResult("same")),
         ],
     )
-    md = render_comment(report, MARKER)
+    ctx = Context(config_path="ci/mcptape.yml", run_dir="ci", config_arg="mcptape.yml")
+    md = render_comment(report, MARKER, context=ctx)
     html = gfm(md)
-    assert "<h3>mcptape: 🟡 output drift</h3>" in html
-    assert ('<code>arith · step 3 · tools/call add {&quot;a&quot;:2,&quot;b&quot;:3} · '
-            "result.content[0].text &quot;5&quot; → &quot;6&quot; (output)</code>") in html
-    assert "1 other session unchanged." in md
-    assert "mcptape ci -c ci/mcptape.yml --update-golden\ngit add tapes/arith.tape.jsonl" in md
+    assert "<h3>mcptape: 🟡 output drift · <code>ci/mcptape.yml</code></h3>" in html
+    assert "<strong><code>add(a=2, b=3)</code> now returns <code>6</code>, was <code>5</code>.</strong>" in html
+    assert html.count("now returns") == 1  # said once: the session's detail does not repeat it in words
+    assert "2 sessions, 1 drifted, 1 unchanged" in md
+    assert "(cd ci && mcptape ci -c mcptape.yml --update-golden)\ngit add ci/tapes/\n" in md
     assert "<td><code>other</code></td>" not in html  # the comment lists only what needs a look
+    assert "Golden tape: <code>ci/tapes/arith.tape.jsonl:7</code>" in html  # no repository known: no link
 
 
 def test_clean_run_is_the_green_form() -> None:
     report = RunReport(config="mcptape.yml", sessions=[SessionResult("a", "same"), SessionResult("b", "same")])
     md = render_comment(report, MARKER)
-    assert md == f"{MARKER}\n\n### mcptape: ✅ no drift\n\nAll 2 sessions of ` mcptape.yml ` match their golden tapes.\n"
+    assert md == (f"{MARKER}\n\n### mcptape: ✅ no drift · ` mcptape.yml `\n\nAll 2 sessions of ` mcptape.yml ` match their golden tapes."
+                  "\n\n<sub>2 sessions, 2 unchanged</sub>\n")
     assert "update-golden" not in md and "<details>" not in md
 
 
@@ -247,3 +260,69 @@ def test_bidi_and_zero_width_characters_in_names_and_values_are_shown_escaped(re
         assert "server said \\u202ereversed\\x1b]0;title\\x07" in html
     # A positive control: plain names are shown as they are.
     assert "mcptape.yml" in html
+
+
+def test_150_sessions_sharing_a_cause_are_one_headline_with_the_names_capped() -> None:
+    shared = Drift(CallRef("tools/list", step=1), [
+        Finding("schema", "structural", "result.tools[add].inputSchema.properties.c", "tool `add`: required property `c` added",
+                None, {"type": "number"}, kind="breaking", golden_line=6)])
+    own = [Drift(CallRef("tools/call", "echo", {"text": f"t{i}"}, step=2),
+                 [Finding("result", "output", "result.content[0].text", "changed", f"t{i}", f"T{i}", kind="changed")])
+           for i in range(30)]
+    sessions = [SessionResult(f"s{i:03}", "structural", diff=DiffResult("structural", drifts=[shared]),
+                              golden=f"tapes/s{i:03}.tape.jsonl") for i in range(120)]
+    sessions += [SessionResult(f"o{i:03}", "output", diff=DiffResult("output", drifts=[d]), golden=f"tapes/o{i:03}.tape.jsonl")
+                 for i, d in enumerate(own)]
+    report = RunReport(config="mcptape.yml", sessions=sessions)
+    md = render_comment(report, MARKER)
+    text = "".join(structure(md).live_text)
+    assert len(md.encode("utf-16-le")) // 2 < 65_536
+    assert md.count("now requires") == 1  # the shared cause, said once for 120 sessions
+    assert "and 108 more (see the job summary)" in md  # 12 names shown, the rest counted, pointing on
+    assert "… 21 more changes: see the job summary" in md  # 9 further causes listed, then counted
+    assert "150 sessions, 150 drifted, 0 unchanged" in text
+    summary = render_summary(report)
+    assert "and 108 more" not in summary and summary.count("` s119 `") >= 2  # the summary has room: all named
+
+
+ADD = CallRef("tools/call", "add", {"a": 2, "b": 3}, step=1)
+DIVIDE = CallRef("tools/call", "divide", {"a": 1, "b": 0}, step=2)
+LIST = CallRef("tools/list", step=1)
+
+
+# The headline findings `mcptape ci` reports for the calc fixture server's drift variants (copied
+# from real runs), and what a reviewer reads for each.
+@pytest.mark.parametrize(("drift", "words"), [
+    (Drift(ADD, [Finding("result", "output", "result.content[0].text", '"5" → "6"', "5", "6", kind="changed")]),
+     "add(a=2, b=3) now returns 6, was 5"),
+    (Drift(LIST, [Finding("schema", "structural", "result.tools[add].inputSchema.properties.c",
+                          "tool `add`: required property `c` added", None, {"type": "number"}, kind="breaking")]),
+     "add now requires c: calls without it break"),
+    (Drift(LIST, [Finding("schema", "output", "result.tools[add].inputSchema.properties.c",
+                          "tool `add`: optional property `c` added", None, {"type": "number"}, kind="compatible")]),
+     "add accepts a new optional c: existing calls keep working"),
+    (Drift(LIST, [Finding("surface", "structural", "result.tools[divide]", "tool `divide` removed",
+                          {"name": "divide"}, None, kind="removed")]),
+     "tool divide is gone: clients that use it break"),
+    (Drift(LIST, [Finding("surface", "structural", "result.tools[multiply]", "tool `multiply` added",
+                          None, {"name": "multiply"}, kind="added")]),
+     "new tool multiply: clients see it when they list"),
+    (Drift(ADD, [Finding("error", "structural", "", 'result → error -32603 "add is broken"',
+                         {"content": []}, {"code": -32603, "message": "add is broken"}, kind="result_to_error")]),
+     "add(a=2, b=3) now fails with -32603 add is broken, where it returned a result"),
+    (Drift(DIVIDE, [Finding("error", "structural", "error.code", "-32602 → -32000", -32602, -32000, kind="code")]),
+     "divide(a=1, b=0) now fails with error code -32000, was -32602"),
+    (Drift(DIVIDE, [Finding("error", "output", "error.message", '"Division by zero" → "Cannot divide by zero"',
+                            "Division by zero", "Cannot divide by zero", kind="message")]),
+     "divide(a=1, b=0) now fails with Cannot divide by zero, was Division by zero"),
+    (Drift(LIST, [Finding("schema", "output", "result.tools[add].description",
+                          'tool `add`: description "Add two numbers." → "Return the sum of two numbers."',
+                          "Add two numbers.", "Return the sum of two numbers.", kind="cosmetic")]),
+     "the description of tool add is now Return the sum of two numbers., was Add two numbers. (cosmetic)"),
+])
+def test_each_kind_of_drift_reads_as_what_it_changes_for_a_client(drift: Drift, words: str) -> None:
+    html = gfm(in_words(drift))
+    assert re.sub(r"<[^>]+>", "", html).strip() == words
+    # Names and values come from the server: each sits in a code span, never in our words.
+    s = structure(in_words(drift))
+    assert "".join(s.live_text).count("add") + "".join(s.live_text).count("divide") == 0

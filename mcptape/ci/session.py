@@ -52,6 +52,7 @@ from mcptape.sandbox import Sandbox
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
 from mcptape.tape.reader import read_tape
+from mcptape.tape.view import render_view, view_path
 from mcptape.transports.factory import open_transport
 
 UPDATE_HINT = "mcptape ci --update-golden"
@@ -211,6 +212,7 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
         except WriteError as e:
             raise _Failed(str(e)) from e
         result.fresh = str(fresh_path)
+        _write_view(fresh_path, fresh, outlet, f"review view of the fresh tape of session {session.name}")
     outcome = SessionOutcome(result, fresh_bytes=fresh.data)
     recording = fresh.recording
     result.duration_s = round(recording.duration_s, 3)
@@ -309,6 +311,14 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
     return _Fresh(recording, header, redacted, events, data, normalizer)
 
 
+def _write_view(tape: Path, fresh: _Fresh, outlet: Outlet, what: str) -> None:
+    """The review view beside a tape just written (tape/view.py: the tape diff, readable)."""
+    try:
+        outlet.write(view_path(tape), render_view(fresh.header, fresh.events), what=what)
+    except WriteError as e:
+        raise _Failed(str(e)) from e
+
+
 def _update_golden(ctx: RunContext, session: Session, result: SessionResult, golden: Tape | None, fresh: _Fresh,
                    outlet: Outlet) -> str:
     """--update-golden: write the fresh tape as the golden one; created, updated or unchanged."""
@@ -317,14 +327,18 @@ def _update_golden(ctx: RunContext, session: Session, result: SessionResult, gol
         old = gpath.read_bytes() if gpath.exists() else None
     except OSError as e:  # e.g. a directory where the golden tape should be
         raise _Failed(f"{gpath}: cannot read the golden tape to replace it: {e.strerror or e}") from e
+    view = view_path(gpath)
     if old == fresh.data:
         change = "unchanged"
         result.verdict = "same"
+        if not view.exists():  # a golden from before views existed gets its view now
+            _write_view(gpath, fresh, outlet, f"review view of the golden tape of session {session.name}")
     else:
         try:
             outlet.write(gpath, fresh.data, what=f"golden tape of session {session.name}")
         except WriteError as e:
             raise _Failed(str(e), note=f"golden tape {result.golden} left untouched: it could not be written") from e
+        _write_view(gpath, fresh, outlet, f"review view of the golden tape of session {session.name}")
         change = "created" if old is None else "updated"
         result.verdict = "updated"
         if golden is not None:

@@ -21,6 +21,7 @@ from mcptape.github import (
     comment_key,
     format_outputs,
     pull_request_from_event,
+    render_context,
     upsert_comment,
 )
 from mcptape.outlet import Outlet
@@ -44,7 +45,9 @@ def _load_body(path: str, key: str | None, workspace: str) -> tuple[str, str, bo
         report, _ = read_report(path, hint)
         try:
             marker = comment_marker(key or comment_key(report.config, workspace))
-            body = render_comment(report, marker)
+            # --key is the config's repository path (the report holds only its file name): links use it.
+            context = render_context(os.environ, key or report.config, workspace)
+            body = render_comment(report, marker, context=context)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             # Fields of the wrong type deep inside (the report comes from an untrusted run).
             raise GitHubError(f"{path}: not a valid mcptape JSON report: {type(e).__name__}: {e}", hint=hint) from e

@@ -64,6 +64,10 @@ _OWN_TEXT = {
         non-json non-utf-8 unknown holding longer milliseconds middle cannot character characters difference
         property optional explain transport report terminal summary comment sticky marker could not timeout
         timed crashed started failed start ready listen notify request""",
+    "the comment's and summary's words (report/markdown.py)": """affects clients existing working requires returns
+        returned without unchanged Per-session detail repository re-record install github secrets artifact
+        download workflow mcptape-artifact delete section sections""",
+    "review views (tape/view.py)": """review view generated .tape.view.txt""",
 }  # fmt: skip
 
 

@@ -15,22 +15,38 @@ untrusted text so no tape can plant a second `<!-- mcptape:... -->` marker in ou
 Controls, bidi overrides and isolates and zero-width characters in untrusted text are shown
 as escapes (logsafe.escape_controls, before our own zero-width marks go in), so a tool
 `add\u202e` cannot read as another name and nothing invisible hides in one.
-Sizes are capped by dropping whole sections, never by cutting through a fence or a <details>.
+Sizes are capped by dropping whole sections, never by cutting through a fence or a <details>;
+what is cut says where the rest is (the job summary, the run's artifact).
+
+Both documents share one design, the summary with more room: a title naming the verdict and the
+config by its repository path; a small line with the counts, the commit it reflects and the run;
+the headline — what the first drift (diff/'s choice, report.first_drift) changes for a client, in
+our words around code spans (`in_words`), said once, with the sessions whose first drift is the
+same change (`causes`) each linked to its golden tape at the line; other changes as a list; then
+one collapsed <details> per session (a session sharing an earlier one's change names it instead of
+repeating the diff) and how to accept, correct from the repository root. Code blocks wrap at
+WRAP_COLUMNS so nothing scrolls sideways. Where the document is shown (links, paths, the install
+line, the artifact) is a Context, which github.py builds from the run's environment.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import posixpath
 import re
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
+from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls
 from mcptape.redact.redactor import Redactor, builtin_redactor
-from mcptape.report.model import Drift, Finding, RunReport, SessionResult, SurfaceChanges
+from mcptape.report.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
+from mcptape.tape.view import view_path
 
 # GitHub rejects a comment body of 65,536 characters or more and a step summary over 1 MiB.
 # Both are capped with a margin: the redaction pass may change lengths a little afterwards.
@@ -139,6 +155,47 @@ def comment_marker(key: str) -> str:
     return f"<!-- mcptape:{safe} -->"
 
 
+# --- where the report is shown -------------------------------------------------------------------
+
+DEFAULT_ACTION_REPOSITORY = "mcptape/action"  # the documented `uses: mcptape/action@v1`
+DEFAULT_ACTION_REF = "v1"
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where a rendering is shown: the config's repository path, the commit and run it reflects,
+    and how a reviewer installs mcptape and fetches the fresh tapes. github.py builds it from the
+    run's environment (`github.render_context`); without one, paths are the report's own and
+    nothing is linked."""
+
+    config_path: str | None = None  # the config's path from the repository root: fixtures/example/mcptape.yml
+    run_dir: str = ""  # where `mcptape ci` ran, from the repository root ("" is the root)
+    config_arg: str | None = None  # the `-c` argument as given there
+    blob_base: str | None = None  # {server}/{owner/name}/blob/{head sha}, for links to golden lines
+    commit: str | None = None  # the head commit the report reflects
+    commit_url: str | None = None
+    run_url: str | None = None  # {server}/{owner/name}/actions/runs/{run id}
+    action_repository: str = DEFAULT_ACTION_REPOSITORY
+    action_ref: str = DEFAULT_ACTION_REF
+    artifact: str | None = None  # name of the workflow artifact holding the fresh tapes and report
+
+    def config_shown(self, report: RunReport) -> str:
+        return self.config_path or report.config
+
+    def golden_path(self, golden: str) -> str:
+        """A golden tape's path from the repository root (report paths are relative to the config)."""
+        base = posixpath.dirname(self.config_path) if self.config_path else ""
+        return posixpath.normpath(posixpath.join(base, golden)) if base else posixpath.normpath(golden)
+
+    def golden_url(self, golden: str, line: int | None) -> str | None:
+        if not self.blob_base:
+            return None
+        url = f"{self.blob_base}/{quote(self.golden_path(golden), safe='/')}"
+        return url + (f"#L{line}" if line else "")
+
+    def install_line(self) -> str:
+        # mcptape is not on a package index: install the release this workflow's action runs.
+        return f'pip install "git+https://github.com/{self.action_repository}@{self.action_ref}"'
 # --- pieces --------------------------------------------------------------------------------------
 
 
@@ -149,8 +206,11 @@ class Limits:
     value_chars: int
     value_lines: int
     findings_per_session: int
+    names_per_cause: int  # sessions named after "affects:" before "and N more"
+    causes: int  # causes listed before "and N more"
     total: int
     measure: Callable[[str], int]
+    where_more: str  # where a reader finds what this rendering cut
 
 
 def _utf16_len(s: str) -> int:
@@ -162,40 +222,67 @@ def _utf8_len(s: str) -> int:
     return len(s.encode("utf-8"))
 
 
-COMMENT_LIMITS = Limits(value_chars=600, value_lines=12, findings_per_session=8, total=COMMENT_LIMIT_CHARS, measure=_utf16_len)
-SUMMARY_LIMITS = Limits(value_chars=4000, value_lines=60, findings_per_session=40, total=SUMMARY_LIMIT_BYTES, measure=_utf8_len)
+COMMENT_LIMITS = Limits(value_chars=600, value_lines=12, findings_per_session=8, names_per_cause=12, causes=10,
+                        total=COMMENT_LIMIT_CHARS, measure=_utf16_len, where_more="the job summary")
+SUMMARY_LIMITS = Limits(value_chars=4000, value_lines=60, findings_per_session=40, names_per_cause=200, causes=100,
+                        total=SUMMARY_LIMIT_BYTES, measure=_utf8_len, where_more="the JSON report")
+# Lines in a code block wrap here: GitHub scrolls a wide block sideways, where nobody reads it.
+WRAP_COLUMNS = 100
+ICON = {"structural": "🔴", "output": "🟡", "info": "ℹ️", "error": "⛔", "secret": "🔒"}  # noqa: RUF001
 
 
-def _show_value(value: Any) -> str:
+def _show_value(value: Any, *, pretty: bool = False) -> str:
     if isinstance(value, str):
         return value
     try:
+        if pretty and isinstance(value, (dict, list)):
+            return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False)
         return json.dumps(value, ensure_ascii=False, indent=None, separators=(",", ":"))
     except (TypeError, ValueError):
         return repr(value)
 
 
+def wrap_lines(text: str, prefix: str, width: int = WRAP_COLUMNS) -> list[str]:
+    """`text` as lines of at most `width` characters, each starting with `prefix`; a wrapped line
+    goes on with `prefix` and a `↪` so it reads as one."""
+    out = []
+    room = max(20, width - len(prefix) - 2)
+    for line in text.split("\n"):
+        first = True
+        while True:
+            cut = room
+            if len(line) > room:  # break at a space when one is near the end, as text wraps
+                space = line.rfind(" ", room // 2, room)
+                cut = space + 1 if space > 0 else room
+            out.append(f"{prefix}{'' if first else '↪ '}{line[:cut]}".rstrip() if len(line) > cut else
+                       f"{prefix}{'' if first else '↪ '}{line}")
+            line, first = line[cut:], False
+            if not line:
+                break
+    return out
+
+
 def _finding_lines(f: Finding, limits: Limits) -> list[str]:
     where = f"{f.path}: " if f.path else ""
     kind = f", {f.kind}" if f.kind else ""
-    lines = [f"! {one_line(where + f.message, 300)} [{f.severity}{kind}]"]
+    lines = wrap_lines(f"{one_line(where + f.message, 600)} [{f.severity}{kind}]", "! ")
     for sign, value in (("-", f.before), ("+", f.after)):
         if value is None:
             continue
-        shown = clip(_show_value(value), limits.value_chars, limits.value_lines)
-        lines.extend(f"{sign} {line}" for line in shown.split("\n"))
+        shown = clip(_show_value(value, pretty=True), limits.value_chars, limits.value_lines)
+        lines.extend(wrap_lines(shown, f"{sign} "))
     return lines
 
 
 def drift_diff(drift: Drift, limits: Limits) -> str:
     """The findings of one drifted call as a compact unified-diff-like text (untrusted: fence it)."""
     head = drift.call.one_line() if drift.call is not None else "session"
-    lines = [f"@@ {one_line(head, 300)} @@"]
+    lines = wrap_lines(f"@@ {one_line(head, 300)} @@", "")
     shown = drift.findings[: limits.findings_per_session]
     for f in shown:
         lines.extend(_finding_lines(f, limits))
     if len(drift.findings) > len(shown):
-        lines.append(f"… {len(drift.findings) - len(shown)} more findings in the JSON report")
+        lines.append(f"… {len(drift.findings) - len(shown)} more findings: see {limits.where_more}")
     return "\n".join(lines)
 
 
@@ -247,35 +334,241 @@ def sessions_table(sessions: Iterable[SessionResult]) -> str:
     return "\n".join(rows)
 
 
-def session_details(s: SessionResult, limits: Limits, *, compact: bool = False) -> str:
-    """A collapsible section for one drifted or failed session: first call in a line, then its diff."""
+# --- a drift in words ----------------------------------------------------------------------------
+
+_TOOL_PROPERTY = re.compile(r"tools\[(?P<tool>[^\]]+)\]\.inputSchema\.properties\.(?P<prop>[^.\[\]]+)$")
+# A tool, prompt or resource named in a finding's path: result.tools[add], result.resources[calc://x].
+_LISTED = re.compile(r"^result\.(?P<list>tools|prompts|resources|resourceTemplates)\[(?P<name>.+)\](?P<rest>(?:\.[^\[\]]+)?)$")
+_LISTED_WORD = {"tools": "tool", "prompts": "prompt", "resources": "resource", "resourceTemplates": "resource template"}
+_PLAIN_TEXT_RESULT = "result.content[0].text"
+
+
+def _value(value: Any) -> str:
+    return code_span(_show_value(value), max_chars=80)
+
+
+def call_words(call: CallRef | None) -> str:
+    """The call as a client writes it: `add(a=2, b=3)` for a tool, the method and name otherwise."""
+    if call is None:
+        return "the session"
+    if call.method == "tools/call" and call.name:
+        args = call.arguments
+        if isinstance(args, dict):
+            inner = ", ".join(f"{k}={dumps(v)}" for k, v in args.items())
+        else:
+            inner = "" if args is None else dumps(args)
+        return code_span(f"{call.name}({inner})", max_chars=100)
+    return code_span(call.method + (f" {call.name}" if call.name else ""), max_chars=100)
+
+
+def in_words(drift: Drift) -> str:
+    """What the drift changes for a client, in one line of our words around code spans
+    (`add` now requires `c`: calls without it break). Untrusted names and values are spans."""
+    f = drift.headline_finding
+    call = call_words(drift.call)
+    what = code_span(f.message, max_chars=200)
+    key = (f.category, f.kind)
+    prop = _TOOL_PROPERTY.search(f.path)
+    listed = _LISTED.match(f.path)
+    name = code_span(listed.group("name"), max_chars=80) if listed else None
+    noun = _LISTED_WORD[listed.group("list")] if listed else "tool"
+    rest = listed.group("rest") if listed else None  # "" for the item itself, ".description" for a member
+    if key == ("schema", "breaking"):
+        if prop and "required" in f.message:
+            return f"{code_span(prop.group('tool'), max_chars=80)} now requires {code_span(prop.group('prop'), max_chars=80)}: calls without it break"
+        return f"{what}: calls written against the golden schema may break"
+    if key == ("schema", "compatible"):
+        if prop and "optional" in f.message:
+            return (f"{code_span(prop.group('tool'), max_chars=80)} accepts a new optional "
+                    f"{code_span(prop.group('prop'), max_chars=80)}: existing calls keep working")
+        return f"{what}: existing calls keep working"
+    if key == ("schema", "cosmetic"):
+        if name and rest == ".description" and f.before is not None and f.after is not None:
+            return f"the description of {noun} {name} is now {_value(f.after)}, was {_value(f.before)} (cosmetic)"
+        return f"{what} (cosmetic)"
+    if key == ("surface", "removed"):
+        if name and not rest:
+            return f"{noun} {name} is gone: clients that use it break"
+        return f"{what}: clients that use it break"
+    if key == ("surface", "added"):
+        if name and not rest:
+            return f"new {noun} {name}: clients see it when they list"
+        return f"{what}: clients see it when they list"
+    if f.category == "result" and f.kind in (None, "changed") and f.before is not None and f.after is not None:
+        at = "" if f.path in ("", _PLAIN_TEXT_RESULT) else f" at {code_span(f.path, max_chars=100)}"
+        return f"{call} now returns {_value(f.after)}{at}, was {_value(f.before)}"
+    if key == ("error", "result_to_error"):
+        error = f.after if isinstance(f.after, dict) else {}
+        shown = " ".join(str(error[k]) for k in ("code", "message") if k in error)
+        return f"{call} now fails" + (f" with {code_span(shown, max_chars=100)}" if shown else " with an error") + \
+            ", where it returned a result"
+    if key == ("error", "error_to_result"):
+        return f"{call} now returns a result, where it failed with an error"
+    if key == ("error", "code") and f.before is not None and f.after is not None:
+        return f"{call} now fails with error code {_value(f.after)}, was {_value(f.before)}"
+    if key == ("error", "message") and f.before is not None and f.after is not None:
+        return f"{call} now fails with {_value(f.after)}, was {_value(f.before)}"
+    if key == ("call", "removed"):
+        return f"{call} is no longer answered as recorded: {what}"
+    if f.category == "process":
+        return f"the server process changed at {call}: {what}"
+    where = f"{f.path} " if f.path else ""
+    return f"{call}: {code_span(where + f.message, max_chars=200)}"
+
+
+def _cause_key(drift: Drift) -> tuple[str, ...]:
+    f = drift.headline_finding
+    call = drift.call
+    return (drift.severity, f.category, f.kind or "", f.path, f.message,
+            call.method if call else "", (call.name or "") if call else "",
+            dumps(call.arguments) if call and call.arguments is not None else "")
+
+
+@dataclass
+class Cause:
+    """One change and the sessions whose first drift it is (structural first, then output)."""
+
+    drift: Drift
+    sessions: list[SessionResult]
+
+    @property
+    def severity(self) -> str:
+        return self.drift.severity
+
+
+def causes(report: RunReport) -> list[Cause]:
+    """Drifted sessions grouped by the change their first drift names. The headline's cause
+    (report.first_drift, diff/'s choice) comes first; the rest by severity, then first seen."""
+    by_key: dict[tuple[str, ...], Cause] = {}
+    for s in report.sessions:
+        if s.verdict not in ("output", "structural") or s.diff is None or s.diff.first is None:
+            continue
+        key = _cause_key(s.diff.first)
+        if key in by_key:
+            by_key[key].sessions.append(s)
+        else:
+            by_key[key] = Cause(s.diff.first, [s])
+    first = report.first_drift()
+    head = _cause_key(first[1]) if first is not None else None
+    ordered = list(by_key.values())
+    rank = {"structural": 0, "output": 1}
+    ordered.sort(key=lambda c: (_cause_key(c.drift) != head, rank.get(c.severity, 2)))
+    return ordered
+
+
+def _session_link(s: SessionResult, ctx: Context) -> str:
+    """The session's name, linked to its golden tape at the drifted line when there is a place to link."""
+    name = code_span(s.name, max_chars=80)
+    url = ctx.golden_url(s.golden, s.first_golden_line()) if s.golden else None
+    return f"[{name}]({url})" if url else name
+
+
+def _affects(sessions: list[SessionResult], ctx: Context, limits: Limits) -> str:
+    shown = ", ".join(_session_link(s, ctx) for s in sessions[: limits.names_per_cause])
+    more = len(sessions) - limits.names_per_cause
+    return f"affects: {shown}" + (f" and {more} more (see {limits.where_more})" if more > 0 else "")
+
+
+def _cause_lines(found: list[Cause], ctx: Context, limits: Limits) -> list[str]:
+    """The headline (first cause, in bold) and the other causes as a list, each with what it affects."""
+    if not found:
+        return []
+    first, rest = found[0], found[1 : limits.causes]
+    out = [f"{ICON[first.severity]} **{in_words(first.drift)}.**", _affects(first.sessions, ctx, limits)]
+    if rest:
+        items = [f"- {ICON[c.severity]} {in_words(c.drift)} — {_affects(c.sessions, ctx, limits)}" for c in rest]
+        left = len(found) - 1 - len(rest)
+        if left > 0:
+            items.append(f"- … {left} more changes: see {limits.where_more}")
+        out.append("Also changed:\n\n" + "\n".join(items))
+    return out
+
+
+def _failed_lines(report: RunReport, limits: Limits) -> list[str]:
+    failed = [s for s in report.sessions if s.verdict in ("error", "secret")]
+    if not failed:
+        return []
+    items = []
+    for s in failed[: limits.names_per_cause]:
+        what = "a secret survived redaction" if s.verdict == "secret" else "could not run"
+        items.append(f"- {ICON[s.verdict]} {code_span(s.name, max_chars=80)} {what}: "
+                     f"{code_span(s.error or what, max_chars=FAILED_LINE_CHARS)}")
+    if len(failed) > limits.names_per_cause:
+        items.append(f"- … {len(failed) - limits.names_per_cause} more: see {limits.where_more}")
+    return ["\n".join(items)]
+
+
+FAILED_LINE_CHARS = 160  # a failed session's error in the list under the headline
+
+
+def _said_whole(error: str) -> bool:
+    return one_line(error, FAILED_LINE_CHARS + 1) == error and len(error) <= FAILED_LINE_CHARS
+
+
+def _counts(report: RunReport) -> str:
+    n = len(report.sessions)
+    bad = [s for s in report.sessions if s.verdict in ("output", "structural", "error", "secret")]
+    drifted = sum(1 for s in bad if s.verdict in ("output", "structural"))
+    parts = [f"{n} session{'s' * (n != 1)}"]
+    if drifted:
+        parts.append(f"{drifted} drifted")
+    if len(bad) - drifted:
+        parts.append(f"{len(bad) - drifted} failed")
+    parts.append(f"{n - len(bad)} unchanged")
+    return ", ".join(parts)
+
+
+def _reflects(report: RunReport, ctx: Context) -> str:
+    """The small line under the title: which commit this is about and which run said so."""
+    parts = [_counts(report)]
+    if ctx.commit:
+        sha = code_span(ctx.commit[:7], max_chars=12)
+        parts.append(f"at commit [{sha}]({ctx.commit_url})" if ctx.commit_url else f"at commit {sha}")
+    if ctx.run_url:
+        parts.append(f"[workflow run]({ctx.run_url})")
+    if report.shard:
+        parts.append(f"shard {code_span(report.shard, max_chars=20)}")
+    return "<sub>" + " · ".join(parts) + "</sub>"
+
+
+def _title(report: RunReport, ctx: Context) -> str:
+    return f"mcptape: {_headline(report)} · {code_span(ctx.config_shown(report), max_chars=120)}"
+
+
+def session_details(s: SessionResult, ctx: Context, limits: Limits, *, compact: bool = False,
+                    same_as: SessionResult | None = None) -> str:
+    """A collapsed section for one drifted or failed session: its golden tape at the line, then its
+    diff. A first drift already shown for `same_as` (the same cause) is named, not shown again."""
     count = sum(len(d.findings) for d in s.diff.drifts) if s.diff else 0
     what = f"{count} finding{'s' * (count != 1)}" if s.diff else "no diff"
     parts = [
         "<details>",
-        f"<summary><b>{html_text(s.name)}</b> — {VERDICT_LABEL.get(s.verdict, s.verdict)}, {what}</summary>",
+        f"<summary>{VERDICT_LABEL.get(s.verdict, s.verdict)} · <b>{html_text(s.name)}</b> · {what}</summary>",
         "",
     ]
-    first = s.first_drift_line()
+    if s.golden:
+        path = ctx.golden_path(s.golden)
+        line = s.first_golden_line()
+        url = ctx.golden_url(s.golden, line)
+        label = code_span(path + (f":{line}" if line else ""), max_chars=200)
+        parts += [f"Golden tape: {f'[{label}]({url})' if url else label}", ""]
     if s.diff is not None and s.diff.first is not None:
-        parts += [f"First drifted call: {code_span(first or '', max_chars=300)}", ""]
         if compact:
-            parts += ["_Details cut to stay under GitHub's size limit; see the job summary or the JSON report._", ""]
+            parts += [f"_Diff cut to stay under GitHub's size limit: see {limits.where_more}._", ""]
         else:
-            parts += [fenced(drift_diff(s.diff.first, limits), "diff"), ""]
+            if same_as is not None:
+                parts += [f"First drift: the same change as in {code_span(same_as.name, max_chars=80)}, above.", ""]
+            else:
+                parts += [fenced(drift_diff(s.diff.first, limits), "diff"), ""]
             later = s.diff.drifts[1:]
             if later:
-                parts.append(f"Later drifted calls ({len(later)}):")
-                parts.append("")
-                for d in later[:10]:
-                    parts.append(f"- {code_span(d.one_line(), max_chars=200)}")
+                parts += [f"Later drifted calls ({len(later)}):", ""]
+                parts += [f"- {code_span(d.one_line(), max_chars=200)}" for d in later[:10]]
                 if len(later) > 10:
-                    parts.append(f"- … {len(later) - 10} more")
+                    parts.append(f"- … {len(later) - 10} more: see {limits.where_more}")
                 parts.append("")
-    elif s.error:
-        parts += [fenced(clip(s.error, limits.value_chars * 2, limits.value_lines * 2)), ""]
-    if s.golden:
-        parts += [f"Golden tape: {code_span(s.golden, max_chars=200)}", ""]
+    elif s.error and not _said_whole(s.error):  # the list above said a short one in full already
+        parts += [fenced("\n".join(wrap_lines(clip(s.error, limits.value_chars * 2, limits.value_lines * 2), ""))), ""]
     for note in s.notes[:5]:
         parts += [f"- {code_span(note, max_chars=300)}"]
     if s.notes:
@@ -284,22 +577,58 @@ def session_details(s: SessionResult, limits: Limits, *, compact: bool = False) 
     return "\n".join(parts)
 
 
-def accept_instructions(report: RunReport) -> str:
-    goldens = sorted({s.golden for s in report.sessions if s.golden and s.verdict in ("output", "structural")})
-    cmd = f"mcptape ci -c {_shell_quote(report.config)} --update-golden"
-    add = "git add " + (" ".join(_shell_quote(g) for g in goldens[:20]) if goldens else "<golden_dir>")
-    return "\n".join(
-        [
-            "**Intended change?** Accept it by re-recording the golden tapes and committing them; "
-            "the tape diff is then reviewed in this PR like any other file:",
+def _sh_lines(words: list[str], width: int = 90) -> str:
+    """A shell command, quoted, with `\\` continuations so no line runs past `width`."""
+    lines, line = [], ""
+    for w in (shlex.quote(x) if i else x for i, x in enumerate(words)):
+        if line and len(line) + 1 + len(w) > width:
+            lines.append(line + " \\")
+            line = "  " + w
+        else:
+            line = f"{line} {w}" if line else w
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def accept_instructions(report: RunReport, ctx: Context | None = None) -> str:
+    """How to accept the drift, correct from the repository root: re-record locally, or take the
+    fresh tapes from the run's artifact when the server needs what only CI has (secrets)."""
+    ctx = ctx or Context()
+    drifted = [s for s in report.sessions if s.golden and s.verdict in ("output", "structural")]
+    golden_dirs = sorted({posixpath.dirname(ctx.golden_path(s.golden)) or "." for s in drifted if s.golden})
+    config = ctx.config_arg or report.config
+    run = f"mcptape ci -c {shlex.quote(config)} --update-golden"
+    if ctx.run_dir not in ("", "."):
+        run = f"(cd {shlex.quote(ctx.run_dir)} && {run})"
+    add = _sh_lines(["git", "add", *[d.rstrip("/") + "/" for d in golden_dirs]] if golden_dirs else ["git", "add", "-A"])
+    local = "\n".join([ctx.install_line(), run, add, "git commit -m 'Accept MCP drift'"])
+    parts = [
+        "<details>",
+        "<summary><b>Intended change? How to accept it</b></summary>",
+        "",
+        "Re-record the golden tapes from the repository root and commit them; the tape diff is then "
+        "reviewed in this PR like any other file:",
+        "",
+        fenced(local, "sh"),
+    ]
+    if ctx.artifact and drifted:
+        # Each tape with its review view (tape/view.py), so the two never disagree in the PR.
+        names = sorted({n for s in drifted if s.golden
+                        for n in (posixpath.basename(s.golden), view_path(PurePosixPath(s.golden)).name)})
+        dest = golden_dirs[0] if len(golden_dirs) == 1 else "<golden dir>"
+        fetch = _sh_lines(["gh", "run", "download", ctx.run_url.rsplit("/", 1)[-1] if ctx.run_url else "<run id>",
+                           "-n", ctx.artifact, "-D", "mcptape-artifact"])
+        copy = _sh_lines(["cp", *[f"mcptape-artifact/fresh/{n}" for n in names], dest.rstrip("/") + "/"])
+        parts += [
             "",
-            fenced(f"{cmd}\n{add}\ngit commit -m 'Accept MCP drift'", "sh"),
+            "If the server needs secrets only CI has, take the fresh tapes this run recorded "
+            f"(artifact {code_span(ctx.artifact, max_chars=120)}"
+            + (f" of the [workflow run]({ctx.run_url})" if ctx.run_url else "") + "):",
+            "",
+            fenced("\n".join([fetch, copy, add, "git commit -m 'Accept MCP drift'"]), "sh"),
         ]
-    )
-
-
-def _shell_quote(value: str) -> str:
-    return shlex.quote(value)
+    parts += ["", "</details>"]
+    return "\n".join(parts)
 
 
 def _headline(report: RunReport) -> str:
@@ -314,11 +643,20 @@ def _drifted_or_failed(report: RunReport) -> list[SessionResult]:
     return [s for s in report.sessions if s.verdict in ("output", "structural", "error", "secret")]
 
 
-def _assemble(head: list[str], blocks: list[tuple[str, str]], tail: list[str], limits: Limits) -> str:
+def _cut_note(omitted: int, limits: Limits, ctx: Context) -> str:
+    where = limits.where_more
+    if ctx.run_url:
+        where += f" of the [workflow run]({ctx.run_url})"
+    if ctx.artifact:
+        where += f" and the JSON report in its artifact {code_span(ctx.artifact, max_chars=120)}"
+    return f"_{omitted} more section{'s' * (omitted != 1)} cut to stay under GitHub's size limit: see {where}._"
+
+
+def _assemble(head: list[str], blocks: list[tuple[str, str]], tail: list[str], limits: Limits, ctx: Context) -> str:
     """Join sections under the size cap: full blocks while they fit, then compact ones, then a note."""
     sep = "\n\n"
     fixed = sep.join(head) + sep + sep.join(tail)
-    budget = limits.total - limits.measure(fixed) - 400  # room for the cut note and separators
+    budget = limits.total - limits.measure(fixed) - 800  # room for the cut note and separators
     chosen: list[str] = []
     omitted = 0
     for full, compact in blocks:
@@ -331,87 +669,78 @@ def _assemble(head: list[str], blocks: list[tuple[str, str]], tail: list[str], l
         else:
             omitted += 1
     if omitted:
-        chosen.append(
-            f"_{omitted} more section{'s' * (omitted != 1)} cut to stay under GitHub's size limit; "
-            "the JSON report (`--json`) has everything._"
-        )
+        chosen.append(_cut_note(omitted, limits, ctx))
     doc = sep.join([*head, *chosen, *tail]) + "\n"
     if limits.measure(doc) > limits.total:
         # Only a pathological head (thousands of sessions) gets here; cut on a line boundary.
         lines = doc.split("\n")
-        while lines and limits.measure("\n".join(lines)) > limits.total - 200:
+        while lines and limits.measure("\n".join(lines)) > limits.total - 400:
             lines.pop()
-        doc = "\n".join(lines) + "\n\n_Report cut to stay under GitHub's size limit._\n"
+        doc = "\n".join(lines) + f"\n\n_Report cut to stay under GitHub's size limit: see {limits.where_more}._\n"
     return doc
 
 
 # --- the two documents ---------------------------------------------------------------------------
 
 
-def render_summary(report: RunReport, *, redactor: Redactor | None = None) -> str:
-    """The job summary: sessions table, tool-surface table, one collapsible diff per drifted session."""
-    n = len(report.sessions)
-    title = f"## mcptape · {code_span(report.config, max_chars=120)} · {_headline(report)}"
-    if report.shard:
-        title += f" · shard {code_span(report.shard, max_chars=20)}"
-    head = [title, f"{n} session{'s' * (n != 1)} · exit code {report.exit_code}", sessions_table(report.sessions)]
+def _document(report: RunReport, ctx: Context, limits: Limits, *, level: str, summary: bool) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+    """Head, per-session blocks and tail of either document: the same design, with more room in the summary."""
+    head = [f"{level} {_title(report, ctx)}", _reflects(report, ctx)]
+    head += _cause_lines(causes(report), ctx, limits)
+    head += _failed_lines(report, limits)
     redacted = report.redaction_summary()
     if redacted:  # kinds and counts only: the values never reach a report
         head.append(f"Redaction: {code_span(redacted, max_chars=500)}")
     surface = merged_surface(report)
-    if not surface.empty():
-        head += ["### Tool surface", surface_table(surface)]
+    # One changed tool is the headline already; a table earns its place when several changed.
+    if sum(len(getattr(surface, a)) for a in ("added", "removed", "breaking", "compatible", "cosmetic")) > (0 if summary else 1):
+        table = surface_table(surface)
+        head.append(f"{'#' * (len(level) + 1)} Tool surface\n\n{table}" if summary else
+                    f"<details>\n<summary>Tool surface changes</summary>\n\n{table}\n\n</details>")
+    if summary:
+        head += [f"{'#' * (len(level) + 1)} Sessions", sessions_table(report.sessions)]
     if report.orphans:
         names = ", ".join(code_span(o, max_chars=120) for o in report.orphans[:50])
         head.append(f"Golden tapes with no session (delete them or add the session): {names}")
-    blocks = [
-        (session_details(s, SUMMARY_LIMITS), session_details(s, SUMMARY_LIMITS, compact=True))
-        for s in _drifted_or_failed(report)
-    ]
+    first_of_cause: dict[int, SessionResult] = {}
+    for cause in causes(report):
+        for s in cause.sessions[1:]:
+            first_of_cause[id(s)] = cause.sessions[0]
+    blocks = [(session_details(s, ctx, limits, same_as=first_of_cause.get(id(s))),
+               session_details(s, ctx, limits, compact=True)) for s in _drifted_or_failed(report)]
     if blocks:
-        head.append("### Details")
-    tail = [accept_instructions(report)] if _has_drift(report) else []
-    doc = _assemble(head, blocks, tail, SUMMARY_LIMITS)
-    return scrub(doc, redactor)
+        head.append(f"{'#' * (len(level) + 1)} Per-session detail")
+    tail = [accept_instructions(report, ctx)] if _has_drift(report) else []
+    return head, blocks, tail
 
 
-def render_comment(report: RunReport, marker: str, *, redactor: Redactor | None = None) -> str:
-    """The sticky PR comment: marker, a headline naming the first drifted call, details, how to accept."""
+def render_summary(report: RunReport, *, redactor: Redactor | None = None, context: Context | None = None) -> str:
+    """The job summary: the comment's design with room for more — every session in a table, the
+    tool surface, one collapsed diff per drifted session, how to accept."""
+    ctx = context or Context()
+    head, blocks, tail = _document(report, ctx, SUMMARY_LIMITS, level="##", summary=True)
+    return scrub(_assemble(head, blocks, tail, SUMMARY_LIMITS, ctx), redactor)
+
+
+def render_comment(report: RunReport, marker: str, *, redactor: Redactor | None = None, context: Context | None = None) -> str:
+    """The sticky PR comment: marker, a headline saying in words what changes for a client, the
+    sessions each change affects, collapsed per-session detail, how to accept."""
     if not marker.startswith("<!--"):
         marker = comment_marker(marker)
     if not MARKER_RE.match(marker):
         raise ValueError(f"not an mcptape comment marker: {marker!r}")
-    config = code_span(report.config, max_chars=120)
-    n = len(report.sessions)
+    ctx = context or Context()
     if report.exit_code == 0:
+        n = len(report.sessions)
+        config = code_span(ctx.config_shown(report), max_chars=120)
         updated = sum(1 for s in report.sessions if s.verdict == "updated")
         detail = f"All {n} session{'s' * (n != 1)} of {config} match their golden tapes."
         if updated:
             detail = f"{n} session{'s' * (n != 1)} of {config}; {updated} golden tape{'s' * (updated != 1)} re-recorded."
-        doc = "\n\n".join([marker, f"### mcptape: {_headline(report)}", detail]) + "\n"
+        doc = "\n\n".join([marker, f"### {_title(report, ctx)}", detail, _reflects(report, ctx)]) + "\n"
         return scrub(doc, redactor)
-
-    head = [marker]
-    first = report.first_drift()
-    head.append(f"### mcptape: {_headline(report)}")
-    if first is not None:
-        session, drift = first
-        head.append(f"**First drifted call:** {code_span(drift.one_line(session.name), max_chars=400)}")
-    else:
-        failed = [s for s in report.sessions if s.exit_code == report.exit_code]
-        if failed:
-            head.append(f"{len(failed)} session{'s' * (len(failed) != 1)} of {config}: "
-                        + ", ".join(code_span(s.name, max_chars=80) for s in failed[:20]))
-    bad = _drifted_or_failed(report)
-    same = n - len(bad)
-    head.append(sessions_table(bad) + (f"\n\n{same} other session{'s' * (same != 1)} unchanged." if same else ""))
-    surface = merged_surface(report)
-    if not surface.empty():
-        head.append(surface_table(surface))
-    blocks = [(session_details(s, COMMENT_LIMITS), session_details(s, COMMENT_LIMITS, compact=True)) for s in bad]
-    tail = [accept_instructions(report)] if _has_drift(report) else []
-    doc = _assemble(head, blocks, tail, COMMENT_LIMITS)
-    return scrub(doc, redactor)
+    head, blocks, tail = _document(report, ctx, COMMENT_LIMITS, level="###", summary=False)
+    return scrub(_assemble([marker, *head], blocks, tail, COMMENT_LIMITS, ctx), redactor)
 
 
 # --- scrubbing --------------------------------------------------------------------------------
@@ -425,6 +754,7 @@ def scrub(doc: str, redactor: Redactor | None = None) -> str:
 
 __all__ = [
     "COMMENT_LIMIT_CHARS",
+    "Context",
     "SUMMARY_LIMIT_BYTES",
     "clip",
     "code_span",

@@ -104,9 +104,14 @@ class Drift:
         sevs = {f.severity for f in self.findings}
         return "structural" if "structural" in sevs else "output" if "output" in sevs else "info"
 
+    @property
+    def headline_finding(self) -> Finding:
+        """The finding that names this drift: the first of its own severity."""
+        return next((f for f in self.findings if f.severity == self.severity), self.findings[0])
+
     def one_line(self, session: str | None = None) -> str:
         """`arith · step 3 · tools/call add {"a":2,"b":3} · result.content[0].text "5" → "6" (output)`."""
-        first = next((f for f in self.findings if f.severity == self.severity), self.findings[0])
+        first = self.headline_finding
         parts = [session] if session else []
         if self.call is not None:
             parts.append(self.call.one_line())
@@ -186,6 +191,13 @@ class SessionResult:
     @property
     def exit_code(self) -> int:
         return VERDICT_EXIT[self.verdict]
+
+    def first_golden_line(self) -> int | None:
+        """The golden tape's line of the first drift: of its headline finding, else of any of its findings."""
+        if self.diff is None or self.diff.first is None:
+            return None
+        drift = self.diff.first
+        return next((f.golden_line for f in (drift.headline_finding, *drift.findings) if f.golden_line is not None), None)
 
     def first_drift_line(self) -> str | None:
         if self.diff is not None and self.diff.first is not None:

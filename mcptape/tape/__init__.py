@@ -4,4 +4,5 @@
     format.py   the bytes of a tape: header, footer, serialization, streamed and whole-tape writing
     reader.py   reading tapes: whole, in pairs (diff) and streamed (play), one set of checks and errors
     atomic.py   all-or-nothing file writes (golden tapes, reports)
+    view.py     the review view written beside each golden tape: one line per value, for reading diffs
 """

@@ -97,16 +97,17 @@ def test_a_kill_between_temp_file_and_rename_leaves_nothing_git_stages(repo: Pat
     tapes = repo / "tapes"
     assert temp.is_file() and temp.parent == tapes / ".mcptape-tmp"  # killed mid-write, for real
     assert temp.read_bytes().startswith(b'{"mcptape":"tape"')
-    assert staged(repo) == ["?? mcptape.yml", "A  tapes/first.tape.jsonl"]
+    # A written tape comes with its review view (tape/view.py), written right after it.
+    assert staged(repo) == ["?? mcptape.yml", "A  tapes/first.tape.jsonl", "A  tapes/first.tape.view.txt"]
 
     # The next run writes every golden and removes what the killed one left.
     again = update_golden(repo)
     out, err = again.communicate(timeout=120)
     assert again.returncode == 0, out + err
     assert not (tapes / ".mcptape-tmp").exists()
-    assert sorted(p.name for p in tapes.iterdir()) == ["first.tape.jsonl", "second.tape.jsonl", "third.tape.jsonl"]
-    assert staged(repo) == ["?? mcptape.yml", "A  tapes/first.tape.jsonl", "A  tapes/second.tape.jsonl",
-                            "A  tapes/third.tape.jsonl"]
+    tapes_and_views = [f"{n}{suffix}" for n in ("first", "second", "third") for suffix in (".tape.jsonl", ".tape.view.txt")]
+    assert sorted(p.name for p in tapes.iterdir()) == tapes_and_views
+    assert staged(repo) == ["?? mcptape.yml", *(f"A  tapes/{n}" for n in tapes_and_views)]
 
     # The control: a temp file beside the tapes, where write_atomic used to put it, is staged.
     (tapes / ".second.tape.jsonl.k2j4x9.tmp").write_bytes(temp.name.encode())
