@@ -163,7 +163,7 @@ def test_the_sdist_is_the_checkout_a_packager_builds_and_tests_from(built: Built
     shipped = set(built.sdist_names())
     wanted = [p for p in checkout_files() if not p.startswith(NOT_SHIPPED)]
     assert {"LICENSE", "README.md", "action.yml", "Makefile", "pyproject.toml", "MANIFEST.in",
-            "schema/mcptape.schema.json", "fixtures/example/mcptape.yml", "fixtures/node/package.json",
+            "mcptape/mcptape.schema.json", "fixtures/example/mcptape.yml", "fixtures/node/package.json",
             "tests/conftest.py", "docs/github-action.md", ".github/workflows/ci.yml"} <= set(wanted)
     assert [p for p in wanted if p not in shipped] == []
     assert not [p for p in shipped if "__pycache__" in p or "node_modules" in p or p.endswith(".pyc")]
