@@ -36,7 +36,7 @@ SUPPORTED_PLATFORMS = "Linux and macOS"
 # Each command is a module of mcptape/commands/, imported only when chosen, so `mcptape --version`
 # and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. A command module has
 # `Options.from_args(namespace)`, its typed options, and `run(options) -> exit code`.
-COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "schema", "comment", "merge")}
+COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge")}
 
 
 def unsupported_platform(os_name: str | None = None, sys_platform: str | None = None) -> str | None:
@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     # --- ci --------------------------------------------------------------------------------
     ci = sub.add_parser("ci", help="run the sessions of mcptape.yml and compare with the golden tapes")
     ci.add_argument("-c", "--config", default="mcptape.yml", help="config file (default: mcptape.yml)")
-    ci.add_argument("--update-golden", action="store_true", help="accept the fresh tapes as golden")
+    ci.add_argument("--update-golden", "-u", action="store_true", help="accept the fresh tapes as golden")
     ci.add_argument("--allow-update-in-ci", action="store_true", help="allow --update-golden when CI=true")
     ci.add_argument("--session", action="append", default=[], metavar="NAME", help="run only this session")
     ci.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="sessions in parallel (default: cores)")
@@ -120,6 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     ci.add_argument("--summary", metavar="FILE", help="write the markdown summary here")
     ci.add_argument("--out-dir", metavar="DIR", help="keep the fresh tapes here")
+
+    # --- init / check ----------------------------------------------------------------------
+    init = sub.add_parser("init", help="write a first mcptape.yml from what a live server lists")
+    init.add_argument("--url", help="list an HTTP server at this MCP endpoint instead of a command")
+    init.add_argument("-o", "--out", default="mcptape.yml", metavar="FILE", help="config to write (default: mcptape.yml; never overwritten)")
+    init.add_argument("--name", help="name of the server and its session (default: from the command)")
+    init.add_argument("--env", "-e", action="append", default=[], metavar="NAME[=VALUE]",
+                      help="a variable the server needs (repeatable); NAME alone passes this environment's value "
+                      "and writes ${NAME}; secret values are always written as ${NAME}")
+    init.add_argument("--no-trial", action="store_true",
+                      help="do not run the written session twice to find volatile values (normalize rules)")
+    init.add_argument("server", nargs=argparse.REMAINDER, help="-- <server command...>")
+    check = sub.add_parser("check", help="validate mcptape.yml without starting any server")
+    check.add_argument("-c", "--config", default="mcptape.yml", help="config file (default: mcptape.yml)")
 
     # --- schema / comment / merge ----------------------------------------------------------
     sub.add_parser("schema", help="print the JSON Schema of mcptape.yml")
