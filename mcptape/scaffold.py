@@ -8,7 +8,7 @@ every call), so what init writes is what ci accepts.
 Arguments are the smallest valid value a schema suggests, in this order: `examples`/`example`,
 `default`, `const`, `enum`'s first value, then a value of the type (only the required properties
 of an object, `minItems` items of an array, a number inside its bounds, a string of the format
-or a hint from the property's name). Optional properties are left out, but a number named like a
+or a hint from the property's name: `path_hints`, from the server's command, first). Optional properties are left out, but a number named like a
 wait (WAIT_WORDS), which gets its smallest value so that the gate stays fast. A value that is not valid is not guessed further: the call
 is written commented out for the user to complete.
 """
@@ -16,8 +16,9 @@ is written commented out for the user to complete.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 # Words in a tool's name that say it changes something: a call named so is not run until the user
@@ -56,6 +57,16 @@ FORMATS = {
     "hostname": "example.com",
 }
 _NO_VALUE = object()
+Hints = tuple[tuple[str, str], ...]  # (word in a property's name, value), tried before NAME_HINTS
+
+
+def path_hints(command: Sequence[str], cwd: Path) -> Hints:
+    """Hints from a server command: its first argument that is a directory (the repository or root
+    the server was started on) is the likeliest value of a `path`, `repo_path` or `root`."""
+    for arg in list(command)[1:]:
+        if not arg.startswith("-") and arg not in (".", "/") and (cwd / arg).is_dir():
+            return (("path", arg), ("dir", arg), ("repo", arg), ("root", arg))
+    return ()
 
 
 @dataclass(frozen=True)
@@ -125,12 +136,12 @@ def _number(schema: Mapping[str, Any], integer: bool) -> int | float:
     return int(value) if integer else value
 
 
-def _string(schema: Mapping[str, Any], name: str) -> str:
+def _string(schema: Mapping[str, Any], name: str, hints: Hints = ()) -> str:
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt in FORMATS:
         return FORMATS[fmt]
     lowered = name.lower()
-    value = next((hint for key, hint in NAME_HINTS if key in lowered), "example")
+    value = next((hint for key, hint in (*hints, *NAME_HINTS) if key in lowered), "example")
     low = schema.get("minLength")
     high = schema.get("maxLength")
     if isinstance(low, int) and len(value) < low:
@@ -140,7 +151,7 @@ def _string(schema: Mapping[str, Any], name: str) -> str:
     return value
 
 
-def example_value(schema: Any, root: Mapping[str, Any], name: str = "", depth: int = 0) -> Any:
+def example_value(schema: Any, root: Mapping[str, Any], name: str = "", depth: int = 0, hints: Hints = ()) -> Any:
     """A value `schema` suggests (see the module docstring), or _NO_VALUE when none is found."""
     schema = _resolve(schema, root)
     if depth > MAX_DEPTH or not isinstance(schema, dict):
@@ -161,14 +172,14 @@ def example_value(schema: Any, root: Mapping[str, Any], name: str = "", depth: i
         options = schema.get(key)
         if isinstance(options, list) and options and not schema.get("type"):
             usable = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")] or options
-            return example_value(usable[0], root, name, depth + 1)
+            return example_value(usable[0], root, name, depth + 1, hints)
     kind = _first_type(schema)
     if kind is None and ("properties" in schema or "required" in schema):
         kind = "object"
     if kind == "object":
-        return example_object(schema, root, depth + 1)
+        return example_object(schema, root, depth + 1, hints)
     if kind == "array":
-        item = example_value(schema.get("items", {}), root, name, depth + 1)
+        item = example_value(schema.get("items", {}), root, name, depth + 1, hints)
         count = schema.get("minItems")
         if not isinstance(count, int) or count <= 0:
             return []
@@ -176,7 +187,7 @@ def example_value(schema: Any, root: Mapping[str, Any], name: str = "", depth: i
     if kind in ("integer", "number"):
         return _number(schema, kind == "integer")
     if kind == "string":
-        return _string(schema, name)
+        return _string(schema, name, hints)
     if kind == "boolean":
         return False
     if kind == "null":
@@ -184,14 +195,14 @@ def example_value(schema: Any, root: Mapping[str, Any], name: str = "", depth: i
     return _NO_VALUE
 
 
-def example_object(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0) -> Any:
+def example_object(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0, hints: Hints = ()) -> Any:
     """The object with only its required properties, each given an example value."""
     properties = schema.get("properties")
     props = properties if isinstance(properties, dict) else {}
     required = schema.get("required")
     out: dict[str, Any] = {}
     for key in required if isinstance(required, list) else []:
-        value = example_value(props.get(key, {}), root, str(key), depth)
+        value = example_value(props.get(key, {}), root, str(key), depth, hints)
         if value is _NO_VALUE:
             return _NO_VALUE
         out[str(key)] = value
@@ -204,18 +215,18 @@ def example_object(schema: Mapping[str, Any], root: Mapping[str, Any], depth: in
     return out
 
 
-def example_arguments(schema: Any) -> dict[str, Any] | None:
+def example_arguments(schema: Any, hints: Hints = ()) -> dict[str, Any] | None:
     """Arguments for a tool with this inputSchema (its required properties), or None if none were found."""
     if not isinstance(schema, dict):
         return {}
-    value = example_object(schema, schema)
+    value = example_object(schema, schema, 0, hints)
     return value if isinstance(value, dict) else None
 
 
-def prompt_arguments(prompt: Mapping[str, Any]) -> dict[str, str]:
+def prompt_arguments(prompt: Mapping[str, Any], hints: Hints = ()) -> dict[str, str]:
     """A prompt's required arguments (prompts take strings), each with a value hinted by its name."""
     out: dict[str, str] = {}
     for argument in prompt.get("arguments") or []:
         if isinstance(argument, dict) and argument.get("required") and isinstance(argument.get("name"), str):
-            out[argument["name"]] = _string({}, argument["name"])
+            out[argument["name"]] = _string({}, argument["name"], hints)
     return out

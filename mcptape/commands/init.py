@@ -41,7 +41,7 @@ from mcptape.errors import ConfigError, McptapeError, WriteError
 from mcptape.nondeterminism import find_volatile, suggest_rules, unfixed
 from mcptape.record.stdio import default_name
 from mcptape.redact.policy import argv_secrets, secret_reason
-from mcptape.scaffold import example_arguments, prompt_arguments, tool_safety
+from mcptape.scaffold import Hints, example_arguments, path_hints, prompt_arguments, tool_safety
 from mcptape.tape.format import Tape
 from mcptape.transports.factory import open_transport
 
@@ -108,7 +108,8 @@ def run(options: Options) -> int:
     server = _server_entry(options, out, env_entries)
     surface = _list_surface(server, base_dir=directory, env=env_values)
     name = _name(options, surface)
-    text = render_config(name, server, surface)
+    hints = path_hints(options.server, Path.cwd())
+    text = render_config(name, server, surface, hints=hints)
     trial = None
     try:
         fd, temp_name = tempfile.mkstemp(prefix=".mcptape-init-", suffix=".yml", dir=directory)
@@ -120,7 +121,7 @@ def run(options: Options) -> int:
         loaded = _verified(temp, text, env_values)
         if options.trial:
             trial = _trial(loaded)
-            text = render_config(name, server, surface, trial)
+            text = render_config(name, server, surface, trial, hints=hints)
             _verified(temp, text, env_values)
         _link(temp, out)
     finally:
@@ -228,7 +229,7 @@ def _name(options: Options, surface: Surface) -> str:
 
 # -- the file ---------------------------------------------------------------------------------------
 
-_PLAIN = re.compile(r"[A-Za-z_./@~][A-Za-z0-9_./@:+=~-]*")
+_PLAIN = re.compile(r"(?:[A-Za-z_./@~]|-(?=[A-Za-z0-9_-]))[A-Za-z0-9_./@:+=~-]*")
 _NOT_PLAIN = re.compile(r"(?i)(y|n|yes|no|true|false|on|off|null|~)")
 
 
@@ -252,7 +253,8 @@ def _one_line(text: Any, limit: int = 90) -> str:
     return words if len(words) <= limit else words[: limit - 3].rstrip() + "..."
 
 
-def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial: Trial | None = None) -> str:
+def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial: Trial | None = None,
+                  *, hints: Hints = ()) -> str:
     """The commented mcptape.yml for `surface` (see the module docstring)."""
     lines = [
         f"# yaml-language-server: $schema={SCHEMA_ID}",
@@ -278,7 +280,7 @@ def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial:
         else:
             lines.append(f"      - {action}")
     for tool in surface.tools or []:
-        lines += _call_lines(tool)
+        lines += _call_lines(tool, hints)
     resources = surface.resources or []
     for resource in resources[:MAX_RESOURCES]:
         uri = resource.get("uri")
@@ -295,7 +297,7 @@ def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial:
         if not isinstance(pname, str) or not pname:
             continue
         lines.append(f"      - get_prompt: {yaml_scalar(pname)}")
-        arguments = prompt_arguments(prompt)
+        arguments = prompt_arguments(prompt, hints)
         if arguments:
             lines.append(f"        arguments: {yaml_scalar(arguments)}   # example values: put real ones here")
     return "\n".join(lines + _normalize_lines(trial)) + "\n"
@@ -327,12 +329,12 @@ def _normalize_lines(trial: Trial | None) -> list[str]:
     return lines
 
 
-def _call_lines(tool: Mapping[str, Any]) -> list[str]:
+def _call_lines(tool: Mapping[str, Any], hints: Hints) -> list[str]:
     tname = tool.get("name")
     if not isinstance(tname, str) or not tname:
         return []
     schema = tool.get("inputSchema")
-    arguments = example_arguments(schema)
+    arguments = example_arguments(schema, hints)
     problem = "no valid arguments could be built from its inputSchema" if arguments is None else \
         schema_violation(arguments, schema)
     safety = tool_safety(tool)
