@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("server", nargs=argparse.REMAINDER, help="-- <server command...>")
     check = sub.add_parser("check", help="validate mcptape.yml without starting any server")
     check.add_argument("-c", "--config", default="mcptape.yml", help="config file (default: mcptape.yml)")
+    check.add_argument("--allow-unset", action="store_true",
+                       help="an unset ${VAR} is named, not an error (for a pre-commit hook, which lacks CI's secrets)")
+    check.add_argument("files", nargs="*", metavar="FILE", help="configs to check instead of -c's (as pre-commit passes them)")
 
     # --- schema / comment / merge ----------------------------------------------------------
     sub.add_parser("schema", help="print the JSON Schema of mcptape.yml")

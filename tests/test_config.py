@@ -164,7 +164,7 @@ def test_every_step_shorthand() -> None:
     assert isinstance(server, StdioServer)
     assert server.command == ["node", "server-everything/dist/index.js", "stdio"]  # string split like a shell
     assert server.protocol == "2025-06-18"
-    assert loaded.resolve(server.cwd or ".") == CONFIGS.resolve() / "node"  # relative to the config file
+    assert loaded.resolve(server.cwd or ".") == ROOT.resolve() / "fixtures" / "node"  # relative to the config file
 
     client = loaded.config.client_for(session)
     assert client.sampling == "decline"

@@ -148,7 +148,7 @@ def test_the_python_versions_declared_are_the_ones_ci_tests(built: Built) -> Non
 def test_the_wheel_holds_py_typed_and_every_file_of_the_package(built: Built) -> None:
     """Everything under mcptape/ a checkout has (modules, py.typed, data the package reads) and nothing else."""
     package = sorted(p for p in checkout_files() if p.startswith("mcptape/"))
-    assert "mcptape/py.typed" in package
+    assert "mcptape/py.typed" in package and "mcptape/mcptape.schema.json" in package  # `mcptape schema` reads it
     names = built.wheel_names()
     in_wheel = {n for n in names if not n.startswith("mcptape-")}
     assert {"missing": sorted(set(package) - in_wheel), "extra": sorted(in_wheel - set(package))} == \
