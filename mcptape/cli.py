@@ -148,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--env", "-e", action="append", default=[], metavar="NAME[=VALUE]",
                       help="a variable the server needs (repeatable); NAME alone passes this environment's value "
                       "and writes ${NAME}; secret values are always written as ${NAME}")
+    init.add_argument("--protocol", metavar="VERSION",
+                      help="pin the protocol version (written to the server entry; default: auto, as ci)")
     init.add_argument("--no-trial", action="store_true",
                       help="do not run the written session twice to find volatile values (normalize rules)")
     init.add_argument("server", nargs=argparse.REMAINDER, help="-- <server command...>")

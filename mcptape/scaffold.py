@@ -27,7 +27,7 @@ DESTRUCTIVE_WORDS = frozenset({
     "delete", "remove", "rm", "write", "create", "update", "upsert", "move", "mv", "rename", "edit",
     "reset", "drop", "truncate", "clear", "purge", "destroy", "kill", "stop", "restart", "set", "put",
     "patch", "post", "insert", "append", "save", "upload", "send", "publish", "commit", "push", "merge",
-    "checkout", "apply", "install", "uninstall", "deploy", "execute", "exec", "run", "add", "init",
+    "checkout", "apply", "install", "uninstall", "deploy", "execute", "exec", "run",
 })
 # An optional number named like a wait is given its smallest value (1, inside its bounds) instead of
 # being left to its default: a demo tool's `duration: 10` must not make every gate run 10 s longer.

@@ -101,8 +101,11 @@ def test_prompt_arguments_fill_only_the_required_ones() -> None:
         ({"name": "deleteNote", "annotations": {"readOnlyHint": True}}, False, "(delete)"),
         ({"name": "git-commit", "annotations": {"readOnlyHint": True}}, False, "(commit)"),
         ({"name": "create_or_update", "annotations": {"readOnlyHint": True}}, False, "(create, update)"),
-        # A word inside another is not that word: "address" holds "add", "settings" holds "set".
-        ({"name": "get_address_settings", "annotations": {"readOnlyHint": True}}, True, ""),
+        # A word inside another is not that word: "settings" holds "set", "preview" holds... "review".
+        ({"name": "get_settings_preview", "annotations": {"readOnlyHint": True}}, True, ""),
+        # "add" is arithmetic as often as a change: the annotations decide (git_add is not read-only).
+        ({"name": "add", "annotations": {"readOnlyHint": True}}, True, ""),
+        ({"name": "git_add", "annotations": {"readOnlyHint": False}}, False, "not annotated readOnlyHint"),
     ],
 )
 def test_only_read_only_tools_not_named_like_a_change_run_first(tool: dict[str, Any], safe: bool, reason: str) -> None:

@@ -62,6 +62,7 @@ class Options:
     name: str | None
     env: tuple[str, ...] = ()
     trial: bool = True
+    protocol: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -69,7 +70,7 @@ class Options:
         if server and server[0] == "--":
             server = server[1:]
         return cls(server=tuple(server), url=args.url, out=args.out, name=args.name, env=tuple(args.env or ()),
-                   trial=not args.no_trial)
+                   trial=not args.no_trial, protocol=args.protocol)
 
 
 @dataclass
@@ -160,8 +161,9 @@ def _server_entry(options: Options, out: Path, env: Mapping[str, str]) -> dict[s
             "give the server to list: `mcptape init -- <server command...>` or `mcptape init --url URL`",
             hint="e.g. mcptape init -- python server.py, or mcptape init --url http://127.0.0.1:8765/mcp",
         )
+    pinned = {"protocol": options.protocol} if options.protocol else {}
     if options.url:
-        return {"url": options.url}
+        return {"url": options.url, **pinned}
     _, secrets = argv_secrets(list(options.server))
     if secrets:
         raise ConfigError(
@@ -175,7 +177,7 @@ def _server_entry(options: Options, out: Path, env: Mapping[str, str]) -> dict[s
     here, there = Path.cwd().resolve(), out.resolve().parent
     if here != there:
         entry["cwd"] = os.path.relpath(here, there)
-    return entry
+    return {**entry, **pinned}
 
 
 def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str]) -> Surface:
@@ -183,10 +185,12 @@ def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str,
     model = HttpServer(**fields) if "url" in entry else StdioServer(**fields)
     transport = open_transport(model, base_dir=base_dir, env=env)
     steps = [Step(action=a) for a in LIST_STEPS]  # type: ignore[arg-type]
-    recording = record_session(transport, steps, ClientSettings(), session="init",
+    recording = record_session(transport, steps, ClientSettings(), session="init", protocol=model.protocol,
                                step_timeout=INIT_STEP_TIMEOUT, session_timeout=INIT_SESSION_TIMEOUT)
     if recording.error is not None:
-        raise type(recording.error)(f"listing the server failed: {recording.error.message}", hint=recording.error.hint)
+        hint = recording.error.hint or (None if model.protocol else
+                                        "a server that refuses server/discover may need --protocol 2025-11-25")
+        raise type(recording.error)(f"listing the server failed: {recording.error.message}", hint=hint)
     surface = Surface()
     info = recording.server_info or {}
     surface.server_name = info.get("name") if isinstance(info.get("name"), str) else None

@@ -25,6 +25,7 @@ import yaml
 from mcptape.config.load import load_config
 from mcptape.config.schema import SCHEMA_ID
 from tests.conftest import FIXTURES, mcptape_command, node_server, user_env
+from tests.integration.http_helpers import LOOPBACK, background, free_port
 from tests.integration.real_servers import GIT_ENV
 
 NOTES_SERVER = FIXTURES / "servers" / "notes_server.py"
@@ -209,3 +210,26 @@ def test_init_then_record_then_the_gate_is_green_and_sees_a_change(server: str, 
     drifted = mcptape(tmp_path, "ci", env=user_env(**{**ref.env, **ref.change()}))
     assert drifted.returncode in (1, 2), f"{server}: the change went unseen\n{drifted.stdout}\n{drifted.stderr}"
     assert os.environ.get("MCPTAPE_DEBUG") or "Traceback" not in drifted.stderr
+
+
+@pytest.mark.node
+def test_init_over_http_pins_the_protocol_it_was_given_and_gates_the_server(tmp_path: Path) -> None:
+    """server-everything over streamable HTTP refuses server/discover with HTTP 400 (REFERENCE-SERVERS.md):
+    init says to pin the protocol, and with --protocol writes it for ci. Restarted with another LANG,
+    its get-env answer changes: the gate sees it."""
+    if shutil.which("node") is None:
+        pytest.skip("node is needed for server-everything")
+    entry = str(node_server("everything"))
+    port = free_port()
+    url = f"http://{LOOPBACK}:{port}/mcp"
+    with background(["node", entry, "streamableHttp"], port, env={"PORT": str(port), "LANG": "C.UTF-8"}):
+        refused = ok(mcptape(tmp_path, "init", "--no-trial", "--url", url), 3)
+        assert "HTTP 400" in refused.stderr and "--protocol 2025-11-25" in refused.stderr
+        assert not (tmp_path / "mcptape.yml").exists()
+        ok(mcptape(tmp_path, "init", "--protocol", "2025-11-25", "--url", url))
+        server = yaml.safe_load((tmp_path / "mcptape.yml").read_text(encoding="utf-8"))["servers"]
+        assert list(server.values()) == [{"url": url, "protocol": "2025-11-25"}]
+        ok(mcptape(tmp_path, "ci", "-u"))
+        ok(mcptape(tmp_path, "ci"))
+    with background(["node", entry, "streamableHttp"], port, env={"PORT": str(port), "LANG": "en_US.UTF-8"}):
+        assert mcptape(tmp_path, "ci").returncode == 1
