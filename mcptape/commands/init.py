@@ -253,8 +253,11 @@ def yaml_scalar(value: Any) -> str:
 
 
 def _one_line(text: Any, limit: int = 90) -> str:
+    """Server text for a comment: one line, shortened, every character YAML or a terminal could act on
+    escaped (a tool name or description may hold control, bidi or zero-width characters)."""
     words = " ".join(str(text or "").split())
-    return words if len(words) <= limit else words[: limit - 3].rstrip() + "..."
+    words = words if len(words) <= limit else words[: limit - 3].rstrip() + "..."
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in words)
 
 
 def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial: Trial | None = None,
@@ -304,6 +307,8 @@ def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial:
         arguments = prompt_arguments(prompt, hints)
         if arguments:
             lines.append(f"        arguments: {yaml_scalar(arguments)}   # example values: put real ones here")
+    if not any(line.startswith("      - ") for line in lines):  # a session needs a step
+        lines.append("      - ping                       # the server lists nothing: its answer to ping is gated")
     return "\n".join(lines + _normalize_lines(trial)) + "\n"
 
 
@@ -346,7 +351,7 @@ def _call_lines(tool: Mapping[str, Any], hints: Hints) -> list[str]:
     if arguments:
         step.append(f"  arguments: {yaml_scalar(arguments)}")
     about = _one_line(tool.get("description"))
-    head = [f"      # {tname}: {about}"] if about else []
+    head = [f"      # {_one_line(tname, 60)}: {about}"] if about else []
     if safety.safe and problem is None:
         return head + [f"      {s}" for s in step]
     why = safety.reason if not safety.safe else f"fill in its arguments ({_one_line(problem, 120)})"

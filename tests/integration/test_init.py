@@ -24,7 +24,7 @@ import yaml
 
 from mcptape.config.load import load_config
 from mcptape.config.schema import SCHEMA_ID
-from tests.conftest import FIXTURES, mcptape_command, node_server, user_env
+from tests.conftest import FIXTURES, calc_command, mcptape_command, node_server, user_env
 from tests.integration.http_helpers import LOOPBACK, background, free_port
 from tests.integration.real_servers import GIT_ENV
 
@@ -233,3 +233,39 @@ def test_init_over_http_pins_the_protocol_it_was_given_and_gates_the_server(tmp_
         ok(mcptape(tmp_path, "ci"))
     with background(["node", entry, "streamableHttp"], port, env={"PORT": str(port), "LANG": "en_US.UTF-8"}):
         assert mcptape(tmp_path, "ci").returncode == 1
+
+
+BARE_SERVER = """\
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        out = {"result": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "bare", "version": "1"}}}
+    elif msg["method"] == "ping":
+        out = {"result": {}}
+    else:
+        out = {"error": {"code": -32601, "message": "Method not found"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], **out}), flush=True)
+"""
+
+
+def test_a_server_that_lists_nothing_gets_a_session_that_pings_it_and_hostile_names_stay_inert(tmp_path: Path) -> None:
+    (tmp_path / "bare.py").write_text(BARE_SERVER, encoding="utf-8")
+    ok(mcptape(tmp_path, "init", "--no-trial", "--", sys.executable, "bare.py"))
+    text = (tmp_path / "mcptape.yml").read_text(encoding="utf-8")
+    assert "# - list_tools        # not offered: the server answered 'Method not found'" in text
+    assert [s for s in yaml.safe_load(text)["sessions"][0]["steps"]] == ["ping"]
+    ok(mcptape(tmp_path, "ci", "-u"))
+    ok(mcptape(tmp_path, "ci"))
+    # Tool names with terminal escapes, bidi and zero-width characters, and a newline: escaped in the
+    # comments, exact in the (commented) steps, and the file still loads.
+    out = tmp_path / "hostile.yml"
+    ok(mcptape(tmp_path, "init", "--no-trial", "-o", str(out), "--", *calc_command("hostile_names")))
+    hostile = out.read_text(encoding="utf-8")
+    assert not [c for c in hostile if not c.isprintable() and c != "\n"]
+    assert '# - call: "two\\n::error::forged by a tool name"' in hostile
+    again = tmp_path / "again.yml"
+    again.write_text(uncommented(hostile), encoding="utf-8")
+    assert "two\n::error::forged by a tool name" in [s.target for s in load_config(again).config.sessions[0].steps]
