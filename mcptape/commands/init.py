@@ -1,4 +1,4 @@
-"""`mcptape init [-o FILE] [--name NAME] [--env NAME[=VALUE]]... -- <server command...>` (or `--url URL`).
+"""`mcptape init [-o FILE] [--name NAME] [--env NAME[=VALUE]]... [--protocol V] -- <server command...>` (or `--url URL`).
 
 Writes a first mcptape.yml from a live server: it connects with the scripted client `ci` uses
 (client.record_session, over the transport `ci` opens: transports/factory.py), lists tools,
@@ -7,10 +7,15 @@ calls each tool with arguments built from its inputSchema (scaffold.py), reads e
 resource (the first MAX_RESOURCES) and gets each prompt. Calls that may change something
 (scaffold.tool_safety) are written commented out, so the first `ci` is safe to run anywhere.
 
+Before writing, the session runs twice as ci runs it (ci/repeat.py's repeat_session), and the
+normalize rules nondeterminism.py suggests for what differed go into the file: otherwise a clock
+in an answer would make the first `ci` after `ci --update-golden` drift (`--no-trial` skips it).
+
 The file is written only if it loads with config.load_config and passes `mcptape check`'s checks
-(commands/check.py), and never over an existing file (os.link refuses, with no race): exit 3
+(config/semantics.py), and never over an existing file (os.link refuses, with no race): exit 3
 with the fix. Environment values that are secrets (redact/policy.py's rule) are written as
-`${NAME}`, never as their value: mcptape.yml is committed.
+`${NAME}`, never as their value, and a command line holding a secret is refused: mcptape.yml is
+committed. Server text in comments (descriptions, error messages) is one line, escaped.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from mcptape.ci.repeat import repeat_session
 from mcptape.ci.session import RunContext
@@ -51,7 +58,6 @@ INIT_STEP_TIMEOUT = 30.0
 INIT_SESSION_TIMEOUT = 120.0
 DEFAULT_OUT = "mcptape.yml"
 TRIAL_GAP = 1.1  # seconds from the start of one trial run to the next (see _trial)
-
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,12 @@ def _server_entry(options: Options, out: Path, env: Mapping[str, str]) -> dict[s
 
 def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str]) -> Surface:
     fields = {k: v for k, v in entry.items() if k != "env"}
-    model = HttpServer(**fields) if "url" in entry else StdioServer(**fields)
+    try:
+        model = HttpServer(**fields) if "url" in entry else StdioServer(**fields)
+    except ValidationError as e:  # what the options say, checked by the models the config is checked by
+        first = e.errors()[0]
+        where = {"url": "--url", "protocol": "--protocol"}.get(str(first["loc"][0]), "the server command")
+        raise ConfigError(f"{where}: {first['msg']}") from None
     transport = open_transport(model, base_dir=base_dir, env=env)
     steps = [Step(action=a) for a in LIST_STEPS]  # type: ignore[arg-type]
     recording = record_session(transport, steps, ClientSettings(), session="init", protocol=model.protocol,
@@ -218,6 +229,7 @@ def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str,
 
 
 def key_attr(action: str) -> str:
+    """The Surface field a list step fills."""
     return {"list_tools": "tools", "list_resources": "resources",
             "list_resource_templates": "resource_templates", "list_prompts": "prompts"}[action]
 

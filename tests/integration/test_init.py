@@ -94,6 +94,10 @@ def test_init_on_an_annotated_server_gates_it_and_keeps_changes_out_of_the_first
 def test_init_refuses_what_it_cannot_list_and_writes_nothing(tmp_path: Path) -> None:
     nothing = ok(mcptape(tmp_path, "init"), 3)
     assert "mcptape init -- <server command...>" in nothing.stderr
+    bad_url = ok(mcptape(tmp_path, "init", "--url", "ftp://127.0.0.1/mcp"), 3)
+    assert bad_url.stderr.startswith('mcptape init: --url: "ftp://127.0.0.1/mcp" is not an http(s) URL')
+    bad_protocol = ok(mcptape(tmp_path, "init", "--protocol", "2099-01-01", "--", sys.executable, str(NOTES_SERVER)), 3)
+    assert 'mcptape init: --protocol: unknown protocol version "2099-01-01"' in bad_protocol.stderr
     dead = ok(mcptape(tmp_path, "init", "--", sys.executable, "-c", "import sys; sys.exit(5)"), 3)
     assert "listing the server failed" in dead.stderr
     secret = ok(mcptape(tmp_path, "init", "--", sys.executable, str(NOTES_SERVER),
