@@ -64,6 +64,7 @@ def test_init_on_an_annotated_server_gates_it_and_keeps_changes_out_of_the_first
         # examples (through a $ref), an enum's first value, a default; the optional `verbose` left out
         ("call", "lookup", {"key": "welcome", "format": "text", "limit": 3}),
         ("call", "count_notes", None),
+        ("call", "clock", None),
         ("read_resource", "notes://index", None),
         ("get_prompt", "draft", {"topic": "example"}),  # the required argument only
     ]
@@ -75,7 +76,10 @@ def test_init_on_an_annotated_server_gates_it_and_keeps_changes_out_of_the_first
     again = tmp_path / "all.yml"
     again.write_text(uncommented(text), encoding="utf-8")
     calls = [s.target for s in load_config(again, env=env).config.sessions[0].steps if s.action == "call"]
-    assert calls == ["lookup", "count_notes", "delete_note", "summarize", "rename_note"]
+    assert calls == ["lookup", "count_notes", "clock", "delete_note", "summarize", "rename_note"]
+    # The clock's answer differed between init's two trial runs: a rule for it is in the file.
+    rules = load_config(config, env=env).config.normalize
+    assert len(rules) == 1 and rules[0].pattern is not None and "clock" in (rules[0].reason or "")
 
     assert ok(mcptape(tmp_path, "check", env=env)).stdout.startswith("ok: 1 session, 1 server")
     ok(mcptape(tmp_path, "ci", "-u", env=env))
@@ -89,6 +93,15 @@ def test_init_on_an_annotated_server_gates_it_and_keeps_changes_out_of_the_first
     assert "mcptape.yml already exists" in refused.stderr and "-o" in refused.stderr
     assert config.read_text(encoding="utf-8") == text
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".mcptape-init")) == []
+
+
+def test_without_the_trial_runs_the_clock_drifts_on_the_first_gate(tmp_path: Path) -> None:
+    """The control for the rule above: the same server, init --no-trial, and the second run differs."""
+    ok(mcptape(tmp_path, "init", "--no-trial", "--", sys.executable, str(NOTES_SERVER)))
+    assert "\nnormalize:" not in (tmp_path / "mcptape.yml").read_text(encoding="utf-8")
+    ok(mcptape(tmp_path, "ci", "-u"))
+    drifted = ok(mcptape(tmp_path, "ci"), 1)
+    assert "tools/call clock" in drifted.stdout
 
 
 def test_init_refuses_what_it_cannot_list_and_writes_nothing(tmp_path: Path) -> None:
