@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 from mcptape.ci.repeat import repeat_session
@@ -245,23 +246,36 @@ def _name(options: Options, surface: Surface) -> str:
 
 # -- the file ---------------------------------------------------------------------------------------
 
-_PLAIN = re.compile(r"(?:[A-Za-z_./@~]|-(?=[A-Za-z0-9_-]))[A-Za-z0-9_./@:+=~-]*")
+# A plain scalar starts with no YAML indicator (@ ` ~ & * ! | > ' " % # ...; a dash only before a word).
+_PLAIN = re.compile(r"(?:[A-Za-z_./]|-(?=[A-Za-z0-9_-]))[A-Za-z0-9_./@:+=~-]*")
 _NOT_PLAIN = re.compile(r"(?i)(y|n|yes|no|true|false|on|off|null|~)")
 
 
 def yaml_scalar(value: Any) -> str:
-    """A value as YAML flow text that reads back as exactly this value (JSON is valid YAML flow)."""
+    """A value as YAML flow text that reads back as exactly this value (JSON is valid YAML flow).
+
+    A string is written plain when that reads back as the same string (not a number, a boolean,
+    a date...: YAML's own resolver decides), else double-quoted with every character that is not
+    printable escaped (\\u or \\U: YAML has both; JSON's surrogate pairs would read back as two).
+    """
     if isinstance(value, str):
-        if _PLAIN.fullmatch(value) and not _NOT_PLAIN.fullmatch(value) and not value.endswith(":"):
+        if _PLAIN.fullmatch(value) and not _NOT_PLAIN.fullmatch(value) and _reads_back(value):
             return value
         text = json.dumps(value, ensure_ascii=False)
-        return "".join(c if c.isprintable() or c in "\t" else f"\\u{ord(c):04x}" for c in text) \
-            if all(ord(c) < 0x10000 for c in value) else json.dumps(value)
+        return "".join(c if c.isprintable() or c == "\t" else
+                       f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text)
     if isinstance(value, dict):
         return "{" + ", ".join(f"{yaml_scalar(str(k))}: {yaml_scalar(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(yaml_scalar(v) for v in value) + "]"
     return json.dumps(value)
+
+
+def _reads_back(plain: str) -> bool:
+    try:
+        return bool(yaml.safe_load(f"[{plain}]") == [plain])
+    except yaml.YAMLError:
+        return False
 
 
 def _one_line(text: Any, limit: int = 90) -> str:
