@@ -434,14 +434,18 @@ def _trial(loaded: LoadedConfig) -> Trial:
 
 def _next_steps(out: Path, name: str, surface: Surface, trial: Trial | None) -> str:
     config = "" if out == Path(DEFAULT_OUT) else f" -c {shlex.quote(str(out))}"
+    tapes = shlex.quote(str(out.parent / "tapes")) + "/"  # golden_dir, relative to the config file
     tools = surface.tools or []
     rules = f", {len(trial.rules)} normalize rule(s) from two trial runs" if trial is not None else ""
+    steps = [
+        (f"mcptape ci{config} --update-golden", "record the golden tapes"),
+        (f"git status {tapes}; git diff", "review them: they are the contract"),
+        (f"git add {shlex.quote(str(out))} {tapes} && git commit -m 'mcptape: golden tapes'", ""),
+    ]
+    width = max(len(command) for command, _ in steps)
+    lines = [f"  {command:<{width}}  # {why}" if why else f"  {command}" for command, why in steps]
     return (
         f"wrote {out}: session {name}, {len(tools)} tools listed{rules}; calls that may change "
-        "something are commented out (see the file)\n"
-        "next:\n"
-        f"  mcptape ci{config} --update-golden    # record the golden tapes\n"
-        "  git status; git diff                 # review the tapes under tapes/\n"
-        f"  git add {shlex.quote(str(out))} tapes/ && git commit -m 'mcptape: golden tapes'\n"
+        "something are commented out (see the file)\nnext:\n" + "\n".join(lines) + "\n"
         "  then add the workflow (uses: mcptape/action@v1) so every pull request is gated: see the README\n"
     )
