@@ -286,3 +286,16 @@ def test_a_server_that_lists_nothing_gets_a_session_that_pings_it_and_hostile_na
     again = tmp_path / "again.yml"
     again.write_text(uncommented(hostile), encoding="utf-8")
     assert "two\n::error::forged by a tool name" in [s.target for s in load_config(again).config.sessions[0].steps]
+
+
+def test_a_config_written_elsewhere_starts_the_server_where_init_did(tmp_path: Path) -> None:
+    """`-o sub/mcptape.yml` with a relative server command: ci runs the server from init's directory
+    (cwd: relative to the config file), wherever ci itself is run from."""
+    shutil.copy(NOTES_SERVER, tmp_path / "server.py")
+    (tmp_path / "gate").mkdir()
+    proc = ok(mcptape(tmp_path, "init", "-o", "gate/mcptape.yml", "--", sys.executable, "server.py"))
+    assert "mcptape ci -c gate/mcptape.yml --update-golden" in proc.stdout and "git add gate/mcptape.yml gate/tapes/" in proc.stdout
+    assert yaml.safe_load((tmp_path / "gate" / "mcptape.yml").read_text(encoding="utf-8"))["servers"]["server"]["cwd"] == ".."
+    ok(mcptape(tmp_path, "ci", "-c", "gate/mcptape.yml", "-u"))
+    assert (tmp_path / "gate" / "tapes" / "server.tape.jsonl").is_file()
+    ok(mcptape(tmp_path / "gate", "ci"))
