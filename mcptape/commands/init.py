@@ -421,9 +421,11 @@ def _trial(loaded: LoadedConfig) -> Trial:
     ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
     started = time.monotonic()
     first = repeat_session(ctx, session, 1)
+    if first.errors:  # the second run would fail the same way: say it once
+        return Trial(errors=[e.partition(": ")[2] or e for e in first.errors])
     time.sleep(max(0.0, TRIAL_GAP - (time.monotonic() - started)))
     second = repeat_session(ctx, session, 1)
-    trial = Trial(errors=[e.partition(": ")[2] or e for e in first.errors + second.errors])
+    trial = Trial(errors=[e.partition(": ")[2] or e for e in second.errors])
     if trial.errors:
         return trial
     volatiles = find_volatile([Tape(header={}, events=events) for events in first.normalized + second.normalized])
@@ -436,7 +438,10 @@ def _next_steps(out: Path, name: str, surface: Surface, trial: Trial | None) -> 
     config = "" if out == Path(DEFAULT_OUT) else f" -c {shlex.quote(str(out))}"
     tapes = shlex.quote(str(out.parent / "tapes")) + "/"  # golden_dir, relative to the config file
     tools = surface.tools or []
-    rules = f", {len(trial.rules)} normalize rule(s) from two trial runs" if trial is not None else ""
+    rules = ""
+    if trial is not None:
+        rules = ", the trial run failed (see the warning)" if trial.errors else \
+            f", {len(trial.rules)} normalize rule(s) from two trial runs"
     steps = [
         (f"mcptape ci{config} --update-golden", "record the golden tapes"),
         (f"git status {tapes}; git diff", "review them: they are the contract"),

@@ -299,3 +299,24 @@ def test_a_config_written_elsewhere_starts_the_server_where_init_did(tmp_path: P
     ok(mcptape(tmp_path, "ci", "-c", "gate/mcptape.yml", "-u"))
     assert (tmp_path / "gate" / "tapes" / "server.tape.jsonl").is_file()
     ok(mcptape(tmp_path / "gate", "ci"))
+
+
+def test_a_trial_run_that_fails_is_said_and_written_into_the_file(tmp_path: Path) -> None:
+    """A read-only tool that kills its server: the listing works, the trial run does not. The file is
+    still written (exit 0: it is a draft to fix), with the failure on stderr and in a comment."""
+    server = BARE_SERVER.replace(
+        '''    elif msg["method"] == "ping":''',
+        '''    elif msg["method"] == "tools/list":
+        out = {"result": {"tools": [{"name": "explode", "annotations": {"readOnlyHint": True},
+                                     "inputSchema": {"type": "object"}}]}}
+    elif msg["method"] == "tools/call":
+        sys.exit(3)
+    elif msg["method"] == "ping":''')
+    (tmp_path / "explode.py").write_text(server, encoding="utf-8")
+    proc = ok(mcptape(tmp_path, "init", "--", sys.executable, "explode.py"))
+    assert proc.stderr.count("warning: a trial run of the session failed") == 1
+    assert "the trial run failed (see the warning)" in proc.stdout
+    text = (tmp_path / "mcptape.yml").read_text(encoding="utf-8")
+    assert "# init's trial run of the session failed; fix the step it names before recording:" in text
+    assert "      - call: explode\n" in text
+    assert ok(mcptape(tmp_path, "ci", "-u"), 3).returncode == 3  # what the warning said: it cannot record yet
