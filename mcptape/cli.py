@@ -150,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--env", "-e", action="append", default=[], metavar="NAME[=VALUE]",
                       help="a variable the server needs (repeatable); NAME alone passes this environment's value "
                       "and writes ${NAME}; secret values are always written as ${NAME}")
+    init.add_argument("--header", "-H", action="append", default=[], metavar="'NAME: VALUE'",
+                      help="an HTTP header for --url (repeatable); write a secret as ${VAR}, which ci interpolates")
     init.add_argument("--protocol", metavar="VERSION",
                       help="pin the protocol version (written to the server entry; default: auto, as ci)")
     init.add_argument("--no-trial", action="store_true",

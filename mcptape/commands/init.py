@@ -1,4 +1,5 @@
-"""`mcptape init [-o FILE] [--name NAME] [--env NAME[=VALUE]]... [--protocol V] -- <server command...>` (or `--url URL`).
+"""`mcptape init [-o FILE] [--name NAME] [--env NAME[=VALUE]]... [--protocol V] -- <server command...>`
+(or `--url URL [--header 'Name: value']...` for an HTTP server).
 
 Writes a first mcptape.yml from a live server: it connects with the scripted client `ci` uses
 (client.record_session, over the transport `ci` opens: transports/factory.py), lists tools,
@@ -14,8 +15,8 @@ in an answer would make the first `ci` after `ci --update-golden` drift (`--no-t
 The file is written only if it loads with config.load_config and passes `mcptape check`'s checks
 (config/semantics.py), and never over an existing file (os.link refuses, with no race): exit 3
 with the fix. Environment values that are secrets (redact/policy.py's rule) are written as
-`${NAME}`, never as their value, and a command line holding a secret is refused: mcptape.yml is
-committed. Server text in comments (descriptions, error messages) is one line, escaped.
+`${NAME}`, never as their value; a command line or a header holding a literal secret is refused
+(write `${VAR}` in a header: ci interpolates it): mcptape.yml is committed. Server text in comments (descriptions, error messages) is one line, escaped.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from mcptape.ci.repeat import repeat_session
 from mcptape.ci.session import RunContext
 from mcptape.client import LIST_METHODS, record_session, schema_violation
 from mcptape.commands.terminal import say
-from mcptape.config.interpolate import VAR_NAME
+from mcptape.config.interpolate import VAR_NAME, Interpolator
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import ClientSettings, HttpServer, StdioServer, Step
 from mcptape.config.schema import SCHEMA_ID
@@ -70,6 +71,7 @@ class Options:
     env: tuple[str, ...] = ()
     trial: bool = True
     protocol: str | None = None
+    headers: tuple[str, ...] = ()  # --header 'Name: value' (HTTP only)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -77,7 +79,7 @@ class Options:
         if server and server[0] == "--":
             server = server[1:]
         return cls(server=tuple(server), url=args.url, out=args.out, name=args.name, env=tuple(args.env or ()),
-                   trial=not args.no_trial, protocol=args.protocol)
+                   trial=not args.no_trial, protocol=args.protocol, headers=tuple(args.header or ()))
 
 
 @dataclass
@@ -170,7 +172,10 @@ def _server_entry(options: Options, out: Path, env: Mapping[str, str]) -> dict[s
         )
     pinned = {"protocol": options.protocol} if options.protocol else {}
     if options.url:
-        return {"url": options.url, **pinned}
+        headers = _headers(options.headers)
+        return {"url": options.url, **({"headers": headers} if headers else {}), **pinned}
+    if options.headers:
+        raise ConfigError("--header is for an HTTP server (--url); a stdio server gets variables with --env")
     _, secrets = argv_secrets(list(options.server))
     if secrets:
         raise ConfigError(
@@ -187,8 +192,28 @@ def _server_entry(options: Options, out: Path, env: Mapping[str, str]) -> dict[s
     return {**entry, **pinned}
 
 
+def _headers(raw: Sequence[str]) -> dict[str, str]:
+    """--header 'Name: value' -> the headers as written: a literal secret is refused (the file is
+    committed), a `${VAR}` in a value is kept for ci to interpolate."""
+    headers: dict[str, str] = {}
+    for item in raw:
+        name, colon, value = item.partition(":")
+        name, value = name.strip(), value.strip()
+        if not colon or not name or not value:
+            raise ConfigError(f"--header {item!r}: expected 'Name: value', e.g. --header 'Authorization: Bearer ${{TOKEN}}'")
+        if "${" not in value and secret_reason(name, value, header=True):
+            raise ConfigError(
+                f"--header {name}: its value is a secret, and mcptape.yml is committed",
+                hint=f"write it as a variable and export it: --header '{name}: Bearer ${{TOKEN}}'",
+            )
+        headers[name] = value
+    return headers
+
+
 def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str]) -> Surface:
     fields = {k: v for k, v in entry.items() if k != "env"}
+    if "headers" in fields:  # `${VAR}` as ci reads it (config/interpolate.py), for this listing
+        fields["headers"] = Interpolator(os.environ, "--header", {}).walk(fields["headers"], ("headers",))
     try:
         model = HttpServer(**fields) if "url" in entry else StdioServer(**fields)
     except ValidationError as e:  # what the options say, checked by the models the config is checked by

@@ -79,7 +79,9 @@ USAGE: dict[str, Usage] = {
         "written commented out), run the session twice to find volatile values. Never overwrites a file.",
         (("0", "the config was written"),
          ("3", "no server given, the server could not be listed, or the file exists or cannot be written")),
-        (("NAME of --env NAME", "passed to the server and written as ${NAME}"), ("(servers)", SERVER_ENV)),
+        (("NAME of --env NAME", "passed to the server and written as ${NAME}"),
+         ("${VAR} in --header", "interpolated for the listing, written as given (ci interpolates it)"),
+         ("(servers)", SERVER_ENV)),
     ),
     "check": Usage(
         "Validate mcptape.yml as ci does before it starts a server (schema, sessions naming defined servers, "

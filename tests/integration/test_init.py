@@ -25,7 +25,7 @@ import yaml
 from mcptape.config.load import load_config
 from mcptape.config.schema import SCHEMA_ID
 from tests.conftest import FIXTURES, calc_command, mcptape_command, node_server, user_env
-from tests.integration.http_helpers import LOOPBACK, background, free_port
+from tests.integration.http_helpers import LOOPBACK, background, calc_http_cmd, free_port
 from tests.integration.real_servers import GIT_ENV
 
 NOTES_SERVER = FIXTURES / "servers" / "notes_server.py"
@@ -320,3 +320,23 @@ def test_a_trial_run_that_fails_is_said_and_written_into_the_file(tmp_path: Path
     assert "# init's trial run of the session failed; fix the step it names before recording:" in text
     assert "      - call: explode\n" in text
     assert ok(mcptape(tmp_path, "ci", "-u"), 3).returncode == 3  # what the warning said: it cannot record yet
+
+
+def test_init_over_http_keeps_a_header_variable_a_variable_and_refuses_a_literal_secret(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://{LOOPBACK}:{port}/mcp"
+    secret = "sk-live-" + "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+    env = user_env(NOTES_KEY=secret)
+    with background(calc_http_cmd(port), port):
+        refused = ok(mcptape(tmp_path, "init", "--url", url, "-H", f"Authorization: Bearer {secret}"), 3)
+        assert "--header Authorization: its value is a secret" in refused.stderr and secret not in refused.stderr
+        assert not (tmp_path / "mcptape.yml").exists()
+        ok(mcptape(tmp_path, "init", "--no-trial", "--url", url, "-H", "X-Api-Key: ${NOTES_KEY}", env=env))
+        text = (tmp_path / "mcptape.yml").read_text(encoding="utf-8")
+        assert secret not in text
+        assert yaml.safe_load(text)["servers"]["http-calc-fixture"]["headers"] == {"X-Api-Key": "${NOTES_KEY}"}
+        ok(mcptape(tmp_path, "ci", "-u", env=env))
+        ok(mcptape(tmp_path, "ci", env=env))
+        assert secret not in "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "tapes").iterdir())
+        unset = ok(mcptape(tmp_path, "ci"), 3)  # what the variable is for: ci needs it
+        assert "NOTES_KEY is not set" in unset.stderr
