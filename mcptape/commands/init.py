@@ -475,7 +475,7 @@ def _next_steps(out: Path, name: str, surface: Surface, trial: Trial | None) -> 
     width = max(len(command) for command, _ in steps)
     lines = [f"  {command:<{width}}  # {why}" if why else f"  {command}" for command, why in steps]
     return (
-        f"wrote {out}: session {name}, {len(tools)} tools listed{rules}; calls that may change "
+        f"wrote {out}: session {name}, {len(tools)} tool{'s' * (len(tools) != 1)} listed{rules}; calls that may change "
         "something are commented out (see the file)\nnext:\n" + "\n".join(lines) + "\n"
         "  then add the workflow (uses: mcptape/action@v1) so every pull request is gated: see the README\n"
     )
