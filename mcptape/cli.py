@@ -23,20 +23,20 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
 from mcptape import __version__
+from mcptape.commands.usage import DEBUG_VARIABLE, USAGE, render_epilog
 from mcptape.errors import EXIT_COULD_NOT_RUN, McptapeError
 from mcptape.logsafe import safe_log
 
-DEBUG_VARIABLE = "MCPTAPE_DEBUG"
 SUPPORTED_PLATFORMS = "Linux and macOS"
 
 # Each command is a module of mcptape/commands/, imported only when chosen, so `mcptape --version`
 # and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. A command module has
 # `Options.from_args(namespace)`, its typed options, and `run(options) -> exit code`.
-COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "schema", "comment", "merge")}
+COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge")}
 
 
 def unsupported_platform(os_name: str | None = None, sys_platform: str | None = None) -> str | None:
@@ -62,6 +62,25 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_COULD_NOT_RUN, f"{self.prog}: error: {message}\n")
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps prose as argparse does, but prints a table (text with line breaks) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line + "\n" for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
+def _document(parsers: Mapping[str, argparse.ArgumentParser]) -> None:
+    """Each subcommand's description, exit codes and environment, from commands/usage.py's table."""
+    for name, sub_parser in parsers.items():
+        if name not in USAGE:  # a command added without its row: tests/test_usage.py says so, --help still works
+            continue
+        sub_parser.formatter_class = _HelpFormatter
+        sub_parser.description = USAGE[name].description
+        sub_parser.epilog = render_epilog(name)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,23 +122,46 @@ def build_parser() -> argparse.ArgumentParser:
     # --- ls / show -------------------------------------------------------------------------
     ls = sub.add_parser("ls", help="list tapes")
     ls.add_argument("paths", nargs="*", default=["."], help="directories or tapes (default: .)")
+    ls.add_argument("--json", metavar="FILE", help="write the list as JSON here (- for stdout, instead of the table)")
     show = sub.add_parser("show", help="one tape's messages as a table")
     show.add_argument("tape", help="tape file")
     show.add_argument("--full", action="store_true", help="do not shorten payloads")
+    show.add_argument("--json", metavar="FILE", help="write the events as JSON here (- for stdout, instead of the table)")
 
     # --- ci --------------------------------------------------------------------------------
     ci = sub.add_parser("ci", help="run the sessions of mcptape.yml and compare with the golden tapes")
     ci.add_argument("-c", "--config", default="mcptape.yml", help="config file (default: mcptape.yml)")
-    ci.add_argument("--update-golden", action="store_true", help="accept the fresh tapes as golden")
+    ci.add_argument("-u", "--update-golden", action="store_true", help="accept the fresh tapes as golden")
     ci.add_argument("--allow-update-in-ci", action="store_true", help="allow --update-golden when CI=true")
     ci.add_argument("--session", action="append", default=[], metavar="NAME", help="run only this session")
     ci.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="sessions in parallel (default: cores)")
     ci.add_argument("--shard", metavar="I/N", help="run the I-th of N deterministic shards of the sessions")
     ci.add_argument("--repeat", type=int, default=None, metavar="N", help="run each session N times and suggest normalize rules")
-    ci.add_argument("--json", dest="json_report", metavar="FILE", help="write the JSON report here")
+    ci.add_argument("--json", dest="json_report", metavar="FILE", help="write the JSON report here (- for stdout)")
     ci.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     ci.add_argument("--summary", metavar="FILE", help="write the markdown summary here")
     ci.add_argument("--out-dir", metavar="DIR", help="keep the fresh tapes here")
+
+    # --- init / check ----------------------------------------------------------------------
+    init = sub.add_parser("init", help="write a first mcptape.yml from what a live server lists")
+    init.add_argument("--url", help="list an HTTP server at this MCP endpoint instead of a command")
+    init.add_argument("-o", "--out", default="mcptape.yml", metavar="FILE", help="config to write (default: mcptape.yml; never overwritten)")
+    init.add_argument("--name", help="name of the server and its session (default: from the command)")
+    init.add_argument("--env", "-e", action="append", default=[], metavar="NAME[=VALUE]",
+                      help="a variable the server needs (repeatable); NAME alone passes this environment's value "
+                      "and writes ${NAME}; secret values are always written as ${NAME}")
+    init.add_argument("--header", "-H", action="append", default=[], metavar="'NAME: VALUE'",
+                      help="an HTTP header for --url (repeatable); write a secret as ${VAR}, which ci interpolates")
+    init.add_argument("--protocol", metavar="VERSION",
+                      help="pin the protocol version (written to the server entry; default: auto, as ci)")
+    init.add_argument("--no-trial", action="store_true",
+                      help="do not run the written session twice to find volatile values (normalize rules)")
+    init.add_argument("server", nargs=argparse.REMAINDER, help="-- <server command...>")
+    check = sub.add_parser("check", help="validate mcptape.yml without starting any server")
+    check.add_argument("-c", "--config", default="mcptape.yml", help="config file (default: mcptape.yml)")
+    check.add_argument("--allow-unset", action="store_true",
+                       help="an unset ${VAR} is named, not an error (for a pre-commit hook, which lacks CI's secrets)")
+    check.add_argument("files", nargs="*", metavar="FILE", help="configs to check instead of -c's (as pre-commit passes them)")
 
     # --- schema / comment / merge ----------------------------------------------------------
     sub.add_parser("schema", help="print the JSON Schema of mcptape.yml")
@@ -132,8 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     merge = sub.add_parser("merge", help="combine JSON reports of sharded ci runs into one verdict")
     merge.add_argument("reports", nargs="+", help="JSON reports written by `mcptape ci --json`")
     merge.add_argument("-c", "--config", help="the config the shards ran with (default: the reports' config name, if it is here)")
-    merge.add_argument("--json", dest="json_report", metavar="FILE", help="write the merged JSON report here")
+    merge.add_argument("--json", dest="json_report", metavar="FILE", help="write the merged JSON report here (- for stdout)")
     merge.add_argument("--summary", metavar="FILE", help="write the merged markdown summary here")
+    _document(sub.choices)
     return parser
 
 

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                "mcptape.jsonpath", "mcptape.placeholders", "mcptape.logsafe", "mcptape.sequences")),
     ("formats and wires", ("mcptape.tape", "mcptape.transports", "mcptape.http_serve",
                            "mcptape.report.model", "mcptape.sandbox")),
-    ("judging and scrubbing", ("mcptape.redact", "mcptape.normalize", "mcptape.diff", "mcptape.conformance",
+    ("judging and scrubbing", ("mcptape.redact", "mcptape.normalize", "mcptape.scaffold", "mcptape.diff", "mcptape.conformance",
                                "mcptape.nondeterminism", "mcptape.report", "mcptape.config")),
     ("the outlet", ("mcptape.outlet",)),
     ("sessions and servers", ("mcptape.client", "mcptape.transports.factory", "mcptape.record", "mcptape.replay",

@@ -36,8 +36,8 @@ from tests.conftest import ROOT, mcptape_command
 CONFIGS = Path(__file__).parent / "configs"
 VALID = CONFIGS / "valid"
 BROKEN = CONFIGS / "broken"
-SCHEMA_FILE = ROOT / "schema" / "mcptape.schema.json"
-REGENERATE = "python -m mcptape schema > schema/mcptape.schema.json"
+SCHEMA_FILE = ROOT / "mcptape" / "mcptape.schema.json"
+REGENERATE = "python -m mcptape.config.schema > mcptape/mcptape.schema.json"
 
 
 def write(tmp_path: Path, text: str, name: str = "mcptape.yml") -> Path:
@@ -164,7 +164,7 @@ def test_every_step_shorthand() -> None:
     assert isinstance(server, StdioServer)
     assert server.command == ["node", "server-everything/dist/index.js", "stdio"]  # string split like a shell
     assert server.protocol == "2025-06-18"
-    assert loaded.resolve(server.cwd or ".") == CONFIGS.resolve() / "node"  # relative to the config file
+    assert loaded.resolve(server.cwd or ".") == ROOT.resolve() / "fixtures" / "node"  # relative to the config file
 
     client = loaded.config.client_for(session)
     assert client.sampling == "decline"
@@ -303,7 +303,7 @@ def test_json_path_outside_the_subset_says_what_is_supported(path: str) -> None:
 
 def test_committed_schema_is_in_sync() -> None:
     committed = SCHEMA_FILE.read_text(encoding="utf-8") if SCHEMA_FILE.exists() else ""
-    assert committed == schema_text(), f"schema/mcptape.schema.json is stale; regenerate it: {REGENERATE}"
+    assert committed == schema_text(), f"mcptape/mcptape.schema.json is stale; regenerate it: {REGENERATE}"
 
 
 def test_schema_command_prints_the_committed_schema() -> None:

@@ -148,7 +148,7 @@ def test_the_python_versions_declared_are_the_ones_ci_tests(built: Built) -> Non
 def test_the_wheel_holds_py_typed_and_every_file_of_the_package(built: Built) -> None:
     """Everything under mcptape/ a checkout has (modules, py.typed, data the package reads) and nothing else."""
     package = sorted(p for p in checkout_files() if p.startswith("mcptape/"))
-    assert "mcptape/py.typed" in package
+    assert "mcptape/py.typed" in package and "mcptape/mcptape.schema.json" in package  # `mcptape schema` reads it
     names = built.wheel_names()
     in_wheel = {n for n in names if not n.startswith("mcptape-")}
     assert {"missing": sorted(set(package) - in_wheel), "extra": sorted(in_wheel - set(package))} == \
@@ -163,7 +163,7 @@ def test_the_sdist_is_the_checkout_a_packager_builds_and_tests_from(built: Built
     shipped = set(built.sdist_names())
     wanted = [p for p in checkout_files() if not p.startswith(NOT_SHIPPED)]
     assert {"LICENSE", "README.md", "action.yml", "Makefile", "pyproject.toml", "MANIFEST.in",
-            "schema/mcptape.schema.json", "fixtures/example/mcptape.yml", "fixtures/node/package.json",
+            "mcptape/mcptape.schema.json", "fixtures/example/mcptape.yml", "fixtures/node/package.json",
             "tests/conftest.py", "docs/github-action.md", ".github/workflows/ci.yml"} <= set(wanted)
     assert [p for p in wanted if p not in shipped] == []
     assert not [p for p in shipped if "__pycache__" in p or "node_modules" in p or p.endswith(".pyc")]

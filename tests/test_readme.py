@@ -144,7 +144,7 @@ def command_problems(text: str, where: str, existing: set[str], subcommands: set
     for block in fenced_blocks(text):
         if block.lang not in SHELL:
             continue
-        cwd, written = ".", set()
+        cwd, written = ".", set[str]()
         for command in commands(block):
             words = without_assignments(command.words)
             say = f"{where}:{command.line}: `{command.text}`:"
@@ -164,8 +164,12 @@ def command_problems(text: str, where: str, existing: set[str], subcommands: set
                 problems.append(f"{say} mcptape has no subcommand {options[0]!r} (mcptape --help lists "
                                 f"{', '.join(sorted(subcommands))})")
             if (words[0] == "mcptape" and options[:1] == ["ci"] and not {"-c", "--config"} & set(words)
-                    and here("mcptape.yml", cwd) not in existing):
+                    and here("mcptape.yml", cwd) not in existing | written):
                 problems.append(f"{say} mcptape ci reads mcptape.yml, which {cwd} does not have")
+            if words[0] == "mcptape" and options[:1] == ["init"] and not {"-o", "--out"} & set(words):
+                written.add(here("mcptape.yml", cwd))  # init's default file
+            if words[0] == "mcptape" and options[:1] == ["ci"] and {"-u", "--update-golden"} & set(words):
+                written.add(here("tapes", cwd))  # the golden_dir init writes (and the example's)
             outputs = {i + 1 for i, w in enumerate(words) if w in WRITES or w in (">", ">>")}
             for i, word in enumerate(words[1:], 1):
                 flag, _, value = word.partition("=")
@@ -344,3 +348,24 @@ def test_the_readme_blocks_of_mcptape_commands_run_as_written(tmp_path: Path) ->
                 assert line.strip() in proc.stdout, f"{said}\nthe README says it prints: {line.strip()}"
             ran.append((words[1], proc.returncode))
     assert ("rec", 0) in ran and ("play", 0) in ran and ("diff", 1) in ran and ("ci", 0) in ran, ran
+    assert ("init", 0) in ran and ("check", 0) in ran, ran
+
+
+def test_init_writes_the_config_ci_then_reads_and_ci_update_writes_the_tapes(existing: set[str],
+                                                                              subcommands: set[str]) -> None:
+    block = (
+        "```sh\n"
+        "mcptape init -- python3 fixtures/servers/notes_server.py\n"
+        "mcptape ci --update-golden\n"  # reads the mcptape.yml init wrote
+        "git add mcptape.yml tapes/\n"  # the tapes ci -u wrote
+        "```\n"
+        "```sh\n"
+        "mcptape init -o other.yml -- python3 fixtures/servers/notes_server.py\n"
+        "mcptape ci\n"  # init wrote other.yml: there is no mcptape.yml
+        "git add tapes/\n"  # and no ci -u wrote tapes/
+        "```\n"
+    )
+    assert command_problems(block, "new", existing, subcommands, make_targets()) == [
+        "new:8: `mcptape ci`: mcptape ci reads mcptape.yml, which . does not have",
+        "new:9: `git add tapes/`: tapes/ does not exist in a fresh clone (from .)",
+    ]

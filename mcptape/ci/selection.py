@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Session
+from mcptape.config.semantics import check_config, not_a_directory
 from mcptape.errors import (
     ConfigError,
 )
@@ -44,30 +45,16 @@ def parse_shard(text: str) -> tuple[int, int]:
     return index, total
 
 
-def _not_a_directory(path: Path) -> Path | None:
-    """The nearest existing one of `path` and its parents when it is not a directory (a file in
-    the way), else None: then `path` is a directory or can be made one."""
-    for candidate in (path, *path.parents):
-        if candidate.is_symlink() or candidate.exists():
-            return None if candidate.is_dir() else candidate
-    return None
-
-
 def check_output_paths(
     loaded: LoadedConfig, out_dir: str | None, reports: Sequence[tuple[str, str | None]]
 ) -> None:
-    """Refuse at once, before any server starts, the places a run could not write to: a golden_dir,
-    `out_dir` or report directory that is (or lies under) a file, a report path that is a directory.
+    """Refuse at once, before any server starts, the places a run could not write to: what the
+    config names (config.semantics.check_config, as `mcptape check` does), an `out_dir` or report
+    directory that is (or lies under) a file, a report path that is a directory.
     `reports` are (flag, path given) pairs. What only the write itself can tell (read-only, disk
     full) is a WriteError when it happens."""
-    blocker = _not_a_directory(loaded.golden_dir)
-    if blocker is not None:
-        raise ConfigError(
-            f"{loaded.path}:{loaded.line_of('golden_dir')}: golden_dir {loaded.config.golden_dir!r}: "
-            f"{blocker} is a file, not a directory",
-            hint="golden_dir names the directory that holds the golden tapes; move the file or point golden_dir elsewhere",
-        )
-    if out_dir and (blocker := _not_a_directory(Path(out_dir).resolve())) is not None:
+    check_config(loaded)
+    if out_dir and (blocker := not_a_directory(Path(out_dir).resolve())) is not None:
         raise ConfigError(f"--out-dir {out_dir}: {blocker} is a file, not a directory",
                           hint="--out-dir names a directory to keep the fresh tapes in")
     for flag, value in reports:
@@ -76,7 +63,7 @@ def check_output_paths(
         target = Path(value)
         if target.is_dir():
             raise ConfigError(f"{flag} {value}: is a directory", hint=f"{flag} names the file to write")
-        if (blocker := _not_a_directory(target.parent)) is not None:
+        if (blocker := not_a_directory(target.parent)) is not None:
             raise ConfigError(f"{flag} {value}: {blocker} is a file, not a directory",
                               hint=f"{flag} names the file to write, in a directory")
 

@@ -19,8 +19,10 @@ from pathlib import Path
 from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
 from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_session
+from mcptape.commands.terminal import report_stream, write_output
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import Session
+from mcptape.config.semantics import check_config
 from mcptape.errors import (
     EXIT_SECRET,
     ConfigError,
@@ -97,7 +99,7 @@ def run(options: Options) -> int:
         text = render_run_text(report)
         if update:
             text += "".join(_update_lines(outcomes))
-        outlet.show(text, "terminal report")
+        outlet.show(text, "terminal report", file=report_stream(options.json_report))
         _write_reports(options, report, outlet)
     except SecretLeak as e:
         print(f"mcptape ci: {e}", file=sys.stderr)
@@ -120,7 +122,7 @@ def _update_lines(outcomes: Sequence[SessionOutcome]) -> list[str]:
 
 def _write_reports(options: Options, report: RunReport, outlet: Outlet) -> None:
     if options.json_report:
-        outlet.write(options.json_report, report_bytes(report), what="JSON report", where=f"JSON report {options.json_report}")
+        write_output(options.json_report, report_bytes(report), what="JSON report", outlet=outlet)
     if options.junit:
         outlet.write(options.junit, junit_xml(report).encode("utf-8"), what="JUnit report", where=f"JUnit report {options.junit}")
     if options.summary:
@@ -153,6 +155,7 @@ def run_repeat(options: Options) -> int:
     if options.update_golden:
         raise ConfigError("--repeat never writes golden tapes; run it without --update-golden")
     loaded = load_config(options.config)
+    check_config(loaded)  # what `mcptape check` checks, before any server starts
     sessions = select_sessions(loaded, options.sessions, options.shard)
     ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs_for(sessions), thread_name_prefix="repeat") as pool:

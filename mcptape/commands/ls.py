@@ -1,14 +1,20 @@
-"""`mcptape ls [PATH...]`: a table of the tapes under the paths (name, events, calls, protocol, complete, size)."""
+"""`mcptape ls [PATH...] [--json FILE]`: the tapes under the paths (name, events, calls, protocol, complete, size).
+
+A table on stdout, or with `--json FILE` (`-`: stdout) a JSON list with the same facts, one object
+per tape (`error` instead of the counts for one that cannot be read).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
-from mcptape.commands.terminal import print_report
+from mcptape.commands.terminal import JSON_STDOUT, print_report, write_output
 from mcptape.diff.calls import build_calls
 from mcptape.errors import TapeError
 from mcptape.report.terminal import rich_text
@@ -19,10 +25,11 @@ from mcptape.tape.reader import read_tape
 @dataclass(frozen=True)
 class Options:
     paths: tuple[str, ...]
+    json: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(paths=tuple(args.paths or ["."]))
+        return cls(paths=tuple(args.paths or ["."]), json=args.json)
 
 
 def _find_tapes(paths: list[str]) -> list[Path]:
@@ -39,9 +46,26 @@ def _find_tapes(paths: list[str]) -> list[Path]:
     return found
 
 
+def _listing(path: Path) -> dict[str, Any]:
+    """One tape's row, as --json writes it."""
+    row: dict[str, Any] = {"path": str(path), "bytes": path.stat().st_size}
+    try:
+        tape = read_tape(path)
+    except TapeError as e:
+        return {"name": path.name, **row, "error": e.message}
+    calls = sum(1 for c in build_calls(tape).calls if not c.notify)
+    return {"name": tape.name, **row, "events": len(tape.events), "calls": calls, "protocol": tape.protocol,
+            "complete": tape.complete}
+
+
 def run(options: Options) -> int:
-    """`mcptape ls [PATH...]`: a table of the tapes under the paths."""
+    """`mcptape ls [PATH...] [--json FILE]`: the tapes under the paths."""
     tapes = _find_tapes(list(options.paths))
+    if options.json is not None:
+        data = json.dumps([_listing(p) for p in tapes], indent=2, ensure_ascii=False) + "\n"
+        write_output(options.json, data.encode("utf-8"), what="tape list")
+        if options.json == JSON_STDOUT:
+            return 0
     if not tapes:
         print_report(lambda console: console.print(rich_text(f"no tapes (*.tape.jsonl) under {', '.join(options.paths)}")))
         return 0

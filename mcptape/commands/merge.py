@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcptape.ci.merge import load_report, merge_reports, missing_shards
+from mcptape.commands.terminal import JSON_STDOUT, report_stream, write_output
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak
 from mcptape.github import command, publish_run
@@ -72,10 +73,9 @@ def run(options: Options) -> int:
 
     outlet = Outlet.for_config(loaded)
     try:
-        outlet.show(render_run_text(report), "terminal report")
+        outlet.show(render_run_text(report), "terminal report", file=report_stream(options.json_report))
         if options.json_report:
-            outlet.write(options.json_report, report_bytes(report), what="JSON report",
-                         where=f"JSON report {options.json_report}")
+            write_output(options.json_report, report_bytes(report), what="JSON report", outlet=outlet)
         if options.summary:
             data = render_summary(report, redactor=outlet.redactor).encode("utf-8")
             outlet.write(options.summary, data, what="markdown summary", where=f"summary {options.summary}")
@@ -86,7 +86,8 @@ def run(options: Options) -> int:
         _warn(gap + " (did that shard's job fail before writing its report?)")
 
     codes = [report.exit_code] + [s.stored_exit for s in shards if s.stored_exit is not None]
-    return worst_exit([worst_exit(codes), _publish(report, config_path, options.json_report, outlet)])
+    report_path = None if options.json_report == JSON_STDOUT else options.json_report
+    return worst_exit([worst_exit(codes), _publish(report, config_path, report_path, outlet)])
 
 
 def _publish(report: RunReport, config_path: str, report_path: str | None, outlet: Outlet) -> int:

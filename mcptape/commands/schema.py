@@ -1,4 +1,4 @@
-"""`mcptape schema`: print the JSON Schema of mcptape.yml (config/schema.py), as schema/mcptape.schema.json holds it."""
+"""`mcptape schema`: print the JSON Schema of mcptape.yml as the package ships it (config/schema.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from mcptape.config.schema import schema_text
+from mcptape.config.schema import shipped_schema_text
 
 
 @dataclass(frozen=True)
@@ -19,5 +19,5 @@ class Options:
 
 
 def run(options: Options) -> int:
-    sys.stdout.write(schema_text())
+    sys.stdout.write(shipped_schema_text())
     return 0

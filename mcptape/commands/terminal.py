@@ -4,7 +4,9 @@
 tape or a peer, so it is escaped and, in a GitHub job, framed (logsafe.safe_log). `print_report`
 renders a rich report (report/terminal.py) on stdout for `diff`, `ls` and `show`, framed in a
 GitHub job as logsafe.ci_log_block says. What a command writes that must be verified first goes
-through the outlet (outlet.py) instead.
+through the outlet (outlet.py) instead. `write_output` is what `--json FILE` means in every
+command that has it: FILE written atomically, or stdout for `-` (JSON_STDOUT); a command whose
+--json goes to stdout prints its human report on stderr instead (`report_stream`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,14 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
 from mcptape.logsafe import ci_log_block, safe_log
+from mcptape.tape.atomic import write_atomic
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from mcptape.outlet import Outlet
+
+JSON_STDOUT = "-"  # `--json -`: the JSON goes to stdout
 
 
 def say(text: str) -> None:
@@ -38,3 +45,21 @@ def print_report(render: Callable[[Console], None], file: IO[str] | None = None)
     buffer = io.StringIO()
     render(make_console(buffer))
     target.write(ci_log_block(buffer.getvalue()))
+
+
+def write_output(target: str, data: bytes, *, what: str, outlet: Outlet | None = None) -> None:
+    """`--json FILE` (or another output option): `data`, checked by `outlet` when there is one, written
+    to FILE atomically, or to stdout when FILE is `-`."""
+    if outlet is not None:
+        data = outlet.verified(data, f"{what} {target}")
+    if target == JSON_STDOUT:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        write_atomic(target, data, what=what)
+
+
+def report_stream(*outputs: str | None) -> IO[str]:
+    """Where the human report goes: stderr when one of the outputs is stdout (`--json -`), else stdout."""
+    return sys.stderr if JSON_STDOUT in outputs else sys.stdout

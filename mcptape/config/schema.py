@@ -1,13 +1,25 @@
-"""The JSON Schema of mcptape.yml, as editors use it and `mcptape schema` prints it."""
+"""The JSON Schema of mcptape.yml, as editors use it and `mcptape schema` prints it.
+
+json_schema() builds it from the pydantic models; the package ships it built, as
+mcptape/mcptape.schema.json (SHIPPED: package data, so `mcptape schema` and an offline editor
+need no pydantic and no network), and tests hold the two equal. SCHEMA_ID, its `$id`, is where
+the file is published: the v1 tag of the repository that is also the GitHub Action, so the URL
+stays stable across releases of the same major version, and the
+`# yaml-language-server: $schema=...` line `mcptape init` writes points at it.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
+from importlib import resources
 from typing import Any
 
 from mcptape.config.models import ACTIONS, LOG_LEVELS, Config
 from mcptape.report.model import drift_classes
+
+SCHEMA_FILE_NAME = "mcptape.schema.json"
+SCHEMA_ID = f"https://raw.githubusercontent.com/mcptape/action/v1/mcptape/{SCHEMA_FILE_NAME}"
 
 # ---------------------------------------------------------------------------------------------
 # JSON Schema: the file as users write it (steps in shorthand), not the internal Step model
@@ -89,6 +101,7 @@ def json_schema() -> dict[str, Any]:
         "minProperties": 1,
     }
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = SCHEMA_ID
     schema["title"] = "mcptape.yml"
     schema["description"] = (
         "mcptape configuration: servers, scripted sessions and how their tapes are compared. "
@@ -98,5 +111,16 @@ def json_schema() -> dict[str, Any]:
 
 
 def schema_text() -> str:
-    """json_schema() exactly as `mcptape schema` prints it and schema/mcptape.schema.json holds it."""
+    """json_schema() exactly as the shipped mcptape/mcptape.schema.json holds it."""
     return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def shipped_schema_text() -> str:
+    """The schema the package ships (what `mcptape schema` prints)."""
+    return resources.files("mcptape").joinpath(SCHEMA_FILE_NAME).read_text(encoding="utf-8")
+
+
+if __name__ == "__main__":  # regenerate the shipped file: python -m mcptape.config.schema > mcptape/mcptape.schema.json
+    import sys
+
+    sys.stdout.write(schema_text())

@@ -89,6 +89,14 @@ def test_every_shipped_command_runs_installed(venv_bin: Path, example: Path, tmp
 
     schema = installed(venv_bin, "schema", cwd=tmp_path)
     assert schema.returncode == 0 and "sessions" in json.loads(schema.stdout)["properties"]
+    assert json.loads(schema.stdout)["$id"].endswith("/mcptape/mcptape.schema.json")  # the shipped file
+    check = installed(venv_bin, "check", cwd=example)
+    assert check.returncode == 0 and check.stdout.startswith("ok: 3 sessions, 1 server"), check.stderr
+    first = tmp_path / "first.yml"
+    init = installed(venv_bin, "init", "--no-trial", "-o", str(first), "--", "python3",
+                     str(example.parent / "servers" / "calc_server.py"), cwd=tmp_path)
+    assert init.returncode == 0, init.stderr
+    assert first.read_text(encoding="utf-8").startswith("# yaml-language-server: $schema=https://")
 
     play = installed(venv_bin, "play", str(example / "tapes" / "surface.tape.jsonl"), cwd=tmp_path,
                      stdin=json.dumps(INITIALIZE) + "\n")

@@ -1,0 +1,100 @@
+"""`mcptape check [-c mcptape.yml] [FILE...]`: validate configs fully without starting any server.
+
+The checks are the ones `ci` makes before it starts a server, from the same functions:
+config.load_config (schema and the cross-section rules of the models, with file:line errors)
+and config.semantics.check_config (the paths the config names). Exit 0 with
+`ok: N sessions, M servers` per file, or 3 with each file's first problem: file:line, field, the
+fix. Files given as arguments (as the pre-commit hook passes them) are checked instead of -c's.
+`--allow-unset` (the hook's: a commit does not have the CI job's secrets) reads an unset `${VAR}`
+as a placeholder and names it instead of failing; without it, check needs what ci needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcptape.commands.terminal import say
+from mcptape.config.load import load_config
+from mcptape.config.semantics import check_config
+from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, ConfigError
+
+UNSET_PLACEHOLDER = "mcptape-unset-"  # + the name: a value no check mistakes for a URL part or a secret
+
+
+_REQUIRED_VARIABLE = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)\}")  # ${NAME}, not ${NAME:-default}
+
+
+class _Unset(Mapping[str, str]):
+    """os.environ, with a placeholder for a `${NAME}` (without a default) it lacks, and a record of which."""
+
+    def __init__(self, env: Mapping[str, str], required: set[str]) -> None:
+        self.env = env
+        self.required = required
+        self.missing: list[str] = []
+
+    def __getitem__(self, name: str) -> str:
+        if name in self.env:
+            return self.env[name]
+        if name not in self.required:
+            raise KeyError(name)  # a ${NAME:-default}: the default applies, as in ci
+        if name not in self.missing:
+            self.missing.append(name)
+        return UNSET_PLACEHOLDER + name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.env)
+
+    def __len__(self) -> int:
+        return len(self.env)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+
+@dataclass(frozen=True)
+class Options:
+    configs: tuple[str, ...]
+    allow_unset: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(configs=tuple(args.files or [args.config]), allow_unset=bool(args.allow_unset))
+
+
+def run(options: Options) -> int:
+    if len(options.configs) == 1:
+        _check(options.configs[0], options.allow_unset)  # its ConfigError is the command's: cli.py prints it, exit 3
+        return EXIT_OK
+    code = EXIT_OK
+    for path in options.configs:
+        try:
+            _check(path, options.allow_unset)
+        except ConfigError as e:
+            say(f"mcptape check: {e}")
+            code = EXIT_COULD_NOT_RUN
+    return code
+
+
+def _check(path: str, allow_unset: bool) -> None:
+    env = None
+    if allow_unset:
+        try:
+            text = Path(path).read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            text = ""  # load_config says what is wrong with the path
+        env = _Unset(os.environ, set(_REQUIRED_VARIABLE.findall(text)))
+    loaded = load_config(path, env=env)
+    check_config(loaded)
+    config = loaded.config
+    sessions, servers = len(config.sessions), len(config.servers)
+    unset = f"; not set here, ci needs them: {', '.join(env.missing)}" if env is not None and env.missing else ""
+    print(f"ok: {sessions} session{'s' * (sessions != 1)}, {servers} server{'s' * (servers != 1)} ({loaded.path}){unset}")

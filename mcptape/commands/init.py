@@ -1,0 +1,481 @@
+"""`mcptape init [-o FILE] [--name NAME] [--env NAME[=VALUE]]... [--protocol V] -- <server command...>`
+(or `--url URL [--header 'Name: value']...` for an HTTP server).
+
+Writes a first mcptape.yml from a live server: it connects with the scripted client `ci` uses
+(client.record_session, over the transport `ci` opens: transports/factory.py), lists tools,
+resources, resource templates and prompts, and writes one session that lists the surface and
+calls each tool with arguments built from its inputSchema (scaffold.py), reads each listed
+resource (the first MAX_RESOURCES) and gets each prompt. Calls that may change something
+(scaffold.tool_safety) are written commented out, so the first `ci` is safe to run anywhere.
+
+Before writing, the session runs twice as ci runs it (ci/repeat.py's repeat_session), and the
+normalize rules nondeterminism.py suggests for what differed go into the file: otherwise a clock
+in an answer would make the first `ci` after `ci --update-golden` drift (`--no-trial` skips it).
+
+The file is written only if it loads with config.load_config and passes `mcptape check`'s checks
+(config/semantics.py), and never over an existing file (os.link refuses, with no race): exit 3
+with the fix. Environment values that are secrets (redact/policy.py's rule) are written as
+`${NAME}`, never as their value; a command line or a header holding a literal secret is refused
+(write `${VAR}` in a header: ci interpolates it): mcptape.yml is committed. Server text in comments (descriptions, error messages) is one line, escaped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from mcptape.ci.repeat import repeat_session
+from mcptape.ci.session import RunContext
+from mcptape.client import LIST_METHODS, record_session, schema_violation
+from mcptape.commands.terminal import say
+from mcptape.config.interpolate import VAR_NAME, Interpolator
+from mcptape.config.load import LoadedConfig, load_config
+from mcptape.config.models import ClientSettings, HttpServer, StdioServer, Step
+from mcptape.config.schema import SCHEMA_ID
+from mcptape.config.semantics import check_config
+from mcptape.errors import ConfigError, McptapeError, WriteError
+from mcptape.nondeterminism import find_volatile, suggest_rules, unfixed
+from mcptape.record.stdio import default_name
+from mcptape.redact.policy import argv_secrets, secret_reason
+from mcptape.scaffold import Hints, example_arguments, path_hints, prompt_arguments, tool_safety
+from mcptape.tape.format import Tape
+from mcptape.transports.factory import open_transport
+
+MAX_RESOURCES = 10  # a server may list thousands; the first few show the shape, the comment says so
+LIST_STEPS = ("list_tools", "list_resources", "list_resource_templates", "list_prompts")
+INIT_STEP_TIMEOUT = 30.0
+INIT_SESSION_TIMEOUT = 120.0
+DEFAULT_OUT = "mcptape.yml"
+TRIAL_GAP = 1.1  # seconds from the start of one trial run to the next (see _trial)
+
+
+@dataclass(frozen=True)
+class Options:
+    server: tuple[str, ...]
+    url: str | None
+    out: str
+    name: str | None
+    env: tuple[str, ...] = ()
+    trial: bool = True
+    protocol: str | None = None
+    headers: tuple[str, ...] = ()  # --header 'Name: value' (HTTP only)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        server = list(args.server or [])
+        if server and server[0] == "--":
+            server = server[1:]
+        return cls(server=tuple(server), url=args.url, out=args.out, name=args.name, env=tuple(args.env or ()),
+                   trial=not args.no_trial, protocol=args.protocol, headers=tuple(args.header or ()))
+
+
+@dataclass
+class Surface:
+    """What the server listed; None for a list it does not offer (an error answer)."""
+
+    tools: list[dict[str, Any]] | None = None
+    resources: list[dict[str, Any]] | None = None
+    resource_templates: list[dict[str, Any]] | None = None
+    prompts: list[dict[str, Any]] | None = None
+    server_name: str | None = None
+    refused: dict[str, str] = field(default_factory=dict)  # list step -> the error it got
+
+
+@dataclass
+class Trial:
+    """What two runs of the written session showed: the normalize rules that make it stable."""
+
+    rules: list[dict[str, Any]] = field(default_factory=list)  # suggest_rules' (path|pattern, replace, reason)
+    unfixable: list[str] = field(default_factory=list)  # differences no rule fixes, one line each
+    errors: list[str] = field(default_factory=list)  # runs that failed (redacted)
+
+
+def run(options: Options) -> int:
+    out = Path(options.out)
+    if out.exists() or out.is_symlink():
+        raise ConfigError(
+            f"{out} already exists; init never overwrites a config",
+            hint=f"write elsewhere with `mcptape init -o other.yml ...`, or move {out} away first",
+        )
+    directory = out.resolve().parent
+    if not directory.is_dir():
+        raise WriteError(f"{out}: cannot write the config: {directory} is not a directory",
+                         hint="create the directory first, or pass -o with an existing directory")
+    env_entries, env_values = _env_options(options.env)
+    server = _server_entry(options, out, env_entries)
+    surface = _list_surface(server, base_dir=directory, env=env_values)
+    name = _name(options, surface)
+    hints = path_hints(options.server, Path.cwd())
+    text = render_config(name, server, surface, hints=hints)
+    trial = None
+    try:
+        fd, temp_name = tempfile.mkstemp(prefix=".mcptape-init-", suffix=".yml", dir=directory)
+        os.close(fd)
+    except OSError as e:
+        raise WriteError(f"{out}: cannot write the config: {e.strerror or e}") from e
+    temp = Path(temp_name)
+    try:
+        loaded = _verified(temp, text, env_values)
+        if options.trial:
+            trial = _trial(loaded)
+            text = render_config(name, server, surface, trial, hints=hints)
+            _verified(temp, text, env_values)
+        _link(temp, out)
+    finally:
+        temp.unlink(missing_ok=True)
+    for error in trial.errors if trial is not None else []:
+        say(f"mcptape init: warning: a trial run of the session failed: {error}")
+    sys.stdout.write(_next_steps(out, name, surface, trial))
+    return 0
+
+
+# -- the server -------------------------------------------------------------------------------------
+
+
+def _env_options(raw: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """--env NAME=VALUE / --env NAME -> (what the file says, what the server gets now)."""
+    written: dict[str, str] = {}
+    values: dict[str, str] = {}
+    for item in raw:
+        name, eq, value = item.partition("=")
+        if not VAR_NAME.fullmatch(name):
+            raise ConfigError(f"--env {item}: expected NAME=VALUE or NAME (a variable of this environment)")
+        if not eq:
+            if name not in os.environ:
+                raise ConfigError(f"--env {name}: {name} is not set here", hint=f"export {name}=... or pass --env {name}=VALUE")
+            value = os.environ[name]
+        values[name] = value
+        # A secret, or a value taken from this environment, stays a reference: the file is committed.
+        written[name] = f"${{{name}}}" if not eq or secret_reason(name, value) else value
+    return written, values
+
+
+def _server_entry(options: Options, out: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """The `servers:` entry as it is written (plain data; the loader validates it with the rest)."""
+    if bool(options.server) == bool(options.url):
+        raise ConfigError(
+            "give the server to list: `mcptape init -- <server command...>` or `mcptape init --url URL`",
+            hint="e.g. mcptape init -- python server.py, or mcptape init --url http://127.0.0.1:8765/mcp",
+        )
+    pinned = {"protocol": options.protocol} if options.protocol else {}
+    if options.url:
+        headers = _headers(options.headers)
+        return {"url": options.url, **({"headers": headers} if headers else {}), **pinned}
+    if options.headers:
+        raise ConfigError("--header is for an HTTP server (--url); a stdio server gets variables with --env")
+    _, secrets = argv_secrets(list(options.server))
+    if secrets:
+        raise ConfigError(
+            f"the server command holds a secret ({', '.join(sorted(secrets))}); mcptape.yml is committed",
+            hint="pass it through the environment: --env NAME and ${NAME} in the command",
+        )
+    entry: dict[str, Any] = {"command": list(options.server)}
+    if env:
+        entry["env"] = dict(env)
+    # ci starts the server in the config file's directory: keep the directory init started it in.
+    here, there = Path.cwd().resolve(), out.resolve().parent
+    if here != there:
+        entry["cwd"] = os.path.relpath(here, there)
+    return {**entry, **pinned}
+
+
+def _headers(raw: Sequence[str]) -> dict[str, str]:
+    """--header 'Name: value' -> the headers as written: a literal secret is refused (the file is
+    committed), a `${VAR}` in a value is kept for ci to interpolate."""
+    headers: dict[str, str] = {}
+    for item in raw:
+        name, colon, value = item.partition(":")
+        name, value = name.strip(), value.strip()
+        if not colon or not name or not value:
+            raise ConfigError(f"--header {item!r}: expected 'Name: value', e.g. --header 'Authorization: Bearer ${{TOKEN}}'")
+        if "${" not in value and secret_reason(name, value, header=True):
+            raise ConfigError(
+                f"--header {name}: its value is a secret, and mcptape.yml is committed",
+                hint=f"write it as a variable and export it: --header '{name}: Bearer ${{TOKEN}}'",
+            )
+        headers[name] = value
+    return headers
+
+
+def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str]) -> Surface:
+    fields = {k: v for k, v in entry.items() if k != "env"}
+    if "headers" in fields:  # `${VAR}` as ci reads it (config/interpolate.py), for this listing
+        fields["headers"] = Interpolator(os.environ, "--header", {}).walk(fields["headers"], ("headers",))
+    try:
+        model = HttpServer(**fields) if "url" in entry else StdioServer(**fields)
+    except ValidationError as e:  # what the options say, checked by the models the config is checked by
+        first = e.errors()[0]
+        where = {"url": "--url", "protocol": "--protocol"}.get(str(first["loc"][0]), "the server command")
+        raise ConfigError(f"{where}: {first['msg']}") from None
+    transport = open_transport(model, base_dir=base_dir, env=env)
+    steps = [Step(action=a) for a in LIST_STEPS]  # type: ignore[arg-type]
+    recording = record_session(transport, steps, ClientSettings(), session="init", protocol=model.protocol,
+                               step_timeout=INIT_STEP_TIMEOUT, session_timeout=INIT_SESSION_TIMEOUT)
+    if recording.error is not None:
+        hint = recording.error.hint or (None if model.protocol else
+                                        "a server that refuses server/discover may need --protocol 2025-11-25")
+        raise type(recording.error)(f"listing the server failed: {recording.error.message}", hint=hint)
+    surface = Surface()
+    info = recording.server_info or {}
+    surface.server_name = info.get("name") if isinstance(info.get("name"), str) else None
+    for number, action in enumerate(LIST_STEPS, start=1):
+        _, key = LIST_METHODS[action]
+        items: list[dict[str, Any]] = []
+        refused = None
+        for event in recording.events:
+            if event.get("step") != number or event.get("dir") != "s2c":
+                continue
+            msg = event.get("msg")
+            if not isinstance(msg, dict):
+                continue
+            if event.get("kind") == "error":
+                refused = str((msg.get("error") or {}).get("message", "error"))
+            elif event.get("kind") == "response":
+                result = msg.get("result")
+                page = result.get(key) if isinstance(result, dict) else None
+                items.extend(x for x in page or [] if isinstance(x, dict))
+        if refused is not None and not items:
+            surface.refused[action] = refused
+            continue
+        setattr(surface, key_attr(action), items)
+    return surface
+
+
+def key_attr(action: str) -> str:
+    """The Surface field a list step fills."""
+    return {"list_tools": "tools", "list_resources": "resources",
+            "list_resource_templates": "resource_templates", "list_prompts": "prompts"}[action]
+
+
+def _name(options: Options, surface: Surface) -> str:
+    raw = options.name or (default_name(list(options.server)) if options.server else surface.server_name) or "server"
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", raw).strip("-.") or "server"
+    if options.name and name != options.name:
+        raise ConfigError(f"--name {options.name!r}: a session name holds only letters, digits, _, . and -",
+                          hint=f"e.g. --name {name}")
+    return name
+
+
+# -- the file ---------------------------------------------------------------------------------------
+
+# A plain scalar starts with no YAML indicator (@ ` ~ & * ! | > ' " % # ...; a dash only before a word).
+_PLAIN = re.compile(r"(?:[A-Za-z_./]|-(?=[A-Za-z0-9_-]))[A-Za-z0-9_./@:+=~-]*")
+_NOT_PLAIN = re.compile(r"(?i)(y|n|yes|no|true|false|on|off|null|~)")
+
+
+def yaml_scalar(value: Any) -> str:
+    """A value as YAML flow text that reads back as exactly this value (JSON is valid YAML flow).
+
+    A string is written plain when that reads back as the same string (not a number, a boolean,
+    a date...: YAML's own resolver decides), else double-quoted with every character that is not
+    printable escaped (\\u or \\U: YAML has both; JSON's surrogate pairs would read back as two).
+    """
+    if isinstance(value, str):
+        if _PLAIN.fullmatch(value) and not _NOT_PLAIN.fullmatch(value) and _reads_back(value):
+            return value
+        text = json.dumps(value, ensure_ascii=False)
+        return "".join(c if c.isprintable() or c == "\t" else
+                       f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{yaml_scalar(str(k))}: {yaml_scalar(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(yaml_scalar(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _reads_back(plain: str) -> bool:
+    try:
+        return bool(yaml.safe_load(f"[{plain}]") == [plain])
+    except yaml.YAMLError:
+        return False
+
+
+def _one_line(text: Any, limit: int = 90) -> str:
+    """Server text for a comment: one line, shortened, every character YAML or a terminal could act on
+    escaped (a tool name or description may hold control, bidi or zero-width characters)."""
+    words = " ".join(str(text or "").split())
+    words = words if len(words) <= limit else words[: limit - 3].rstrip() + "..."
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in words)
+
+
+def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial: Trial | None = None,
+                  *, hints: Hints = ()) -> str:
+    """The commented mcptape.yml for `surface` (see the module docstring)."""
+    lines = [
+        f"# yaml-language-server: $schema={SCHEMA_ID}",
+        f"# Written by `mcptape init` from what {name} listed. Review it, then record the golden tapes:",
+        "#   mcptape ci --update-golden",
+        "version: 1",
+        "golden_dir: tapes                # one golden tape per session; commit them",
+        "servers:",
+        f"  {name}:",
+    ]
+    for key, value in server.items():
+        if key == "env":
+            lines.append("    env:                         # the only variables the server gets (besides PATH, HOME, ...)")
+            lines.extend(f"      {k}: {yaml_scalar(v)}" for k, v in value.items())
+        else:
+            lines.append(f"    {key}: {yaml_scalar(value)}")
+    lines += ["sessions:", f"  - name: {name}", f"    server: {name}", "    steps:"]
+    for action in LIST_STEPS:
+        items = getattr(surface, key_attr(action))
+        if items is None:
+            reason = surface.refused.get(action, "")
+            lines.append(f"      # - {action}        # not offered: the server answered {_one_line(reason, 60)!r}")
+        else:
+            lines.append(f"      - {action}")
+    for tool in surface.tools or []:
+        lines += _call_lines(tool, hints)
+    resources = surface.resources or []
+    for resource in resources[:MAX_RESOURCES]:
+        uri = resource.get("uri")
+        if isinstance(uri, str) and uri:
+            lines.append(f"      - read_resource: {yaml_scalar(uri)}")
+    if len(resources) > MAX_RESOURCES:
+        lines.append(f"      # {len(resources) - MAX_RESOURCES} more resources are listed; init reads the first "
+                     f"{MAX_RESOURCES}. Add a read_resource step for any other you want gated.")
+    for template in surface.resource_templates or []:
+        lines.append(f"      # - read_resource: {yaml_scalar(str(template.get('uriTemplate', '')))}"
+                     "   # a template: fill in its {parameters} to read one")
+    for prompt in surface.prompts or []:
+        pname = prompt.get("name")
+        if not isinstance(pname, str) or not pname:
+            continue
+        lines.append(f"      - get_prompt: {yaml_scalar(pname)}")
+        arguments = prompt_arguments(prompt, hints)
+        if arguments:
+            lines.append(f"        arguments: {yaml_scalar(arguments)}   # example values: put real ones here")
+    if not any(line.startswith("      - ") for line in lines):  # a session needs a step
+        lines.append("      - ping                       # the server lists nothing: its answer to ping is gated")
+    return "\n".join(lines + _normalize_lines(trial)) + "\n"
+
+
+def _normalize_lines(trial: Trial | None) -> list[str]:
+    """The `normalize:` block: the rules the trial runs call for, or a commented example."""
+    lines = []
+    if trial is not None and trial.errors:
+        lines.append("# init's trial run of the session failed; fix the step it names before recording:")
+        lines += [f"#   {_one_line(e, 200)}" for e in trial.errors]
+    if trial is not None and trial.unfixable:
+        lines.append("# init's two trial runs differed where no normalize rule helps (see `mcptape ci --repeat 3`):")
+        lines += [f"#   {_one_line(u, 200)}" for u in trial.unfixable]
+    if trial is None or not trial.rules:
+        return lines + [
+            "# Volatile values (times, ids) that are not drift: `mcptape ci --repeat 3` suggests rules.",
+            "# normalize:",
+            '#   - path: "$..timestamp"',
+            '#     replace: "<TIMESTAMP>"',
+        ]
+    lines.append("normalize:                         # values that differed between init's two trial runs")
+    for rule in trial.rules:
+        key = "path" if rule.get("path") else "pattern"
+        lines.append(f"  - {key}: {json.dumps(rule[key], ensure_ascii=False)}")
+        lines.append(f"    replace: {json.dumps(rule['replace'], ensure_ascii=False)}")
+        if rule.get("reason"):
+            lines.append(f"    reason: {json.dumps(_one_line(rule['reason'], 200), ensure_ascii=False)}")
+    return lines
+
+
+def _call_lines(tool: Mapping[str, Any], hints: Hints) -> list[str]:
+    tname = tool.get("name")
+    if not isinstance(tname, str) or not tname:
+        return []
+    schema = tool.get("inputSchema")
+    arguments = example_arguments(schema, hints)
+    problem = "no valid arguments could be built from its inputSchema" if arguments is None else \
+        schema_violation(arguments, schema)
+    safety = tool_safety(tool)
+    step = [f"- call: {yaml_scalar(tname)}"]
+    if arguments:
+        step.append(f"  arguments: {yaml_scalar(arguments)}")
+    about = _one_line(tool.get("description"))
+    head = [f"      # {_one_line(tname, 60)}: {about}"] if about else []
+    if safety.safe and problem is None:
+        return head + [f"      {s}" for s in step]
+    why = safety.reason if not safety.safe else f"fill in its arguments ({_one_line(problem, 120)})"
+    return head + [f"      # not run: {why}; uncomment to record it"] + [f"      # {s}" for s in step]
+
+
+def _verified(temp: Path, text: str, env: Mapping[str, str]) -> LoadedConfig:
+    """`text` written to `temp`, loaded and checked as `mcptape check` does; a failure is init's bug."""
+    try:
+        temp.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise WriteError(f"{temp.parent}: cannot write the config: {e.strerror or e}") from e
+    try:
+        loaded = load_config(temp, env={**os.environ, **env})
+        check_config(loaded)
+    except McptapeError as e:
+        raise McptapeError(f"init built a config that does not load ({e.message}); nothing was written",
+                           hint="please report it with the server's tools/list answer") from e
+    return loaded
+
+
+def _link(temp: Path, out: Path) -> None:
+    """Put the verified file at `out` unless something is there: link, unlike rename, never replaces."""
+    try:
+        os.link(temp, out)
+    except FileExistsError as e:
+        raise ConfigError(f"{out} already exists; init never overwrites a config",
+                          hint=f"write elsewhere with -o, or move {out} away first") from e
+    except OSError as e:
+        raise WriteError(f"{out}: cannot write the config: {e.strerror or e}") from e
+
+
+def _trial(loaded: LoadedConfig) -> Trial:
+    """Run the session twice, as ci runs it, and keep the normalize rules that make it stable.
+
+    Two runs, the second starting at least TRIAL_GAP seconds after the first: a clock printed in
+    seconds ("created at 12:58:40 AM") must tick between them, or it looks constant here and
+    drifts on the first `ci`.
+    """
+    session = loaded.config.sessions[0]
+    ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
+    started = time.monotonic()
+    first = repeat_session(ctx, session, 1)
+    if first.errors:  # the second run would fail the same way: say it once
+        return Trial(errors=[e.partition(": ")[2] or e for e in first.errors])
+    time.sleep(max(0.0, TRIAL_GAP - (time.monotonic() - started)))
+    second = repeat_session(ctx, session, 1)
+    trial = Trial(errors=[e.partition(": ")[2] or e for e in second.errors])
+    if trial.errors:
+        return trial
+    volatiles = find_volatile([Tape(header={}, events=events) for events in first.normalized + second.normalized])
+    trial.rules = suggest_rules(volatiles)
+    trial.unfixable = [v.line() for v in unfixed(volatiles, trial.rules)]
+    return trial
+
+
+def _next_steps(out: Path, name: str, surface: Surface, trial: Trial | None) -> str:
+    config = "" if out == Path(DEFAULT_OUT) else f" -c {shlex.quote(str(out))}"
+    tapes = shlex.quote(str(out.parent / "tapes")) + "/"  # golden_dir, relative to the config file
+    tools = surface.tools or []
+    rules = ""
+    if trial is not None:
+        rules = ", the trial run failed (see the warning)" if trial.errors else \
+            f", {len(trial.rules)} normalize rule(s) from two trial runs"
+    steps = [
+        (f"mcptape ci{config} --update-golden", "record the golden tapes"),
+        (f"git status {tapes}; git diff", "review them: they are the contract"),
+        (f"git add {shlex.quote(str(out))} {tapes} && git commit -m 'mcptape: golden tapes'", ""),
+    ]
+    width = max(len(command) for command, _ in steps)
+    lines = [f"  {command:<{width}}  # {why}" if why else f"  {command}" for command, why in steps]
+    return (
+        f"wrote {out}: session {name}, {len(tools)} tool{'s' * (len(tools) != 1)} listed{rules}; calls that may change "
+        "something are commented out (see the file)\nnext:\n" + "\n".join(lines) + "\n"
+        "  then add the workflow (uses: mcptape/action@v1) so every pull request is gated: see the README\n"
+    )
