@@ -85,8 +85,27 @@ def build_parser() -> argparse.ArgumentParser:
     # --- play ------------------------------------------------------------------------------
     play = sub.add_parser("play", help="serve a tape as an MCP server (stdio), offline")
     play.add_argument("tape", help="tape file")
-    play.add_argument("--lenient", action="store_true", help="answer near misses with the closest recording")
+    play.add_argument(
+        "--lenient", action="store_true",
+        help="answer a near miss with the closest recording of the same method and tool (exit 1, said on stderr)",
+    )
     play.add_argument("--listen", metavar="HOST:PORT", help="serve over streamable HTTP instead of stdio")
+    play.add_argument(
+        "--ignore-arg", action="append", default=[], metavar="PATH",
+        help="leave this value out of matching: a key at any depth (timestamp) or a JSON path in params "
+        "($.arguments.request_id); repeatable",
+    )
+    play.add_argument(
+        "--match-on", choices=("params", "name"), default="params",
+        help="params (default): a call matches a recording with the same arguments; name: the same tool, "
+        "prompt or resource, whatever the arguments",
+    )
+    play.add_argument("--allow-reuse", action="store_true", help="a used recording may answer the same call again")
+    play.add_argument(
+        "--fallback", action="store_true",
+        help="forward what the tape cannot answer to the live server given after `--`, recording it onto the tape",
+    )
+    play.add_argument("server", nargs="*", help="-- <server command...> (with --fallback)")
 
     # --- diff ------------------------------------------------------------------------------
     diff = sub.add_parser("diff", help="compare two tapes: first drifted call, exit 0/1/2")

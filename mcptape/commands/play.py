@@ -1,9 +1,13 @@
-"""`mcptape play TAPE [--lenient] [--listen HOST:PORT]`: serve a tape as an MCP server, offline.
+"""`mcptape play TAPE [--lenient] [--listen HOST:PORT] [--ignore-arg PATH] [--match-on name] [--allow-reuse]
+[--fallback -- <server command...>]`: serve a tape as an MCP server, offline unless --fallback.
 
 Stdout is the MCP wire (stdio play): everything human goes to stderr, the report at the end.
 What to answer is replay/engine.py's, the stdio loop replay/stdio.py's, HTTP replay/http.py's
-(imported for --listen only: it is not on the path of a stdio play's cold start).
-Exit codes: 0 every request answered, 1 misses, 2 the tape cannot be replayed.
+(imported for --listen only: it is not on the path of a stdio play's cold start), the live side
+of --fallback replay/fallback.py's (imported for --fallback only).
+Exit codes: 0 every request answered by its recording (or, with --fallback, live), 1 misses or
+--lenient substitutions, 3 the tape cannot be replayed (missing, unreadable, invalid) or the live
+recording could not be appended, 4 a secret survived redaction in the live recording.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ import argparse
 import gc
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from mcptape.commands.terminal import say
-from mcptape.errors import EXIT_OK
+from mcptape.errors import EXIT_OK, ConfigError
 from mcptape.logsafe import safe_log
 from mcptape.replay.engine import ReplayEngine, load_tape, stream_tape
+from mcptape.replay.matching import match_on_name_only
 from mcptape.replay.stdio import hang_up, serve
 
 
@@ -25,23 +31,62 @@ class Options:
     tape: str
     lenient: bool
     listen: str | None
+    ignore: tuple[str, ...] = ()
+    match_on: str = "params"
+    allow_reuse: bool = False
+    fallback: bool = False
+    server: tuple[str, ...] = ()  # the live server's command, after `--` (with --fallback)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(tape=args.tape, lenient=bool(args.lenient), listen=args.listen)
+        server = list(args.server or [])
+        if server and server[0] == "--":
+            server = server[1:]
+        return cls(
+            tape=args.tape,
+            lenient=bool(args.lenient),
+            listen=args.listen,
+            ignore=tuple(args.ignore_arg or ()),
+            match_on=args.match_on,
+            allow_reuse=bool(args.allow_reuse),
+            fallback=bool(args.fallback),
+            server=tuple(server),
+        )
+
+    def engine_options(self) -> dict[str, Any]:
+        """The matching options every engine of this play gets."""
+        return {
+            "lenient": self.lenient,
+            "match_on": match_on_name_only() if self.match_on == "name" else None,
+            "ignore": self.ignore,
+            "allow_reuse": self.allow_reuse,
+            "say": say,
+        }
 
 
 def run(options: Options) -> int:
+    if options.server and not options.fallback:
+        raise ConfigError(
+            f"play got a server command ({options.server[0]}) without --fallback; replay never goes live unless asked",
+            hint="mcptape play TAPE --fallback -- <server command...>",
+        )
     if options.listen:
+        if options.fallback:
+            raise ConfigError("--fallback serves over stdio only; drop --listen")
         return _play_http(options, options.listen)
+    fallback = None
+    if options.fallback:
+        from mcptape.replay.fallback import LiveFallback  # subprocess, tempfile: --fallback only
+
+        fallback = LiveFallback(options.tape, options.server, say)
     stream = stream_tape(options.tape)
     if stream.streamable:
         tape = stream.tape
-        engine = ReplayEngine(tape, lenient=options.lenient, stream=stream, say=say)
+        engine = ReplayEngine(tape, stream=stream, fallback=fallback, **options.engine_options())
         held = stream.event_count
     else:  # let the whole-tape checks name what is wrong with it
         tape = load_tape(options.tape)
-        engine = ReplayEngine(tape, lenient=options.lenient, say=say)
+        engine = ReplayEngine(tape, fallback=fallback, **options.engine_options())
         gc.freeze()  # the tape lives as long as we do: keep it out of every later collection
         held = len(tape.events)
     if not tape.complete:
@@ -57,6 +102,8 @@ def run(options: Options) -> int:
         hang_up(out)
     report = engine.report()
     print(safe_log(report.render()), file=sys.stderr)  # quotes the client's requests and the tape
+    if fallback is not None:
+        return max(report.exit_code, fallback.finish())
     return report.exit_code
 
 
@@ -65,7 +112,7 @@ def _play_http(options: Options, listen: str) -> int:
     from mcptape.replay.http import serve_http  # http.server, the HTTP transport's framing: --listen only
 
     tape = load_tape(options.tape)
-    first = ReplayEngine(tape, lenient=options.lenient, say=say)  # fails early on a tape that cannot be replayed
+    first = ReplayEngine(tape, **options.engine_options())  # fails early on a tape that cannot be replayed
 
     def ready(url: str) -> None:  # listening: what a person needs to know before the first client
         if not tape.complete:

@@ -12,9 +12,13 @@ How a tape is served:
   JSON-equal, ignoring the JSON-RPC id and the top-level `params._meta` (progress tokens,
   2026-07-28 per-request version/capabilities). Identical repeats consume in order.
   Which comparisons apply is a per-method list of small pure matchers found by name
-  (`MATCH_ON`, the engine's `matchers`: matching.default_matchers), as in vcrpy. `initialize` ignores clientInfo and
-  capabilities (not drift; a capability change is reported as a warning because some servers'
-  tool lists depend on it). `ping` is always answered.
+  (`MATCH_ON`, the engine's `matchers`: matching.default_matchers), as in vcrpy. `initialize` ignores clientInfo,
+  capabilities and the protocol version asked: the recorded answer (with the version the recorded
+  server negotiated) goes to any client, as a real server answers with a version it supports; a
+  capability change is reported as a warning because some servers' tool lists depend on it.
+  `ping` is always answered. Tunable like vcrpy's `match_on`: `ignore` (JSON paths in params
+  left out, `--ignore-arg`), `match_on_name_only()` (`--match-on name`), `allow_reuse` (a used
+  recording answers again once no unused one matches, `--allow-reuse`).
 * Tapes are redacted before they are written, so a recorded string holding placeholders
   (`<REDACTED:kind#tag>`, `<REDACTED:env.NAME>`, `<HOME>`, `<USER>`) is a pattern: each
   placeholder matches any non-empty run, the rest is literal, the whole string must match. The
@@ -43,21 +47,25 @@ How a tape is served:
   whose recorded response came after the client's answer waits for the live answer.
 * A request the tape cannot answer gets the JSON-RPC error MISS_CODE (-32603) whose message
   names the nearest recorded calls and why each was rejected; `data.mcptape` is
-  "replay-miss". `--lenient` answers with the closest same-method recording instead and
-  reports the substitution (exit 0 unless a request had no same-method recording at all).
+  "replay-miss". `--lenient` answers with the closest recording of the same method *and* the
+  same target (tool, prompt, resource) instead, says which and why on stderr and reports the
+  substitution (exit 1); with no such recording it is a miss, never another tool's answer.
 * 2026-07-28 tapes are served the same way: `server/discover` is a recorded call like any
   other, the per-request `_meta` (version, capabilities, clientInfo) is ignored by matching,
   and an input-required retry matches by its `inputResponses` and echoed `requestState`.
   A `server/discover` asked of a legacy tape (one with `initialize` and no discover) gets
   -32601, as the recorded server would have answered, so a client that probes first
-  (fastmcp, the SDK's `mode="auto"`) falls back to `initialize`; it is not a miss.
+  (fastmcp, the SDK's `mode="auto"`) falls back to `initialize`; it is not a miss. An
+  `initialize` asked of a 2026-07-28 tape (discover, no initialize) gets -32022 naming the
+  versions the recorded discover served, as a 2026-07-28 server answers it.
 * A server exit is replayed (the wire is closed) only when the server died in the middle of a
   call; an exit after the session ended is what happens when the client hangs up.
 * A tape cut short (no footer) replays what it holds; a call whose response was lost answers
   with a miss error instead of hanging.
 
-Exit codes of `mcptape play`: 0 every request answered, 1 misses, 2 the tape cannot be
-replayed (unknown format, nothing to replay, server requests that cannot be keyed).
+Exit codes of `mcptape play`: 0 every request answered by its recording, 1 misses or
+--lenient substitutions, 3 the tape cannot be replayed (missing, unreadable, unknown format,
+nothing to replay, server requests that cannot be keyed).
 """
 
 from __future__ import annotations
@@ -68,7 +76,7 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
 from mcptape.jsonrpc import canonical, classify, dumps, id_key, loads, top_level_span
@@ -76,6 +84,7 @@ from mcptape.replay.matching import (
     DEFAULT_MATCH_ON,
     HIDDEN,
     MATCH_ON,
+    IgnoredPaths,
     Matcher,
     compared,
     default_matchers,
@@ -84,6 +93,7 @@ from mcptape.replay.matching import (
     json_diff,
     recorded_equal,
     short,
+    target,
 )
 from mcptape.tape.events import C2S, S2C, wire_text
 from mcptape.tape.format import Event, Tape
@@ -93,6 +103,7 @@ MISS_CODE = -32603
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
+UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: what its servers answer an initialize with
 
 # Idle-time work per ReplayEngine.lookahead step: tape lines parsed, or recorded calls keyed.
 LOOKAHEAD_LINES = 4
@@ -188,12 +199,15 @@ class ReplayReport:
         self.answered = 0
         self.misses: list[Miss] = []
         self.substitutions: list[Miss] = []
+        self.forwarded: list[str] = []  # --fallback: calls answered live (and recorded)
         self.unused: list[str] = []
         self.warnings: list[str] = []
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OUTPUT_DRIFT if self.misses else EXIT_OK
+        """0 every request answered by its own recording; 1 a miss, or a --lenient substitution
+        (the client got an answer, but one recorded for other arguments)."""
+        return EXIT_OUTPUT_DRIFT if self.misses or self.substitutions else EXIT_OK
 
     def render(self) -> str:
         """A short plain-text report for stderr."""
@@ -204,6 +218,8 @@ class ReplayReport:
             lines.append(f"  miss: {m.call}: {m.why}")
         for m in self.substitutions:
             lines.append(f"  lenient: {m.call} answered with {m.substituted}: {m.why}")
+        for f in self.forwarded:
+            lines.append(f"  live: {f} (--fallback: not on the tape; answered by the live server, recorded)")
         if self.unused:
             lines.append(f"  {len(self.unused)} recorded call(s) never asked:")
             lines += [f"    {u}" for u in self.unused]
@@ -216,6 +232,7 @@ class ReplayReport:
             "exit_code": self.exit_code,
             "misses": [m.to_dict() for m in self.misses],
             "substitutions": [m.to_dict() for m in self.substitutions],
+            "forwarded": list(self.forwarded),
             "unused": list(self.unused),
             "warnings": list(self.warnings),
         }
@@ -250,6 +267,17 @@ def _progress_token(params: Any) -> str | None:
     return None
 
 
+class Fallback(Protocol):
+    """Where a miss goes under `--fallback` (fallback.py's LiveFallback): the engine does no I/O itself."""
+
+    def saw(self, msg: dict[str, Any]) -> None:
+        """A client message the tape answered (the handshake the live server must get too)."""
+
+    def forward(self, msg: dict[str, Any], label: str) -> list[str]:
+        """The wire lines answering client request `msg`, from the live server."""
+        ...
+
+
 class ReplayEngine:
     """Serves one tape to one client: `handle(line)` -> wire lines to send back.
 
@@ -269,12 +297,21 @@ class ReplayEngine:
         matchers: Mapping[str, Matcher] | None = None,
         stream: TapeStream | None = None,
         say: Callable[[str], None] | None = None,
+        ignore: tuple[str, ...] = (),
+        allow_reuse: bool = False,
+        fallback: Fallback | None = None,
     ) -> None:
         self.tape = tape
         self._say = say  # where a miss is said the moment it happens (the command's stderr), if anywhere
         self.lenient = lenient
+        self.allow_reuse = allow_reuse  # a recording may answer again once every match is used
+        self.fallback = fallback  # --fallback: where a miss goes instead of an error (fallback.py)
         self.match_on = dict(MATCH_ON if match_on is None else match_on)
         self.matchers = default_matchers() if matchers is None else dict(matchers)
+        try:
+            self.ignored = IgnoredPaths(tuple(ignore)) if ignore else None
+        except ValueError as e:
+            raise ReplayError(str(e)) from e
         for names in self.match_on.values():
             for name in names:
                 if name not in self.matchers:
@@ -544,7 +581,7 @@ class ReplayEngine:
     def _request(self, msg: dict[str, Any], out: list[str]) -> None:
         method = msg["method"]
         params = msg.get("params")
-        call = self._find(method, params)
+        call = self._find(method, params) or self._reused(method, params)
         if call is None:
             if method == "ping":
                 out.append(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
@@ -556,13 +593,24 @@ class ReplayEngine:
                 out.append(_error_line(msg["id"], METHOD_NOT_FOUND, "Method not found: server/discover"))
                 self._report.answered += 1
                 return
+            if method == "initialize" and method not in self._by_method and "server/discover" in self._by_method:
+                out.append(self._refuse_initialize(msg["id"], params))
+                self._report.answered += 1
+                return
             why, nearest, live = self._explain(method, params)
+            if self.fallback is not None:
+                self._report.forwarded.append(live)
+                out.extend(self.fallback.forward(msg, live))
+                return
             if self.lenient and nearest is not None:
-                self._report.substitutions.append(
-                    Miss(method, live, why, msg["id"], substituted=f"{nearest.label} (tape line {nearest.line})")
-                )
+                substituted = f"{nearest.label} (tape line {nearest.line})"
+                self._report.substitutions.append(Miss(method, live, why, msg["id"], substituted=substituted))
+                if self._say is not None:
+                    self._say(f"mcptape play: lenient: {live} answered with {substituted}: {why}")
                 call = nearest
             else:
+                if self.lenient:
+                    why += f"; --lenient substitutes only another recording of {describe_call(method, _target_only(params))}, and the tape holds none"
                 self._report.misses.append(Miss(method, live, why, msg["id"]))
                 if self._say is not None:
                     self._say(f"mcptape play: miss: {live}: {why}")
@@ -577,6 +625,9 @@ class ReplayEngine:
                 return
         if method == "initialize":
             self._note_capabilities(call, params)
+            self._note_version(call, params)
+            if self.fallback is not None:
+                self.fallback.saw(msg)
         live_token = None
         if call.progress_token is not None:  # only then can a recorded progress notification need it
             token = _progress_token(params)
@@ -648,7 +699,7 @@ class ReplayEngine:
         return same[start] if start < len(same) else None
 
     def _matches_exactly(self, method: str) -> bool:
-        return self.match_on.get(method, DEFAULT_MATCH_ON) == DEFAULT_MATCH_ON
+        return self.ignored is None and self.match_on.get(method, DEFAULT_MATCH_ON) == DEFAULT_MATCH_ON
 
     def _key_calls(self, method: str, limit: int | None = None) -> None:
         """Put the next `limit` (default: all) unkeyed calls of `method` in the exact-match index, in order."""
@@ -679,14 +730,24 @@ class ReplayEngine:
                 return call
         return None
 
+    def _reused(self, method: str, params: Any) -> RecordedCall | None:
+        """--allow-reuse: the earliest matching recording, used or not (asked once every match is used)."""
+        if not self.allow_reuse:
+            return None
+        return next((c for c in self._by_method.get(method, ()) if not self._reasons(c, params)), None)
+
     def _reasons(self, call: RecordedCall, params: Any) -> list[str]:
+        recorded = call.params
+        if self.ignored is not None:
+            recorded, params = self.ignored.apply(recorded), self.ignored.apply(params)
         reasons: list[str] = []
         for name in self.match_on.get(call.method, DEFAULT_MATCH_ON):
-            reasons += self.matchers[name](call.params, params)
+            reasons += self.matchers[name](recorded, params)
         return reasons
 
     def _explain(self, method: str, params: Any) -> tuple[str, RecordedCall | None, str]:
-        """Why no recorded call matched, naming the nearest ones; the closest candidate; the live call.
+        """Why no recorded call matched, naming the nearest ones; the closest recording of the same
+        method and target (None if the tape holds none); the live call.
 
         The explanation and the live call's description are scrubbed of secrets: live values that
         stood for a redacted recorded value are shown as the recording shows them.
@@ -717,12 +778,15 @@ class ReplayEngine:
                 parts.append(f"{c.label} (line {c.line}): already answered (the tape holds {n} such call(s))")
             else:
                 parts.append(f"{c.label} (line {c.line}): {'; '.join(reasons + notes)}")
-        unconsumed = [c for c in ranked if not c.consumed]
-        closest = unconsumed[0] if unconsumed else ranked[0]
+        # --lenient's candidate: the same method and target (tool, prompt, resource), never another.
+        asked_target = target(compared(params))
+        same_target = [c for c in ranked if recorded_equal(target(compared(c.params)), asked_target)]
+        unconsumed = [c for c in same_target if not c.consumed]
+        closest = unconsumed[0] if unconsumed else (same_target[0] if same_target else None)
         for c in same:  # every value compared with a redacted one, whichever call it was compared with
             hide_redacted(compared(c.params), compared(params), secrets)
         if secrets:
-            live = describe_call(method, hide_redacted(compared(closest.params), compared(params)))
+            live = describe_call(method, hide_redacted(compared((closest or ranked[0]).params), compared(params)))
         return self._scrub("nearest: " + " | ".join(parts), secrets), closest, self._scrub(live, secrets)
 
     def _scrub(self, text: str, secrets: set[str]) -> str:
@@ -733,6 +797,50 @@ class ReplayEngine:
         from mcptape.redact.redactor import builtin_redactor  # only now: it costs play's start-up ~15 ms
 
         return builtin_redactor().redact_text(text)
+
+    def _refuse_initialize(self, msg_id: Any, params: Any) -> str:
+        """A 2026-07-28 tape asked for `initialize`: the recorded server spoke 2026-07-28 on this
+        session, and such a server refuses the handshake with -32022 naming the versions it serves
+        (the SDK 2.x server does), so a client falls back to `server/discover`."""
+        supported: list[Any] = []
+        for c in self._by_method["server/discover"]:
+            if c.response is not None:
+                result = self.events[c.response].get("msg", {}).get("result")
+                if isinstance(result, dict) and isinstance(result.get("supportedVersions"), list):
+                    supported = result["supportedVersions"]
+                    break
+        requested = params.get("protocolVersion") if isinstance(params, dict) else None
+        self._report.warnings.append(
+            f"initialize: the tape is a 2026-07-28 session (server/discover, no initialize); answered -32022 "
+            f"as its server would, naming the versions it serves {short(supported)}"
+        )
+        return _error_line(
+            msg_id,
+            UNSUPPORTED_PROTOCOL_VERSION,
+            "connection is serving the 2026-07-28 protocol; the initialize handshake is not accepted",
+            {"supported": supported, "requested": requested},
+        )
+
+    def _note_version(self, call: RecordedCall, params: Any) -> None:
+        asked = params.get("protocolVersion") if isinstance(params, dict) else None
+        answer = self.events[call.response].get("msg", {}).get("result") if call.response is not None else None
+        negotiated = answer.get("protocolVersion") if isinstance(answer, dict) else None
+        if asked is not None and negotiated is not None and asked != negotiated:
+            self._report.warnings.append(
+                f"initialize: the client asked protocol {short(asked)}; answered with the recorded server's {short(negotiated)}"
+            )
+
+    def fresh(self) -> ReplayEngine:
+        """A new engine for the same tape with the same matching options (one per HTTP session)."""
+        return ReplayEngine(
+            self.tape,
+            lenient=self.lenient,
+            match_on=self.match_on,
+            matchers=self.matchers,
+            say=self._say,
+            ignore=self.ignored.paths if self.ignored is not None else (),
+            allow_reuse=self.allow_reuse,
+        )
 
     def _note_capabilities(self, call: RecordedCall, params: Any) -> None:
         rec = (call.params or {}).get("capabilities") if isinstance(call.params, dict) else None
@@ -747,6 +855,8 @@ class ReplayEngine:
     # --- notifications and answers from the client --------------------------------------
 
     def _client_notification(self, msg: dict[str, Any], out: list[str]) -> None:
+        if self.fallback is not None:
+            self.fallback.saw(msg)
         method = msg["method"]
         params = compared(msg.get("params"))
         key = canonical(params)
@@ -863,6 +973,14 @@ class ReplayEngine:
             parts = (text[: span[0]], text[span[1] :])
             self._id_spans[index] = parts
         return parts[0] + _id_json(live_id) + parts[1]
+
+
+def _target_only(params: Any) -> Any:
+    """A call's params reduced to what it names, to describe "this tool" in a message."""
+    named = target(compared(params))
+    if named is None:
+        return None
+    return {"uri" if isinstance(params, dict) and "uri" in params else "name": named}
 
 
 def _rewrite_progress_token(text: str, token: Any) -> str:

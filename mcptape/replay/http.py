@@ -90,8 +90,7 @@ class ReplaySession:
 
 class _PlayServer(Server):
     tape: Tape
-    lenient: bool
-    say: Callable[[str], None]
+    template: ReplayEngine  # the first engine: each later session gets one like it (ReplayEngine.fresh)
     spare: ReplayEngine | None
     sessions: dict[str, ReplaySession]
     default: ReplaySession | None
@@ -102,7 +101,7 @@ class _PlayServer(Server):
 
     def new_engine(self) -> ReplayEngine:
         with self.lock:
-            engine = self.spare or ReplayEngine(self.tape, lenient=self.lenient, say=self.say)
+            engine = self.spare or self.template.fresh()
             self.spare = None
             self.engines.append(engine)
             return engine
@@ -270,13 +269,12 @@ def serve_http(
     by the caller, so a tape that cannot be replayed fails before anything is served) answers the
     first client session, a new engine like it each later one; all are returned for their
     reports. `on_ready` gets the endpoint's URL; misses go to `say`."""
-    tape, lenient, spare = first.tape, first.lenient, first
+    tape = first.tape
     host, port = parse_listen(listen)
     server = _PlayServer((host, port), PlayHandler)
     server.tape = tape
-    server.lenient = lenient
-    server.say = say
-    server.spare = spare
+    server.template = first
+    server.spare = first
     server.sessions = {}
     server.default = None
     server.engines = []
