@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--fallback", action="store_true",
         help="forward what the tape cannot answer to the live server given after `--`, recording it onto the tape",
     )
-    play.add_argument("server", nargs="*", help="-- <server command...> (with --fallback)")
+    play.set_defaults(server=[])  # the words after `--` (see main: argparse cannot take them after options)
 
     # --- diff ------------------------------------------------------------------------------
     diff = sub.add_parser("diff", help="compare two tapes: first drifted call, exit 0/1/2")
@@ -206,7 +206,15 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
         print(problem, file=sys.stderr)
         return EXIT_COULD_NOT_RUN
     parser = build_parser()
+    # `play TAPE [options] --fallback -- CMD...`: argparse cannot give a second positional after
+    # options that follow the first, so play's server command (after `--`) is split off here.
+    server: list[str] | None = None
+    if arguments[:1] == ["play"] and "--" in arguments:
+        at = arguments.index("--")
+        arguments, server = arguments[:at], arguments[at + 1 :]
     args = parser.parse_args(arguments)
+    if server is not None:
+        args.server = server
     args.exiting = exiting
     if not args.command:
         parser.print_help(sys.stderr)

@@ -39,9 +39,7 @@ class Options:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        server = list(args.server or [])
-        if server and server[0] == "--":
-            server = server[1:]
+        server = list(args.server or [])  # the words after `--` (cli.main splits them off)
         return cls(
             tape=args.tape,
             lenient=bool(args.lenient),

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mcptape.errors import EXIT_OK, EXIT_SECRET, McptapeError, SecretLeak
+from mcptape.errors import EXIT_OK, EXIT_SECRET, McptapeError, SecretLeak, ServerError
 from mcptape.jsonrpc import classify, dumps, id_key, loads
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import C2S
@@ -163,10 +163,13 @@ class LiveFallback:
     def finish(self) -> int:
         """Stop the live server, append what it recorded to the tape (atomically); an exit code.
 
-        0 nothing went live or it was appended; 4 a secret survived redaction (rec wrote nothing,
-        so nothing is appended); 3 the recording could not be appended.
+        0 nothing went live or it was appended. Raises ServerError (3) if the live server failed
+        (would not start, exited, hung), SecretLeak (4) if a secret survived redaction (rec wrote
+        nothing), McptapeError (3) if there is nothing to append.
         """
         if self._proc is None:
+            if self._failed is not None:
+                raise ServerError(f"--fallback: {self._failed}")
             return EXIT_OK
         try:
             assert self._proc.stdin is not None
@@ -179,6 +182,8 @@ class LiveFallback:
                 code = self._proc.wait()
             assert self._dir is not None
             live = Path(self._dir) / "live.tape.jsonl"
+            if self._failed is not None:
+                raise ServerError(f"--fallback: {self._failed}; nothing was appended to {self.tape}")
             if code == EXIT_SECRET:
                 raise SecretLeak(f"--fallback: a secret survived redaction in the live recording; nothing was appended to {self.tape}")
             if not live.exists():

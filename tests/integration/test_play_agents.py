@@ -1,0 +1,270 @@
+"""Issue 19: `mcptape play` serves real clients as the recorded server would.
+
+An agent builder's path: a `ci` golden (recorded by `mcptape ci --update-golden` at protocol
+2025-06-18 against the calc fixture), then the official SDK 2.x `ClientSession` (which asks
+`initialize` 2025-11-25) and FastMCP's `Client` (which probes `server/discover` first), over
+stdio and over streamable HTTP (`play --listen`), each get the same answers from play as from the
+live server. A 2026-07-28 tape (the SDK 2.x fixture server) refuses `initialize` with -32022 as
+its server does and answers `server/discover`. `--fallback` sends what the tape lacks to the live
+server through rec and appends it to the tape; without it, the same request is a miss.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CALC_SERVER, FIXTURES, ROOT, mcptape_command, user_env
+from tests.integration.http_helpers import mcptape_listening
+
+DRIVER = Path(__file__).with_name("client_driver.py")
+SDK2 = FIXTURES / "servers" / "sdk2_server.py"
+TIMEOUT = 180
+STEPS: list[list[Any]] = [
+    ["list_tools"],
+    ["call", "add", {"a": 2, "b": 3}],
+    ["call", "echo", {"text": "hello, tape"}],
+    ["read_resource", "calc://constants"],
+    ["get_prompt", "explain", {"topic": "sums"}],
+]
+CONFIG = """\
+version: 1
+golden_dir: tapes
+servers:
+  calc:
+    command: [{python}, {calc}]
+    protocol: "2025-06-18"
+  modern:
+    command: [{python}, {sdk2}]
+    protocol: "2026-07-28"
+sessions:
+  - name: agent
+    server: calc
+    steps:
+      - list_tools
+      - call: add
+        arguments: {{a: 2, b: 3}}
+      - call: divide
+        arguments: {{a: 1, b: 0}}
+      - call: echo
+        arguments: {{text: "hello, tape"}}
+      - read_resource: calc://constants
+      - get_prompt: explain
+        arguments: {{topic: sums}}
+  - name: modern
+    server: modern
+    steps:
+      - list_tools
+      - call: add
+        arguments: {{a: 2, b: 3}}
+"""
+ENV = user_env(PYTHONPATH=str(ROOT))
+
+
+def mcptape(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(mcptape_command(*args), cwd=cwd, env=ENV, input=stdin, capture_output=True, timeout=TIMEOUT)
+
+
+def drive(library: str, transport: str, target: str, steps: list[list[Any]] = STEPS) -> list[Any]:
+    proc = subprocess.run([sys.executable, str(DRIVER), library, transport, target, json.dumps(steps)],
+                          capture_output=True, text=True, timeout=TIMEOUT, env=ENV, cwd=ROOT)
+    assert proc.returncode == 0, f"{library} over {transport}: {proc.stderr[-3000:]}"
+    out: list[Any] = json.loads(proc.stdout)
+    return out
+
+
+@pytest.fixture(scope="module")
+def goldens(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("agents")
+    (root / "mcptape.yml").write_text(CONFIG.format(python=sys.executable, calc=CALC_SERVER, sdk2=SDK2), encoding="utf-8")
+    done = mcptape("ci", "--update-golden", cwd=root)
+    assert done.returncode == 0, done.stderr.decode()
+    header = json.loads((root / "tapes" / "agent.tape.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert header["protocol"] == "2025-06-18"  # not what the SDK or FastMCP asks: the point of the test
+    return root
+
+
+@pytest.fixture(scope="module")
+def live_answers() -> dict[str, list[Any]]:
+    command = json.dumps([sys.executable, str(CALC_SERVER)])
+    return {library: drive(library, "stdio", command) for library in ("sdk", "fastmcp")}
+
+
+def _text(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+@pytest.mark.parametrize("library", ["sdk", "fastmcp"])
+def test_a_real_client_gets_the_recorded_answers_from_play_of_a_ci_golden_over_stdio(
+    goldens: Path, live_answers: dict[str, list[Any]], library: str
+) -> None:
+    tape = goldens / "tapes" / "agent.tape.jsonl"
+    replayed = drive(library, "stdio", json.dumps(mcptape_command("play", str(tape))))
+    assert replayed == live_answers[library]
+    assert _text(replayed[1]) == "5"
+
+
+@pytest.mark.parametrize("library", ["sdk", "fastmcp"])
+def test_a_real_client_gets_the_recorded_answers_from_play_listen_over_http(
+    goldens: Path, live_answers: dict[str, list[Any]], library: str
+) -> None:
+    tape = goldens / "tapes" / "agent.tape.jsonl"
+    with mcptape_listening("play", str(tape)) as play:
+        replayed = drive(library, "http", play.url)
+    assert replayed == live_answers[library]
+    assert play.returncode == 0, play.stderr
+    assert "answered from the tape, clean" in play.stderr
+
+
+def test_the_sdk_session_sees_the_version_the_recorded_server_negotiated(goldens: Path) -> None:
+    import anyio
+    from mcp import ClientSession, MCPError, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    tape = goldens / "tapes" / "agent.tape.jsonl"
+    errlog = goldens / "play-version.log"
+
+    async def main() -> tuple[str, str, Any, Any]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "mcptape", "play", str(tape)], cwd=str(ROOT))
+        with open(errlog, "w", encoding="utf-8") as err, anyio.fail_after(60):
+            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
+                init = await session.initialize()
+                result = await session.call_tool("add", {"a": 2, "b": 3})
+                errors = []
+                for arguments in ({"a": 1, "b": 0}, {"a": 2, "b": 4}):  # recorded error; not recorded at all
+                    try:
+                        await session.call_tool("divide" if arguments["b"] == 0 else "add", arguments)
+                    except MCPError as e:
+                        errors.append((e.code, e.error.message))
+                return init.protocol_version, _text(result.model_dump(mode="json")), errors[0], errors[1]
+
+    version, added, divided, missed = anyio.run(main)
+    assert (version, added, divided) == ("2025-06-18", "5", (-32602, "Division by zero"))
+    assert missed[0] == -32603 and "arguments.b differs: 3 recorded, 4 asked" in missed[1]
+    report = errlog.read_text(encoding="utf-8")
+    assert 'asked protocol "2025-11-25"; answered with the recorded server\'s "2025-06-18"' in report
+
+
+def test_a_2026_tape_refuses_the_sdk_handshake_as_its_server_does_and_serves_discover(goldens: Path) -> None:
+    import anyio
+    from mcp import ClientSession, MCPError, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    tape = goldens / "tapes" / "modern.tape.jsonl"
+    live = StdioServerParameters(command=sys.executable, args=[str(SDK2)], cwd=str(ROOT))
+    played = StdioServerParameters(command=sys.executable, args=["-m", "mcptape", "play", str(tape)], cwd=str(ROOT))
+
+    async def handshake(params: StdioServerParameters) -> Any:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(60):
+                await session.discover()
+                await session.call_tool("add", {"a": 2, "b": 3})  # the connection now speaks 2026-07-28
+                try:
+                    await session.initialize()
+                except MCPError as e:
+                    return e.code
+                return "accepted"
+
+    async def discover(params: StdioServerParameters) -> tuple[str | None, Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(60):
+                await session.discover()
+                tools = await session.list_tools()
+                result = await session.call_tool("add", {"a": 2, "b": 3})
+                return session.protocol_version, ([t.name for t in tools.tools], result.structured_content)
+
+    async def fresh_initialize(params: StdioServerParameters) -> Any:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(60):
+                try:
+                    await session.initialize()
+                except MCPError as e:
+                    return e.code, e.error.data
+                return "accepted"
+
+    # The live server refuses initialize once its connection speaks 2026-07-28; the tape is such a session.
+    assert anyio.run(handshake, live) == -32022
+    assert anyio.run(fresh_initialize, played) == (-32022, {"supported": ["2026-07-28"], "requested": "2025-11-25"})
+    assert anyio.run(discover, played) == anyio.run(discover, live)
+    assert anyio.run(discover, played)[1][1] == {"result": 5.0}
+
+
+def test_play_fallback_answers_the_tape_first_then_live_and_appends_what_it_recorded(goldens: Path, tmp_path: Path) -> None:
+    tape = tmp_path / "agent.tape.jsonl"
+    tape.write_bytes((goldens / "tapes" / "agent.tape.jsonl").read_bytes())
+    before = tape.read_bytes()
+    steps = [["call", "add", {"a": 2, "b": 3}], ["call", "add", {"a": 20, "b": 22}]]
+    # Without --fallback, replay never goes live: the new call is a miss.
+    strict = subprocess.run(
+        [sys.executable, str(DRIVER), "sdk", "stdio", json.dumps(mcptape_command("play", str(tape))), json.dumps(steps)],
+        capture_output=True, text=True, timeout=TIMEOUT, env=ENV, cwd=ROOT,
+    )
+    assert strict.returncode != 0 and 'no recorded tools/call add {"a":20,"b":22} on the tape' in strict.stderr
+    assert tape.read_bytes() == before
+    server = [sys.executable, str(CALC_SERVER)]
+    played = drive("sdk", "stdio", json.dumps(mcptape_command("play", str(tape), "--fallback", "--", *server)), steps)
+    assert [_text(r) for r in played] == ["5", "42"]
+    # The tape grew by the live call, and now answers it offline.
+    assert tape.read_bytes() != before
+    evs = [json.loads(line) for line in tape.read_text(encoding="utf-8").splitlines()[1:-1]]
+    assert [e["method"] for e in evs if e.get("dir") == "c2s" and e["kind"] == "request"].count("initialize") == 1
+    offline = drive("sdk", "stdio", json.dumps(mcptape_command("play", str(tape))), steps)
+    assert [_text(r) for r in offline] == ["5", "42"]
+    done = mcptape("play", str(tape), cwd=tmp_path, stdin=b"")
+    assert done.returncode == 0 and 'tools/call add {"a":20,"b":22}' in done.stderr.decode()  # a valid tape, listed unused
+    assert mcptape("diff", str(goldens / "tapes" / "agent.tape.jsonl"), str(tape), cwd=tmp_path).returncode == 2  # a call was added
+
+
+def _lines(*msgs: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps({"jsonrpc": "2.0", **m}).encode() + b"\n" for m in msgs)
+
+
+HANDSHAKE = (
+    {"id": 0, "method": "initialize",
+     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "agent", "version": "1"}}},
+    {"method": "notifications/initialized"},
+)
+
+
+def test_play_fallback_records_redacted_as_rec_does(goldens: Path, tmp_path: Path) -> None:
+    token = "ghp_" + "".join(__import__("secrets").choice("ABCDEFGHJKMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789") for _ in range(36))
+    tape = tmp_path / "agent.tape.jsonl"
+    tape.write_bytes((goldens / "tapes" / "agent.tape.jsonl").read_bytes())
+    ask = _lines(*HANDSHAKE, {"id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": f"deploy {token}"}}})
+    done = mcptape("play", str(tape), "--fallback", "--", sys.executable, str(CALC_SERVER), cwd=tmp_path, stdin=ask)
+    assert done.returncode == 0, done.stderr.decode()
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert answer["result"]["content"][0]["text"] == f"deploy {token}"  # the client gets the live answer
+    text = tape.read_text(encoding="utf-8")
+    assert token not in text and "<REDACTED:" in text  # the tape gets what rec would have written
+    assert token not in done.stderr.decode()
+
+
+def test_play_fallback_never_starts_the_server_when_the_tape_answers_everything(goldens: Path, tmp_path: Path) -> None:
+    tape = tmp_path / "agent.tape.jsonl"
+    tape.write_bytes((goldens / "tapes" / "agent.tape.jsonl").read_bytes())
+    before = tape.read_bytes()
+    ask = _lines(*HANDSHAKE, {"id": 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}}})
+    marker = tmp_path / "started"
+    server = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
+    done = mcptape("play", str(tape), "--fallback", "--", *server, cwd=tmp_path, stdin=ask)
+    assert done.returncode == 0 and not marker.exists() and tape.read_bytes() == before
+    # The same server is started for a call the tape lacks (positive control: it can run).
+    ask = _lines(*HANDSHAKE, {"id": 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 9, "b": 3}}})
+    done = mcptape("play", str(tape), "--fallback", "--", *server, cwd=tmp_path, stdin=ask)
+    assert marker.exists()
+    assert b"did not accept the replayed initialize" in done.stdout  # it is no MCP server: the client is told
+    assert done.returncode == 3 and b"nothing was appended" in done.stderr and tape.read_bytes() == before
+
+
+def test_play_refuses_a_server_command_without_fallback(goldens: Path, tmp_path: Path) -> None:
+    tape = goldens / "tapes" / "agent.tape.jsonl"
+    done = mcptape("play", str(tape), "--", sys.executable, str(CALC_SERVER), cwd=tmp_path, stdin=b"")
+    assert done.returncode == 3 and b"replay never goes live unless asked" in done.stderr
+    done = mcptape("play", str(tape), "--listen", "127.0.0.1:0", "--fallback", "--", "x", cwd=tmp_path, stdin=b"")
+    assert done.returncode == 3 and b"--fallback serves over stdio only" in done.stderr
