@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--fallback", action="store_true",
         help="forward what the tape cannot answer to the live server given after `--`, recording it onto the tape",
     )
+    play.add_argument("--report", metavar="FILE", help="also write the replay report (misses, unused recordings) here as JSON")
     play.set_defaults(server=[])  # the words after `--` (see main: argparse cannot take them after options)
 
     # --- diff ------------------------------------------------------------------------------

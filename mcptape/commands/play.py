@@ -20,8 +20,9 @@ from typing import Any
 
 from mcptape.commands.terminal import say
 from mcptape.errors import EXIT_OK, ConfigError
+from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log
-from mcptape.replay.engine import ReplayEngine, load_tape, stream_tape
+from mcptape.replay.engine import ReplayEngine, ReplayReport, load_tape, stream_tape
 from mcptape.replay.matching import match_on_name_only
 from mcptape.replay.stdio import hang_up, serve
 
@@ -36,6 +37,7 @@ class Options:
     allow_reuse: bool = False
     fallback: bool = False
     server: tuple[str, ...] = ()  # the live server's command, after `--` (with --fallback)
+    report: str | None = None  # --report FILE: the report as JSON too (the pytest plugin reads it)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -49,6 +51,7 @@ class Options:
             allow_reuse=bool(args.allow_reuse),
             fallback=bool(args.fallback),
             server=tuple(server),
+            report=args.report,
         )
 
     def engine_options(self) -> dict[str, Any]:
@@ -100,6 +103,7 @@ def run(options: Options) -> int:
         hang_up(out)
     report = engine.report()
     print(safe_log(report.render()), file=sys.stderr)  # quotes the client's requests and the tape
+    _save_report(options, [report])
     if fallback is not None:
         return max(report.exit_code, fallback.finish())
     return report.exit_code
@@ -121,10 +125,23 @@ def _play_http(options: Options, listen: str) -> int:
     engines = serve_http(first, listen, say=say, on_ready=ready)
     if not engines:
         say("mcptape play: no client connected")
+        _save_report(options, [first.report()])
         return EXIT_OK
     code = EXIT_OK
-    for engine in engines:
-        report = engine.report()
+    reports = [engine.report() for engine in engines]
+    for report in reports:
         say(report.render())
         code = max(code, report.exit_code)
+    _save_report(options, reports)
     return code
+
+
+def _save_report(options: Options, reports: list[ReplayReport]) -> None:
+    """--report FILE: each client session's report (one per HTTP session), as JSON, written atomically."""
+    if options.report is None:
+        return
+    from mcptape.tape.atomic import write_atomic  # tempfile: not on the path of a plain play
+
+    # The report quotes the client's requests: they were scrubbed of redacted values (engine._scrub).
+    data = dumps({"sessions": [r.to_dict() for r in reports]}) + "\n"
+    write_atomic(options.report, data.encode("utf-8"), what="replay report")
