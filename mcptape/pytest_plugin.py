@@ -191,7 +191,7 @@ def mcptape_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
         yield from _http(tape, action, str(url), options, report)
     else:
         if action == "record":
-            command = [*_mcptape(), "rec", "--out", str(tape), "--", *server]
+            command = [*_mcptape(), "rec", "--out", str(tape), "--name", tape.name.removesuffix(TAPE_SUFFIX), "--", *server]
         elif action == "fallback":
             command = [*_mcptape(), "play", str(tape), *_play_options(options), "--report", str(report), "--fallback", "--", *server]
         else:
@@ -206,7 +206,8 @@ def _http(tape: Path, action: str, url: str, options: dict[str, Any], report: Pa
     if action == "fallback":
         pytest.fail("mcptape: new_episodes over HTTP (url=) is not supported: play --fallback serves stdio", pytrace=False)
     if action == "record":  # the recording proxy forwards each path as it is: the client asks the server's
-        argv = [*_mcptape(), "rec", "--listen", "127.0.0.1:0", "--upstream", url, "--out", str(tape)]
+        argv = [*_mcptape(), "rec", "--listen", "127.0.0.1:0", "--upstream", url, "--out", str(tape),
+                "--name", tape.name.removesuffix(TAPE_SUFFIX)]
         path = urlsplit(url).path or "/"
     else:
         argv = [*_mcptape(), "play", str(tape), *_play_options(options), "--report", str(report), "--listen", "127.0.0.1:0"]

@@ -282,3 +282,25 @@ def test_the_plugin_is_registered_and_loads_nothing_heavy() -> None:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "mcptape.pytest_plugin []"
+
+
+EXAMPLE = ROOT / "fixtures" / "example" / "agent" / "test_calc_agent.py"
+
+
+def test_the_readme_example_is_the_committed_one_and_passes_offline_from_a_fresh_clone(tmp_path: Path) -> None:
+    from tests.checkout import clean_copy
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "```python\n" + EXAMPLE.read_text(encoding="utf-8") + "```" in readme
+    clone = clean_copy(tmp_path / "clone")
+    (clone / "fixtures" / "servers" / "calc_server.py").unlink()  # offline: the tapes are all there is
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "MCPTAPE_RECORD_MODE")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "fixtures/example/agent"],
+                          cwd=clone, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "2 passed" in done.stdout and "recordings no test used" not in done.stdout
+    # Positive control: a tape the example needs, gone, fails it with how to record it.
+    (clone / "fixtures" / "example" / "agent" / "tapes" / "test_calc_agent" / "test_the_sdk_client_adds.tape.jsonl").unlink()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "fixtures/example/agent"],
+                          cwd=clone, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 1 and "--mcptape-record-mode=once" in done.stdout
