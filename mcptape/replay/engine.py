@@ -346,6 +346,11 @@ class ReplayEngine:
         self._indexed = 0
         self._anchor: int | None = None  # the latest anchor: what is anchored to earlier ones is complete
         self._open_calls: dict[str, RecordedCall] = {}  # c2s request id key -> call not answered yet
+        # HTTP play: a response recorded with an HTTP error status (rec --listen's `http` note just
+        # before it) -> that status; filled per live id as responses go out (http_status).
+        self._recorded_status: dict[int, int] = {}
+        self._pending_status: int | None = None
+        self._live_status: dict[str, int] = {}
         self._server_ids_seen: dict[str, int] = {}
         self._calls_by_token: dict[str, RecordedCall] = {}
         self._lock = threading.Lock()
@@ -398,7 +403,11 @@ class ReplayEngine:
         for i in range(self._indexed, end):
             ev = events[i]
             kind, direction = head(ev, "kind"), head(ev, "dir")
+            if kind == "note":
+                self._note_status(ev)
+                continue
             if direction == C2S:
+                self._pending_status = None  # a status noted for a notification's POST answers nothing
                 if kind == "request":
                     method = str(head(ev, "method"))
                     if type(ev) is LazyEvent:  # params read at first use
@@ -434,6 +443,14 @@ class ReplayEngine:
                 continue
             if kind in ("response", "error") and direction == S2C:
                 answered = open_calls.pop(_idk(head(ev, "id")), None)
+                if answered is None and head(ev, "id") is None and self._pending_status is not None and anchor is not None:
+                    # An HTTP error status with a JSON-RPC error for no id (server-everything's 400 to
+                    # server/discover): the answer to the request that POST carried.
+                    key = next((k for k, c in open_calls.items() if c.index == anchor), None)
+                    answered = open_calls.pop(key) if key is not None else None
+                if self._pending_status is not None:
+                    self._recorded_status[i] = self._pending_status
+                    self._pending_status = None
                 if answered is not None:
                     self._answered(answered, i)
                     anchor = i
@@ -459,6 +476,21 @@ class ReplayEngine:
                 self._anchored.setdefault(anchor, []).append(i)
         self._anchor = anchor
         self._indexed = end
+
+    def _note_status(self, ev: Event) -> None:
+        """rec --listen notes an HTTP status >= 400 before relaying the body it came with."""
+        detail = ev.get("detail") if ev.get("what") == "http" else None
+        if not isinstance(detail, dict) or "error" in detail:  # an upstream failure has no body to replay
+            return
+        status = detail.get("status")
+        if type(status) is int and 400 <= status < 600:
+            self._pending_status = status
+
+    def http_status(self, live_id: Any) -> int | None:
+        """The HTTP status the recorded server answered the request `live_id` with, if it was an error
+        status (rec --listen notes those); None for 200. Taken once: HTTP play asks as it replies."""
+        with self._lock:
+            return self._live_status.pop(_idk(live_id), None)
 
     def _answered(self, call: RecordedCall, i: int) -> None:
         """Event `i` answers `call`."""
@@ -928,10 +960,15 @@ class ReplayEngine:
         kind = ev.get("kind")
         if kind in ("response", "error"):
             call = self._call_of_response.get(index)
-            if call is None:
+            if call is None or ev.get("id") is None:  # an answer for no id stays one (see _index)
                 out.append(wire_text(ev))
+                if call is not None and index in self._recorded_status:
+                    self._live_status[_idk(call.live_id)] = self._recorded_status[index]
             else:
                 out.append(self._with_id(index, call.live_id))
+                status = self._recorded_status.get(index)
+                if status is not None:
+                    self._live_status[_idk(call.live_id)] = status
             for i in self._anchored.get(index, []):
                 self._emit(i, out)
         elif kind == "request":

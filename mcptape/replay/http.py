@@ -6,6 +6,10 @@ come with the answer), 202 for notifications and answers, the GET stream for ser
 messages, DELETE. What to answer is engine.py's ReplayEngine, the same one stdio play uses.
 Stdlib only: `mcptape play` must not import httpx.
 
+An answer recorded with an HTTP error status (rec --listen notes a status >= 400 before the body)
+is sent with that status; content types are not on the tape, so one answer goes as JSON and an
+answer with messages before it as SSE.
+
 Routing of the lines an engine returns: an answer goes to the stream of the POST that asked;
 a notification or server request goes with the POST that triggered it if that POST is a
 request still open, else to the newest open request stream, else to the GET stream, else it
@@ -222,6 +226,14 @@ class PlayHandler(BaseHTTPRequestHandler):
             with session.lock:
                 session.streams.pop(own, None)
             self.close_connection = True
+            return
+        status = session.engine.http_status(msg["id"])
+        if status is not None and due:
+            # The recorded server answered this POST with an HTTP error status and a JSON body (a 400
+            # with a JSON-RPC error for no id, say: server-everything's answer to server/discover).
+            with session.lock:
+                session.streams.pop(own, None)
+            self._reply(status, due[-1].encode("utf-8", "surrogateescape"), "application/json", session.session_id)
             return
         if ended and len(due) == 1:
             self._reply(200, due[0].encode("utf-8", "surrogateescape"), "application/json", session.session_id)

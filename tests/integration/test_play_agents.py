@@ -268,3 +268,69 @@ def test_play_refuses_a_server_command_without_fallback(goldens: Path, tmp_path:
     assert done.returncode == 3 and b"replay never goes live unless asked" in done.stderr
     done = mcptape("play", str(tape), "--listen", "127.0.0.1:0", "--fallback", "--", "x", cwd=tmp_path, stdin=b"")
     assert done.returncode == 3 and b"--fallback serves over stdio only" in done.stderr
+
+
+def test_play_listen_answers_with_the_http_status_the_server_recorded(tmp_path: Path) -> None:
+    import httpx
+
+    from mcptape.tape.events import EventBuilder, note_event
+    from mcptape.tape.format import make_header, tape_bytes
+
+    b = EventBuilder()
+    refused = {"jsonrpc": "2.0", "error": {"code": -32000, "message": "Bad Request: Server not initialized"}, "id": 1}
+    events = [
+        b.line("c2s", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}).encode()),
+        note_event("http", {"request": "POST", "status": 400}),
+        b.line("s2c", json.dumps(refused).encode()),
+        b.line("c2s", json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()),
+        note_event("http", {"request": "POST", "status": 409}),  # a notification's status: answers nothing
+        b.line("c2s", json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()),
+        b.line("s2c", json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}).encode()),
+    ]
+    tape = tmp_path / "http.tape.jsonl"
+    tape.write_bytes(tape_bytes(make_header("http", transport="http"), events))
+    headers = {"Accept": "application/json, text/event-stream"}
+    with mcptape_listening("play", str(tape)) as play:
+        probe = httpx.post(play.url, json={"jsonrpc": "2.0", "id": 7, "method": "server/discover", "params": {}}, headers=headers)
+        listed = httpx.post(play.url, json={"jsonrpc": "2.0", "id": 8, "method": "tools/list"}, headers=headers)
+    assert probe.status_code == 400 and probe.headers["content-type"] == "application/json"
+    assert probe.json() == {**refused, "id": 7}
+    assert listed.status_code == 200 and listed.json()["result"] == {"tools": []}
+
+
+@pytest.mark.node
+def test_fastmcp_falls_back_on_plays_recorded_http_refusal_as_it_did_on_server_everythings(tmp_path: Path) -> None:
+    """server-everything refuses FastMCP's `server/discover` probe with HTTP 400 (not -32601) and FastMCP
+    falls back to initialize; recorded through rec --listen, play --listen must refuse it the same way."""
+    from tests.conftest import node_server
+    from tests.integration.http_helpers import background, free_port
+
+    everything = node_server("everything")
+    steps: list[list[Any]] = [["list_tools"], ["call", "echo", {"message": "hello tape"}]]
+    tape = tmp_path / "fastmcp-listen.tape.jsonl"
+    port = free_port()
+    with (background(["node", str(everything), "streamableHttp"], port, env={"PORT": str(port)}),
+          mcptape_listening("rec", "--out", str(tape), "--name", tape.stem, "--upstream", f"http://127.0.0.1:{port}/mcp") as rec):
+        live = drive("fastmcp", "http", rec.url, steps)
+        live_probe = _probe(f"http://127.0.0.1:{port}/mcp")
+    text = tape.read_text(encoding="utf-8")
+    assert '"status":400' in text and "server/discover" in text  # the refusal is on the tape
+    with mcptape_listening("play", str(tape)) as play:
+        played_probe = _probe(play.url)
+    with mcptape_listening("play", str(tape)) as play:
+        replayed = drive("fastmcp", "http", play.url, steps)
+    assert replayed == live
+    assert played_probe == live_probe and live_probe[0] == 400  # the status and the error, as the server answered
+    assert "Echo: hello tape" in json.dumps(replayed)
+    assert play.returncode == 0, play.stderr
+
+
+def _probe(url: str) -> tuple[int, Any]:
+    """What an endpoint answers a first `server/discover`, as FastMCP sends it: HTTP status and JSON-RPC error code."""
+    import httpx
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "fastmcp", "version": "4.2.3"}}
+    resp = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
+                      headers={"Accept": "application/json, text/event-stream"}, timeout=30)
+    return resp.status_code, resp.json().get("error", {}).get("code")
