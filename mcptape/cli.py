@@ -105,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--fallback", action="store_true",
         help="forward what the tape cannot answer to the live server given after `--`, recording it onto the tape",
     )
+    play.add_argument(
+        "--fallback-url", metavar="URL",
+        help="like --fallback, for a live streamable HTTP server at URL (recorded through rec --listen)",
+    )
     play.add_argument("--report", metavar="FILE", help="also write the replay report (misses, unused recordings) here as JSON")
     play.set_defaults(server=[])  # the words after `--` (see main: argparse cannot take them after options)
 

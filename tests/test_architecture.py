@@ -51,6 +51,7 @@ LAZY = {
     ("mcptape.replay.engine", "mcptape.redact.redactor"): "only a miss pays for the redactor (play's start-up)",
     ("mcptape.commands.play", "mcptape.replay.fallback"): "subprocess and the tape writer, for --fallback only",
     ("mcptape.commands.play", "mcptape.tape.atomic"): "tempfile, for --report only",
+    ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
     ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",
     ("mcptape.replay.matching", "mcptape.normalize"): "the JSON path evaluator (dataclasses), for --ignore-arg only",
 }

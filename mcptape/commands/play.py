@@ -1,5 +1,5 @@
 """`mcptape play TAPE [--lenient] [--listen HOST:PORT] [--ignore-arg PATH] [--match-on name] [--allow-reuse]
-[--fallback -- <server command...>]`: serve a tape as an MCP server, offline unless --fallback.
+[--report FILE] [--fallback -- <server command...> | --fallback-url URL]`: serve a tape as an MCP server, offline unless --fallback.
 
 Stdout is the MCP wire (stdio play): everything human goes to stderr, the report at the end.
 What to answer is replay/engine.py's, the stdio loop replay/stdio.py's, HTTP replay/http.py's
@@ -37,6 +37,7 @@ class Options:
     allow_reuse: bool = False
     fallback: bool = False
     server: tuple[str, ...] = ()  # the live server's command, after `--` (with --fallback)
+    fallback_url: str | None = None
     report: str | None = None  # --report FILE: the report as JSON too (the pytest plugin reads it)
 
     @classmethod
@@ -51,6 +52,7 @@ class Options:
             allow_reuse=bool(args.allow_reuse),
             fallback=bool(args.fallback),
             server=tuple(server),
+            fallback_url=args.fallback_url,
             report=args.report,
         )
 
@@ -71,15 +73,17 @@ def run(options: Options) -> int:
             f"play got a server command ({options.server[0]}) without --fallback; replay never goes live unless asked",
             hint="mcptape play TAPE --fallback -- <server command...>",
         )
+    if options.fallback and options.fallback_url:
+        raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
     if options.listen:
-        if options.fallback:
+        if options.fallback or options.fallback_url:
             raise ConfigError("--fallback serves over stdio only; drop --listen")
         return _play_http(options, options.listen)
     fallback = None
-    if options.fallback:
+    if options.fallback or options.fallback_url:
         from mcptape.replay.fallback import LiveFallback  # subprocess, tempfile: --fallback only
 
-        fallback = LiveFallback(options.tape, options.server, say)
+        fallback = LiveFallback(options.tape, options.server, say, url=options.fallback_url)
     stream = stream_tape(options.tape)
     if stream.streamable:
         tape = stream.tape

@@ -1,11 +1,14 @@
-"""`mcptape play TAPE --fallback -- <server command...>`: what the tape cannot answer goes live, recorded.
+"""`mcptape play TAPE --fallback -- <server command...>` (or `--fallback-url URL`): what the tape
+cannot answer goes live, recorded.
 
 Owns the live side of a fallback replay: starting the live server through the recorder (`mcptape
 rec` in a child process, so the recording is redacted and verified exactly as `rec`'s, by rec's
 own code), replaying the client's handshake to it, forwarding each request the tape misses and
 bringing back its answer (with what the server sent before it), and at the end appending what
 was recorded to the tape in one atomic write (tape/atomic.py). Which requests miss is
-engine.py's; it calls `LiveFallback.forward` instead of answering a miss.
+engine.py's; it calls `LiveFallback.forward` instead of answering a miss. An HTTP server
+(`--fallback-url`) is reached through `mcptape rec --listen` in front of it, with the streamable
+HTTP transport (transports/http.py, imported then: httpx).
 
 The live server starts at the first miss, not before: a session the tape answers in full never
 spawns it (replay never goes live unless a request needs it, DESIGN.md principle 4). The
@@ -21,7 +24,9 @@ import contextlib
 import json
 import os
 import queue
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +34,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcptape.errors import EXIT_OK, EXIT_SECRET, McptapeError, SecretLeak, ServerError
 from mcptape.jsonrpc import classify, dumps, id_key, loads
@@ -48,14 +54,18 @@ _LIVE_ERROR = -32603
 class LiveFallback:
     """The live server behind a replay, recorded by `mcptape rec` into a temporary tape."""
 
-    def __init__(self, tape: str | os.PathLike[str], command: Sequence[str], say: Callable[[str], None]) -> None:
-        if not command:
+    def __init__(
+        self, tape: str | os.PathLike[str], command: Sequence[str], say: Callable[[str], None], url: str | None = None
+    ) -> None:
+        if not command and not url:
             raise McptapeError(
                 "--fallback needs the live server's command after `--`",
-                hint="mcptape play TAPE --fallback -- python server.py",
+                hint="mcptape play TAPE --fallback -- python server.py (or --fallback-url URL)",
             )
         self.tape = Path(tape)
         self.command = list(command)
+        self.url = url
+        self._http: Any = None  # the streamable HTTP transport to rec --listen, for --fallback-url
         self.say = say
         self.forwarded: list[str] = []  # the calls that went live, described
         self._proc: subprocess.Popen[bytes] | None = None
@@ -90,14 +100,19 @@ class LiveFallback:
     def _start(self) -> None:
         self._dir = tempfile.mkdtemp(prefix="mcptape-fallback-")
         out = Path(self._dir) / "live.tape.jsonl"
-        argv = [sys.executable, "-m", "mcptape", "rec", "--out", str(out), "--name", "fallback", "--", *self.command]
-        self.say(f"mcptape play: --fallback: the tape misses a call; starting the live server ({self.command[0]})")
-        try:
-            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        except OSError as e:
-            self._failed = f"could not start the recorder: {e.strerror or e}"
-            return
-        threading.Thread(target=self._read, name="fallback-reader", daemon=True).start()
+        rec = [sys.executable, "-m", "mcptape", "rec", "--out", str(out), "--name", "fallback"]
+        if self.url is not None:
+            self.say("mcptape play: --fallback-url: the tape misses a call; recording the live server from here on")
+            if not self._start_http(rec):
+                return
+        else:
+            self.say(f"mcptape play: --fallback: the tape misses a call; starting the live server ({self.command[0]})")
+            try:
+                self._proc = subprocess.Popen([*rec, "--", *self.command], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            except OSError as e:
+                self._failed = f"could not start the recorder: {e.strerror or e}"
+                return
+            threading.Thread(target=self._read, name="fallback-reader", daemon=True).start()
         init = next((m for m in self._handshake if m.get("method") == "initialize"), None)
         if init is None:
             return  # a 2026-07-28 session (no handshake), or the client has not initialized yet
@@ -111,6 +126,56 @@ class LiveFallback:
             if note.get("method") != "initialize":
                 self._send(note)
 
+    def _start_http(self, rec: list[str]) -> bool:
+        """rec --listen in front of the URL, and the HTTP transport to it; False (and why) if it fails."""
+        from mcptape.transports.http import StreamableHttpTransport  # httpx: --fallback-url only
+
+        assert self.url is not None
+        argv = [*rec, "--listen", "127.0.0.1:0", "--upstream", self.url]
+        try:
+            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        except OSError as e:
+            self._failed = f"could not start the recorder: {e.strerror or e}"
+            return False
+        listening: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        threading.Thread(target=self._rec_stderr, args=(listening,), name="fallback-rec-stderr", daemon=True).start()
+        try:
+            base = listening.get(timeout=FORWARD_TIMEOUT)
+        except queue.Empty:
+            base = None
+        if base is None:
+            self._failed = "the recorder did not start listening"
+            return False
+        self._http = StreamableHttpTransport(base + (urlsplit(self.url).path or "/"), {})
+        threading.Thread(target=self._pump_http, name="fallback-http-reader", daemon=True).start()
+        return True
+
+    def _rec_stderr(self, listening: queue.SimpleQueue[str | None]) -> None:
+        """rec's stderr onto ours (it is already redacted), and the URL it listens on, once."""
+        assert self._proc is not None and self._proc.stderr is not None
+        told = False
+        for raw in self._proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            found = re.search(r"http://127\.0\.0\.1:\d+", line)
+            if found and not told:
+                listening.put(found.group(0))
+                told = True
+            self.say(line)
+        if not told:
+            listening.put(None)
+
+    def _pump_http(self) -> None:
+        while True:
+            try:
+                data = self._http.receive()
+            except ServerError as e:
+                self.say(f"mcptape play: --fallback-url: {e.message}")
+                data = None
+            if data is None:
+                self._lines.put(None)
+                return
+            self._lines.put(data)
+
     def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         for line in self._proc.stdout:
@@ -118,6 +183,9 @@ class LiveFallback:
         self._lines.put(None)
 
     def _send(self, msg: dict[str, Any]) -> None:
+        if self._http is not None:
+            self._http.send((dumps(msg) + "\n").encode("utf-8"))
+            return
         if self._proc is None or self._proc.stdin is None:
             return
         try:
@@ -172,9 +240,13 @@ class LiveFallback:
                 raise ServerError(f"--fallback: {self._failed}")
             return EXIT_OK
         try:
-            assert self._proc.stdin is not None
-            with contextlib.suppress(OSError):  # the live side already gone: nothing to tell it
-                self._proc.stdin.close()
+            if self._http is not None:  # end the HTTP session, then stop rec --listen as a user would
+                self._http.close()
+                self._proc.send_signal(signal.SIGINT)
+            else:
+                assert self._proc.stdin is not None
+                with contextlib.suppress(OSError):  # the live side already gone: nothing to tell it
+                    self._proc.stdin.close()
             try:
                 code = self._proc.wait(timeout=FORWARD_TIMEOUT)
             except subprocess.TimeoutExpired:

@@ -334,3 +334,22 @@ def _probe(url: str) -> tuple[int, Any]:
     resp = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
                       headers={"Accept": "application/json, text/event-stream"}, timeout=30)
     return resp.status_code, resp.json().get("error", {}).get("code")
+
+
+def test_play_fallback_url_forwards_to_a_live_http_server_through_rec_listen(goldens: Path, tmp_path: Path) -> None:
+    from tests.integration.http_helpers import background, calc_http_cmd, free_port
+
+    tape = tmp_path / "agent.tape.jsonl"
+    tape.write_bytes((goldens / "tapes" / "agent.tape.jsonl").read_bytes())
+    ask = _lines(*HANDSHAKE, {"id": 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}}},
+                 {"id": 2, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 20, "b": 22}}})
+    port = free_port()
+    with background(calc_http_cmd(port), port):
+        done = mcptape("play", str(tape), "--fallback-url", f"http://127.0.0.1:{port}/mcp", cwd=tmp_path, stdin=ask)
+    assert done.returncode == 0, done.stderr.decode()
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [_text(a["result"]) for a in answers[1:]] == ["5", "42.0"]  # the tape's answer, then the live one
+    assert 'live: tools/call add {"a":20,"b":22}' in done.stderr.decode()
+    offline = mcptape("play", str(tape), cwd=tmp_path, stdin=ask)  # the HTTP server is gone: the tape has it now
+    assert offline.returncode == 0, offline.stderr.decode()
+    assert [_text(json.loads(line)["result"]) for line in offline.stdout.splitlines()[1:]] == ["5", "42.0"]
