@@ -54,10 +54,11 @@ def agent(pairs: list[tuple[int, int]], expected: list[str]) -> str:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A directory with the calc server, and a developer's environment (this suite runs under CI=true)."""
     shutil.copy(CALC_SERVER, pytester.path / "calc_server.py")
     for name in ("CI", "GITHUB_ACTIONS", "MCPTAPE_RECORD_MODE", "MCPTAPE_ALLOW_RECORD_IN_CI", "MCPTAPE_FIXTURE_VARIANT"):
-        pytester._monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name, raising=False)
     return pytester
 
 
@@ -156,23 +157,23 @@ def test_all_re_records_every_tape(project: pytest.Pytester) -> None:
     run(project).assert_outcomes(passed=1)  # the re-recorded tape answers 6 without the server
 
 
-def test_the_mode_comes_from_the_environment_or_the_ini_file(project: pytest.Pytester) -> None:
+def test_the_mode_comes_from_the_environment_or_the_ini_file(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     project.makepyfile(test_agent=agent([(2, 3)], ["5"]))
     project.makeini("[pytest]\nmcptape_record_mode = once\n")
     run(project).assert_outcomes(passed=1)
     (project.path / TAPE).unlink()
-    project._monkeypatch.setenv("MCPTAPE_RECORD_MODE", "none")  # the environment wins over the ini file
+    monkeypatch.setenv("MCPTAPE_RECORD_MODE", "none")  # the environment wins over the ini file
     run(project).assert_outcomes(errors=1)
     run(project, "--mcptape-record-mode=once").assert_outcomes(passed=1)  # and the option over both
-    project._monkeypatch.setenv("MCPTAPE_RECORD_MODE", "sometimes")
+    monkeypatch.setenv("MCPTAPE_RECORD_MODE", "sometimes")
     result = run(project)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*mcptape record mode 'sometimes': expected one of none, once, new_episodes, all*"])
 
 
-def test_recording_under_ci_is_refused_unless_allowed(project: pytest.Pytester) -> None:
+def test_recording_under_ci_is_refused_unless_allowed(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     project.makepyfile(test_agent=agent([(2, 3)], ["5"]))
-    project._monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("CI", "true")
     result = run(project, "--mcptape-record-mode=once")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*CI=true: refusing to record*--mcptape-allow-record-in-ci*"])

@@ -353,3 +353,18 @@ def test_play_fallback_url_forwards_to_a_live_http_server_through_rec_listen(gol
     offline = mcptape("play", str(tape), cwd=tmp_path, stdin=ask)  # the HTTP server is gone: the tape has it now
     assert offline.returncode == 0, offline.stderr.decode()
     assert [_text(json.loads(line)["result"]) for line in offline.stdout.splitlines()[1:]] == ["5", "42.0"]
+
+
+def test_the_sdk_client_over_http_gets_a_2026_tapes_answers_from_play_listen(goldens: Path) -> None:
+    import anyio
+    from mcp.client import Client
+
+    async def session(url: str) -> tuple[str, Any]:
+        async with Client(url, mode="auto", read_timeout_seconds=30) as client:  # type: ignore[arg-type]
+            result = await client.call_tool("add", {"a": 2, "b": 3})
+            return str(client.session.protocol_version), result.structured_content
+
+    with mcptape_listening("play", str(goldens / "tapes" / "modern.tape.jsonl")) as play:
+        got = anyio.run(session, play.url)
+    assert got == ("2026-07-28", {"result": 5.0})
+    assert play.returncode == 0 and "miss" not in play.stderr, play.stderr
