@@ -50,6 +50,8 @@ How a tape is served:
   "replay-miss". `--lenient` answers with the closest recording of the same method *and* the
   same target (tool, prompt, resource) instead, says which and why on stderr and reports the
   substitution (exit 1); with no such recording it is a miss, never another tool's answer.
+  Under `--fallback` (a `fallback` given, replay/fallback.py) a miss goes to the live server
+  instead, before any substitution: the engine itself does no I/O.
 * 2026-07-28 tapes are served the same way: `server/discover` is a recorded call like any
   other, the per-request `_meta` (version, capabilities, clientInfo) is ignored by matching,
   and an input-required retry matches by its `inputResponses` and echoed `requestState`.
@@ -1034,7 +1036,7 @@ def _rewrite_progress_token(text: str, token: Any) -> str:
 
 
 def load_tape(path: str) -> Tape:
-    """Read a tape for replay: an unreadable or unknown-format tape cannot be replayed (exit 2)."""
+    """Read a tape for replay: an unreadable or unknown-format tape cannot be replayed (exit 3)."""
     # Loading allocates many long-lived dicts and nothing cyclic: collections during it are
     # pure cost (a quarter of the load time on big tapes).
     enabled = gc.isenabled()
@@ -1048,14 +1050,14 @@ def load_tape(path: str) -> Tape:
 
 
 def stream_tape(path: str) -> TapeStream:
-    """A tape streamed for stdio play (tape/reader.py's TapeStream); a problem is a ReplayError (exit 2)."""
+    """A tape streamed for stdio play (tape/reader.py's TapeStream); a problem is a ReplayError (exit 3)."""
     with _AS_REPLAY_ERROR:
         return TapeStream(path)
 
 
 class _AsReplayError:
     """A problem reading the tape, up front or while serving (a line of a streamed tape that does not
-    parse), is a ReplayError: the tape cannot be replayed, `mcptape play`'s exit 2."""
+    parse), is a ReplayError: the tape cannot be replayed, `mcptape play`'s exit 3 (could not run)."""
 
     def __enter__(self) -> None:
         return None
