@@ -129,7 +129,11 @@ def _plan(request: pytest.FixtureRequest) -> tuple[Path, str, dict[str, Any]]:
     options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     unknown = set(options) - {"tape", "server", "url", "lenient", "ignore_args", "match_on", "allow_reuse"}
     if unknown:
-        raise pytest.UsageError(f"@pytest.mark.mcptape: unknown argument(s) {', '.join(sorted(unknown))}")
+        pytest.fail(
+            f"@pytest.mark.mcptape: unknown argument(s) {', '.join(sorted(unknown))}; it takes tape, server, url, "
+            "lenient, ignore_args, match_on, allow_reuse",
+            pytrace=False,
+        )
     test_file = Path(str(request.node.path))
     tape = Path(options["tape"]) if options.get("tape") else default_tape(test_file, request.node.name)
     if not tape.is_absolute():

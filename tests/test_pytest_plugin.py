@@ -201,6 +201,13 @@ def test_recordings_no_test_used_are_reported_and_can_fail_the_run(project: pyte
     assert clean.ret == 0 and "recordings no test used" not in str(clean.stdout)
 
 
+def test_a_misspelt_marker_argument_fails_the_test_and_names_the_right_ones(project: pytest.Pytester) -> None:
+    project.makepyfile(test_agent=agent([(2, 3)], ["5"]).replace("mcptape(server=SERVER)", "mcptape(sever=SERVER)"))
+    result = run(project, "--mcptape-record-mode=once")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*@pytest.mark.mcptape: unknown argument(s) sever; it takes tape, server, url*"])
+
+
 def test_marker_matching_options_reach_play(project: pytest.Pytester) -> None:
     project.makepyfile(test_agent=agent([(2, 3)], ["5"]))
     run(project, "--mcptape-record-mode=once").assert_outcomes(passed=1)
