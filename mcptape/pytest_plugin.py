@@ -206,15 +206,16 @@ def mcptape_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 
 
 def _http(tape: Path, action: str, url: str, options: dict[str, Any], report: Path) -> Iterator[McptapeServer]:
-    """A streamable HTTP endpoint for the test: play --listen of the tape, or rec --listen in front of `url`."""
-    if action == "fallback":
-        pytest.fail("mcptape: new_episodes over HTTP (url=) is not supported: play --fallback serves stdio", pytrace=False)
+    """A streamable HTTP endpoint for the test: play --listen of the tape (with --fallback-url `url` in
+    new_episodes), or rec --listen in front of `url`."""
     if action == "record":  # the recording proxy forwards each path as it is: the client asks the server's
         argv = [*_mcptape(), "rec", "--listen", "127.0.0.1:0", "--upstream", url, "--out", str(tape),
                 "--name", tape.name.removesuffix(TAPE_SUFFIX)]
         path = urlsplit(url).path or "/"
     else:
         argv = [*_mcptape(), "play", str(tape), *_play_options(options), "--report", str(report), "--listen", "127.0.0.1:0"]
+        if action == "fallback":
+            argv += ["--fallback-url", url]
         path = "/mcp"
     with _Listening(argv, path) as endpoint:
         yield McptapeServer(tape, action, [], url=endpoint, report_path=None if action == "record" else report)

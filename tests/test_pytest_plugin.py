@@ -276,6 +276,15 @@ def test_an_http_server_is_recorded_through_rec_listen_and_replayed_by_play_list
     tape = project.path / "tapes" / "test_web" / "test_http_add.tape.jsonl"
     assert '"text":"5.0"' in tape.read_text(encoding="utf-8")
     run(project).assert_outcomes(passed=1)  # the server is stopped: play --listen serves the tape
+    # new_episodes over HTTP: play --listen answers the tape's call, the live server the new one.
+    project.makepyfile(test_web=HTTP_AGENT.replace("URL", repr(f"http://127.0.0.1:{port}/mcp")).replace(
+        '("add", {"a": 2, "b": 3})).content[0].text', '("add", {"a": 2, "b": 3})).content[0].text, '
+        '(await session.call_tool("add", {"a": 20, "b": 22})).content[0].text').replace('== "5.0"', '== ("5.0", "42.0")'))
+    run(project).assert_outcomes(failed=1)
+    with background(calc_http_cmd(port), port):
+        run(project, "--mcptape-record-mode=new_episodes").assert_outcomes(passed=1)
+    assert '"text":"42.0"' in tape.read_text(encoding="utf-8")
+    run(project).assert_outcomes(passed=1)
 
 
 def test_the_plugin_is_registered_and_loads_nothing_heavy() -> None:

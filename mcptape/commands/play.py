@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from mcptape.commands.terminal import say
 from mcptape.errors import EXIT_OK, ConfigError
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log
-from mcptape.replay.engine import ReplayEngine, ReplayReport, load_tape, stream_tape
+from mcptape.replay.engine import Fallback, ReplayEngine, ReplayReport, load_tape, stream_tape
 from mcptape.replay.matching import match_on_name_only
 from mcptape.replay.stdio import hang_up, serve
 
@@ -76,14 +77,8 @@ def run(options: Options) -> int:
     if options.fallback and options.fallback_url:
         raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
     if options.listen:
-        if options.fallback or options.fallback_url:
-            raise ConfigError("--fallback serves over stdio only; drop --listen")
         return _play_http(options, options.listen)
-    fallback = None
-    if options.fallback or options.fallback_url:
-        from mcptape.replay.fallback import LiveFallback  # subprocess, tempfile: --fallback only
-
-        fallback = LiveFallback(options.tape, options.server, say, url=options.fallback_url)
+    fallback = _new_fallback(options)() if options.fallback or options.fallback_url else None
     stream = stream_tape(options.tape)
     if stream.streamable:
         tape = stream.tape
@@ -118,7 +113,9 @@ def _play_http(options: Options, listen: str) -> int:
     from mcptape.replay.http import serve_http  # http.server, the HTTP transport's framing: --listen only
 
     tape = load_tape(options.tape)
-    first = ReplayEngine(tape, **options.engine_options())  # fails early on a tape that cannot be replayed
+    live = _new_fallback(options) if options.fallback or options.fallback_url else None
+    # Built before serving, so a tape that cannot be replayed fails early; each session gets its own live side.
+    first = ReplayEngine(tape, new_fallback=live, **options.engine_options())
 
     def ready(url: str) -> None:  # listening: what a person needs to know before the first client
         if not tape.complete:
@@ -137,7 +134,17 @@ def _play_http(options: Options, listen: str) -> int:
         say(report.render())
         code = max(code, report.exit_code)
     _save_report(options, reports)
+    for engine in engines:  # one after another: each appends to the tape the last one wrote
+        if engine.fallback is not None:
+            code = max(code, engine.fallback.finish())
     return code
+
+
+def _new_fallback(options: Options) -> Callable[[], Fallback]:
+    """What makes the live side of --fallback / --fallback-url (one per client session)."""
+    from mcptape.replay.fallback import LiveFallback  # subprocess, tempfile: --fallback only
+
+    return lambda: LiveFallback(options.tape, options.server, say, url=options.fallback_url)
 
 
 def _save_report(options: Options, reports: list[ReplayReport]) -> None:

@@ -279,6 +279,10 @@ class Fallback(Protocol):
         """The wire lines answering client request `msg`, from the live server."""
         ...
 
+    def finish(self) -> int:
+        """Stop the live side and append what it recorded to the tape; an exit code."""
+        ...
+
 
 class ReplayEngine:
     """Serves one tape to one client: `handle(line)` -> wire lines to send back.
@@ -302,12 +306,16 @@ class ReplayEngine:
         ignore: tuple[str, ...] = (),
         allow_reuse: bool = False,
         fallback: Fallback | None = None,
+        new_fallback: Callable[[], Fallback] | None = None,
     ) -> None:
         self.tape = tape
         self._say = say  # where a miss is said the moment it happens (the command's stderr), if anywhere
         self.lenient = lenient
         self.allow_reuse = allow_reuse  # a recording may answer again once every match is used
-        self.fallback = fallback  # --fallback: where a miss goes instead of an error (fallback.py)
+        # --fallback: where a miss goes instead of an error (fallback.py); `new_fallback` makes one
+        # for each engine `fresh` makes (HTTP play: one live session per client session).
+        self._new_fallback = new_fallback
+        self.fallback = fallback if fallback is not None or new_fallback is None else new_fallback()
         self.match_on = dict(MATCH_ON if match_on is None else match_on)
         self.matchers = default_matchers() if matchers is None else dict(matchers)
         try:
@@ -874,6 +882,7 @@ class ReplayEngine:
             say=self._say,
             ignore=self.ignored.paths if self.ignored is not None else (),
             allow_reuse=self.allow_reuse,
+            new_fallback=self._new_fallback,
         )
 
     def _note_capabilities(self, call: RecordedCall, params: Any) -> None:

@@ -266,8 +266,33 @@ def test_play_refuses_a_server_command_without_fallback(goldens: Path, tmp_path:
     tape = goldens / "tapes" / "agent.tape.jsonl"
     done = mcptape("play", str(tape), "--", sys.executable, str(CALC_SERVER), cwd=tmp_path, stdin=b"")
     assert done.returncode == 3 and b"replay never goes live unless asked" in done.stderr
-    done = mcptape("play", str(tape), "--listen", "127.0.0.1:0", "--fallback", "--", "x", cwd=tmp_path, stdin=b"")
-    assert done.returncode == 3 and b"--fallback serves over stdio only" in done.stderr
+    done = mcptape("play", str(tape), "--fallback", "--fallback-url", "http://127.0.0.1:1/mcp", "--", "x", cwd=tmp_path, stdin=b"")
+    assert done.returncode == 3 and b"not both" in done.stderr
+
+
+def test_play_listen_fallback_forwards_each_http_session_and_appends_it(goldens: Path, tmp_path: Path) -> None:
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    tape = tmp_path / "agent.tape.jsonl"
+    tape.write_bytes((goldens / "tapes" / "agent.tape.jsonl").read_bytes())
+
+    async def session(url: str, a: int, b: int) -> str:
+        async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as client:
+            await client.initialize()
+            return _text((await client.call_tool("add", {"a": a, "b": b})).model_dump(mode="json"))
+
+    # mcptape_listening appends `--listen 127.0.0.1:0`: after `--` that would be the server's; so play gets
+    # its own before `--`, and the server command is a shell that leaves its extra arguments unused.
+    server = ["sh", "-c", f'exec "{sys.executable}" "{CALC_SERVER}"', "sh"]
+    with mcptape_listening("play", str(tape), "--listen", "127.0.0.1:0", "--fallback", "--", *server) as play:
+        got = [anyio.run(session, play.url, 2, 3), anyio.run(session, play.url, 20, 22), anyio.run(session, play.url, 1, 1)]
+    assert got == ["5", "42", "2"], play.stderr
+    assert play.returncode == 0, play.stderr
+    calls = [json.loads(line) for line in tape.read_text(encoding="utf-8").splitlines()[1:-1]]
+    asked = [e["msg"]["params"]["arguments"] for e in calls if e.get("kind") == "request" and e["method"] == "tools/call"]
+    assert {"a": 20, "b": 22} in asked and {"a": 1, "b": 1} in asked
 
 
 def test_play_listen_answers_with_the_http_status_the_server_recorded(tmp_path: Path) -> None:
