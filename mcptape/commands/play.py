@@ -123,7 +123,7 @@ def _play_http(options: Options, listen: str) -> int:
                 f"replaying the {len(tape.events)} event(s) it holds")
         say(f"mcptape play: serving {options.tape} on {url} (stop with Ctrl-C)")
 
-    engines = serve_http(first, listen, say=say, on_ready=ready)
+    engines = serve_http(first, listen, on_ready=ready)
     if not engines:
         say("mcptape play: no client connected")
         _save_report(options, [first.report()])

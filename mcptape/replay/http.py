@@ -273,14 +273,14 @@ def serve_http(
     first: ReplayEngine,
     listen: str,
     *,
-    say: Callable[[str], None],
     on_ready: Callable[[str], None],
     stop: threading.Event | None = None,
 ) -> list[ReplayEngine]:
     """Serve `first`'s tape at `listen` (HOST:PORT) until SIGINT/SIGTERM (or `stop`): `first` (built
     by the caller, so a tape that cannot be replayed fails before anything is served) answers the
-    first client session, a new engine like it each later one; all are returned for their
-    reports. `on_ready` gets the endpoint's URL; misses go to `say`."""
+    first client session, a new engine like it (ReplayEngine.fresh: the same options, the same
+    `say` for misses) each later one; all are returned for their reports. `on_ready` gets the
+    endpoint's URL."""
     tape = first.tape
     host, port = parse_listen(listen)
     server = _PlayServer((host, port), PlayHandler)
