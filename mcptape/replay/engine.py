@@ -1,4 +1,4 @@
-"""play: answer MCP requests from a tape, matched by content, strict by default; never goes live.
+"""play: answer MCP requests from a tape, matched by content, strict by default; live only under --fallback.
 
 Owns the replay engine (`ReplayEngine`: one incoming client line in, the wire lines to send
 back out — no I/O and no threads of its own, so stdio play (stdio.py) and HTTP play (http.py) share it)
