@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="like --fallback, for a live streamable HTTP server at URL (recorded through rec --listen)",
     )
     play.add_argument("--report", metavar="FILE", help="also write the replay report (misses, unused recordings) here as JSON")
+    play.epilog = "live fallback: mcptape play TAPE [options] --fallback -- <server command...>"
     play.set_defaults(server=[])  # the words after `--` (see main: argparse cannot take them after options)
 
     # --- diff ------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ Record modes:
     once          record when the tape is missing, play otherwise.
     new_episodes  play, and record what the tape lacks (play --fallback); a missing tape is recorded.
     all           re-record every tape.
+A test records one client session per tape: a test that opens two sessions while recording keeps
+the last (give the second its own test, or its own `tape=`).
 Recording under CI=true is refused unless `--mcptape-allow-record-in-ci` (or env
 MCPTAPE_ALLOW_RECORD_IN_CI=1) says so, as `mcptape ci --update-golden` is.
 
