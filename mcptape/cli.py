@@ -104,8 +104,33 @@ def build_parser() -> argparse.ArgumentParser:
     # --- play ------------------------------------------------------------------------------
     play = sub.add_parser("play", help="serve a tape as an MCP server (stdio), offline")
     play.add_argument("tape", help="tape file")
-    play.add_argument("--lenient", action="store_true", help="answer near misses with the closest recording")
+    play.add_argument(
+        "--lenient", action="store_true",
+        help="answer a near miss with the closest recording of the same method and tool (exit 1, said on stderr)",
+    )
     play.add_argument("--listen", metavar="HOST:PORT", help="serve over streamable HTTP instead of stdio")
+    play.add_argument(
+        "--ignore-arg", action="append", default=[], metavar="PATH",
+        help="leave this value out of matching: a key at any depth (timestamp) or a JSON path in params "
+        "($.arguments.request_id); repeatable",
+    )
+    play.add_argument(
+        "--match-on", choices=("params", "name"), default="params",
+        help="params (default): a call matches a recording with the same arguments; name: the same tool, "
+        "prompt or resource, whatever the arguments",
+    )
+    play.add_argument("--allow-reuse", action="store_true", help="a used recording may answer the same call again")
+    play.add_argument(
+        "--fallback", action="store_true",
+        help="forward what the tape cannot answer to the live server given after `--`, recording it onto the tape",
+    )
+    play.add_argument(
+        "--fallback-url", metavar="URL",
+        help="like --fallback, for a live streamable HTTP server at URL (recorded through rec --listen)",
+    )
+    play.add_argument("--report", metavar="FILE", help="also write the replay report (misses, unused recordings) here as JSON")
+    play.epilog = "live fallback: mcptape play TAPE [options] --fallback -- <server command...>"
+    play.set_defaults(server=[])  # the words after `--` (see main: argparse cannot take them after options)
 
     # --- diff ------------------------------------------------------------------------------
     diff = sub.add_parser("diff", help="compare two tapes: first drifted call, exit 0/1/2")
@@ -230,7 +255,15 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
         print(problem, file=sys.stderr)
         return EXIT_COULD_NOT_RUN
     parser = build_parser()
+    # `play TAPE [options] --fallback -- CMD...`: argparse cannot give a second positional after
+    # options that follow the first, so play's server command (after `--`) is split off here.
+    server: list[str] | None = None
+    if arguments[:1] == ["play"] and "--" in arguments:
+        at = arguments.index("--")
+        arguments, server = arguments[:at], arguments[at + 1 :]
     args = parser.parse_args(arguments)
+    if server is not None:
+        args.server = server
     args.exiting = exiting
     if not args.command:
         parser.print_help(sys.stderr)

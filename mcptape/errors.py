@@ -8,7 +8,7 @@ into a message on stderr and that code, never a traceback::
     ├── TapeError                     3  unreadable or unknown-version tape
     ├── ServerError                   3  a server failed to start, crashed or hung
     │   └── ServerTimeout             3  a request or session ran past its timeout
-    ├── ReplayError                   2  a tape that cannot be replayed (say why)
+    ├── ReplayError                   3  a tape that cannot be replayed (say why): could not run
     ├── GitHubError                   3  a GitHub API call failed (which call, HTTP status, the fix)
     ├── WriteError                    3  a file could not be written (golden, fresh tape, report): path, cause
     └── SecretLeak                    4  a secret survived redaction; nothing was written
@@ -59,9 +59,8 @@ class ServerTimeout(ServerError):
 
 
 class ReplayError(McptapeError):
-    """A tape cannot be replayed at all (as opposed to one request it cannot answer)."""
-
-    exit_code = EXIT_STRUCTURAL_DRIFT
+    """A tape cannot be replayed at all (as opposed to one request it cannot answer): play could
+    not run (exit 3), which is not drift."""
 
 
 class GitHubError(McptapeError):

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                               "mcptape.github")),
     ("the gate", ("mcptape.ci",)),
     ("commands", ("mcptape.commands",)),
-    ("the command line", ("mcptape.cli", "mcptape.__main__")),
+    ("the command line", ("mcptape.cli", "mcptape.__main__", "mcptape.pytest_plugin")),
 ]
 
 # Imports that stay inside a function, and why: each keeps a heavy import off a path that must
@@ -49,6 +49,11 @@ LAZY = {
     ("mcptape.github", "fasttransport.errors"): "ghapi's transport, only when a comment is posted",
     ("mcptape.logsafe", "secrets"): "only in a GitHub job, and logsafe is on the path of --version",
     ("mcptape.replay.engine", "mcptape.redact.redactor"): "only a miss pays for the redactor (play's start-up)",
+    ("mcptape.commands.play", "mcptape.replay.fallback"): "subprocess and the tape writer, for --fallback only",
+    ("mcptape.commands.play", "mcptape.tape.atomic"): "tempfile, for --report only",
+    ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
+    ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",
+    ("mcptape.replay.matching", "mcptape.normalize"): "the JSON path evaluator (dataclasses), for --ignore-arg only",
 }
 
 

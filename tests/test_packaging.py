@@ -46,13 +46,18 @@ def third_party_imports(source: str) -> set[str]:
     return {n for n in names if n not in sys.stdlib_module_names and n not in ("mcptape", "__future__")}
 
 
+# Imports of a module that only its host loads: the pytest plugin runs inside pytest (its `pytest11`
+# entry point), and imports the official SDK only in `stdio_parameters()`, which says to install it.
+HOSTED = {"mcptape/pytest_plugin.py": {"pytest", "mcp"}}
+
+
 def undeclared(sources: dict[str, str]) -> dict[str, list[str]]:
     """Import name -> files importing it, for every import no declared dependency provides."""
     provided = packages_distributions()
     declared = declared_distributions()
     missing: dict[str, list[str]] = {}
     for where, source in sources.items():
-        for name in third_party_imports(source):
+        for name in third_party_imports(source) - HOSTED.get(where, set()):
             if not any(_normal(d) in declared for d in provided.get(name, [])):
                 missing.setdefault(name, []).append(where)
     return missing

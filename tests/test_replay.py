@@ -139,17 +139,20 @@ def test_unknown_method_miss_lists_what_the_tape_holds() -> None:
     assert "no resources/list request at all (it holds: tools/list)" in answer["error"]["message"]
 
 
-def test_lenient_answers_the_closest_same_method_recording() -> None:
+def test_lenient_answers_the_closest_recording_of_the_same_tool_and_exits_1() -> None:
     tape = make_tape(
         ("c2s", call(1, "add", a=2, b=3)),
         ("s2c", res(1, text("5"))),
         ("c2s", call(2, "echo", text="hi")),
         ("s2c", res(2, text("hi"))),
     )
-    engine = ReplayEngine(tape, lenient=True)
+    said: list[str] = []
+    engine = ReplayEngine(tape, lenient=True, say=said.append)
     assert ask(engine, call(9, "add", a=2, b=4)) == [res(9, text("5"))]
     report = engine.report()
-    assert report.exit_code == 0
+    assert report.exit_code == 1  # answered, but with another call's recording: not a clean replay
+    [line] = said
+    assert 'lenient: tools/call add {"a":2,"b":4} answered with tools/call add {"a":2,"b":3}' in line
     [sub] = report.substitutions
     assert "arguments.b differs: 3 recorded, 4 asked" in sub.why
     assert sub.substituted is not None and sub.substituted.startswith("tools/call add")
@@ -157,6 +160,98 @@ def test_lenient_answers_the_closest_same_method_recording() -> None:
     [answer] = ask(engine, req(10, "prompts/list"))
     assert "error" in answer
     assert engine.report().exit_code == 1
+
+
+def test_lenient_never_answers_with_another_tools_recording() -> None:
+    # The case: add(2,3) is used, add(2,4) is asked; the nearest *unused* recording is
+    # echo's (and divide's error), which must not answer an add.
+    tape = make_tape(
+        ("c2s", call(1, "add", a=2, b=3)),
+        ("s2c", res(1, text("5"))),
+        ("c2s", call(2, "echo", message="hi")),
+        ("s2c", res(2, text("hi"))),
+        ("c2s", call(3, "divide", a=1, b=0)),
+        ("s2c", {"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "Division by zero"}}),
+    )
+    strict = ReplayEngine(tape)
+    lenient = ReplayEngine(tape, lenient=True)
+    for engine in (strict, lenient):
+        assert ask(engine, call(1, "add", a=2, b=3)) == [res(1, text("5"))]
+    # A used recording of the same tool is still a substitute: said, and exit 1.
+    assert ask(lenient, call(2, "add", a=2, b=4)) == [res(2, text("5"))]
+    [sub] = lenient.report().substitutions
+    assert sub.substituted is not None and sub.substituted.startswith('tools/call add {"a":2,"b":3}')
+    # A tool the tape recorded only under other names gets a miss, never echo's or divide's answer.
+    for engine in (strict, lenient):
+        [answer] = ask(engine, call(3, "multiply", a=2, b=4))
+        assert "result" not in answer and answer["error"]["code"] == -32603, answer
+    [answer] = ask(lenient, call(4, "multiply", a=2, b=4))
+    assert "--lenient substitutes only another recording of tools/call multiply" in answer["error"]["message"]
+    assert lenient.report().exit_code == 1
+
+
+def test_lenient_substitutes_only_within_the_method_asked() -> None:
+    tape = make_tape(("c2s", req(1, "prompts/get", {"name": "explain"})), ("s2c", res(1, {"messages": []})))
+    engine = ReplayEngine(tape, lenient=True)
+    [answer] = ask(engine, call(2, "explain"))  # a tools/call of the prompt's name
+    assert answer["error"]["code"] == -32603
+    assert "no tools/call request at all" in answer["error"]["message"]
+
+
+def test_ignore_arg_leaves_a_volatile_argument_out_of_matching() -> None:
+    tape = make_tape(
+        ("c2s", call(1, "log", text="a", ts="2026-01-01T00:00:00Z", meta={"request_id": "r1"})),
+        ("s2c", res(1, text("logged a"))),
+    )
+    asked = call(7, "log", text="a", ts="2026-12-02T01:00:00Z", meta={"request_id": "r9"})
+    [miss] = ask(ReplayEngine(tape), asked)
+    assert "arguments.ts differs" in miss["error"]["message"]
+    engine = ReplayEngine(tape, ignore=("ts", "$.arguments.meta.request_id"))
+    assert ask(engine, asked) == [res(7, text("logged a"))]
+    assert engine.report().exit_code == 0
+    # Only what is named is ignored: another argument still decides.
+    [miss] = ask(ReplayEngine(tape, ignore=("ts", "request_id")), call(8, "log", text="b", ts="x", meta={"request_id": "y"}))
+    assert 'arguments.text differs: "a" recorded, "b" asked' in miss["error"]["message"]
+
+
+def test_an_invalid_ignore_path_is_refused_up_front() -> None:
+    tape = make_tape(("c2s", call(1, "a")), ("s2c", res(1, text("x"))))
+    with pytest.raises(ReplayError, match="--ignore-arg '\\$\\.\\[': "):
+        ReplayEngine(tape, ignore=("$.[",))
+
+
+def test_match_on_name_matches_a_tool_whatever_its_arguments_but_not_another_tool() -> None:
+    from mcptape.replay.matching import match_on_name_only
+
+    tape = make_tape(
+        ("c2s", call(1, "add", a=2, b=3)),
+        ("s2c", res(1, text("5"))),
+        ("c2s", call(2, "echo", message="hi")),
+        ("s2c", res(2, text("hi"))),
+    )
+    engine = ReplayEngine(tape, match_on=match_on_name_only())
+    assert ask(engine, call(5, "add", a=9, b=9)) == [res(5, text("5"))]
+    [miss] = ask(engine, call(6, "sub", a=9, b=9))
+    assert 'name differs: "add" recorded, "sub" asked' in miss["error"]["message"]
+    # Used once: a second add needs --allow-reuse.
+    [miss] = ask(engine, call(7, "add", a=1, b=1))
+    assert "already answered" in miss["error"]["message"]
+    reusing = ReplayEngine(tape, match_on=match_on_name_only(), allow_reuse=True)
+    for i in (8, 9, 10):
+        assert ask(reusing, call(i, "add", a=i, b=1)) == [res(i, text("5"))]
+    assert reusing.report().exit_code == 0
+
+
+def test_allow_reuse_answers_an_exact_repeat_from_the_used_recording() -> None:
+    tape = make_tape(("c2s", req(1, "tools/list")), ("s2c", res(1, {"tools": []})))
+    strict = ReplayEngine(tape)
+    assert ask(strict, req(1, "tools/list")) == [res(1, {"tools": []})]
+    [miss] = ask(strict, req(2, "tools/list"))
+    assert "already answered" in miss["error"]["message"]
+    reusing = ReplayEngine(tape, allow_reuse=True)
+    assert ask(reusing, req(1, "tools/list")) == [res(1, {"tools": []})]
+    assert ask(reusing, req(2, "tools/list")) == [res(2, {"tools": []})]
+    assert reusing.report().exit_code == 0
 
 
 def test_notifications_are_emitted_where_they_were_recorded() -> None:
@@ -220,13 +315,17 @@ def test_initialize_ignores_client_info_and_notes_capabilities() -> None:
     assert any("capabilities" in w for w in report.warnings)
 
 
-def test_initialize_with_another_protocol_version_is_a_miss() -> None:
+def test_initialize_with_another_protocol_version_gets_the_recorded_answer() -> None:
     tape = make_tape(
         ("c2s", req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "a"}})),
         ("s2c", res(0, {"protocolVersion": "2025-11-25"})),
     )
-    [answer] = ask(ReplayEngine(tape), req(0, "initialize", {"protocolVersion": "2024-11-05", "capabilities": {}}))
-    assert 'protocolVersion differs: "2025-11-25" recorded, "2024-11-05" asked' in answer["error"]["message"]
+    # A server answers with a version it supports; the client decides whether it can live with it.
+    asked = {"protocolVersion": "2024-11-05", "capabilities": {}}
+    assert ask(ReplayEngine(tape), req(0, "initialize", asked)) == [res(0, {"protocolVersion": "2025-11-25"})]
+    # Other params of initialize still decide (a field no client sends is not waved through).
+    [answer] = ask(ReplayEngine(tape), req(0, "initialize", {**asked, "extra": 1}))
+    assert "extra: asked 1, not recorded" in answer["error"]["message"]
 
 
 def test_ping_is_always_answered() -> None:
@@ -362,11 +461,11 @@ def _write_tape(path: Path, tape: Tape) -> None:
     path.write_bytes(tape_bytes(tape.header, tape.events))
 
 
-def test_play_unknown_tape_format_exits_2_and_says_why(tmp_path: Path) -> None:
+def test_play_unknown_tape_format_exits_3_and_says_why(tmp_path: Path) -> None:
     tape = tmp_path / "future.tape.jsonl"
     tape.write_text('{"mcptape":"tape","format":99,"version":"9.0.0","name":"x"}\n', encoding="utf-8")
     proc = subprocess.run(mcptape_command("play", str(tape)), input=b"", capture_output=True, timeout=30)
-    assert proc.returncode == 2
+    assert proc.returncode == 3  # could not run, not drift
     err = proc.stderr.decode()
     assert "format 99" in err and "re-record" in err
     assert proc.stdout == b""
@@ -577,7 +676,7 @@ def test_play_of_a_tape_corrupt_in_the_middle_stops_with_exit_2_naming_the_line(
     proc = subprocess.run(
         mcptape_command("play", str(path)), input=(init + late).encode(), capture_output=True, timeout=30
     )
-    assert proc.returncode == 2
+    assert proc.returncode == 3
     assert f"{path}:401: line is not a JSON object".encode() in proc.stderr
     assert json.loads(proc.stdout.splitlines()[0])["result"] == {"ok": 1}  # answered before it got there
 
@@ -594,7 +693,7 @@ def test_play_refuses_a_tape_whose_server_reuses_request_ids_up_front(tmp_path: 
     path = tmp_path / "reuse.tape.jsonl"
     _write_tape(path, tape)
     proc = subprocess.run(mcptape_command("play", str(path)), input=b"", capture_output=True, timeout=30)
-    assert proc.returncode == 2 and b"reused request id 0" in proc.stderr
+    assert proc.returncode == 3 and b"reused request id 0" in proc.stderr
 
 
 def test_a_matcher_given_to_one_engine_decides_there_only() -> None:
@@ -612,3 +711,81 @@ def test_a_matcher_given_to_one_engine_decides_there_only() -> None:
     assert "error" in miss
     with pytest.raises(ReplayError, match="unknown matcher 'any'"):
         ReplayEngine(tape, match_on={"tools/call": ("any",)})
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (None, "No such file"),
+        (b"\x00\xff not a tape\n", "not"),
+        (b'{"mcptape":"tape","format":1,"version":"0.1.0","name":"x"}\n{"mcptape":"end","events":0}\n', "no client requests"),
+    ],
+    ids=["missing", "garbage", "empty"],
+)
+def test_play_of_a_missing_unreadable_or_empty_tape_exits_3(tmp_path: Path, content: bytes | None, why: str) -> None:
+    tape = tmp_path / "t.tape.jsonl"
+    if content is not None:
+        tape.write_bytes(content)
+    for extra in ([], ["--listen", "127.0.0.1:0"]):
+        proc = subprocess.run(mcptape_command("play", str(tape), *extra), input=b"", capture_output=True, timeout=30)
+        assert proc.returncode == 3, (extra, proc.stderr)
+        assert why in proc.stderr.decode() and b"Traceback" not in proc.stderr
+        assert proc.stdout == b""
+
+
+INIT_RECORDED = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "mcptape", "version": "0.1.0"}}
+INIT_ANSWER = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1"}}
+
+
+def test_initialize_asking_any_version_gets_the_version_the_recorded_server_negotiated() -> None:
+    tape = make_tape(
+        ("c2s", req(1, "initialize", INIT_RECORDED)),
+        ("s2c", res(1, INIT_ANSWER)),
+        ("c2s", note("notifications/initialized")),
+        ("c2s", req(2, "tools/list")),
+        ("s2c", res(2, {"tools": []})),
+    )
+    for version in ("2025-11-25", "2024-11-05", "1999-01-01"):
+        engine = ReplayEngine(tape)
+        asked = {
+            "protocolVersion": version,
+            "capabilities": {"sampling": {}, "roots": {"listChanged": True}},
+            "clientInfo": {"name": "another-client", "version": "9"},
+            "_meta": {"io.modelcontextprotocol/related": "x"},
+        }
+        assert ask(engine, req(0, "initialize", asked)) == [res(0, INIT_ANSWER)]
+        assert ask(engine, note("notifications/initialized")) == []
+        assert ask(engine, req(1, "tools/list")) == [res(1, {"tools": []})]
+        report = engine.report()
+        assert report.exit_code == 0 and not report.misses
+        assert any(f'asked protocol "{version}"; answered with the recorded server\'s "2025-06-18"' in w for w in report.warnings)
+    # What a handshake cannot skip: a second initialize has nothing left to answer with.
+    engine = ReplayEngine(tape)
+    ask(engine, req(0, "initialize", INIT_RECORDED))
+    [again] = ask(engine, req(5, "initialize", INIT_RECORDED))
+    assert again["error"]["code"] == -32603 and "already answered" in again["error"]["message"]
+
+
+DISCOVER_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+DISCOVERED = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"}
+
+
+def test_a_2026_tape_refuses_initialize_as_its_server_would_and_answers_discover() -> None:
+    tape = make_tape(
+        ("c2s", req(1, "server/discover", {"_meta": DISCOVER_META})),
+        ("s2c", res(1, DISCOVERED)),
+        ("c2s", req(2, "tools/list", {"_meta": DISCOVER_META})),
+        ("s2c", res(2, {"tools": [], "resultType": "complete"})),
+    )
+    engine = ReplayEngine(tape)
+    [refused] = ask(engine, req(0, "initialize", {**INIT_RECORDED, "protocolVersion": "2025-11-25"}))
+    assert refused["error"]["code"] == -32022
+    assert refused["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+    assert ask(engine, req(1, "server/discover", {"_meta": {**DISCOVER_META, "x": 1}})) == [res(1, DISCOVERED)]
+    assert ask(engine, req(2, "tools/list", {"_meta": DISCOVER_META})) == [res(2, {"tools": [], "resultType": "complete"})]
+    assert engine.report().exit_code == 0
+    # A legacy tape answers the probe with -32601, the way its server did.
+    legacy = ReplayEngine(make_tape(("c2s", req(1, "initialize", INIT_RECORDED)), ("s2c", res(1, INIT_ANSWER))))
+    [probe] = ask(legacy, req(0, "server/discover", {"_meta": DISCOVER_META}))
+    assert probe["error"]["code"] == -32601
+    assert ask(legacy, req(1, "initialize", INIT_RECORDED)) == [res(1, INIT_ANSWER)]

@@ -1,4 +1,4 @@
-"""play: answer MCP requests from a tape, matched by content, strict by default; never goes live.
+"""play: answer MCP requests from a tape, matched by content, strict by default; live only under --fallback.
 
 Owns the replay engine (`ReplayEngine`: one incoming client line in, the wire lines to send
 back out — no I/O and no threads of its own, so stdio play (stdio.py) and HTTP play (http.py) share it)
@@ -12,9 +12,13 @@ How a tape is served:
   JSON-equal, ignoring the JSON-RPC id and the top-level `params._meta` (progress tokens,
   2026-07-28 per-request version/capabilities). Identical repeats consume in order.
   Which comparisons apply is a per-method list of small pure matchers found by name
-  (`MATCH_ON`, the engine's `matchers`: matching.default_matchers), as in vcrpy. `initialize` ignores clientInfo and
-  capabilities (not drift; a capability change is reported as a warning because some servers'
-  tool lists depend on it). `ping` is always answered.
+  (`MATCH_ON`, the engine's `matchers`: matching.default_matchers), as in vcrpy. `initialize` ignores clientInfo,
+  capabilities and the protocol version asked: the recorded answer (with the version the recorded
+  server negotiated) goes to any client, as a real server answers with a version it supports; a
+  capability change is reported as a warning because some servers' tool lists depend on it.
+  `ping` is always answered. Tunable like vcrpy's `match_on`: `ignore` (JSON paths in params
+  left out, `--ignore-arg`), `match_on_name_only()` (`--match-on name`), `allow_reuse` (a used
+  recording answers again once no unused one matches, `--allow-reuse`).
 * Tapes are redacted before they are written, so a recorded string holding placeholders
   (`<REDACTED:kind#tag>`, `<REDACTED:env.NAME>`, `<HOME>`, `<USER>`) is a pattern: each
   placeholder matches any non-empty run, the rest is literal, the whole string must match. The
@@ -43,21 +47,27 @@ How a tape is served:
   whose recorded response came after the client's answer waits for the live answer.
 * A request the tape cannot answer gets the JSON-RPC error MISS_CODE (-32603) whose message
   names the nearest recorded calls and why each was rejected; `data.mcptape` is
-  "replay-miss". `--lenient` answers with the closest same-method recording instead and
-  reports the substitution (exit 0 unless a request had no same-method recording at all).
+  "replay-miss". `--lenient` answers with the closest recording of the same method *and* the
+  same target (tool, prompt, resource) instead, says which and why on stderr and reports the
+  substitution (exit 1); with no such recording it is a miss, never another tool's answer.
+  Under `--fallback` (a `fallback` given, replay/fallback.py) a miss goes to the live server
+  instead, before any substitution: the engine itself does no I/O.
 * 2026-07-28 tapes are served the same way: `server/discover` is a recorded call like any
   other, the per-request `_meta` (version, capabilities, clientInfo) is ignored by matching,
   and an input-required retry matches by its `inputResponses` and echoed `requestState`.
   A `server/discover` asked of a legacy tape (one with `initialize` and no discover) gets
   -32601, as the recorded server would have answered, so a client that probes first
-  (fastmcp, the SDK's `mode="auto"`) falls back to `initialize`; it is not a miss.
+  (fastmcp, the SDK's `mode="auto"`) falls back to `initialize`; it is not a miss. An
+  `initialize` asked of a 2026-07-28 tape (discover, no initialize) gets -32022 naming the
+  versions the recorded discover served, as a 2026-07-28 server answers it.
 * A server exit is replayed (the wire is closed) only when the server died in the middle of a
   call; an exit after the session ended is what happens when the client hangs up.
 * A tape cut short (no footer) replays what it holds; a call whose response was lost answers
   with a miss error instead of hanging.
 
-Exit codes of `mcptape play`: 0 every request answered, 1 misses, 2 the tape cannot be
-replayed (unknown format, nothing to replay, server requests that cannot be keyed).
+Exit codes of `mcptape play`: 0 every request answered by its recording, 1 misses or
+--lenient substitutions, 3 the tape cannot be replayed (missing, unreadable, unknown format,
+nothing to replay, server requests that cannot be keyed).
 """
 
 from __future__ import annotations
@@ -68,7 +78,7 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
 from mcptape.jsonrpc import canonical, classify, dumps, id_key, loads, top_level_span
@@ -76,6 +86,7 @@ from mcptape.replay.matching import (
     DEFAULT_MATCH_ON,
     HIDDEN,
     MATCH_ON,
+    IgnoredPaths,
     Matcher,
     compared,
     default_matchers,
@@ -84,6 +95,7 @@ from mcptape.replay.matching import (
     json_diff,
     recorded_equal,
     short,
+    target,
 )
 from mcptape.tape.events import C2S, S2C, wire_text
 from mcptape.tape.format import Event, Tape
@@ -93,6 +105,7 @@ MISS_CODE = -32603
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
+UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: what its servers answer an initialize with
 
 # Idle-time work per ReplayEngine.lookahead step: tape lines parsed, or recorded calls keyed.
 LOOKAHEAD_LINES = 4
@@ -188,12 +201,15 @@ class ReplayReport:
         self.answered = 0
         self.misses: list[Miss] = []
         self.substitutions: list[Miss] = []
+        self.forwarded: list[str] = []  # --fallback: calls answered live (and recorded)
         self.unused: list[str] = []
         self.warnings: list[str] = []
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OUTPUT_DRIFT if self.misses else EXIT_OK
+        """0 every request answered by its own recording; 1 a miss, or a --lenient substitution
+        (the client got an answer, but one recorded for other arguments)."""
+        return EXIT_OUTPUT_DRIFT if self.misses or self.substitutions else EXIT_OK
 
     def render(self) -> str:
         """A short plain-text report for stderr."""
@@ -204,6 +220,8 @@ class ReplayReport:
             lines.append(f"  miss: {m.call}: {m.why}")
         for m in self.substitutions:
             lines.append(f"  lenient: {m.call} answered with {m.substituted}: {m.why}")
+        for f in self.forwarded:
+            lines.append(f"  live: {f} (--fallback: not on the tape; answered by the live server, recorded)")
         if self.unused:
             lines.append(f"  {len(self.unused)} recorded call(s) never asked:")
             lines += [f"    {u}" for u in self.unused]
@@ -216,6 +234,7 @@ class ReplayReport:
             "exit_code": self.exit_code,
             "misses": [m.to_dict() for m in self.misses],
             "substitutions": [m.to_dict() for m in self.substitutions],
+            "forwarded": list(self.forwarded),
             "unused": list(self.unused),
             "warnings": list(self.warnings),
         }
@@ -250,6 +269,21 @@ def _progress_token(params: Any) -> str | None:
     return None
 
 
+class Fallback(Protocol):
+    """Where a miss goes under `--fallback` (fallback.py's LiveFallback): the engine does no I/O itself."""
+
+    def saw(self, msg: dict[str, Any]) -> None:
+        """A client message the tape answered (the handshake the live server must get too)."""
+
+    def forward(self, msg: dict[str, Any], label: str) -> list[str]:
+        """The wire lines answering client request `msg`, from the live server."""
+        ...
+
+    def finish(self) -> int:
+        """Stop the live side and append what it recorded to the tape; an exit code."""
+        ...
+
+
 class ReplayEngine:
     """Serves one tape to one client: `handle(line)` -> wire lines to send back.
 
@@ -269,12 +303,25 @@ class ReplayEngine:
         matchers: Mapping[str, Matcher] | None = None,
         stream: TapeStream | None = None,
         say: Callable[[str], None] | None = None,
+        ignore: tuple[str, ...] = (),
+        allow_reuse: bool = False,
+        fallback: Fallback | None = None,
+        new_fallback: Callable[[], Fallback] | None = None,
     ) -> None:
         self.tape = tape
         self._say = say  # where a miss is said the moment it happens (the command's stderr), if anywhere
         self.lenient = lenient
+        self.allow_reuse = allow_reuse  # a recording may answer again once every match is used
+        # --fallback: where a miss goes instead of an error (fallback.py); `new_fallback` makes one
+        # for each engine `fresh` makes (HTTP play: one live session per client session).
+        self._new_fallback = new_fallback
+        self.fallback = fallback if fallback is not None or new_fallback is None else new_fallback()
         self.match_on = dict(MATCH_ON if match_on is None else match_on)
         self.matchers = default_matchers() if matchers is None else dict(matchers)
+        try:
+            self.ignored = IgnoredPaths(tuple(ignore)) if ignore else None
+        except ValueError as e:
+            raise ReplayError(str(e)) from e
         for names in self.match_on.values():
             for name in names:
                 if name not in self.matchers:
@@ -309,6 +356,11 @@ class ReplayEngine:
         self._indexed = 0
         self._anchor: int | None = None  # the latest anchor: what is anchored to earlier ones is complete
         self._open_calls: dict[str, RecordedCall] = {}  # c2s request id key -> call not answered yet
+        # HTTP play: a response recorded with an HTTP error status (rec --listen's `http` note just
+        # before it) -> that status; filled per live id as responses go out (http_status).
+        self._recorded_status: dict[int, int] = {}
+        self._pending_status: int | None = None
+        self._live_status: dict[str, int] = {}
         self._server_ids_seen: dict[str, int] = {}
         self._calls_by_token: dict[str, RecordedCall] = {}
         self._lock = threading.Lock()
@@ -361,7 +413,11 @@ class ReplayEngine:
         for i in range(self._indexed, end):
             ev = events[i]
             kind, direction = head(ev, "kind"), head(ev, "dir")
+            if kind == "note":
+                self._note_status(ev)
+                continue
             if direction == C2S:
+                self._pending_status = None  # a status noted for a notification's POST answers nothing
                 if kind == "request":
                     method = str(head(ev, "method"))
                     if type(ev) is LazyEvent:  # params read at first use
@@ -397,6 +453,14 @@ class ReplayEngine:
                 continue
             if kind in ("response", "error") and direction == S2C:
                 answered = open_calls.pop(_idk(head(ev, "id")), None)
+                if answered is None and head(ev, "id") is None and self._pending_status is not None and anchor is not None:
+                    # An HTTP error status with a JSON-RPC error for no id (server-everything's 400 to
+                    # server/discover): the answer to the request that POST carried.
+                    key = next((k for k, c in open_calls.items() if c.index == anchor), None)
+                    answered = open_calls.pop(key) if key is not None else None
+                if self._pending_status is not None:
+                    self._recorded_status[i] = self._pending_status
+                    self._pending_status = None
                 if answered is not None:
                     self._answered(answered, i)
                     anchor = i
@@ -422,6 +486,21 @@ class ReplayEngine:
                 self._anchored.setdefault(anchor, []).append(i)
         self._anchor = anchor
         self._indexed = end
+
+    def _note_status(self, ev: Event) -> None:
+        """rec --listen notes an HTTP status >= 400 before relaying the body it came with."""
+        detail = ev.get("detail") if ev.get("what") == "http" else None
+        if not isinstance(detail, dict) or "error" in detail:  # an upstream failure has no body to replay
+            return
+        status = detail.get("status")
+        if type(status) is int and 400 <= status < 600:
+            self._pending_status = status
+
+    def http_status(self, live_id: Any) -> int | None:
+        """The HTTP status the recorded server answered the request `live_id` with, if it was an error
+        status (rec --listen notes those); None for 200. Taken once: HTTP play asks as it replies."""
+        with self._lock:
+            return self._live_status.pop(_idk(live_id), None)
 
     def _answered(self, call: RecordedCall, i: int) -> None:
         """Event `i` answers `call`."""
@@ -544,7 +623,7 @@ class ReplayEngine:
     def _request(self, msg: dict[str, Any], out: list[str]) -> None:
         method = msg["method"]
         params = msg.get("params")
-        call = self._find(method, params)
+        call = self._find(method, params) or self._reused(method, params)
         if call is None:
             if method == "ping":
                 out.append(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
@@ -556,13 +635,24 @@ class ReplayEngine:
                 out.append(_error_line(msg["id"], METHOD_NOT_FOUND, "Method not found: server/discover"))
                 self._report.answered += 1
                 return
+            if method == "initialize" and method not in self._by_method and "server/discover" in self._by_method:
+                out.append(self._refuse_initialize(msg["id"], params))
+                self._report.answered += 1
+                return
             why, nearest, live = self._explain(method, params)
+            if self.fallback is not None:
+                self._report.forwarded.append(live)
+                out.extend(self.fallback.forward(msg, live))
+                return
             if self.lenient and nearest is not None:
-                self._report.substitutions.append(
-                    Miss(method, live, why, msg["id"], substituted=f"{nearest.label} (tape line {nearest.line})")
-                )
+                substituted = f"{nearest.label} (tape line {nearest.line})"
+                self._report.substitutions.append(Miss(method, live, why, msg["id"], substituted=substituted))
+                if self._say is not None:
+                    self._say(f"mcptape play: lenient: {live} answered with {substituted}: {why}")
                 call = nearest
             else:
+                if self.lenient:
+                    why += f"; --lenient substitutes only another recording of {describe_call(method, _target_only(params))}, and the tape holds none"
                 self._report.misses.append(Miss(method, live, why, msg["id"]))
                 if self._say is not None:
                     self._say(f"mcptape play: miss: {live}: {why}")
@@ -577,6 +667,9 @@ class ReplayEngine:
                 return
         if method == "initialize":
             self._note_capabilities(call, params)
+            self._note_version(call, params)
+            if self.fallback is not None:
+                self.fallback.saw(msg)
         live_token = None
         if call.progress_token is not None:  # only then can a recorded progress notification need it
             token = _progress_token(params)
@@ -648,7 +741,7 @@ class ReplayEngine:
         return same[start] if start < len(same) else None
 
     def _matches_exactly(self, method: str) -> bool:
-        return self.match_on.get(method, DEFAULT_MATCH_ON) == DEFAULT_MATCH_ON
+        return self.ignored is None and self.match_on.get(method, DEFAULT_MATCH_ON) == DEFAULT_MATCH_ON
 
     def _key_calls(self, method: str, limit: int | None = None) -> None:
         """Put the next `limit` (default: all) unkeyed calls of `method` in the exact-match index, in order."""
@@ -679,14 +772,24 @@ class ReplayEngine:
                 return call
         return None
 
+    def _reused(self, method: str, params: Any) -> RecordedCall | None:
+        """--allow-reuse: the earliest matching recording, used or not (asked once every match is used)."""
+        if not self.allow_reuse:
+            return None
+        return next((c for c in self._by_method.get(method, ()) if not self._reasons(c, params)), None)
+
     def _reasons(self, call: RecordedCall, params: Any) -> list[str]:
+        recorded = call.params
+        if self.ignored is not None:
+            recorded, params = self.ignored.apply(recorded), self.ignored.apply(params)
         reasons: list[str] = []
         for name in self.match_on.get(call.method, DEFAULT_MATCH_ON):
-            reasons += self.matchers[name](call.params, params)
+            reasons += self.matchers[name](recorded, params)
         return reasons
 
     def _explain(self, method: str, params: Any) -> tuple[str, RecordedCall | None, str]:
-        """Why no recorded call matched, naming the nearest ones; the closest candidate; the live call.
+        """Why no recorded call matched, naming the nearest ones; the closest recording of the same
+        method and target (None if the tape holds none); the live call.
 
         The explanation and the live call's description are scrubbed of secrets: live values that
         stood for a redacted recorded value are shown as the recording shows them.
@@ -717,12 +820,15 @@ class ReplayEngine:
                 parts.append(f"{c.label} (line {c.line}): already answered (the tape holds {n} such call(s))")
             else:
                 parts.append(f"{c.label} (line {c.line}): {'; '.join(reasons + notes)}")
-        unconsumed = [c for c in ranked if not c.consumed]
-        closest = unconsumed[0] if unconsumed else ranked[0]
+        # --lenient's candidate: the same method and target (tool, prompt, resource), never another.
+        asked_target = target(compared(params))
+        same_target = [c for c in ranked if recorded_equal(target(compared(c.params)), asked_target)]
+        unconsumed = [c for c in same_target if not c.consumed]
+        closest = unconsumed[0] if unconsumed else (same_target[0] if same_target else None)
         for c in same:  # every value compared with a redacted one, whichever call it was compared with
             hide_redacted(compared(c.params), compared(params), secrets)
         if secrets:
-            live = describe_call(method, hide_redacted(compared(closest.params), compared(params)))
+            live = describe_call(method, hide_redacted(compared((closest or ranked[0]).params), compared(params)))
         return self._scrub("nearest: " + " | ".join(parts), secrets), closest, self._scrub(live, secrets)
 
     def _scrub(self, text: str, secrets: set[str]) -> str:
@@ -733,6 +839,51 @@ class ReplayEngine:
         from mcptape.redact.redactor import builtin_redactor  # only now: it costs play's start-up ~15 ms
 
         return builtin_redactor().redact_text(text)
+
+    def _refuse_initialize(self, msg_id: Any, params: Any) -> str:
+        """A 2026-07-28 tape asked for `initialize`: the recorded server spoke 2026-07-28 on this
+        session, and such a server refuses the handshake with -32022 naming the versions it serves
+        (the SDK 2.x server does), so a client falls back to `server/discover`."""
+        supported: list[Any] = []
+        for c in self._by_method["server/discover"]:
+            if c.response is not None:
+                result = self.events[c.response].get("msg", {}).get("result")
+                if isinstance(result, dict) and isinstance(result.get("supportedVersions"), list):
+                    supported = result["supportedVersions"]
+                    break
+        requested = params.get("protocolVersion") if isinstance(params, dict) else None
+        self._report.warnings.append(
+            f"initialize: the tape is a 2026-07-28 session (server/discover, no initialize); answered -32022 "
+            f"as its server would, naming the versions it serves {short(supported)}"
+        )
+        return _error_line(
+            msg_id,
+            UNSUPPORTED_PROTOCOL_VERSION,
+            "connection is serving the 2026-07-28 protocol; the initialize handshake is not accepted",
+            {"supported": supported, "requested": requested},
+        )
+
+    def _note_version(self, call: RecordedCall, params: Any) -> None:
+        asked = params.get("protocolVersion") if isinstance(params, dict) else None
+        answer = self.events[call.response].get("msg", {}).get("result") if call.response is not None else None
+        negotiated = answer.get("protocolVersion") if isinstance(answer, dict) else None
+        if asked is not None and negotiated is not None and asked != negotiated:
+            self._report.warnings.append(
+                f"initialize: the client asked protocol {short(asked)}; answered with the recorded server's {short(negotiated)}"
+            )
+
+    def fresh(self) -> ReplayEngine:
+        """A new engine for the same tape with the same matching options (one per HTTP session)."""
+        return ReplayEngine(
+            self.tape,
+            lenient=self.lenient,
+            match_on=self.match_on,
+            matchers=self.matchers,
+            say=self._say,
+            ignore=self.ignored.paths if self.ignored is not None else (),
+            allow_reuse=self.allow_reuse,
+            new_fallback=self._new_fallback,
+        )
 
     def _note_capabilities(self, call: RecordedCall, params: Any) -> None:
         rec = (call.params or {}).get("capabilities") if isinstance(call.params, dict) else None
@@ -747,6 +898,8 @@ class ReplayEngine:
     # --- notifications and answers from the client --------------------------------------
 
     def _client_notification(self, msg: dict[str, Any], out: list[str]) -> None:
+        if self.fallback is not None:
+            self.fallback.saw(msg)
         method = msg["method"]
         params = compared(msg.get("params"))
         key = canonical(params)
@@ -818,10 +971,15 @@ class ReplayEngine:
         kind = ev.get("kind")
         if kind in ("response", "error"):
             call = self._call_of_response.get(index)
-            if call is None:
+            if call is None or ev.get("id") is None:  # an answer for no id stays one (see _index)
                 out.append(wire_text(ev))
+                if call is not None and index in self._recorded_status:
+                    self._live_status[_idk(call.live_id)] = self._recorded_status[index]
             else:
                 out.append(self._with_id(index, call.live_id))
+                status = self._recorded_status.get(index)
+                if status is not None:
+                    self._live_status[_idk(call.live_id)] = status
             for i in self._anchored.get(index, []):
                 self._emit(i, out)
         elif kind == "request":
@@ -865,6 +1023,14 @@ class ReplayEngine:
         return parts[0] + _id_json(live_id) + parts[1]
 
 
+def _target_only(params: Any) -> Any:
+    """A call's params reduced to what it names, to describe "this tool" in a message."""
+    named = target(compared(params))
+    if named is None:
+        return None
+    return {"uri" if isinstance(params, dict) and "uri" in params else "name": named}
+
+
 def _rewrite_progress_token(text: str, token: Any) -> str:
     """`text` with params.progressToken replaced by `token`, every other byte unchanged."""
     p = top_level_span(text, "params")
@@ -879,7 +1045,7 @@ def _rewrite_progress_token(text: str, token: Any) -> str:
 
 
 def load_tape(path: str) -> Tape:
-    """Read a tape for replay: an unreadable or unknown-format tape cannot be replayed (exit 2)."""
+    """Read a tape for replay: an unreadable or unknown-format tape cannot be replayed (exit 3)."""
     # Loading allocates many long-lived dicts and nothing cyclic: collections during it are
     # pure cost (a quarter of the load time on big tapes).
     enabled = gc.isenabled()
@@ -893,14 +1059,14 @@ def load_tape(path: str) -> Tape:
 
 
 def stream_tape(path: str) -> TapeStream:
-    """A tape streamed for stdio play (tape/reader.py's TapeStream); a problem is a ReplayError (exit 2)."""
+    """A tape streamed for stdio play (tape/reader.py's TapeStream); a problem is a ReplayError (exit 3)."""
     with _AS_REPLAY_ERROR:
         return TapeStream(path)
 
 
 class _AsReplayError:
     """A problem reading the tape, up front or while serving (a line of a streamed tape that does not
-    parse), is a ReplayError: the tape cannot be replayed, `mcptape play`'s exit 2."""
+    parse), is a ReplayError: the tape cannot be replayed, `mcptape play`'s exit 3 (could not run)."""
 
     def __enter__(self) -> None:
         return None

@@ -6,6 +6,10 @@ come with the answer), 202 for notifications and answers, the GET stream for ser
 messages, DELETE. What to answer is engine.py's ReplayEngine, the same one stdio play uses.
 Stdlib only: `mcptape play` must not import httpx.
 
+An answer recorded with an HTTP error status (rec --listen notes a status >= 400 before the body)
+is sent with that status; content types are not on the tape, so one answer goes as JSON and an
+answer with messages before it as SSE.
+
 Routing of the lines an engine returns: an answer goes to the stream of the POST that asked;
 a notification or server request goes with the POST that triggered it if that POST is a
 request still open, else to the newest open request stream, else to the GET stream, else it
@@ -90,8 +94,7 @@ class ReplaySession:
 
 class _PlayServer(Server):
     tape: Tape
-    lenient: bool
-    say: Callable[[str], None]
+    template: ReplayEngine  # the first engine: each later session gets one like it (ReplayEngine.fresh)
     spare: ReplayEngine | None
     sessions: dict[str, ReplaySession]
     default: ReplaySession | None
@@ -102,7 +105,7 @@ class _PlayServer(Server):
 
     def new_engine(self) -> ReplayEngine:
         with self.lock:
-            engine = self.spare or ReplayEngine(self.tape, lenient=self.lenient, say=self.say)
+            engine = self.spare or self.template.fresh()
             self.spare = None
             self.engines.append(engine)
             return engine
@@ -224,6 +227,14 @@ class PlayHandler(BaseHTTPRequestHandler):
                 session.streams.pop(own, None)
             self.close_connection = True
             return
+        status = session.engine.http_status(msg["id"])
+        if status is not None and due:
+            # The recorded server answered this POST with an HTTP error status and a JSON body (a 400
+            # with a JSON-RPC error for no id, say: server-everything's answer to server/discover).
+            with session.lock:
+                session.streams.pop(own, None)
+            self._reply(status, due[-1].encode("utf-8", "surrogateescape"), "application/json", session.session_id)
+            return
         if ended and len(due) == 1:
             self._reply(200, due[0].encode("utf-8", "surrogateescape"), "application/json", session.session_id)
             return
@@ -262,21 +273,20 @@ def serve_http(
     first: ReplayEngine,
     listen: str,
     *,
-    say: Callable[[str], None],
     on_ready: Callable[[str], None],
     stop: threading.Event | None = None,
 ) -> list[ReplayEngine]:
     """Serve `first`'s tape at `listen` (HOST:PORT) until SIGINT/SIGTERM (or `stop`): `first` (built
     by the caller, so a tape that cannot be replayed fails before anything is served) answers the
-    first client session, a new engine like it each later one; all are returned for their
-    reports. `on_ready` gets the endpoint's URL; misses go to `say`."""
-    tape, lenient, spare = first.tape, first.lenient, first
+    first client session, a new engine like it (ReplayEngine.fresh: the same options, the same
+    `say` for misses) each later one; all are returned for their reports. `on_ready` gets the
+    endpoint's URL."""
+    tape = first.tape
     host, port = parse_listen(listen)
     server = _PlayServer((host, port), PlayHandler)
     server.tape = tape
-    server.lenient = lenient
-    server.say = say
-    server.spare = spare
+    server.template = first
+    server.spare = first
     server.sessions = {}
     server.default = None
     server.engines = []

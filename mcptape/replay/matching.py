@@ -23,6 +23,13 @@ Matcher = Callable[[Any, Any], list[str]]
 # Which matchers decide a match, per method; methods not listed use DEFAULT_MATCH_ON.
 DEFAULT_MATCH_ON: tuple[str, ...] = ("params",)
 MATCH_ON: dict[str, tuple[str, ...]] = {"initialize": ("initialize",)}
+# `--match-on name`: these methods match on what they name (the tool, prompt or resource) only.
+NAMED_METHODS = ("tools/call", "prompts/get", "resources/read")
+
+
+def match_on_name_only() -> dict[str, tuple[str, ...]]:
+    """MATCH_ON with tools/call, prompts/get and resources/read matched on their target only."""
+    return {**MATCH_ON, **{method: ("name",) for method in NAMED_METHODS}}
 
 _MAX_REASONS = 3
 
@@ -138,17 +145,70 @@ def match_params(recorded: Any, asked: Any) -> list[str]:
 
 
 def match_initialize(recorded: Any, asked: Any) -> list[str]:
-    """initialize params minus who the client is and what it can do (not drift, see module doc)."""
-    ignored = ("_meta", "clientInfo", "capabilities")
+    """initialize params minus who the client is, what it can do and which protocol version it
+    asks: a server answers any client's initialize with a version it supports (the one the
+    recorded server negotiated), and the client decides whether it can live with it."""
+    ignored = ("_meta", "clientInfo", "capabilities", "protocolVersion")
     rec = {k: v for k, v in (recorded or {}).items() if k not in ignored} if isinstance(recorded, dict) else recorded
     ask = {k: v for k, v in (asked or {}).items() if k not in ignored} if isinstance(asked, dict) else asked
     return json_diff(rec, ask)
 
 
+def target(params: Any) -> Any:
+    """What a call names: a tool's or prompt's `name`, a resource's `uri`; None for calls that name nothing.
+
+    `--lenient` substitutes only a recording with the same method and the same target."""
+    if isinstance(params, dict):
+        for key in ("name", "uri"):
+            if key in params:
+                return params[key]
+    return None
+
+
+def match_name(recorded: Any, asked: Any) -> list[str]:
+    """The same target (tool, prompt or resource), whatever the arguments (`--match-on name`)."""
+    rec, ask = target(recorded), target(asked)
+    if recorded_equal(rec, ask):
+        return []
+    return [f"{'uri' if isinstance(asked, dict) and 'uri' in asked else 'name'} differs: {short(rec)} recorded, {short(ask)} asked"]
+
+
 def default_matchers() -> dict[str, Matcher]:
     """mcptape's matchers by name, a new dict: an engine given more (ReplayEngine(matchers=...))
     and a MATCH_ON naming them uses them, no other engine sees them."""
-    return {"params": match_params, "initialize": match_initialize}
+    return {"params": match_params, "initialize": match_initialize, "name": match_name}
+
+
+class IgnoredPaths:
+    """Values replay leaves out of matching (`--ignore-arg`): a timestamp or request id in a call's arguments.
+
+    Each path is a JSON path evaluated on a request's params (`$.arguments.ts`, `$..timestamp`)
+    or a bare key, which means that key at any depth (`timestamp` is `$..timestamp`). Both sides
+    get the selected values replaced by one placeholder before the matchers see them.
+    """
+
+    PLACEHOLDER = "<IGNORED>"
+
+    def __init__(self, paths: tuple[str, ...]) -> None:
+        # normalize.py's path evaluator (one grammar with mcptape.yml's rules); imported only when
+        # asked, as it is not on the path of a plain play's start-up.
+        from mcptape.normalize import parse_path
+
+        self.paths = paths
+        self._parsed = []
+        for path in paths:
+            spec = path if path.startswith("$") else f"$..{path}"
+            try:
+                self._parsed.append(parse_path(spec))
+            except ValueError as e:
+                raise ValueError(f"--ignore-arg {path!r}: {e}") from e
+
+    def apply(self, params: Any) -> Any:
+        from mcptape.normalize import apply_path
+
+        for segs in self._parsed:
+            params = apply_path(params, segs, self.PLACEHOLDER)
+        return params
 
 
 def describe_call(method: str, params: Any, limit: int = 80) -> str:
