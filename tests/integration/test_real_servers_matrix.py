@@ -258,16 +258,12 @@ def test_every_session_is_recorded_with_protocol_auto(matrix: Matrix) -> None:
     assert set(written) >= set(SESSIONS) - {"everything-http"}, matrix.golden.text()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: protocol auto gives up when server-everything answers "
-                   "server/discover over streamable HTTP with HTTP 400 (-32000), instead of falling back to initialize")
 def test_auto_opens_server_everything_over_streamable_http(matrix: Matrix) -> None:
     session = matrix.golden.session("everything-http")
     assert session["verdict"] == "updated", first_drift(session)
     assert matrix.golden.returncode == 0, matrix.golden.text()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: a server mcptape did not start is described as one that "
-                   "'wrote nothing to stderr'")
 def test_a_refused_probe_of_a_server_mcptape_did_not_start_says_so(tmp_path: Path) -> None:
     from tests.integration.http_helpers import background
 
@@ -285,7 +281,6 @@ def test_a_refused_probe_of_a_server_mcptape_did_not_start_says_so(tmp_path: Pat
 
 
 NO_FALSE_DRIFT_XFAIL = {
-    "everything-http": "issue 18: protocol auto cannot open server-everything over streamable HTTP (exit 3 every run)",
     "filesystem": "issue 18: get_file_info prints JavaScript Date.toString() dates (created/accessed differ in "
                   "every checkout) and no built-in rule normalizes them",
     "everything-clock": "issue 18: 'created at h:mm:ss AM/PM' in a dynamic resource is not normalized",

@@ -169,8 +169,6 @@ def test_rec_listen_behind_fastmcp_is_the_same_as_ci(recordings: Recordings) -> 
     assert_same(diff(recordings.http_pinned, recordings.tape("fastmcp-listen")))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: ci's protocol auto through rec --listen gives up on the "
-                   "HTTP 400 refusal of server/discover")
 def test_rec_listen_behind_ci_auto_is_the_same_as_ci(recordings: Recordings) -> None:
     tape = recordings.tape("ci-auto-listen")
     golden = recordings.root / "scratch-ci-auto" / "ci-auto.tape.jsonl"
