@@ -15,10 +15,23 @@ through, in this order:
   3. the user's regex rules (each match replaced by the literal placeholder);
   4. the built-in string rules: the session's known paths (config directory, repository
      checkout, $HOME, extra directories such as a server's sandbox) -> `<CONFIG_DIR>`,
-     `<REPO>`, `<HOME>`, `<DIR>`; any other `/tmp/<name>` -> `<TMP>`; ISO-8601 date-times ->
-     `<TIMESTAMP>`; UUIDs -> `<UUID>`;
+     `<REPO>`, `<HOME>`, `<DIR>`; any other `/tmp/<name>` -> `<TMP>`; the clock's dates ->
+     `<TIMESTAMP>` (ISO-8601 date-times, JavaScript `Date.toString()`
+     `Mon Jan 01 2025 00:00:00 GMT+0000 (Coordinated Universal Time)`, RFC 1123 / HTTP dates,
+     and integers of epoch milliseconds under a time-named key such as `createdAt`); 12-hour
+     clock readings `11:45:51 PM` -> `<TIME>`; UUIDs -> `<UUID>`; the memory address of a
+     Python repr (`<tzoffset object at 0x7f...>`) -> `<ADDRESS>`; and a weekday
+     (`day_of_week`, `dayOfWeek`, `weekday`) beside a date that became `<TIMESTAMP>` -> `<DAY>`;
   5. on server stderr lines only (they are logs, and log prefixes carry the clock): slash dates
      `11/29/26` -> `<DATE>` and clock times `13:53:24` -> `<TIME>`.
+The clock's dates. A date is volatile when it is the clock's: within CLOCK_WINDOW_S (two days,
+which covers every timezone offset) of the moment the Normalizer judges it (`now`). What a run
+stamps (the time server's `datetime`, a fresh checkout's file times, "created at") is that; a
+date the project pins (a fixture repository's commit dates, set through GIT_AUTHOR_DATE, a
+file's mtime set on purpose) is far from it and stays visible, so a changed pinned date is
+drift. A date that cannot be read is taken as the clock's, as before this rule. A golden keeps
+the placeholders it was written with, so checking it days later compares placeholders with
+placeholders; only a golden value near neither moment (a date in the near future) could flip.
 A string that holds a JSON object or array (a tool's JSON text copy of its structured result)
 is parsed (jsonrpc.loads, within the nesting levels the string itself leaves: deeper embedded
 JSON stays text), normalized the same way — descendant rules (`$..key`) and string rules apply
@@ -46,11 +59,14 @@ the process exit. Their content and number are still compared; only their positi
 
 from __future__ import annotations
 
+import email.utils
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +88,24 @@ FLOATING_SERVER_REQUESTS = frozenset({"roots/list", "ping"})
 _TIMESTAMP = re.compile(
     r"(?<![\w])\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\w])"
 )
+_WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+# JavaScript's Date.toString(): `Mon Jan 01 2025 00:00:00 GMT+0000 (Coordinated Universal Time)`.
+_JS_DATE = re.compile(
+    rf"(?<![\w]){_WEEKDAY} {_MONTH} \d{{2}} \d{{4}} \d{{2}}:\d{{2}}:\d{{2}} GMT[+-]\d{{4}}(?: \([^()]*\))?"
+)
+# RFC 1123 / HTTP dates: `Wed, 02 Dec 2026 00:57:14 GMT`.
+_RFC1123 = re.compile(rf"(?<![\w]){_WEEKDAY}, \d{{1,2}} {_MONTH} \d{{4}} \d{{2}}:\d{{2}}:\d{{2}} (?:GMT|UTC|[+-]\d{{4}})(?![\w])")
+# A 12-hour clock reading with seconds (`11:45:51 PM`): a rendering of the clock, whatever the day.
+_CLOCK_12H = re.compile(r"(?<![\w:])\d{1,2}:\d{2}:\d{2}\s?[AP]M(?![\w])")
+# A Python repr's memory address, new in every process: `<tzoffset object at 0x7f3a...>`.
+_ADDRESS = re.compile(r"(?<= object at )0x[0-9a-fA-F]+(?=>)")
+# Keys whose integer value, in epoch milliseconds, is a time (`createdAt`, `timestamp`, `expires_ms`).
+_TIME_KEY = re.compile(r"(?i)(?:time|date|stamp|created|updated|modified|accessed|expires?)|(?:_at|At|_ms|Ms)$")
+_DAY_KEYS = frozenset({"day_of_week", "dayOfWeek", "weekday"})
+_DAY_NAMES = frozenset({"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"})
+# How near the moment of normalization a date must be to be the clock's (module docstring).
+CLOCK_WINDOW_S = 2 * 86400
 _UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])")
 _TMP_DIR = re.compile(r"(?<![\w.-])(?:/private)?/tmp/[^/\s\"'<>`\\]+")
 # Log prefixes on stderr: `[11/29/26 13:53:24]` (rich, the Python SDK's servers), `13:53:24,123`.
@@ -162,11 +196,14 @@ class Normalizer:
         rules: Sequence[Any] = (),
         *,
         paths: Mapping[str, str] | None = None,
+        now: float | None = None,
     ) -> None:
         """`rules`: config.NormalizeRule-like objects (path | pattern, replace).
 
         `paths`: absolute directory -> placeholder, e.g. {"/tmp/x/proj": "<CONFIG_DIR>"}.
+        `now`: the moment dates are judged against (epoch seconds; default: the clock now).
         """
+        self.now = time.time() if now is None else now
         self.path_rules: list[_PathRule] = []
         self.regex_rules: list[tuple[re.Pattern[str], str]] = []
         for rule in rules:
@@ -201,9 +238,23 @@ class Normalizer:
                 s = pattern.sub(_literal(placeholder), s)
             s = _TMP_DIR.sub("<TMP>", s)
         if "-" in s:
-            s = _TIMESTAMP.sub("<TIMESTAMP>", s)
+            s = _TIMESTAMP.sub(self._clock(_iso_seconds), s)
             s = _UUID.sub("<UUID>", s)
+        if ":" in s:
+            s = _JS_DATE.sub(self._clock(_js_seconds), s)
+            s = _RFC1123.sub(self._clock(_rfc1123_seconds), s)
+            s = _CLOCK_12H.sub("<TIME>", s)
+        if " object at 0x" in s:
+            s = _ADDRESS.sub("<ADDRESS>", s)
         return s
+
+    def is_clock(self, seconds: float | None) -> bool:
+        """Is this moment the clock's (within CLOCK_WINDOW_S of `now`)? An unreadable one is (None)."""
+        return seconds is None or abs(seconds - self.now) <= CLOCK_WINDOW_S
+
+    def _clock(self, seconds_of: Callable[[str], float | None]) -> Callable[[re.Match[str]], str]:
+        """A re.sub replacement: `<TIMESTAMP>` for a date near `now`, the date itself otherwise."""
+        return lambda m: "<TIMESTAMP>" if self.is_clock(seconds_of(m.group(0))) else m.group(0)
 
     def _string(self, s: str, level: int) -> str:
         stripped = s.lstrip()
@@ -227,10 +278,17 @@ class Normalizer:
         if isinstance(node, dict):
             if is_deep(node):
                 return {DEEP_KEY: self.text(node[DEEP_KEY])}
-            return {k: self._strings(v, level + 1) for k, v in node.items()}
+            out = {k: self._strings(v, level + 1) if not self._epoch_ms(k, v) else "<TIMESTAMP>"
+                   for k, v in node.items()}
+            return _day_of_normalized_date(node, out)
         if isinstance(node, list):
             return [self._strings(v, level + 1) for v in node]
         return node
+
+    def _epoch_ms(self, key: str, value: Any) -> bool:
+        """An integer of epoch milliseconds near `now` under a time-named key (`createdAt: 1764633600000`)."""
+        return (isinstance(value, int) and not isinstance(value, bool) and 10**12 <= value < 10**14
+                and _TIME_KEY.search(key) is not None and self.is_clock(value / 1000))
 
     def value(self, node: Any, *, embedded: bool = False, level: int = 0) -> Any:
         """A JSON value with path rules (all, or only descendant ones inside embedded JSON) then
@@ -268,6 +326,41 @@ class Normalizer:
         return canonical_order(self.events(events))
 
 
+def _iso_seconds(text: str) -> float | None:
+    try:
+        when = datetime.fromisoformat(text.replace(",", "."))
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+def _js_seconds(text: str) -> float | None:
+    try:
+        return datetime.strptime(text.split(" (")[0], "%a %b %d %Y %H:%M:%S GMT%z").timestamp()
+    except ValueError:
+        return None
+
+
+def _rfc1123_seconds(text: str) -> float | None:
+    try:
+        return email.utils.parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def _day_of_normalized_date(before: Mapping[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """`after` with its weekday (`day_of_week: "Tuesday"`) as `<DAY>` when a sibling date became a
+    placeholder: the day belongs to that date (mcp-server-time), and is as volatile as it."""
+    day_keys = [k for k in _DAY_KEYS if k in after and after[k] in _DAY_NAMES]
+    if not day_keys:
+        return after
+    normalized = any(isinstance(v, str) and "<TIMESTAMP>" in v and v != before.get(k) for k, v in after.items())
+    if normalized:
+        for k in day_keys:
+            after[k] = "<DAY>"
+    return after
+
+
 # -- canonical order ----------------------------------------------------------------------------
 
 
@@ -288,16 +381,24 @@ def _content_key(event: Mapping[str, Any]) -> str:
     return canonical(msg)
 
 
-def canonical_order(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The order rule of the module docstring. Idempotent: a canonical tape maps to itself."""
+def canonical_order(
+    events: Sequence[Mapping[str, Any]], positions: list[int] | None = None
+) -> list[dict[str, Any]]:
+    """The order rule of the module docstring. Idempotent: a canonical tape maps to itself.
+
+    `positions`, if given, is filled with where each event of the result was in `events`
+    (what a reader of a reordered tape needs to keep its line numbers).
+    """
+    origin: dict[int, int] = {}  # id of each copy -> its index in `events`
     main: list[dict[str, Any]] = []
     units: dict[str, list[dict[str, Any]]] = {}  # s2c request id key -> [request, our answer]
     floating: list[list[dict[str, Any]]] = []
     stderr: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
     exits: list[dict[str, Any]] = []
-    for original in events:
+    for index, original in enumerate(events):
         event = dict(original)
+        origin[id(event)] = index
         kind = event.get("kind")
         if kind == "stderr":
             stderr.append(event)
@@ -322,6 +423,8 @@ def canonical_order(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
             main.append(event)
     floating.sort(key=lambda unit: (unit[0].get("kind", ""), unit[0].get("method", ""), _content_key(unit[0])))
     ordered = main + [e for unit in floating for e in unit] + stderr + notes + exits
+    if positions is not None:
+        positions[:] = [origin[id(e)] for e in ordered]
     return _renumber_server_requests(ordered)
 
 

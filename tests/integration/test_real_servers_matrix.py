@@ -280,11 +280,7 @@ def test_a_refused_probe_of_a_server_mcptape_did_not_start_says_so(tmp_path: Pat
     assert run.returncode == 0, run.text()
 
 
-NO_FALSE_DRIFT_XFAIL = {
-    "filesystem": "issue 18: get_file_info prints JavaScript Date.toString() dates (created/accessed differ in "
-                  "every checkout) and no built-in rule normalizes them",
-    "everything-clock": "issue 18: 'created at h:mm:ss AM/PM' in a dynamic resource is not normalized",
-}
+NO_FALSE_DRIFT_XFAIL: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("session", [
@@ -320,8 +316,6 @@ def test_a_new_commit_is_output_drift_naming_git_log(matrix: Matrix) -> None:
     assert headline.startswith("tools/call git_log"), headline
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: built-in normalization turns a pinned commit date into "
-                   "<TIMESTAMP>, so a changed commit date never shows as drift")
 def test_the_new_commit_shows_its_pinned_date(matrix: Matrix) -> None:
     assert matrix.changed_root is not None
     fresh = (matrix.changed_root / "fresh" / "git.tape.jsonl").read_text(encoding="utf-8")
