@@ -351,7 +351,7 @@ def _rfc1123_seconds(text: str) -> float | None:
 def _day_of_normalized_date(before: Mapping[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """`after` with its weekday (`day_of_week: "Tuesday"`) as `<DAY>` when a sibling date became a
     placeholder: the day belongs to that date (mcp-server-time), and is as volatile as it."""
-    day_keys = [k for k in _DAY_KEYS if k in after and after[k] in _DAY_NAMES]
+    day_keys = [k for k in _DAY_KEYS if isinstance(after.get(k), str) and after[k] in _DAY_NAMES]
     if not day_keys:
         return after
     normalized = any(isinstance(v, str) and "<TIMESTAMP>" in v and v != before.get(k) for k, v in after.items())

@@ -302,5 +302,7 @@ def test_a_weekday_goes_with_the_date_it_belongs_to() -> None:
     assert n.value(now) == {"timezone": "Asia/Tokyo", "datetime": "<TIMESTAMP>", "day_of_week": "<DAY>"}
     pinned = {"datetime": "2024-01-02T03:04:05+00:00", "day_of_week": "Tuesday"}
     assert n.value(pinned) == pinned
+    schema = {"properties": {"datetime": {"type": "string"}, "day_of_week": {"type": "string"}}}
+    assert n.value(schema) == schema  # the outputSchema that names the same keys is left alone
     text = json.dumps({"source": now}, indent=2)  # the JSON text copy of the same answer
     assert json.loads(n.value({"t": text})["t"])["source"]["day_of_week"] == "<DAY>"

@@ -219,7 +219,7 @@ def _diff(
     golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None, registry: Checks
 ) -> DiffResult:
     policy = Policy.from_settings(drift)
-    raw_fresh = fresh
+    golden, fresh = protocol.without_refused_probe(golden), protocol.without_refused_probe(fresh)
     # 2026-07-28 envelope out, handshakes paired across eras (protocol.py); unchanged stretches skipped (calls.py)
     prep = protocol.prepare_pair(golden, fresh)
     golden, fresh = prep.golden, prep.fresh
@@ -232,7 +232,7 @@ def _diff(
     placed.extend(_session_drifts(g, f, policy, registry, last_step))
     if conformance is not None:
         for pos, d in conformance_drifts(conformance, drift, policy):
-            placed.append((_prepared_index(raw_fresh, fresh, pos), last_step + 1, d))
+            placed.append((_prepared_index(conformance, fresh, pos), last_step + 1, d))
 
     placed.sort(key=lambda t: (t[0], t[1]))
     real = [d for _, _, d in placed if d.severity != "info"]
@@ -363,8 +363,9 @@ def _message_call(tape: Tape, pos: int) -> Call | None:
 
 
 def _prepared_index(raw: Tape, prepared: Tape, pos: int) -> int:
-    """Where event `pos` of the raw fresh tape sits in the prepared one (the same index unless the
-    handshake left it across protocol eras): by tape line."""
+    """Where event `pos` of the raw fresh tape (the one checked for conformance) sits in the
+    prepared one (the same index unless a refused probe or, across protocol eras, the handshake
+    left it): by tape line."""
     if prepared is raw or prepared.events is raw.events:
         return pos
     return bisect.bisect_left(prepared.event_lines, raw.line_of(pos))
