@@ -98,14 +98,23 @@ def test_changed_arguments_pair_with_the_same_tool() -> None:
     assert "params.arguments.b" in paths and "result.content[0].text" in paths
 
 
-def test_drifts_are_in_fresh_order_and_first_is_first() -> None:
-    g = base().tool("add", {"a": 1, "b": 1}, "2").tool("divide", {"a": 1, "b": 0}, error={"code": -32602, "message": "x"})
-    f = base().tool("add", {"a": 1, "b": 1}, "3").tool("divide", {"a": 1, "b": 0}, error={"code": -32000, "message": "x"})
+def test_the_headline_is_the_most_severe_drift_and_the_rest_are_in_fresh_order() -> None:
+    # Issue 18: a structural verdict is headed by a structural drift, not by an earlier output one.
+    g = (base().tool("add", {"a": 1, "b": 1}, "2").tool("divide", {"a": 1, "b": 0}, error={"code": -32602, "message": "x"})
+         .tool("mul", {"a": 2, "b": 2}, "4"))
+    f = (base().tool("add", {"a": 1, "b": 1}, "3").tool("divide", {"a": 1, "b": 0}, error={"code": -32000, "message": "x"})
+         .tool("mul", {"a": 2, "b": 2}, "5"))
     result = diff_tapes(g.tape(), f.tape())
     assert result.verdict == "structural"
-    assert [d.call.name for d in result.drifts if d.call] == ["add", "divide"]
-    assert result.first is not None
-    assert result.first.one_line("arith") == 'arith · step 2 · tools/call add {"a":1,"b":1} · result.content[0].text "2" → "3" (output)'
+    assert [d.call.name for d in result.drifts if d.call] == ["divide", "add", "mul"]
+    assert result.first is not None and result.first.severity == "structural"
+    assert result.first.one_line("arith").startswith("arith · step 3 · tools/call divide")
+    # Among drifts of one severity the first in the fresh tape heads the report.
+    g_out = base().tool("add", {"a": 1, "b": 1}, "2").tool("mul", {"a": 2, "b": 2}, "4")
+    f_out = base().tool("add", {"a": 1, "b": 1}, "3").tool("mul", {"a": 2, "b": 2}, "5")
+    out = diff_tapes(g_out.tape(), f_out.tape())
+    assert out.first is not None
+    assert out.first.one_line("arith") == 'arith · step 2 · tools/call add {"a":1,"b":1} · result.content[0].text "2" → "3" (output)'
 
 
 # --- result ------------------------------------------------------------------------------------
@@ -512,8 +521,9 @@ def test_conformance_findings_of_the_fresh_tape_are_placed_and_follow_the_settin
     drift, finding = conf[0]
     assert finding.path == "8:result.content" and finding.fresh_line == 8 and finding.severity == "structural"
     assert drift.call is not None and (drift.call.method, drift.call.name) == ("tools/call", "t")
-    # In fresh-tape order: after the result drift of the same response, before anything later.
-    assert [fd.category for d in result.drifts for fd in d.findings][:2] == ["result", "conformance"]
+    # The structural conformance drift heads the report (issue 18: the most severe first); the
+    # output drift of the same response follows it.
+    assert [fd.category for d in result.drifts for fd in d.findings][:2] == ["conformance", "result"]
 
     assert diff_tapes(g, f, DriftSettings(conformance="info"), conformance=True).verdict == "output"
     assert diff_tapes(g, f, DriftSettings(fail_on={"conformance": "output"}), conformance=True).verdict == "output"
@@ -775,3 +785,58 @@ def test_a_check_registered_in_one_registry_runs_in_that_diff_only() -> None:
     mine.session_checks["mine"] = lambda g_calls, f_calls: [(0, Finding("process", "output", "", "mine", kind="note"))]
     assert [d.findings[0].message for d in diff_tapes(g, f, checks=mine).drifts] == ["mine"]
     assert diff_tapes(g, f).verdict == "same" and "mine" not in default_checks().session_checks
+
+
+# --- issue 18: the headline, and tapes of one session by different clients --------------------
+
+
+def test_handshake_metadata_and_the_clients_own_change_do_not_head_a_call_that_drifted() -> None:
+    # A new serverInfo and capability (output, in initialize) come before the call's drift in
+    # the tape; the call's drift heads the report all the same.
+    init = {**INIT_RESULT, "serverInfo": {"name": "calc", "version": "2"},
+            "capabilities": {**INIT_RESULT.get("capabilities", {}), "prompts": {}}}
+    g = base().tool("add", {"a": 1, "b": 1}, "2")
+    f = base(init_result=init).tool("add", {"a": 1, "b": 1}, "3")
+    result = diff_tapes(g.tape(), f.tape())
+    assert result.first is not None and result.first.call is not None
+    assert (result.first.call.method, result.first.call.name) == ("tools/call", "add"), result.first.one_line()
+    assert any(d.call is not None and d.call.method == "initialize" for d in result.drifts[1:])
+    # A client that declared other capabilities (its config) changed only its own request: the
+    # server's answer to a call still heads the report.
+    mine = base().tool("add", {"a": 1, "b": 1}, "3")
+    for event in mine.events[:2]:  # the initialize request and the echo of its params in the answer
+        params = event["msg"]["params"] if event["kind"] == "request" else event["params"]
+        params["capabilities"] = {"roots": {}}
+    result = diff_tapes(g.tape(), mine.tape())
+    assert [d.call.method for d in result.drifts if d.call] == ["tools/call", "initialize"], \
+        [d.one_line() for d in result.drifts]
+
+
+def test_empty_params_and_empty_arguments_are_absent_ones() -> None:
+    g = base().call("prompts/get", {"name": "p"}, {"messages": []}).call("resources/list", None, {"resources": []})
+    f = base().call("prompts/get", {"name": "p", "arguments": {}}, {"messages": []}).call("resources/list", {}, {"resources": []})
+    assert diff_tapes(g.tape(), f.tape()).verdict == "same"
+    # Control: arguments that say something are compared.
+    h = base().call("prompts/get", {"name": "p", "arguments": {"x": "1"}}, {"messages": []}).call("resources/list", {}, {"resources": []})
+    assert diff_tapes(g.tape(), h.tape()).verdict != "same"
+
+
+def test_a_refused_discover_probe_before_initialize_is_negotiation_not_a_call() -> None:
+    from mcptape.tape.events import note_event
+    from mcptape.tape.format import Tape, make_header
+
+    g = base().tool("add", {"a": 1, "b": 1}, "2").tape()
+    probe = [
+        {"kind": "request", "dir": C2S, "id": 0, "method": "server/discover",
+         "msg": {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}}},
+        note_event("http", {"request": "POST", "status": 400}),
+        {"kind": "error", "dir": S2C, "id": None,
+         "msg": {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "Bad Request: Server not initialized"}}},
+    ]
+    f = Tape(make_header("t", protocol="2025-06-18"), probe + g.events, g.footer)
+    assert diff_tapes(g, f).verdict == "same"
+    # Control: the same probe *answered* (a 2026-07-28 server) and no initialize after it is a session of its own.
+    answered = [probe[0], {"kind": "response", "dir": S2C, "id": 0, "method": "server/discover",
+                           "msg": {"jsonrpc": "2.0", "id": 0, "result": {"supportedVersions": ["2026-07-28"]}}}]
+    later = [e for e in g.events if e.get("method") not in ("initialize", "notifications/initialized")]
+    assert diff_tapes(g, Tape(make_header("t"), answered + later, g.footer)).verdict != "same"
