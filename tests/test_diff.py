@@ -840,3 +840,19 @@ def test_a_refused_discover_probe_before_initialize_is_negotiation_not_a_call() 
                            "msg": {"jsonrpc": "2.0", "id": 0, "result": {"supportedVersions": ["2026-07-28"]}}}]
     later = [e for e in g.events if e.get("method") not in ("initialize", "notifications/initialized")]
     assert diff_tapes(g, Tape(make_header("t"), answered + later, g.footer)).verdict != "same"
+
+
+def test_conformance_findings_the_golden_has_too_are_known_and_only_new_ones_fail() -> None:
+    # An unchanged server that breaks the MCP schema (an old release's inputSchema without `type`)
+    # must not fail every run; the day it breaks another rule, that one is drift.
+    broken = base().tool("t", {}, result={"content": "not a list"}).tool("u", {}, "ok")
+    same = diff_tapes(broken.tape(), broken.tape(), conformance=True)
+    assert same.verdict == "same", [d.one_line() for d in same.drifts]
+    known = [f for d in same.drifts for f in d.findings if f.category == "conformance"]
+    assert known and all(f.severity == "info" and f.message.startswith("known: ") for f in known)
+    worse = base().tool("t", {}, result={"content": "not a list"}).tool("u", {}, result={"content": 7})
+    result = diff_tapes(broken.tape(), worse.tape(), conformance=True)
+    assert result.verdict == "structural"
+    new = [(d.call.name if d.call else None, f.severity) for d in result.drifts for f in d.findings
+           if f.category == "conformance" and f.severity != "info"]
+    assert new == [("u", "structural")], [d.one_line() for d in result.drifts]

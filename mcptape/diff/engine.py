@@ -6,9 +6,10 @@ assumptions and widens it when they fail), and in the window's Stretches after i
 pair one for one — pairs them (align.py), runs the registered classifiers (classify.py) on each
 pair that is not the same events on both sides (calls.Call.same_events: such calls cannot
 drift, which is what skipping the unchanged stretches relies on) and the session checks once,
-applies the project's DriftSettings, and groups what is left per call in fresh-tape order. With
-`conformance=True` the fresh tape's conformance findings (mcptape/conformance.py) join them,
-placed the same way.
+applies the project's DriftSettings, and groups what is left per call in fresh-tape order, the
+headline first (headline_rank). With `conformance=True` the fresh tape's conformance findings
+(mcptape/conformance.py) join them, placed the same way; those the golden tape has too are
+known (info), only new ones count (conformance_drifts).
 
 DriftSettings, as read here (config/models.py holds the model):
 - `added_surface`: severity of a tool/resource/prompt that appeared (default structural).
@@ -127,8 +128,8 @@ def diff_tapes(
     """Compare a golden (A) and a fresh (B) tape; drifts[0] is the first drifted call.
 
     With `conformance`, the fresh tape is also checked against the MCP schema of its protocol
-    revision (mcptape/conformance.py; only the fresh tape: the golden was checked when it was
-    fresh), at the severity `drift.conformance` (default structural), placed in tape order.
+    revision (mcptape/conformance.py), at the severity `drift.conformance` (default structural),
+    placed in tape order; a violation the golden tape holds too is known (info): a baseline.
     `as_sent` is the fresh recording before normalization, events in the same order (ci.py):
     it is the one checked then, since a normalize rule may rewrite a schema (`$..day_of_week`
     also hits an outputSchema's property of that name) into something the server never sent.
@@ -220,6 +221,7 @@ def _diff(
 ) -> DiffResult:
     policy = Policy.from_settings(drift)
     golden, fresh = protocol.without_refused_probe(golden), protocol.without_refused_probe(fresh)
+    baseline = golden  # as read (before the envelope is stripped), for the conformance baseline
     # 2026-07-28 envelope out, handshakes paired across eras (protocol.py); unchanged stretches skipped (calls.py)
     prep = protocol.prepare_pair(golden, fresh)
     golden, fresh = prep.golden, prep.fresh
@@ -231,7 +233,7 @@ def _diff(
     last_step = len(steps) + len(stretch_pairs)
     placed.extend(_session_drifts(g, f, policy, registry, last_step))
     if conformance is not None:
-        for pos, d in conformance_drifts(conformance, drift, policy):
+        for pos, d in conformance_drifts(conformance, drift, policy, baseline=baseline):
             placed.append((_prepared_index(conformance, fresh, pos), last_step + 1, d))
 
     placed.sort(key=lambda t: (t[0], t[1]))
@@ -351,15 +353,22 @@ def _session_drifts(g: TapeCalls, f: TapeCalls, policy: Policy, registry: Checks
 
 
 def conformance_drifts(
-    tape: Tape, drift: DriftSettings | None = None, policy: Policy | None = None
+    tape: Tape, drift: DriftSettings | None = None, policy: Policy | None = None, *, baseline: Tape | None = None
 ) -> list[tuple[int, Drift]]:
     """conformance.check_tape_placed on one tape, as (event index, Drift) per message, the project's
     drift settings applied (severity `drift.conformance`, `fail_on`, `ignore` with method/name
-    matched against the message's call). Builds the mcp-types models: 1-5 s once per process."""
+    matched against the message's call). Builds the mcp-types models: 1-5 s once per process.
+
+    `baseline` (the golden tape) makes the check a baseline one, as the conformance suite's list
+    of expected failures is: a violation the golden tape holds too (the same rule broken at the
+    same place of the same call) is known, reported at severity info with "known:" and does not
+    fail the run; only new ones count. So an unchanged server whose schemas break the MCP schema
+    checks green, and the day it breaks another rule, that rule is drift."""
     from mcptape.conformance import check_tape_placed
 
     policy = policy or Policy.from_settings(drift)
     severity: Severity = drift.conformance if drift is not None else "structural"
+    known = _conformance_keys(baseline, check_tape_placed(baseline)) if baseline is not None else set()
     groups: dict[tuple[int, bool], list[Finding]] = {}
     for pos, finding in check_tape_placed(tape, severity=severity):
         if finding.fresh_line is None and finding.kind != "version":
@@ -369,6 +378,10 @@ def conformance_drifts(
     for (pos, whole_tape), findings in groups.items():
         call = None if whole_tape else _message_call(tape, pos)
         kept = policy.apply(findings, call)
+        for finding in kept:
+            if finding.kind != "version" and _conformance_key(tape, pos, finding) in known:
+                finding.severity = "info"
+                finding.message = f"known: {finding.message} (the golden tape breaks it too)"
         if kept:
             ref = None
             if call is not None:
@@ -376,6 +389,22 @@ def conformance_drifts(
                 ref = CallRef(call.method, call.name, call.arguments, step if isinstance(step, int) else None)
             out.append((pos, Drift(ref, kept)))
     return out
+
+
+_LINE_PREFIX = re.compile(r"\A\d+:")
+
+
+def _conformance_key(tape: Tape, pos: int, finding: Finding) -> tuple[Any, ...]:
+    """What makes two conformance findings the same violation, whichever tape and line: the
+    message (direction, kind, method, tool/prompt/URI), the place in it and the rule broken."""
+    ev = tape.events[pos] if 0 <= pos < len(tape.events) else {}
+    call = _message_call(tape, pos)
+    return (ev.get("dir"), ev.get("kind"), ev.get("method"), call.name if call is not None else None,
+            _LINE_PREFIX.sub("", finding.path), finding.message, finding.kind)
+
+
+def _conformance_keys(tape: Tape, placed: list[tuple[int, Finding]]) -> set[tuple[Any, ...]]:
+    return {_conformance_key(tape, pos, f) for pos, f in placed if f.kind != "version"}
 
 
 def _message_call(tape: Tape, pos: int) -> Call | None:
