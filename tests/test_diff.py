@@ -328,6 +328,13 @@ def test_schema_rules_end_to_end_fill_the_surface_table() -> None:
         ({"readOnlyHint": True}, {}, "breaking"),
         ({"title": "Add"}, {"title": "Sum"}, "cosmetic"),
         ({"idempotentHint": True}, {"idempotentHint": False}, "compatible"),
+        # Issue 18: compared after the MCP defaults. A hint that restates its default is cosmetic.
+        ({}, {"destructiveHint": True}, "cosmetic"),
+        ({"readOnlyHint": False}, {}, "cosmetic"),
+        ({}, {"openWorldHint": True, "idempotentHint": False}, "cosmetic"),
+        ({"readOnlyHint": True}, {"readOnlyHint": True, "destructiveHint": True}, "cosmetic"),
+        ({"destructiveHint": False}, {}, "breaking"),  # the default is destructive
+        ({}, {"destructiveHint": False}, "compatible"),
     ],
 )
 def test_annotation_changes(golden: dict[str, Any], fresh: dict[str, Any], kind: str) -> None:

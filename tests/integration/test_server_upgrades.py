@@ -166,14 +166,7 @@ def test_every_old_and_current_release_is_recorded(upgrades: Upgrades) -> None:
     assert upgrades.recorded.verdicts() == dict.fromkeys(everyone, "updated"), upgrades.recorded.text()
 
 
-SELF_XFAIL = {
-    "filesystem-2025.7.1": "issue 18: conformance findings already in the golden (inputSchema without `type`) "
-                           "fail an unchanged server with exit 2",
-    "filesystem-2025.8.21": "issue 18: conformance findings already in the golden (inputSchema without `type`) "
-                            "fail an unchanged server with exit 2",
-    "git-2026-01": "issue 18 (new): git_show prints a Python repr with a memory address "
-                   "(<tzoffset object at 0x...>), different in every process, not normalized",
-}
+SELF_XFAIL: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("session", [
@@ -219,16 +212,8 @@ EXPECTED: dict[str, Expected] = {
     "git-2026-01": Expected(2, r"^(tools/list |protocol )", "git_add's files gained minItems; legacy → 2026-07-28"),
 }
 UPGRADE_XFAIL = {
-    "filesystem-2025.7.1": "issue 18: headline is `initialize · capabilities.tools.listChanged added` (output) "
-                           "under a structural verdict",
-    "filesystem-2025.8.21": "issue 18: headline is `initialize · capabilities.tools.listChanged added` (output) "
-                            "under a structural verdict",
     "memory-2026.1.26": "issue 18: annotations restating the MCP default (destructiveHint absent → true) "
                         "read as 'became destructive', a breaking change: exit 2",
-    "everything-2025.9.25": "issue 18: headline is `initialize · capabilities.prompts.listChanged added` (output) "
-                            "instead of the removed tool `add`",
-    "time-2024-12": "issue 18: headline is an annotation change (output) under a structural verdict",
-    "time-2026-01": "issue 18: headline is an output finding under a structural verdict",
 }
 
 
