@@ -863,3 +863,22 @@ def test_conformance_findings_the_golden_has_too_are_known_and_only_new_ones_fai
     new = [(d.call.name if d.call else None, f.severity) for d in result.drifts for f in d.findings
            if f.category == "conformance" and f.severity != "info"]
     assert new == [("u", "structural")], [d.one_line() for d in result.drifts]
+
+
+def test_paginated_lists_are_compared_as_one_list() -> None:
+    # Issue 18: a golden walked 3 pages of resources; today's server has one page, and the
+    # resource that was on page 3 is gone. That is one removed resource, no "call removed".
+    def res(n: int) -> dict[str, Any]:
+        return {"uri": f"test://r/{n}", "name": f"r{n}"}
+
+    g = (base().call("resources/list", None, {"resources": [res(1), res(2)], "nextCursor": "p2"})
+         .call("resources/list", {"cursor": "p2"}, {"resources": [res(3), res(4)], "nextCursor": "p3"})
+         .call("resources/list", {"cursor": "p3"}, {"resources": [res(5)]}))
+    f = base().call("resources/list", None, {"resources": [res(1), res(2), res(3), res(4)]})
+    result = diff_tapes(g.tape(), f.tape())
+    assert ("call", "removed") not in kinds(result), [d.one_line() for d in result.drifts]
+    assert result.surface.removed == ["resource:test://r/5"], result.surface
+    # The same resources cut into other pages are the same list.
+    again = (base().call("resources/list", None, {"resources": [res(1)], "nextCursor": "a"})
+             .call("resources/list", {"cursor": "a"}, {"resources": [res(2), res(3), res(4), res(5)]}))
+    assert diff_tapes(g.tape(), again.tape()).verdict == "same"

@@ -39,6 +39,7 @@ from mcptape.diff.align import Step, align
 from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, build_stretch, find_window
 from mcptape.diff.checks import Checks, default_checks
 from mcptape.diff.classify import Pair, SurfaceNote
+from mcptape.diff.pages import merged_pages
 from mcptape.diff.values import clip
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, SurfaceChanges
 from mcptape.tape.format import Tape
@@ -220,7 +221,9 @@ def _diff(
     golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None, registry: Checks
 ) -> DiffResult:
     policy = Policy.from_settings(drift)
-    golden, fresh = protocol.without_refused_probe(golden), protocol.without_refused_probe(fresh)
+    # Negotiation out, the pages of each list walk as one list (pages.py): both tapes alike.
+    golden = merged_pages(protocol.without_refused_probe(golden))
+    fresh = merged_pages(protocol.without_refused_probe(fresh))
     baseline = golden  # as read (before the envelope is stripped), for the conformance baseline
     # 2026-07-28 envelope out, handshakes paired across eras (protocol.py); unchanged stretches skipped (calls.py)
     prep = protocol.prepare_pair(golden, fresh)
