@@ -882,3 +882,19 @@ def test_paginated_lists_are_compared_as_one_list() -> None:
     again = (base().call("resources/list", None, {"resources": [res(1)], "nextCursor": "a"})
              .call("resources/list", {"cursor": "a"}, {"resources": [res(2), res(3), res(4), res(5)]}))
     assert diff_tapes(g.tape(), again.tape()).verdict == "same"
+
+
+def test_a_json_rpc_error_that_became_an_is_error_result_is_named_with_both_forms() -> None:
+    unknown = {"code": -32603, "message": "Unknown tool: delete_graph"}
+    g = base().tool("delete_graph", {}, error=unknown)
+    f = base().tool("delete_graph", {}, result={"content": [{"type": "text", "text": "Tool delete_graph not found"}],
+                                                "isError": True})
+    result = diff_tapes(g.tape(), f.tape())
+    assert result.verdict == "structural"
+    message = result.drifts[0].findings[0].message
+    assert message == 'JSON-RPC error -32603 "Unknown tool: delete_graph" → isError result "Tool delete_graph not found"'
+    back = diff_tapes(f.tape(), g.tape()).drifts[0].findings[0].message
+    assert back == 'isError result "Tool delete_graph not found" → JSON-RPC error -32603 "Unknown tool: delete_graph"'
+    # A real result (no isError) after an error is still "→ result".
+    ok = base().tool("delete_graph", {}, "deleted")
+    assert diff_tapes(g.tape(), ok.tape()).drifts[0].findings[0].message.endswith("→ result")
