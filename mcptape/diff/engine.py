@@ -240,8 +240,8 @@ def _diff(
             placed.append((_prepared_index(conformance, fresh, pos), last_step + 1, d))
 
     placed.sort(key=lambda t: (t[0], t[1]))
-    # The headline (drifts[0]) is the most severe drift; among equals what a call of the session
-    # meets before handshake metadata, and a change the client itself made (its config) last.
+    # The headline (drifts[0]) is the most severe drift; among equals a protocol change, then what
+    # a call of the session meets, before handshake metadata, and the client's own change last.
     real = [d for _, _, d in placed if d.severity != "info"]
     if real:  # the rest stay in fresh-tape order, as a reviewer walks the session
         real.insert(0, real.pop(min(range(len(real)), key=lambda i: headline_rank(real[i]))))
@@ -263,21 +263,22 @@ _METADATA_KINDS = frozenset({"server_info", "changed", "capability_added", "capa
 def headline_rank(drift: Drift) -> tuple[int, int]:
     """Which drift heads the report: the least key (the first in fresh-tape order among equals).
 
-    First the worst severity (structural, then output); then what it is about: 0 a call of the
-    session, 1 the protocol (version, era), 2 handshake metadata only (serverInfo, capabilities,
-    instructions), 3 only what the client itself sent differently (request `params`: what
-    mcptape.yml scripted, such as the client capabilities declared in `initialize`).
+    First the worst severity (structural, then output); then what it is about: 0 the protocol
+    (version or era: it explains what changes with it), 1 a call of the session, 2 handshake
+    metadata only (serverInfo, capabilities, instructions), 3 only what the client itself sent
+    differently (request `params`: what mcptape.yml scripted, such as the client capabilities
+    declared in `initialize`).
     """
     worst = max(_RANK[f.severity] for f in drift.findings)
     top = [f for f in drift.findings if _RANK[f.severity] == worst]
-    if all(f.path == "params" or f.path.startswith(("params.", "params[")) for f in top):
+    if any(f.category == "protocol" or (f.category == "session" and f.kind == "protocol") for f in top):
+        about = 0
+    elif all(f.path == "params" or f.path.startswith(("params.", "params[")) for f in top):
         about = 3
     elif all(f.category == "session" and f.kind in _METADATA_KINDS for f in top):
         about = 2
-    elif all(f.category in ("session", "protocol") for f in top):
-        about = 1
     else:
-        about = 0
+        about = 1
     return -worst, about
 
 

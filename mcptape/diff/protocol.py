@@ -25,7 +25,8 @@ A change of era (one tape legacy, the other 2026-07-28) is ONE structural findin
 - the handshakes (`initialize`, `server/discover`, `notifications/initialized`) are "the
   session": they leave the call list and their results are compared here (serverInfo, an output
   finding if it changed; capabilities differ by era by design — list-changed moved to
-  `subscriptions/listen` — and are named in the protocol finding, not judged);
+  `subscriptions/listen` — so only the features declared are compared, a feature lost is
+  structural and one gained output, as within an era, and the rest is named in the protocol finding);
 - a 2026-07-28 input-required round trip becomes what the legacy wire did for the same question:
   the interim call disappears, its `inputRequests` become server requests answered with the
   `inputResponses` of the retry, and the retry loses `inputResponses`/`requestState`. So the
@@ -450,10 +451,25 @@ def protocol_findings(g_header: dict[str, Any], f_header: dict[str, Any]) -> lis
         "(resultType, cacheScope, ttlMs, _meta serverInfo) is not compared, the calls are"
     )
     out = [Finding("protocol", "structural", "protocol", message, clip(before), clip(after), "changed")]
+    out.extend(_features(g_session.get("capabilities"), f_session.get("capabilities")))
     g_info, f_info = g_session.get("serverInfo"), f_session.get("serverInfo")
     if not json_equal(g_info, f_info):
         out.append(Finding("session", "output", "serverInfo", f"server {show(g_info)} → {show(f_info)}",
                            clip(g_info), clip(f_info), "server_info"))
+    return out
+
+
+def _features(a: Any, b: Any) -> list[Finding]:
+    """Capabilities across eras: which features the server declares (tools, resources, prompts,
+    logging, ...), by name only. What is inside one differs by era by design (list-changed
+    moved to `subscriptions/listen`), so it is not judged; a feature gained or lost is named,
+    as within an era: lost is structural, gained output (classify.py's session kinds)."""
+    fa = set(a) if isinstance(a, dict) else set()
+    fb = set(b) if isinstance(b, dict) else set()
+    out = [Finding("session", "structural", f"capabilities.{name}", f"capability removed `{name}` (with the protocol change)",
+                   clip(a[name]), None, "capability_removed") for name in sorted(fa - fb)]
+    out.extend(Finding("session", "output", f"capabilities.{name}", f"capability added `{name}` (with the protocol change)",
+                       None, clip(b[name]), "capability_added") for name in sorted(fb - fa))
     return out
 
 

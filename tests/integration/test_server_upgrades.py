@@ -211,10 +211,7 @@ EXPECTED: dict[str, Expected] = {
                             "git_diff, git_checkout, git_show, git_branch added; git_show now answers"),
     "git-2026-01": Expected(2, r"^(tools/list |protocol )", "git_add's files gained minItems; legacy → 2026-07-28"),
 }
-UPGRADE_XFAIL = {
-    "memory-2026.1.26": "issue 18: annotations restating the MCP default (destructiveHint absent → true) "
-                        "read as 'became destructive', a breaking change: exit 2",
-}
+UPGRADE_XFAIL: dict[str, str] = {}
 
 
 def headline_of(s: dict[str, Any]) -> str:
@@ -236,8 +233,6 @@ def test_an_upgrade_gives_the_right_exit_code_and_headline(upgrades: Upgrades, s
     assert headline.endswith(f"({verdict})"), headline
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: annotations are compared without the MCP defaults: "
-                   "destructiveHint absent → true reads as 'became destructive' (breaking)")
 def test_annotations_are_compared_after_the_mcp_defaults(upgrades: Upgrades) -> None:
     for session in ("memory-2026.1.26", "filesystem-2025.8.21", "git-2026-01"):
         restated = [f["message"] for f in findings(upgrades.new_vs_old.session(session))
@@ -245,8 +240,6 @@ def test_annotations_are_compared_after_the_mcp_defaults(upgrades: Upgrades) -> 
         assert restated == [], (session, restated)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: paginated resources/list is compared page by page: resources "
-                   "past page 1 are never named, each vanished page reads as 'call removed'")
 def test_paginated_lists_are_compared_as_one_list(upgrades: Upgrades) -> None:
     s = upgrades.new_vs_old.session("everything-2025.9.25")
     found = findings(s)
@@ -258,8 +251,6 @@ def test_paginated_lists_are_compared_as_one_list(upgrades: Upgrades) -> None:
     assert "test://static/resource/100" in json.dumps(s["diff"]["surface"]["removed"])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: a JSON-RPC error that became an isError result reads "
-                   "'error -32603 \"…\" → result', as if the call now succeeds (and back: 'result → error')")
 def test_an_error_that_became_an_is_error_result_is_named_with_both_forms(upgrades: Upgrades) -> None:
     # server-memory 2025.8.4 answers an unknown tool with JSON-RPC -32603 "Unknown tool: delete_graph",
     # today's release with an isError result "MCP error -32602: Tool delete_graph not found";
@@ -272,8 +263,6 @@ def test_an_error_that_became_an_is_error_result_is_named_with_both_forms(upgrad
         assert ("isError" in text or "error result" in text) and code in text, (session, text)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: when the protocol changes from legacy to 2026-07-28, "
-                   "capability changes are not reported at all")
 def test_capability_changes_are_named_under_a_protocol_change(upgrades: Upgrades) -> None:
     # mcp-server-time 0.6.2 (mcp 1.x) declares only tools; today's release also prompts and resources.
     s = upgrades.new_vs_old.session("time-2024-12")
