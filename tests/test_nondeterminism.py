@@ -7,7 +7,14 @@ import re
 from typing import Any
 
 from mcptape.config.models import NormalizeRule
-from mcptape.nondeterminism import carried_state, find_volatile, ignore_hint, regex_candidate, suggest_rules, unfixed
+from mcptape.nondeterminism import (
+    carried_state,
+    find_volatile,
+    ignore_hint,
+    regex_candidate,
+    suggest_rules,
+    unfixed,
+)
 from mcptape.normalize import Normalizer
 from mcptape.tape.format import Tape
 
