@@ -167,8 +167,6 @@ def test_rec_listen_behind_ci_auto_is_the_same_as_ci(recordings: Recordings) -> 
     assert_same(diff(golden, tape))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: rec --listen prints socketserver tracebacks when a client "
-                   "disconnects")
 def test_rec_listen_logs_a_client_disconnect_in_one_line(tmp_path: Path) -> None:
     # A client that drops its connection (a reset, as a killed agent's socket is) while rec
     # waits for its next request; the clients above do so now and then when they close.
