@@ -146,10 +146,18 @@ def _selects(sel: Selector, key: Any) -> bool:
     return isinstance(key, int) and key == sel[1]
 
 
-def apply_path(node: Any, segs: Sequence[Segment], placeholder: Any, i: int = 0) -> Any:
+# mcptape records at most MAX_DEPTH levels per message (deeper parts are deep markers, text); a
+# tape edited by hand may hold more. Rules stop there: past it nothing mcptape wrote can sit, and
+# walking a 900-level nest by recursion would exhaust the stack.
+RULE_DEPTH = MAX_DEPTH + 4
+
+
+def apply_path(node: Any, segs: Sequence[Segment], placeholder: Any, i: int = 0, depth: int = 0) -> Any:
     """`node` with every value the path selects replaced by `placeholder` (a new object; input untouched)."""
     if i == len(segs):
         return placeholder
+    if depth > RULE_DEPTH:
+        return node
     descend, sel = segs[i]
     items: Iterable[tuple[Any, Any]]
     if isinstance(node, dict):
@@ -164,9 +172,9 @@ def apply_path(node: Any, segs: Sequence[Segment], placeholder: Any, i: int = 0)
     for key, value in items:
         new = value
         if _selects(sel, key):
-            new = apply_path(new, segs, placeholder, i + 1)
+            new = apply_path(new, segs, placeholder, i + 1, depth + 1)
         if descend:
-            new = apply_path(new, segs, placeholder, i)
+            new = apply_path(new, segs, placeholder, i, depth + 1)
         out.append((key, new))
     if isinstance(node, dict):
         return dict(out)
@@ -273,6 +281,8 @@ class Normalizer:
         return self.text(s)
 
     def _strings(self, node: Any, level: int) -> Any:
+        if level > RULE_DEPTH:
+            return node  # a hand-edited tape's nest past what mcptape records (RULE_DEPTH)
         if isinstance(node, str):
             return self._string(node, level)
         if isinstance(node, dict):
