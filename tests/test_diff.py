@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -898,3 +899,25 @@ def test_a_json_rpc_error_that_became_an_is_error_result_is_named_with_both_form
     # A real result (no isError) after an error is still "→ result".
     ok = base().tool("delete_graph", {}, "deleted")
     assert diff_tapes(g.tape(), ok.tape()).drifts[0].findings[0].message.endswith("→ result")
+
+
+def test_arrays_of_objects_with_a_natural_key_are_aligned_by_it() -> None:
+    from mcptape.diff.values import changes
+
+    tape = {"type": "entity", "name": "tape", "entityType": "thing", "observations": ["recorded"]}
+    visitor = {"type": "entity", "name": "visitor", "entityType": "person", "observations": ["came by"]}
+    # One entity inserted at the front of a graph (server-memory's read_graph) is one added entity.
+    (added,) = changes({"entities": [tape]}, {"entities": [visitor, tape]}, "result")
+    assert (added.kind, added.path, added.after) == ("added", "result.entities[0]", visitor)
+    # ... in the JSON text copy too.
+    text = changes({"t": json.dumps({"entities": [tape]})}, {"t": json.dumps({"entities": [visitor, tape]})}, "r")
+    assert [(c.kind, c.path) for c in text] == [("added", "r.t(json).entities[0]")]
+    # A changed entity is found under its new place; a removed one at its old place.
+    older = dict(tape, observations=["recorded", "again"])
+    found = changes({"e": [visitor, tape]}, {"e": [older]}, "r")
+    assert [(c.kind, c.path) for c in found] == [("added", "r.e[0].observations[1]"), ("removed", "r.e[0]")]
+    # The same items in another order: one change that says so.
+    (order,) = changes({"e": [tape, visitor]}, {"e": [visitor, tape]}, "r")
+    assert order.note == "the same items by name, in another order"
+    # No key (duplicates, or not objects): by position, as before.
+    assert [c.path for c in changes({"e": [1, 2]}, {"e": [0, 1, 2]}, "r")] == ["r.e[0]", "r.e[1]", "r.e[2]"]
