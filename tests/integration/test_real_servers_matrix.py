@@ -379,8 +379,6 @@ def test_a_golden_recorded_on_another_day_is_not_drift(tmp_path: Path) -> None:
     assert run.session("time")["verdict"] == "same", first_drift(run.session("time"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: arrays of objects are diffed by position: one entity inserted "
-                   "at the front of the graph reads as changes of entities[0] plus an addition")
 def test_an_entity_inserted_at_the_front_is_one_finding(matrix: Matrix) -> None:
     # The changed store holds the visitor before the session adds `tape`: read_graph answers
     # [visitor, tape] where the golden has [tape]. Aligned by name, that is one added entity.
