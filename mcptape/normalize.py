@@ -392,33 +392,34 @@ def _content_key(event: Mapping[str, Any]) -> str:
 
 
 def canonical_order(
-    events: Sequence[Mapping[str, Any]], positions: list[int] | None = None
+    events: Sequence[Mapping[str, Any]], positions: list[int] | None = None, *, copy: bool = True
 ) -> list[dict[str, Any]]:
     """The order rule of the module docstring. Idempotent: a canonical tape maps to itself.
 
     `positions`, if given, is filled with where each event of the result was in `events`
-    (what a reader of a reordered tape needs to keep its line numbers).
+    (what a reader of a reordered tape needs to keep its line numbers). With `copy=False` the
+    events that stay as they are are the very objects given (only those the rule changes are
+    new), so tapes read together keep sharing the objects of identical lines (diff's shortcut).
     """
-    origin: dict[int, int] = {}  # id of each copy -> its index in `events`
-    main: list[dict[str, Any]] = []
-    units: dict[str, list[dict[str, Any]]] = {}  # s2c request id key -> [request, our answer]
-    floating: list[list[dict[str, Any]]] = []
-    stderr: list[dict[str, Any]] = []
-    notes: list[dict[str, Any]] = []
-    exits: list[dict[str, Any]] = []
+    Item = tuple[int, dict[str, Any]]
+    main: list[Item] = []
+    units: dict[str, list[Item]] = {}  # s2c request id key -> [request, our answer]
+    floating: list[list[Item]] = []
+    stderr: list[Item] = []
+    notes: list[Item] = []
+    exits: list[Item] = []
     for index, original in enumerate(events):
-        event = dict(original)
-        origin[id(event)] = index
+        event: dict[str, Any] = dict(original) if copy or not isinstance(original, dict) else original
         kind = event.get("kind")
         if kind == "stderr":
-            stderr.append(event)
+            stderr.append((index, event))
         elif kind == "exit":
-            exits.append(event)
+            exits.append((index, event))
         elif kind == "note" and "step" not in event:
-            notes.append(event)
+            notes.append((index, event))
         elif _is_floating_start(event):
-            event.pop("step", None)
-            unit = [event]
+            event = {k: v for k, v in event.items() if k != "step"}
+            unit = [(index, event)]
             floating.append(unit)
             if kind == "request":
                 units[id_key(event.get("id"))] = unit
@@ -427,15 +428,15 @@ def canonical_order(
             and event.get("dir") == "c2s"
             and id_key(event.get("id")) in units
         ):
-            event.pop("step", None)
-            units.pop(id_key(event.get("id"))).append(event)
+            event = {k: v for k, v in event.items() if k != "step"}
+            units.pop(id_key(event.get("id"))).append((index, event))
         else:
-            main.append(event)
-    floating.sort(key=lambda unit: (unit[0].get("kind", ""), unit[0].get("method", ""), _content_key(unit[0])))
-    ordered = main + [e for unit in floating for e in unit] + stderr + notes + exits
+            main.append((index, event))
+    floating.sort(key=lambda unit: (unit[0][1].get("kind", ""), unit[0][1].get("method", ""), _content_key(unit[0][1])))
+    ordered = main + [item for unit in floating for item in unit] + stderr + notes + exits
     if positions is not None:
-        positions[:] = [origin[id(e)] for e in ordered]
-    return _renumber_server_requests(ordered)
+        positions[:] = [index for index, _ in ordered]
+    return _renumber_server_requests([event for _, event in ordered])
 
 
 def _renumber_server_requests(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -112,7 +112,7 @@ def _normalized(tape: Tape, normalizer: Normalizer, memo: dict[int, dict[str, An
             done = memo[id(event)] = normalizer.event(event)
         events.append(done)
     positions: list[int] = []
-    ordered = canonical_order(events, positions)
+    ordered = canonical_order(events, positions, copy=False)  # shared objects stay shared (diff's shortcut)
     return Tape(header=tape.header, events=ordered, footer=tape.footer, path=tape.path,
                 event_lines=[tape.line_of(i) for i in positions])
 
