@@ -169,13 +169,17 @@ def apply_path(node: Any, segs: Sequence[Segment], placeholder: Any, i: int = 0,
     else:
         return node
     out: list[tuple[Any, Any]] = []
+    changed = False
     for key, value in items:
         new = value
         if _selects(sel, key):
             new = apply_path(new, segs, placeholder, i + 1, depth + 1)
         if descend:
             new = apply_path(new, segs, placeholder, i, depth + 1)
+        changed = changed or new is not value
         out.append((key, new))
+    if not changed:
+        return node  # nothing selected: the very object (diff's identity shortcut relies on it)
     if isinstance(node, dict):
         return dict(out)
     return [v for _, v in out]
@@ -224,6 +228,14 @@ class Normalizer:
         # 2026-07-28 input-required rounds: the server seals its state afresh each run (the SDK with a
         # per-process key), and the client echoes it back, so request and result agree after this.
         self.path_rules.append(_PathRule([(True, ("key", "requestState"))], "<REQUEST_STATE>", True))
+        # `$..key` rules at the end of the list (the built-ins, and the user's just before them) are
+        # applied in the string walk itself: one pass over each message instead of one per rule.
+        # Taken from the end, so the order rules apply in stays: for one key the last rule wins.
+        self.deep_keys: dict[str, str] = {}
+        while self.path_rules and len(self.path_rules[-1].segs) == 1 and self.path_rules[-1].segs[0][0] \
+                and self.path_rules[-1].segs[0][1][0] == "key":
+            folded = self.path_rules.pop()
+            self.deep_keys.setdefault(folded.segs[0][1][1], folded.placeholder)
         known: dict[str, str] = {}
         for directory, placeholder in (paths or {}).items():
             for variant in {directory, os.path.realpath(directory)}:
@@ -281,18 +293,38 @@ class Normalizer:
         return self.text(s)
 
     def _strings(self, node: Any, level: int) -> Any:
+        # The hot loop of normalizing a big tape: exact JSON types, scalars skipped before a call.
         if level > RULE_DEPTH:
             return node  # a hand-edited tape's nest past what mcptape records (RULE_DEPTH)
-        if isinstance(node, str):
+        kind = type(node)
+        if kind is str:
             return self._string(node, level)
-        if isinstance(node, dict):
-            if is_deep(node):
-                return {DEEP_KEY: self.text(node[DEEP_KEY])}
-            out = {k: self._strings(v, level + 1) if not self._epoch_ms(k, v) else "<TIMESTAMP>"
-                   for k, v in node.items()}
-            return _day_of_normalized_date(node, out)
-        if isinstance(node, list):
-            return [self._strings(v, level + 1) for v in node]
+        # Containers come back as the very objects when nothing in them changed: a big tape's
+        # events stay shared between two tapes read together (diff's identity shortcut).
+        if kind is dict:
+            if len(node) == 1 and is_deep(node):
+                text = self.text(node[DEEP_KEY])
+                return node if text == node[DEEP_KEY] else {DEEP_KEY: text}
+            out: dict[str, Any] = {}
+            changed = False
+            deep_keys = self.deep_keys
+            for k, v in node.items():
+                vt = type(v)
+                if k in deep_keys:
+                    new: Any = deep_keys[k]
+                elif vt is int:
+                    new = "<TIMESTAMP>" if v >= 10**12 and self._epoch_ms(k, v) else v
+                elif vt is str or vt is dict or vt is list:
+                    new = self._strings(v, level + 1)
+                else:
+                    new = v
+                if new is not v and new != v:
+                    changed = True
+                out[k] = new
+            return _day_of_normalized_date(node, out) if changed else node
+        if kind is list:
+            items = [self._strings(v, level + 1) for v in node]
+            return items if any(a is not b and a != b for a, b in zip(items, node, strict=True)) else node
         return node
 
     def _epoch_ms(self, key: str, value: Any) -> bool:
@@ -312,20 +344,25 @@ class Normalizer:
     # events -----------------------------------------------------------------------------------
 
     def event(self, event: Mapping[str, Any]) -> dict[str, Any]:
-        """One event with its values normalized (order untouched)."""
+        """One event with its values normalized (order untouched); the event itself (no copy)
+        when nothing in it changed, so callers must not mutate what they get back."""
         out = dict(event)
+        changed = False
         if "msg" in out:
             out["msg"] = self.value(out["msg"])
-            if out["msg"] != event["msg"]:
+            if out["msg"] is not event["msg"] and out["msg"] != event["msg"]:
                 _message_changed(out)
+                changed = True
         if "params" in out and out.get("kind") in ("response", "error"):
             out["params"] = self.value({"params": out["params"]})["params"]
+            changed = changed or (out["params"] is not event["params"] and out["params"] != event["params"])
         for key in ("text", "detail"):
             if isinstance(out.get(key), str):
                 out[key] = self.text(out[key])
         if out.get("kind") == "stderr" and isinstance(out.get("text"), str):
             out["text"] = _LOG_TIME.sub("<TIME>", _LOG_DATE.sub("<DATE>", out["text"]))
-        return out
+        changed = changed or any(out.get(k) != event.get(k) for k in ("text", "detail"))
+        return out if changed or not isinstance(event, dict) else event
 
     def events(self, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Values only, order kept: what is applied to a golden tape before it is compared."""
