@@ -1,6 +1,8 @@
 """diff_tapes: golden + fresh tape -> DiffResult. Pure: no I/O, no clock, no heavy imports.
 
-Builds the calls of both tapes (calls.py) — only inside the window where they are not the
+First both tapes lose what is negotiation, not calls (a refused `server/discover` probe,
+protocol.without_refused_probe) and have each paginated list walk merged into one answer
+(pages.py). Then it builds the calls of both tapes (calls.py) — only inside the window where they are not the
 same, closed stretches of events (calls.find_window; `_build` checks the window's two
 assumptions and widens it when they fail), and in the window's Stretches after it, whose calls
 pair one for one — pairs them (align.py), runs the registered classifiers (classify.py) on each
