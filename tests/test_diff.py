@@ -919,5 +919,8 @@ def test_arrays_of_objects_with_a_natural_key_are_aligned_by_it() -> None:
     # The same items in another order: one change that says so.
     (order,) = changes({"e": [tape, visitor]}, {"e": [visitor, tape]}, "r")
     assert order.note == "the same items by name, in another order"
+    # No item kept (a tool's one text content changed): by position, one change, not removed + added.
+    (text_changed,) = changes({"c": [{"text": "a", "type": "text"}]}, {"c": [{"text": "b", "type": "text"}]}, "r")
+    assert (text_changed.kind, text_changed.path) == ("changed", "r.c[0].text")
     # No key (duplicates, or not objects): by position, as before.
     assert [c.path for c in changes({"e": [1, 2]}, {"e": [0, 1, 2]}, "r")] == ["r.e[0]", "r.e[1]", "r.e[2]"]

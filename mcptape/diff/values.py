@@ -158,8 +158,8 @@ def natural_key(a: list[Any], b: list[Any]) -> str | None:
     Every item of both lists is an object holding the field with a scalar value unique within its
     list: one of NATURAL_KEYS, else the first string field all items share that is unique in
     both. Used only where the keys do not already line up position by position (then the two
-    alignments are one), so one entity inserted at the front is one added item, not a change of
-    every item after it.
+    alignments are one) and some item is in both lists (else nothing is kept to align on), so
+    one entity inserted at the front is one added item, not a change of every item after it.
     """
     if not a or not b or not all(isinstance(x, dict) and not is_deep(x) for x in (*a, *b)):
         return None
@@ -174,7 +174,11 @@ def natural_key(a: list[Any], b: list[Any]) -> str | None:
             continue
         if len(set(ka)) != len(ka) or len(set(kb)) != len(kb):
             continue
-        return None if ka == kb else key
+        if ka == kb or not set(ka) & set(kb):
+            # Lined up already, or no item kept: by position the changes read better ("A" → "B"
+            # of a content item, not one removed and one added).
+            return None
+        return key
     return None
 
 
