@@ -137,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("a", help="the reference tape (golden)")
     diff.add_argument("b", help="the tape to check (fresh)")
     diff.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    diff.add_argument("-c", "--config", metavar="FILE",
+                      help="apply this mcptape.yml's normalize: rules and drift: settings, as `mcptape ci` does")
+    diff.add_argument("--raw", action="store_true",
+                      help="compare without normalization (no built-in or config rules, notifications where they landed)")
     diff.add_argument(
         "--conformance",
         action="store_true",

@@ -48,7 +48,7 @@ import jsonschema
 
 from mcptape import __version__
 from mcptape.config.models import ClientSettings, Step
-from mcptape.errors import ConfigError, McptapeError, ServerError, ServerTimeout
+from mcptape.errors import ConfigError, McptapeError, RequestRefused, ServerError, ServerTimeout
 from mcptape.jsonrpc import dumps, id_key
 from mcptape.mcp import (
     LEGACY_DEFAULT_PROTOCOL,
@@ -228,7 +228,9 @@ class ScriptedClient:
             ) from None
         if line is None:
             if self._step is None:
-                raise ServerError(f"{self._where()}: the server exited before answering initialize (failed to start)")
+                raise ServerError(
+                    f"{self._where()}: the server exited before answering {self._step_label} (failed to start)"
+                )
             raise ServerError(f"{self._where()}: the server closed its output (exited) before answering")
         event = self._record(self.builder.line(S2C, line))
         for note in self.builder.take_notes():  # a deep message's cut, an answer that is not UTF-8
@@ -240,17 +242,20 @@ class ScriptedClient:
             self._answer_server_request(msg)
         return event
 
-    def _await(self, msg_id: int) -> dict[str, Any]:
+    def _await(self, msg_id: int, *, null_id_error: bool = False) -> dict[str, Any]:
         """Wait for the answer to our request `msg_id`, recording everything that arrives meanwhile.
 
         An answer that is not UTF-8 (recorded as garbage, with a note) ends the wait at once: it is
         the server's answer, compared like any other, and no proper one will follow. The message
         returned for it holds neither result nor error; the handshake cannot go on from it.
+        With `null_id_error`, an error with id null (a server that could not read our request's
+        id, or would not: "Server not initialized") answers it too: only the probe asks for that.
         """
         while True:
             event = self._receive()
             assert event is not None
-            if event["kind"] in ("response", "error") and event.get("id") == msg_id:
+            answers = event.get("id") == msg_id or (null_id_error and event.get("id") is None)
+            if event["kind"] in ("response", "error") and answers:
                 msg: dict[str, Any] = event["msg"]
                 return msg
             if event["kind"] == "garbage" and id_key(msg_id) in self._garbled:
@@ -271,14 +276,16 @@ class ScriptedClient:
             self._note_tools(params, answer)
         return answer
 
-    def _request_once(self, method: str, params: dict[str, Any] | None, msg_id: int | None = None) -> dict[str, Any]:
+    def _request_once(
+        self, method: str, params: dict[str, Any] | None, msg_id: int | None = None, *, probe: bool = False
+    ) -> dict[str, Any]:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._new_id() if msg_id is None else msg_id, "method": method}
         if self.modern:
             params = self._stamped(params)
         if params is not None:
             msg["params"] = params
         self._send(msg)
-        return self._await(msg["id"])
+        return self._await(msg["id"], null_id_error=probe)
 
     def request_meta(self) -> dict[str, Any]:
         """The 2026-07-28 `_meta` of every request: version, this request's capabilities, who we are."""
@@ -455,7 +462,17 @@ class ScriptedClient:
         """
         self._begin(None, "server/discover", self.step_timeout)
         mark = len(self.events)
-        answer = self._request_once("server/discover", {"_meta": self.request_meta()}, msg_id=DISCOVER_ID)
+        try:
+            answer = self._request_once(
+                "server/discover", {"_meta": self.request_meta()}, msg_id=DISCOVER_ID, probe=True
+            )
+        except RequestRefused as e:
+            # An HTTP refusal of the probe (server-everything: 400 "Server not initialized") is how
+            # a legacy HTTP server says no, as -32601 is over stdio: FastMCP's client falls back too.
+            if pinned or e.request_id != DISCOVER_ID:
+                raise
+            self.events = self.events[:mark] + [e for e in self.events[mark:] if not _is_probe(e)]
+            return f"HTTP {e.status}"
         result = answer.get("result")
         versions = result.get("supportedVersions") if isinstance(result, dict) else None
         if isinstance(result, dict) and isinstance(versions, list) and MODERN_PROTOCOL in versions:
@@ -477,9 +494,7 @@ class ScriptedClient:
                 "on this server in mcptape.yml",
             )
         # Everything else that arrived meanwhile (a notification, a server request) stays.
-        self.events = self.events[:mark] + [
-            e for e in self.events[mark:] if e.get("id") != DISCOVER_ID or e.get("method") != "server/discover"
-        ]
+        self.events = self.events[:mark] + [e for e in self.events[mark:] if not _is_probe(e)]
         return refusal
 
     def initialize(self) -> None:
@@ -631,7 +646,7 @@ def record_session(
     for raw in getattr(transport, "stderr_lines", None) or []:
         events.append(stderr_event(raw))
     if error is not None:
-        if isinstance(error, ServerError):
+        if isinstance(error, ServerError) and getattr(transport, "spawned", True):
             error = _with_stderr(error, transport.stderr_tail())
         events.append(note_event("error", str(error.message)))
     # How long a server takes to exit after its stdin closes is timing, not behaviour (mcp-server-git
@@ -650,6 +665,13 @@ def record_session(
         duration_s=time.monotonic() - started,
         failed_step=client._step if error is not None else None,
     )
+
+
+def _is_probe(event: Event) -> bool:
+    """The discover probe, its answer, or an error with id null that refused it (taken out under auto)."""
+    if event.get("id") == DISCOVER_ID and event.get("method") == "server/discover":
+        return True
+    return event.get("kind") == "error" and event.get("dir") == S2C and event.get("id") is None
 
 
 def _with_stderr(error: McptapeError, tail: str) -> McptapeError:

@@ -7,7 +7,8 @@ into a message on stderr and that code, never a traceback::
     ├── ConfigError                   3  invalid mcptape.yml: file:line, field, the fix
     ├── TapeError                     3  unreadable or unknown-version tape
     ├── ServerError                   3  a server failed to start, crashed or hung
-    │   └── ServerTimeout             3  a request or session ran past its timeout
+    │   ├── ServerTimeout             3  a request or session ran past its timeout
+    │   └── RequestRefused            3  the wire refused one request (an HTTP 4xx answer to its POST)
     ├── ReplayError                   3  a tape that cannot be replayed (say why): could not run
     ├── GitHubError                   3  a GitHub API call failed (which call, HTTP status, the fix)
     ├── WriteError                    3  a file could not be written (golden, fresh tape, report): path, cause
@@ -56,6 +57,17 @@ class ServerError(McptapeError):
 
 class ServerTimeout(ServerError):
     """A request, step or session ran past its timeout."""
+
+
+class RequestRefused(ServerError):
+    """The transport refused one request outright (an HTTP 400/404/405/406 to its POST, with or without
+    a JSON-RPC body): `request_id` is the refused request's id, `status` the HTTP status. The client
+    may take it as an answer (auto's `server/discover` probe falls back to `initialize` on it)."""
+
+    def __init__(self, message: str, *, request_id: object, status: int, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.request_id = request_id
+        self.status = status
 
 
 class ReplayError(McptapeError):

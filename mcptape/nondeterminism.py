@@ -14,6 +14,11 @@ hold JSON (path `result.content[0].text(json).datetime`, as diff/ names it). It 
   - "content": a side effect (sandbox file) whose size or hash differs — a file's bytes are not
     normalized, so the advice is to make the file deterministic or keep it out of the sandbox.
 
+`carried_state(v)` tells state the server carried from one run into the next (the first run
+differs and the rest agree, or a list grows run by run) from volatility: it gets no rule, only
+the advice to reset the state per run. No rule, and no ignore hint, covers a whole array or
+object (`whole`), and every ignore hint is scoped to its call (`ignore_hint`).
+
 `suggest_rules(volatiles)` proposes, for the "value" ones, the narrowest rule that the
 normalizer (normalize.py) actually applies and that makes every run equal, checked by
 applying it: a regex when the differing part is a token inside an otherwise stable string
@@ -308,13 +313,11 @@ def find_volatile(tapes: Sequence[Tape]) -> list[Volatile]:
                 out.append(Volatile("content" if kind == "value" else "presence", group.label,
                                     render_path(parts), values, advice, parts, group, groups))
                 continue
-            advice = ""
+            found_here = Volatile(kind, group.label, render_path(parts), values, "", parts, group, groups)
             if kind == "presence":
-                advice = (
-                    "a key that is present in some runs only cannot be normalized; if that is expected, "
-                    f'ignore it: drift: {{ignore: [{{path: "{render_path(parts)}"}}]}}'
-                )
-            out.append(Volatile(kind, group.label, render_path(parts), values, advice, parts, group, groups))
+                found_here.advice = ("a key that is present in some runs only cannot be normalized; if that is "
+                                     f"expected, ignore it: {ignore_hint(found_here)}")
+            out.append(found_here)
     return out
 
 
@@ -579,13 +582,41 @@ def _candidates(v: Volatile) -> list[dict[str, Any]]:
     return ([regex] if regex else []) + paths
 
 
+def carried_state(v: Volatile) -> bool:
+    """Is this difference state the server carried from one run into the next, not volatility?
+
+    Two signs, each needing 3 runs or more: the first run differs and every later run agrees
+    (run 1 wrote a store that runs 2..N read: server-memory's `create_entities` answers the new
+    entity once, then `[]`), or a list grows run after run (each run adds to what the last left).
+    A rule for it would hide the very store a real change shows in, so none is proposed.
+    """
+    values = v.values
+    if len(values) < 3 or v.kind not in ("value", "presence"):
+        return False
+    first, rest = canonical(values[0]), {canonical(x) for x in values[1:]}
+    if len(rest) == 1 and first not in rest:
+        return True
+    if not all(isinstance(x, list) for x in values):
+        return False
+    sizes = [len(x) for x in values]
+    return all(a < b for a, b in zip(sizes, sizes[1:], strict=False))
+
+
+def whole(v: Volatile) -> bool:
+    """Does the difference cover a whole array or object (a list whose length varies)? A rule for
+    it would hide every change inside, so none is proposed: the answer itself must be made stable."""
+    return any(isinstance(x, (list, dict)) for x in v.values if x is not MISSING)
+
+
 def suggest_rules(volatiles: Sequence[Volatile]) -> list[dict[str, Any]]:
     """`normalize:` rules (path | pattern, replace, reason) for the "value" volatiles, plus `seen`.
 
-    Volatiles no candidate fixes get no rule; `unfixed(volatiles, rules)` lists them.
+    Volatiles no candidate fixes get no rule; `unfixed(volatiles, rules)` lists them. State
+    carried between runs (carried_state) and whole arrays or objects (whole) get none either:
+    a rule is only ever as wide as a volatile leaf.
     """
     chosen: list[tuple[dict[str, Any], int, list[Volatile]]] = []  # (rule, collateral, what it covers)
-    for v in (v for v in volatiles if v.kind == "value"):
+    for v in (v for v in volatiles if v.kind == "value" and not carried_state(v) and not whole(v)):
         fixer = next((cov for rule, _, cov in chosen if fixed_by(v, [rule])), None)
         if fixer is not None:
             fixer.append(v)
@@ -627,6 +658,25 @@ def _described(rule: dict[str, Any], extra: int, cov: list[Volatile]) -> dict[st
 
 
 def unfixed(volatiles: Sequence[Volatile], rules: Sequence[dict[str, Any]]) -> list[Volatile]:
-    """The "value" volatiles the rules do not make stable."""
+    """The "value" volatiles the rules do not make stable (carried state aside: it is not volatile)."""
     clean: list[dict[str, Any]] = [{k: r[k] for k in ("path", "pattern", "replace") if k in r} for r in rules]
-    return [v for v in volatiles if v.kind == "value" and not fixed_by(v, clean)]
+    return [v for v in volatiles if v.kind == "value" and not carried_state(v) and not fixed_by(v, clean)]
+
+
+def call_of(v: Volatile) -> tuple[str, str | None]:
+    """(method, tool/prompt/URI name) of the event a volatile is in: what an ignore hint is scoped to."""
+    if v.group is None:
+        return "", None
+    _, _, method, name = (v.group.key.split("|") + ["", "", "", ""])[:4]
+    return method, (name if name and name != "None" else None)
+
+
+def ignore_hint(v: Volatile) -> str:
+    """`drift: {ignore: [...]}` for one volatile, scoped to its call's method and name, so pasting
+    it cannot hide the same path in another call."""
+    method, name = call_of(v)
+    keys = [f'method: "{method}"'] if method else []
+    if name:
+        keys.append(f"name: {json.dumps(name, ensure_ascii=False)}")
+    keys.append(f'path: "{v.path}"')
+    return f"drift: {{ignore: [{{{', '.join(keys)}}}]}}"

@@ -15,10 +15,23 @@ through, in this order:
   3. the user's regex rules (each match replaced by the literal placeholder);
   4. the built-in string rules: the session's known paths (config directory, repository
      checkout, $HOME, extra directories such as a server's sandbox) -> `<CONFIG_DIR>`,
-     `<REPO>`, `<HOME>`, `<DIR>`; any other `/tmp/<name>` -> `<TMP>`; ISO-8601 date-times ->
-     `<TIMESTAMP>`; UUIDs -> `<UUID>`;
+     `<REPO>`, `<HOME>`, `<DIR>`; any other `/tmp/<name>` -> `<TMP>`; the clock's dates ->
+     `<TIMESTAMP>` (ISO-8601 date-times, JavaScript `Date.toString()`
+     `Mon Jan 01 2025 00:00:00 GMT+0000 (Coordinated Universal Time)`, RFC 1123 / HTTP dates,
+     and integers of epoch milliseconds under a time-named key such as `createdAt`); 12-hour
+     clock readings `11:45:51 PM` -> `<TIME>`; UUIDs -> `<UUID>`; the memory address of a
+     Python repr (`<tzoffset object at 0x7f...>`) -> `<ADDRESS>`; and a weekday
+     (`day_of_week`, `dayOfWeek`, `weekday`) beside a date that became `<TIMESTAMP>` -> `<DAY>`;
   5. on server stderr lines only (they are logs, and log prefixes carry the clock): slash dates
      `11/29/26` -> `<DATE>` and clock times `13:53:24` -> `<TIME>`.
+The clock's dates. A date is volatile when it is the clock's: within CLOCK_WINDOW_S (two days,
+which covers every timezone offset) of the moment the Normalizer judges it (`now`). What a run
+stamps (the time server's `datetime`, a fresh checkout's file times, "created at") is that; a
+date the project pins (a fixture repository's commit dates, set through GIT_AUTHOR_DATE, a
+file's mtime set on purpose) is far from it and stays visible, so a changed pinned date is
+drift. A date that cannot be read is taken as the clock's, as before this rule. A golden keeps
+the placeholders it was written with, so checking it days later compares placeholders with
+placeholders; only a golden value near neither moment (a date in the near future) could flip.
 A string that holds a JSON object or array (a tool's JSON text copy of its structured result)
 is parsed (jsonrpc.loads, within the nesting levels the string itself leaves: deeper embedded
 JSON stays text), normalized the same way — descendant rules (`$..key`) and string rules apply
@@ -46,11 +59,14 @@ the process exit. Their content and number are still compared; only their positi
 
 from __future__ import annotations
 
+import email.utils
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +88,24 @@ FLOATING_SERVER_REQUESTS = frozenset({"roots/list", "ping"})
 _TIMESTAMP = re.compile(
     r"(?<![\w])\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\w])"
 )
+_WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+# JavaScript's Date.toString(): `Mon Jan 01 2025 00:00:00 GMT+0000 (Coordinated Universal Time)`.
+_JS_DATE = re.compile(
+    rf"(?<![\w]){_WEEKDAY} {_MONTH} \d{{2}} \d{{4}} \d{{2}}:\d{{2}}:\d{{2}} GMT[+-]\d{{4}}(?: \([^()]*\))?"
+)
+# RFC 1123 / HTTP dates: `Wed, 02 Dec 2026 00:57:14 GMT`.
+_RFC1123 = re.compile(rf"(?<![\w]){_WEEKDAY}, \d{{1,2}} {_MONTH} \d{{4}} \d{{2}}:\d{{2}}:\d{{2}} (?:GMT|UTC|[+-]\d{{4}})(?![\w])")
+# A 12-hour clock reading with seconds (`11:45:51 PM`): a rendering of the clock, whatever the day.
+_CLOCK_12H = re.compile(r"(?<![\w:])\d{1,2}:\d{2}:\d{2}\s?[AP]M(?![\w])")
+# A Python repr's memory address, new in every process: `<tzoffset object at 0x7f3a...>`.
+_ADDRESS = re.compile(r"(?<= object at )0x[0-9a-fA-F]+(?=>)")
+# Keys whose integer value, in epoch milliseconds, is a time (`createdAt`, `timestamp`, `expires_ms`).
+_TIME_KEY = re.compile(r"(?i)(?:time|date|stamp|created|updated|modified|accessed|expires?)|(?:_at|At|_ms|Ms)$")
+_DAY_KEYS = frozenset({"day_of_week", "dayOfWeek", "weekday"})
+_DAY_NAMES = frozenset({"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"})
+# How near the moment of normalization a date must be to be the clock's (module docstring).
+CLOCK_WINDOW_S = 2 * 86400
 _UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])")
 _TMP_DIR = re.compile(r"(?<![\w.-])(?:/private)?/tmp/[^/\s\"'<>`\\]+")
 # Log prefixes on stderr: `[11/29/26 13:53:24]` (rich, the Python SDK's servers), `13:53:24,123`.
@@ -112,10 +146,18 @@ def _selects(sel: Selector, key: Any) -> bool:
     return isinstance(key, int) and key == sel[1]
 
 
-def apply_path(node: Any, segs: Sequence[Segment], placeholder: Any, i: int = 0) -> Any:
+# mcptape records at most MAX_DEPTH levels per message (deeper parts are deep markers, text); a
+# tape edited by hand may hold more. Rules stop there: past it nothing mcptape wrote can sit, and
+# walking a 900-level nest by recursion would exhaust the stack.
+RULE_DEPTH = MAX_DEPTH + 4
+
+
+def apply_path(node: Any, segs: Sequence[Segment], placeholder: Any, i: int = 0, depth: int = 0) -> Any:
     """`node` with every value the path selects replaced by `placeholder` (a new object; input untouched)."""
     if i == len(segs):
         return placeholder
+    if depth > RULE_DEPTH:
+        return node
     descend, sel = segs[i]
     items: Iterable[tuple[Any, Any]]
     if isinstance(node, dict):
@@ -127,13 +169,17 @@ def apply_path(node: Any, segs: Sequence[Segment], placeholder: Any, i: int = 0)
     else:
         return node
     out: list[tuple[Any, Any]] = []
+    changed = False
     for key, value in items:
         new = value
         if _selects(sel, key):
-            new = apply_path(new, segs, placeholder, i + 1)
+            new = apply_path(new, segs, placeholder, i + 1, depth + 1)
         if descend:
-            new = apply_path(new, segs, placeholder, i)
+            new = apply_path(new, segs, placeholder, i, depth + 1)
+        changed = changed or new is not value
         out.append((key, new))
+    if not changed:
+        return node  # nothing selected: the very object (diff's identity shortcut relies on it)
     if isinstance(node, dict):
         return dict(out)
     return [v for _, v in out]
@@ -162,11 +208,14 @@ class Normalizer:
         rules: Sequence[Any] = (),
         *,
         paths: Mapping[str, str] | None = None,
+        now: float | None = None,
     ) -> None:
         """`rules`: config.NormalizeRule-like objects (path | pattern, replace).
 
         `paths`: absolute directory -> placeholder, e.g. {"/tmp/x/proj": "<CONFIG_DIR>"}.
+        `now`: the moment dates are judged against (epoch seconds; default: the clock now).
         """
+        self.now = time.time() if now is None else now
         self.path_rules: list[_PathRule] = []
         self.regex_rules: list[tuple[re.Pattern[str], str]] = []
         for rule in rules:
@@ -179,6 +228,14 @@ class Normalizer:
         # 2026-07-28 input-required rounds: the server seals its state afresh each run (the SDK with a
         # per-process key), and the client echoes it back, so request and result agree after this.
         self.path_rules.append(_PathRule([(True, ("key", "requestState"))], "<REQUEST_STATE>", True))
+        # `$..key` rules at the end of the list (the built-ins, and the user's just before them) are
+        # applied in the string walk itself: one pass over each message instead of one per rule.
+        # Taken from the end, so the order rules apply in stays: for one key the last rule wins.
+        self.deep_keys: dict[str, str] = {}
+        while self.path_rules and len(self.path_rules[-1].segs) == 1 and self.path_rules[-1].segs[0][0] \
+                and self.path_rules[-1].segs[0][1][0] == "key":
+            folded = self.path_rules.pop()
+            self.deep_keys.setdefault(folded.segs[0][1][1], folded.placeholder)
         known: dict[str, str] = {}
         for directory, placeholder in (paths or {}).items():
             for variant in {directory, os.path.realpath(directory)}:
@@ -201,9 +258,23 @@ class Normalizer:
                 s = pattern.sub(_literal(placeholder), s)
             s = _TMP_DIR.sub("<TMP>", s)
         if "-" in s:
-            s = _TIMESTAMP.sub("<TIMESTAMP>", s)
+            s = _TIMESTAMP.sub(self._clock(_iso_seconds), s)
             s = _UUID.sub("<UUID>", s)
+        if ":" in s:
+            s = _JS_DATE.sub(self._clock(_js_seconds), s)
+            s = _RFC1123.sub(self._clock(_rfc1123_seconds), s)
+            s = _CLOCK_12H.sub("<TIME>", s)
+        if " object at 0x" in s:
+            s = _ADDRESS.sub("<ADDRESS>", s)
         return s
+
+    def is_clock(self, seconds: float | None) -> bool:
+        """Is this moment the clock's (within CLOCK_WINDOW_S of `now`)? An unreadable one is (None)."""
+        return seconds is None or abs(seconds - self.now) <= CLOCK_WINDOW_S
+
+    def _clock(self, seconds_of: Callable[[str], float | None]) -> Callable[[re.Match[str]], str]:
+        """A re.sub replacement: `<TIMESTAMP>` for a date near `now`, the date itself otherwise."""
+        return lambda m: "<TIMESTAMP>" if self.is_clock(seconds_of(m.group(0))) else m.group(0)
 
     def _string(self, s: str, level: int) -> str:
         stripped = s.lstrip()
@@ -222,15 +293,44 @@ class Normalizer:
         return self.text(s)
 
     def _strings(self, node: Any, level: int) -> Any:
-        if isinstance(node, str):
+        # The hot loop of normalizing a big tape: exact JSON types, scalars skipped before a call.
+        if level > RULE_DEPTH:
+            return node  # a hand-edited tape's nest past what mcptape records (RULE_DEPTH)
+        kind = type(node)
+        if kind is str:
             return self._string(node, level)
-        if isinstance(node, dict):
-            if is_deep(node):
-                return {DEEP_KEY: self.text(node[DEEP_KEY])}
-            return {k: self._strings(v, level + 1) for k, v in node.items()}
-        if isinstance(node, list):
-            return [self._strings(v, level + 1) for v in node]
+        # Containers come back as the very objects when nothing in them changed: a big tape's
+        # events stay shared between two tapes read together (diff's identity shortcut).
+        if kind is dict:
+            if len(node) == 1 and is_deep(node):
+                text = self.text(node[DEEP_KEY])
+                return node if text == node[DEEP_KEY] else {DEEP_KEY: text}
+            out: dict[str, Any] = {}
+            changed = False
+            deep_keys = self.deep_keys
+            for k, v in node.items():
+                vt = type(v)
+                if k in deep_keys:
+                    new: Any = deep_keys[k]
+                elif vt is int:
+                    new = "<TIMESTAMP>" if v >= 10**12 and self._epoch_ms(k, v) else v
+                elif vt is str or vt is dict or vt is list:
+                    new = self._strings(v, level + 1)
+                else:
+                    new = v
+                if new is not v and new != v:
+                    changed = True
+                out[k] = new
+            return _day_of_normalized_date(node, out) if changed else node
+        if kind is list:
+            items = [self._strings(v, level + 1) for v in node]
+            return items if any(a is not b and a != b for a, b in zip(items, node, strict=True)) else node
         return node
+
+    def _epoch_ms(self, key: str, value: Any) -> bool:
+        """An integer of epoch milliseconds near `now` under a time-named key (`createdAt: 1764633600000`)."""
+        return (isinstance(value, int) and not isinstance(value, bool) and 10**12 <= value < 10**14
+                and _TIME_KEY.search(key) is not None and self.is_clock(value / 1000))
 
     def value(self, node: Any, *, embedded: bool = False, level: int = 0) -> Any:
         """A JSON value with path rules (all, or only descendant ones inside embedded JSON) then
@@ -244,20 +344,25 @@ class Normalizer:
     # events -----------------------------------------------------------------------------------
 
     def event(self, event: Mapping[str, Any]) -> dict[str, Any]:
-        """One event with its values normalized (order untouched)."""
+        """One event with its values normalized (order untouched); the event itself (no copy)
+        when nothing in it changed, so callers must not mutate what they get back."""
         out = dict(event)
+        changed = False
         if "msg" in out:
             out["msg"] = self.value(out["msg"])
-            if out["msg"] != event["msg"]:
+            if out["msg"] is not event["msg"] and out["msg"] != event["msg"]:
                 _message_changed(out)
+                changed = True
         if "params" in out and out.get("kind") in ("response", "error"):
             out["params"] = self.value({"params": out["params"]})["params"]
+            changed = changed or (out["params"] is not event["params"] and out["params"] != event["params"])
         for key in ("text", "detail"):
             if isinstance(out.get(key), str):
                 out[key] = self.text(out[key])
         if out.get("kind") == "stderr" and isinstance(out.get("text"), str):
             out["text"] = _LOG_TIME.sub("<TIME>", _LOG_DATE.sub("<DATE>", out["text"]))
-        return out
+        changed = changed or any(out.get(k) != event.get(k) for k in ("text", "detail"))
+        return out if changed or not isinstance(event, dict) else event
 
     def events(self, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Values only, order kept: what is applied to a golden tape before it is compared."""
@@ -266,6 +371,41 @@ class Normalizer:
     def fresh(self, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """A fresh recording made comparable and golden-ready: values, then canonical order."""
         return canonical_order(self.events(events))
+
+
+def _iso_seconds(text: str) -> float | None:
+    try:
+        when = datetime.fromisoformat(text.replace(",", "."))
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+def _js_seconds(text: str) -> float | None:
+    try:
+        return datetime.strptime(text.split(" (")[0], "%a %b %d %Y %H:%M:%S GMT%z").timestamp()
+    except ValueError:
+        return None
+
+
+def _rfc1123_seconds(text: str) -> float | None:
+    try:
+        return email.utils.parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def _day_of_normalized_date(before: Mapping[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """`after` with its weekday (`day_of_week: "Tuesday"`) as `<DAY>` when a sibling date became a
+    placeholder: the day belongs to that date (mcp-server-time), and is as volatile as it."""
+    day_keys = [k for k in _DAY_KEYS if isinstance(after.get(k), str) and after[k] in _DAY_NAMES]
+    if not day_keys:
+        return after
+    normalized = any(isinstance(v, str) and "<TIMESTAMP>" in v and v != before.get(k) for k, v in after.items())
+    if normalized:
+        for k in day_keys:
+            after[k] = "<DAY>"
+    return after
 
 
 # -- canonical order ----------------------------------------------------------------------------
@@ -288,26 +428,35 @@ def _content_key(event: Mapping[str, Any]) -> str:
     return canonical(msg)
 
 
-def canonical_order(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The order rule of the module docstring. Idempotent: a canonical tape maps to itself."""
-    main: list[dict[str, Any]] = []
-    units: dict[str, list[dict[str, Any]]] = {}  # s2c request id key -> [request, our answer]
-    floating: list[list[dict[str, Any]]] = []
-    stderr: list[dict[str, Any]] = []
-    notes: list[dict[str, Any]] = []
-    exits: list[dict[str, Any]] = []
-    for original in events:
-        event = dict(original)
+def canonical_order(
+    events: Sequence[Mapping[str, Any]], positions: list[int] | None = None, *, copy: bool = True
+) -> list[dict[str, Any]]:
+    """The order rule of the module docstring. Idempotent: a canonical tape maps to itself.
+
+    `positions`, if given, is filled with where each event of the result was in `events`
+    (what a reader of a reordered tape needs to keep its line numbers). With `copy=False` the
+    events that stay as they are are the very objects given (only those the rule changes are
+    new), so tapes read together keep sharing the objects of identical lines (diff's shortcut).
+    """
+    Item = tuple[int, dict[str, Any]]
+    main: list[Item] = []
+    units: dict[str, list[Item]] = {}  # s2c request id key -> [request, our answer]
+    floating: list[list[Item]] = []
+    stderr: list[Item] = []
+    notes: list[Item] = []
+    exits: list[Item] = []
+    for index, original in enumerate(events):
+        event: dict[str, Any] = dict(original) if copy or not isinstance(original, dict) else original
         kind = event.get("kind")
         if kind == "stderr":
-            stderr.append(event)
+            stderr.append((index, event))
         elif kind == "exit":
-            exits.append(event)
+            exits.append((index, event))
         elif kind == "note" and "step" not in event:
-            notes.append(event)
+            notes.append((index, event))
         elif _is_floating_start(event):
-            event.pop("step", None)
-            unit = [event]
+            event = {k: v for k, v in event.items() if k != "step"}
+            unit = [(index, event)]
             floating.append(unit)
             if kind == "request":
                 units[id_key(event.get("id"))] = unit
@@ -316,13 +465,15 @@ def canonical_order(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
             and event.get("dir") == "c2s"
             and id_key(event.get("id")) in units
         ):
-            event.pop("step", None)
-            units.pop(id_key(event.get("id"))).append(event)
+            event = {k: v for k, v in event.items() if k != "step"}
+            units.pop(id_key(event.get("id"))).append((index, event))
         else:
-            main.append(event)
-    floating.sort(key=lambda unit: (unit[0].get("kind", ""), unit[0].get("method", ""), _content_key(unit[0])))
-    ordered = main + [e for unit in floating for e in unit] + stderr + notes + exits
-    return _renumber_server_requests(ordered)
+            main.append((index, event))
+    floating.sort(key=lambda unit: (unit[0][1].get("kind", ""), unit[0][1].get("method", ""), _content_key(unit[0][1])))
+    ordered = main + [item for unit in floating for item in unit] + stderr + notes + exits
+    if positions is not None:
+        positions[:] = [index for index, _ in ordered]
+    return _renumber_server_requests([event for _, event in ordered])
 
 
 def _renumber_server_requests(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

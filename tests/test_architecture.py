@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 LAZY = {
     ("mcptape.cli", "mcptape.redact.redactor"): "only an error message pays for the redactor (~15 ms)",
     ("mcptape.cli", "traceback"): "only MCPTAPE_DEBUG=1 prints a traceback",
+    ("mcptape.commands.diff", "mcptape.config.load"): "pydantic, for `diff -c mcptape.yml` only",
     ("mcptape.commands.diff", "mcptape.report.terminal"): "rich, for the terminal report only (not --json)",
     ("mcptape.commands.play", "mcptape.replay.http"): "http.server and the HTTP framing, for --listen only",
     ("mcptape.commands.rec", "mcptape.record.http"): "httpx, for --listen only",

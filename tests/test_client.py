@@ -255,3 +255,35 @@ def test_a_missing_cwd_is_reported(tmp_path: Path) -> None:
 
     with pytest.raises(ServerError, match="working directory"):
         open_transport(StdioServer(command=["true"], cwd="nope"), base_dir=tmp_path, env={})
+
+
+def test_auto_falls_back_to_initialize_when_the_probe_is_refused_with_id_null() -> None:
+    # A legacy server that cannot tell which request it refuses answers with id null (as
+    # server-everything does over HTTP): under auto that is the probe's refusal, and the session
+    # opens with initialize; the probe and its refusal stay out of the tape.
+    client, peer = memory_pair()
+
+    def serve(peer: MemoryPeer) -> int:
+        while (line := peer.receive()) is not None:
+            msg = json.loads(line)
+            if msg.get("method") == "server/discover":
+                refusal = {"code": -32000, "message": "Bad Request: Server not initialized"}
+                peer.send(json.dumps({"jsonrpc": "2.0", "error": refusal, "id": None}).encode())
+            elif msg.get("method") == "initialize":
+                result = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "old"}}
+                peer.send(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode())
+            elif msg.get("method") == "tools/list":
+                peer.send(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": []}}).encode())
+        return 0
+
+    peer.serve(serve)
+    rec = run(client, [Step(action="list_tools")])
+    assert rec.error is None, rec.error
+    assert rec.negotiation == "fallback: initialize after -32000"
+    assert [e.get("method") for e in messages(rec)] == ["initialize", "initialize", "notifications/initialized",
+                                                         "tools/list", "tools/list"]
+    # A pinned 2026-07-28 gets no such leniency: the refusal is an error naming the protocol.
+    client, peer = memory_pair()
+    peer.serve(serve)
+    pinned = run(client, [Step(action="list_tools")], protocol="2026-07-28")
+    assert isinstance(pinned.error, ServerError) and "refused protocol 2026-07-28" in pinned.error.message

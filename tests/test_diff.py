@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -98,14 +99,23 @@ def test_changed_arguments_pair_with_the_same_tool() -> None:
     assert "params.arguments.b" in paths and "result.content[0].text" in paths
 
 
-def test_drifts_are_in_fresh_order_and_first_is_first() -> None:
-    g = base().tool("add", {"a": 1, "b": 1}, "2").tool("divide", {"a": 1, "b": 0}, error={"code": -32602, "message": "x"})
-    f = base().tool("add", {"a": 1, "b": 1}, "3").tool("divide", {"a": 1, "b": 0}, error={"code": -32000, "message": "x"})
+def test_the_headline_is_the_most_severe_drift_and_the_rest_are_in_fresh_order() -> None:
+    # Issue 18: a structural verdict is headed by a structural drift, not by an earlier output one.
+    g = (base().tool("add", {"a": 1, "b": 1}, "2").tool("divide", {"a": 1, "b": 0}, error={"code": -32602, "message": "x"})
+         .tool("mul", {"a": 2, "b": 2}, "4"))
+    f = (base().tool("add", {"a": 1, "b": 1}, "3").tool("divide", {"a": 1, "b": 0}, error={"code": -32000, "message": "x"})
+         .tool("mul", {"a": 2, "b": 2}, "5"))
     result = diff_tapes(g.tape(), f.tape())
     assert result.verdict == "structural"
-    assert [d.call.name for d in result.drifts if d.call] == ["add", "divide"]
-    assert result.first is not None
-    assert result.first.one_line("arith") == 'arith · step 2 · tools/call add {"a":1,"b":1} · result.content[0].text "2" → "3" (output)'
+    assert [d.call.name for d in result.drifts if d.call] == ["divide", "add", "mul"]
+    assert result.first is not None and result.first.severity == "structural"
+    assert result.first.one_line("arith").startswith("arith · step 3 · tools/call divide")
+    # Among drifts of one severity the first in the fresh tape heads the report.
+    g_out = base().tool("add", {"a": 1, "b": 1}, "2").tool("mul", {"a": 2, "b": 2}, "4")
+    f_out = base().tool("add", {"a": 1, "b": 1}, "3").tool("mul", {"a": 2, "b": 2}, "5")
+    out = diff_tapes(g_out.tape(), f_out.tape())
+    assert out.first is not None
+    assert out.first.one_line("arith") == 'arith · step 2 · tools/call add {"a":1,"b":1} · result.content[0].text "2" → "3" (output)'
 
 
 # --- result ------------------------------------------------------------------------------------
@@ -319,6 +329,13 @@ def test_schema_rules_end_to_end_fill_the_surface_table() -> None:
         ({"readOnlyHint": True}, {}, "breaking"),
         ({"title": "Add"}, {"title": "Sum"}, "cosmetic"),
         ({"idempotentHint": True}, {"idempotentHint": False}, "compatible"),
+        # Issue 18: compared after the MCP defaults. A hint that restates its default is cosmetic.
+        ({}, {"destructiveHint": True}, "cosmetic"),
+        ({"readOnlyHint": False}, {}, "cosmetic"),
+        ({}, {"openWorldHint": True, "idempotentHint": False}, "cosmetic"),
+        ({"readOnlyHint": True}, {"readOnlyHint": True, "destructiveHint": True}, "cosmetic"),
+        ({"destructiveHint": False}, {}, "breaking"),  # the default is destructive
+        ({}, {"destructiveHint": False}, "compatible"),
     ],
 )
 def test_annotation_changes(golden: dict[str, Any], fresh: dict[str, Any], kind: str) -> None:
@@ -512,8 +529,9 @@ def test_conformance_findings_of_the_fresh_tape_are_placed_and_follow_the_settin
     drift, finding = conf[0]
     assert finding.path == "8:result.content" and finding.fresh_line == 8 and finding.severity == "structural"
     assert drift.call is not None and (drift.call.method, drift.call.name) == ("tools/call", "t")
-    # In fresh-tape order: after the result drift of the same response, before anything later.
-    assert [fd.category for d in result.drifts for fd in d.findings][:2] == ["result", "conformance"]
+    # The structural conformance drift heads the report (issue 18: the most severe first); the
+    # output drift of the same response follows it.
+    assert [fd.category for d in result.drifts for fd in d.findings][:2] == ["conformance", "result"]
 
     assert diff_tapes(g, f, DriftSettings(conformance="info"), conformance=True).verdict == "output"
     assert diff_tapes(g, f, DriftSettings(fail_on={"conformance": "output"}), conformance=True).verdict == "output"
@@ -775,3 +793,134 @@ def test_a_check_registered_in_one_registry_runs_in_that_diff_only() -> None:
     mine.session_checks["mine"] = lambda g_calls, f_calls: [(0, Finding("process", "output", "", "mine", kind="note"))]
     assert [d.findings[0].message for d in diff_tapes(g, f, checks=mine).drifts] == ["mine"]
     assert diff_tapes(g, f).verdict == "same" and "mine" not in default_checks().session_checks
+
+
+# --- issue 18: the headline, and tapes of one session by different clients --------------------
+
+
+def test_handshake_metadata_and_the_clients_own_change_do_not_head_a_call_that_drifted() -> None:
+    # A new serverInfo and capability (output, in initialize) come before the call's drift in
+    # the tape; the call's drift heads the report all the same.
+    init = {**INIT_RESULT, "serverInfo": {"name": "calc", "version": "2"},
+            "capabilities": {**INIT_RESULT.get("capabilities", {}), "prompts": {}}}
+    g = base().tool("add", {"a": 1, "b": 1}, "2")
+    f = base(init_result=init).tool("add", {"a": 1, "b": 1}, "3")
+    result = diff_tapes(g.tape(), f.tape())
+    assert result.first is not None and result.first.call is not None
+    assert (result.first.call.method, result.first.call.name) == ("tools/call", "add"), result.first.one_line()
+    assert any(d.call is not None and d.call.method == "initialize" for d in result.drifts[1:])
+    # A client that declared other capabilities (its config) changed only its own request: the
+    # server's answer to a call still heads the report.
+    mine = base().tool("add", {"a": 1, "b": 1}, "3")
+    for event in mine.events[:2]:  # the initialize request and the echo of its params in the answer
+        params = event["msg"]["params"] if event["kind"] == "request" else event["params"]
+        params["capabilities"] = {"roots": {}}
+    result = diff_tapes(g.tape(), mine.tape())
+    assert [d.call.method for d in result.drifts if d.call] == ["tools/call", "initialize"], \
+        [d.one_line() for d in result.drifts]
+
+
+def test_empty_params_and_empty_arguments_are_absent_ones() -> None:
+    g = base().call("prompts/get", {"name": "p"}, {"messages": []}).call("resources/list", None, {"resources": []})
+    f = base().call("prompts/get", {"name": "p", "arguments": {}}, {"messages": []}).call("resources/list", {}, {"resources": []})
+    assert diff_tapes(g.tape(), f.tape()).verdict == "same"
+    # Control: arguments that say something are compared.
+    h = base().call("prompts/get", {"name": "p", "arguments": {"x": "1"}}, {"messages": []}).call("resources/list", {}, {"resources": []})
+    assert diff_tapes(g.tape(), h.tape()).verdict != "same"
+
+
+def test_a_refused_discover_probe_before_initialize_is_negotiation_not_a_call() -> None:
+    from mcptape.tape.events import note_event
+    from mcptape.tape.format import Tape, make_header
+
+    g = base().tool("add", {"a": 1, "b": 1}, "2").tape()
+    probe = [
+        {"kind": "request", "dir": C2S, "id": 0, "method": "server/discover",
+         "msg": {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}}},
+        note_event("http", {"request": "POST", "status": 400}),
+        {"kind": "error", "dir": S2C, "id": None,
+         "msg": {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "Bad Request: Server not initialized"}}},
+    ]
+    f = Tape(make_header("t", protocol="2025-06-18"), probe + g.events, g.footer)
+    assert diff_tapes(g, f).verdict == "same"
+    # Control: the same probe *answered* (a 2026-07-28 server) and no initialize after it is a session of its own.
+    answered = [probe[0], {"kind": "response", "dir": S2C, "id": 0, "method": "server/discover",
+                           "msg": {"jsonrpc": "2.0", "id": 0, "result": {"supportedVersions": ["2026-07-28"]}}}]
+    later = [e for e in g.events if e.get("method") not in ("initialize", "notifications/initialized")]
+    assert diff_tapes(g, Tape(make_header("t"), answered + later, g.footer)).verdict != "same"
+
+
+def test_conformance_findings_the_golden_has_too_are_known_and_only_new_ones_fail() -> None:
+    # An unchanged server that breaks the MCP schema (an old release's inputSchema without `type`)
+    # must not fail every run; the day it breaks another rule, that one is drift.
+    broken = base().tool("t", {}, result={"content": "not a list"}).tool("u", {}, "ok")
+    same = diff_tapes(broken.tape(), broken.tape(), conformance=True)
+    assert same.verdict == "same", [d.one_line() for d in same.drifts]
+    known = [f for d in same.drifts for f in d.findings if f.category == "conformance"]
+    assert known and all(f.severity == "info" and f.message.startswith("known: ") for f in known)
+    worse = base().tool("t", {}, result={"content": "not a list"}).tool("u", {}, result={"content": 7})
+    result = diff_tapes(broken.tape(), worse.tape(), conformance=True)
+    assert result.verdict == "structural"
+    new = [(d.call.name if d.call else None, f.severity) for d in result.drifts for f in d.findings
+           if f.category == "conformance" and f.severity != "info"]
+    assert new == [("u", "structural")], [d.one_line() for d in result.drifts]
+
+
+def test_paginated_lists_are_compared_as_one_list() -> None:
+    # Issue 18: a golden walked 3 pages of resources; today's server has one page, and the
+    # resource that was on page 3 is gone. That is one removed resource, no "call removed".
+    def res(n: int) -> dict[str, Any]:
+        return {"uri": f"test://r/{n}", "name": f"r{n}"}
+
+    g = (base().call("resources/list", None, {"resources": [res(1), res(2)], "nextCursor": "p2"})
+         .call("resources/list", {"cursor": "p2"}, {"resources": [res(3), res(4)], "nextCursor": "p3"})
+         .call("resources/list", {"cursor": "p3"}, {"resources": [res(5)]}))
+    f = base().call("resources/list", None, {"resources": [res(1), res(2), res(3), res(4)]})
+    result = diff_tapes(g.tape(), f.tape())
+    assert ("call", "removed") not in kinds(result), [d.one_line() for d in result.drifts]
+    assert result.surface.removed == ["resource:test://r/5"], result.surface
+    # The same resources cut into other pages are the same list.
+    again = (base().call("resources/list", None, {"resources": [res(1)], "nextCursor": "a"})
+             .call("resources/list", {"cursor": "a"}, {"resources": [res(2), res(3), res(4), res(5)]}))
+    assert diff_tapes(g.tape(), again.tape()).verdict == "same"
+
+
+def test_a_json_rpc_error_that_became_an_is_error_result_is_named_with_both_forms() -> None:
+    unknown = {"code": -32603, "message": "Unknown tool: delete_graph"}
+    g = base().tool("delete_graph", {}, error=unknown)
+    f = base().tool("delete_graph", {}, result={"content": [{"type": "text", "text": "Tool delete_graph not found"}],
+                                                "isError": True})
+    result = diff_tapes(g.tape(), f.tape())
+    assert result.verdict == "structural"
+    message = result.drifts[0].findings[0].message
+    assert message == 'JSON-RPC error -32603 "Unknown tool: delete_graph" → isError result "Tool delete_graph not found"'
+    back = diff_tapes(f.tape(), g.tape()).drifts[0].findings[0].message
+    assert back == 'isError result "Tool delete_graph not found" → JSON-RPC error -32603 "Unknown tool: delete_graph"'
+    # A real result (no isError) after an error is still "→ result".
+    ok = base().tool("delete_graph", {}, "deleted")
+    assert diff_tapes(g.tape(), ok.tape()).drifts[0].findings[0].message.endswith("→ result")
+
+
+def test_arrays_of_objects_with_a_natural_key_are_aligned_by_it() -> None:
+    from mcptape.diff.values import changes
+
+    tape = {"type": "entity", "name": "tape", "entityType": "thing", "observations": ["recorded"]}
+    visitor = {"type": "entity", "name": "visitor", "entityType": "person", "observations": ["came by"]}
+    # One entity inserted at the front of a graph (server-memory's read_graph) is one added entity.
+    (added,) = changes({"entities": [tape]}, {"entities": [visitor, tape]}, "result")
+    assert (added.kind, added.path, added.after) == ("added", "result.entities[0]", visitor)
+    # ... in the JSON text copy too.
+    text = changes({"t": json.dumps({"entities": [tape]})}, {"t": json.dumps({"entities": [visitor, tape]})}, "r")
+    assert [(c.kind, c.path) for c in text] == [("added", "r.t(json).entities[0]")]
+    # A changed entity is found under its new place; a removed one at its old place.
+    older = dict(tape, observations=["recorded", "again"])
+    found = changes({"e": [visitor, tape]}, {"e": [older]}, "r")
+    assert [(c.kind, c.path) for c in found] == [("added", "r.e[0].observations[1]"), ("removed", "r.e[0]")]
+    # The same items in another order: one change that says so.
+    (order,) = changes({"e": [tape, visitor]}, {"e": [visitor, tape]}, "r")
+    assert order.note == "the same items by name, in another order"
+    # No item kept (a tool's one text content changed): by position, one change, not removed + added.
+    (text_changed,) = changes({"c": [{"text": "a", "type": "text"}]}, {"c": [{"text": "b", "type": "text"}]}, "r")
+    assert (text_changed.kind, text_changed.path) == ("changed", "r.c[0].text")
+    # No key (duplicates, or not objects): by position, as before.
+    assert [c.path for c in changes({"e": [1, 2]}, {"e": [0, 1, 2]}, "r")] == ["r.e[0]", "r.e[1]", "r.e[2]"]

@@ -137,3 +137,15 @@ def test_a_json_batch_holding_a_deep_message_splits_into_its_wire_messages() -> 
     deep = '{"jsonrpc":"2.0","id":2,"result":{"v":' + "[" * 100_000 + "0" + "]" * 100_000 + "}}"
     batch = ('[{"jsonrpc":"2.0","id":1,"result":{}},' + deep + "]").encode()
     assert parse_json_messages(batch) == [b'{"jsonrpc":"2.0","id":1,"result":{}}', deep.encode()]
+
+
+def test_an_http_4xx_to_a_request_refuses_that_request_but_credentials_and_notifications_stay_failures() -> None:
+    # Issue 18: server-everything answers server/discover over streamable HTTP with 400 (id null
+    # body); the transport says which request was refused, and client.py's auto falls back on it.
+    from mcptape.transports.http import _refusal
+
+    probe = {"jsonrpc": "2.0", "id": 0, "method": "server/discover"}
+    assert [_refusal(probe, status) for status in (400, 404, 405, 406)] == [(0, 400), (0, 404), (0, 405), (0, 406)]
+    assert _refusal(probe, 401) is None and _refusal(probe, 403) is None  # the connection's credentials
+    assert _refusal(probe, 500) is None  # a server fault, not a refusal
+    assert _refusal(None, 400) is None  # a notification's POST: no request to answer

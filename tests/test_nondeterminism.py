@@ -7,7 +7,14 @@ import re
 from typing import Any
 
 from mcptape.config.models import NormalizeRule
-from mcptape.nondeterminism import find_volatile, regex_candidate, suggest_rules, unfixed
+from mcptape.nondeterminism import (
+    carried_state,
+    find_volatile,
+    ignore_hint,
+    regex_candidate,
+    suggest_rules,
+    unfixed,
+)
 from mcptape.normalize import Normalizer
 from mcptape.tape.format import Tape
 
@@ -165,3 +172,30 @@ def test_a_value_whose_first_word_varies_gets_a_path_rule_not_a_suffix_regex() -
         "pattern": "(?<=Task )[A-Za-z0-9]+",
         "replace": "<ID>",
     }
+
+
+def test_state_carried_between_runs_is_told_from_volatility_and_gets_no_rule() -> None:
+    # server-memory with a store that outlives the run: run 1 creates the entity, later runs find it.
+    def run(created: list[str], graph: list[str], clock: str) -> Tape:
+        events = _call(1, "create_entities", {"content": [{"type": "text", "text": json.dumps(created)}],
+                                              "structuredContent": {"entities": created}}, 1)
+        events += _call(2, "read_graph", {"content": [], "structuredContent": {"entities": graph}}, 2)
+        events += _call(3, "now", {"content": [{"type": "text", "text": f"at {clock}"}]}, 3)
+        return Tape(header={}, events=events)
+
+    runs = [run(["tape"], ["tape"], "1"), run([], ["tape"], "2"), run([], ["tape"], "3")]
+    found = find_volatile(runs)
+    state = {v.path for v in found if carried_state(v)}
+    assert "result.structuredContent.entities" in state and "result.content[0].text(json)" in state
+    rules = suggest_rules(found)
+    assert [r.get("pattern") or r.get("path") for r in rules] == [r"(?<=at )\d+"]  # the clock only
+    assert unfixed(found, rules) == []  # state is not left over as "volatile, ignore it"
+    # A store that grows run after run is state too; a value that just varies is not.
+    growing = [run(["a"] * n, ["a"] * n, "1") for n in (1, 2, 3)]
+    assert any(carried_state(v) for v in find_volatile(growing))
+    assert not any(carried_state(v) for v in find_volatile([run([], [], c) for c in "123"]))
+
+
+def test_ignore_hints_are_scoped_to_the_call_they_come_from() -> None:
+    [clock] = [v for v in find_volatile(RUNS) if v.path == "result.content[0].text"]
+    assert ignore_hint(clock) == 'drift: {ignore: [{method: "tools/call", name: "start", path: "result.content[0].text"}]}'

@@ -69,11 +69,19 @@ def test_unchanged_event_keeps_its_raw_bytes() -> None:
 # -- built-in string rules ------------------------------------------------------------------------
 
 
+def at(iso: str) -> float:
+    """Epoch seconds of an ISO date-time: the `now` a test's Normalizer judges dates against."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso).timestamp()
+
+
 def test_builtin_rules_replace_timestamps_uuids_and_temp_paths_but_not_protocol_versions() -> None:
-    n = Normalizer()
+    n = Normalizer(now=at("2026-11-29T14:00:00+00:00"))
     text = "at 2026-11-29T13:44:48+00:00 task 123e4567-e89b-12d3-a456-426614174000 in /tmp/tmpab_12/out.txt"
     assert n.text(text) == "at <TIMESTAMP> task <UUID> in <TMP>/out.txt"
     assert n.text("2024-11-05") == "2024-11-05"
+    n = Normalizer(now=at("2024-01-02T12:00:00+00:00"))
     assert n.text("2024-01-02 03:04:05.123456") == "<TIMESTAMP>"
     assert n.text("2024-01-02T03:04Z") == "<TIMESTAMP>"
     assert n.text("/var/tmp/x and /home/tmp/y") == "/var/tmp/x and /home/tmp/y"
@@ -124,7 +132,7 @@ def test_json_inside_text_is_normalized_and_reserialized_deterministically() -> 
 
 
 def test_stderr_and_garbage_text_are_normalized() -> None:
-    n = Normalizer()
+    n = Normalizer(now=at("2026-01-01T00:00:05+00:00"))
     assert n.event({"kind": "stderr", "dir": "s2c", "text": "started 2026-01-01T00:00:00Z"})["text"] == "started <TIMESTAMP>"
 
 
@@ -250,7 +258,8 @@ def test_a_deep_message_is_normalized_as_text_and_keeps_a_true_wire_form() -> No
     deep = "[" * 100 + '"at 2025-11-29T13:53:24Z"' + "]" * 100
     line = '{"jsonrpc":"2.0","id":1,"result":{"when":"2025-11-29T13:53:24Z","v":' + deep + "}}"
     event = b.line("s2c", line.encode())
-    out = Normalizer().event(event)
+    n = Normalizer(now=at("2025-11-29T13:53:30+00:00"))
+    out = n.event(event)
     expected = line.replace("2025-11-29T13:53:24Z", "<TIMESTAMP>")
     assert out["raw"] == expected and wire_text(out) == expected
     assert json.loads(out["raw"])["result"]["when"] == "<TIMESTAMP>"
@@ -258,7 +267,42 @@ def test_a_deep_message_is_normalized_as_text_and_keeps_a_true_wire_form() -> No
     while isinstance(marker, list):
         marker = marker[0]
     assert "<TIMESTAMP>" in marker[DEEP_KEY]
-    assert Normalizer().event(out) == out  # idempotent: a golden normalized again is the same
+    assert n.event(out) == out  # idempotent: a golden normalized again is the same
     # Control: with nothing volatile the event, raw and all, is unchanged.
     calm = b.line("s2c", line.replace("2025-11-29T13:53:24Z", "then").replace('"id":1', '"id":2').encode())
     assert Normalizer().event(calm) == calm
+
+
+def test_the_clocks_dates_are_placeholders_and_pinned_dates_stay_visible() -> None:
+    # What a run stamps is near the moment it is normalized; a date the project pinned (a fixture
+    # repository's commit date) is not, and a changed pinned date must still be drift.
+    n = Normalizer(now=at("2026-12-02T00:57:14+00:00"))
+    assert n.text("Date:   2026-12-02 09:57:14+09:00") == "Date:   <TIMESTAMP>"
+    assert n.text("Date:   2024-01-02 03:04:05+00:00") == "Date:   2024-01-02 03:04:05+00:00"
+
+
+def test_the_date_formats_real_servers_print_are_normalized() -> None:
+    n = Normalizer(now=at("2026-12-02T00:57:14+00:00"))
+    js = "created: Wed Dec 02 2026 00:50:01 GMT+0000 (Coordinated Universal Time)"  # server-filesystem
+    pinned = "modified: Wed Jan 01 2025 00:00:00 GMT+0000 (Coordinated Universal Time)"
+    assert n.text(f"{js}\n{pinned}") == f"created: <TIMESTAMP>\n{pinned}"
+    assert n.text("Last-Modified: Wed, 02 Dec 2026 00:57:14 GMT") == "Last-Modified: <TIMESTAMP>"
+    assert n.text("Resource 1: created at 11:45:51 PM") == "Resource 1: created at <TIME>"  # server-everything
+    assert n.text("at 13:45:51 on the wall") == "at 13:45:51 on the wall"  # a 24-hour time in content is data
+    repr_ = "tzinfo=<git.objects.util.tzoffset object at 0x7f3a1c2b9e50>"  # mcp-server-git's git_show
+    assert n.text(repr_) == "tzinfo=<git.objects.util.tzoffset object at <ADDRESS>>"
+    now_ms = int(at("2026-12-02T00:57:00+00:00") * 1000)
+    assert n.value({"createdAt": now_ms, "count": now_ms}) == {"createdAt": "<TIMESTAMP>", "count": now_ms}
+
+
+def test_a_weekday_goes_with_the_date_it_belongs_to() -> None:
+    # mcp-server-time answers {"datetime": ..., "day_of_week": ...}: a normalized date takes its day along.
+    n = Normalizer(now=at("2026-12-02T00:57:14+00:00"))
+    now = {"timezone": "Asia/Tokyo", "datetime": "2026-12-02T09:57:14+09:00", "day_of_week": "Wednesday"}
+    assert n.value(now) == {"timezone": "Asia/Tokyo", "datetime": "<TIMESTAMP>", "day_of_week": "<DAY>"}
+    pinned = {"datetime": "2024-01-02T03:04:05+00:00", "day_of_week": "Tuesday"}
+    assert n.value(pinned) == pinned
+    schema = {"properties": {"datetime": {"type": "string"}, "day_of_week": {"type": "string"}}}
+    assert n.value(schema) == schema  # the outputSchema that names the same keys is left alone
+    text = json.dumps({"source": now}, indent=2)  # the JSON text copy of the same answer
+    assert json.loads(n.value({"t": text})["t"])["source"]["day_of_week"] == "<DAY>"

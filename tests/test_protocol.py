@@ -193,3 +193,20 @@ def test_input_required_tool_across_versions_pairs_with_the_legacy_elicitation()
                 res(0, {"supportedVersions": ["2026-07-28"], "_meta": {"io.modelcontextprotocol/serverInfo": INFO}}),
                 *greet_rounds()])
     assert findings(diff_tapes(old, new)) == [("protocol", "structural", "protocol")]
+
+
+def test_across_eras_a_feature_gained_or_lost_is_named_under_the_protocol_finding() -> None:
+    # Issue 18: mcp-server-time 0.6.2 declared only tools; today's release on 2026-07-28 also
+    # prompts and resources. What is inside a feature differs by era by design (listChanged).
+    richer = modern()
+    discover = richer.events[1]["msg"]["result"]
+    discover["capabilities"] = {"tools": {}, "prompts": {}, "resources": {}}
+    result = diff_tapes(legacy(), richer)
+    got = [(f.category, f.severity, f.kind, f.message) for d in result.drifts for f in d.findings if f.category == "session"]
+    assert got == [("session", "output", "capability_added", "capability added `prompts` (with the protocol change)"),
+                   ("session", "output", "capability_added", "capability added `resources` (with the protocol change)")]
+    assert result.drifts[0].findings[0].category == "protocol"
+    fewer = modern()
+    fewer.events[1]["msg"]["result"]["capabilities"] = {}
+    lost = [(f.severity, f.kind) for d in diff_tapes(legacy(), fewer).drifts for f in d.findings if f.category == "session"]
+    assert lost == [("structural", "capability_removed")]

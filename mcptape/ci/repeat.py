@@ -14,7 +14,7 @@ from mcptape.errors import (
     EXIT_COULD_NOT_RUN,
     McptapeError,
 )
-from mcptape.nondeterminism import find_volatile, suggest_rules, unfixed
+from mcptape.nondeterminism import carried_state, find_volatile, ignore_hint, suggest_rules, unfixed, whole
 from mcptape.normalize import Normalizer, canonical_order
 from mcptape.outlet import config_redactor
 from mcptape.tape.format import Tape
@@ -132,21 +132,33 @@ def _session_findings(rep: Repeated, runs: int) -> _SessionFindings:
     left += [v for v in unfixed(volatiles, suggested) if (v.where, v.path) not in {(x.where, x.path) for x in left}]
     known = {(v.where, v.path) for v in volatiles}
     covered = [v for v in find_volatile(_tapes(rep.raw)) if v.kind == "value" and (v.where, v.path) not in known]
-    values = [v for v in volatiles if v.kind == "value"]
-    others = [v for v in volatiles if v.kind != "value"]
-    if values or others:
+    state = [v for v in volatiles if carried_state(v)]
+    values = [v for v in volatiles if v.kind == "value" and v not in state]
+    others = [v for v in volatiles if v.kind != "value" and v not in state]
+    left = [v for v in left if v not in state]
+    if values or others or state:
         out.exit_code = max(out.exit_code, 1)
-        out.lines.append(f"{name}: {len(values)} volatile value(s), {len(others)} difference(s) no rule can fix")
+        out.lines.append(f"{name}: {len(values)} volatile value(s), {len(others)} difference(s) no rule can fix"
+                         + (f", {len(state)} carried over between runs (state)" if state else ""))
         out.lines.extend(f"    {v.line()}" for v in values)
     elif not rep.errors:
         out.lines.append(f"{name}: stable in {len(rep.normalized)} runs")
+    if state:
+        out.lines.append("    state carried between runs, not volatility (the first run differs from the rest, or "
+                         "a list grows run by run): the server keeps a store across runs. Reset it per run "
+                         "(a fresh store file, a sandbox: see `sandbox:`), do not normalize it; no rule is proposed:")
+        out.lines.extend(f"      {v.line()}" for v in state)
     if covered:
         out.lines.append(f"    already normalized (built-in rules or yours), {len(covered)} place(s):")
         out.lines.extend(f"      {v.line()}" for v in covered[:10])
     out.advice.extend(f"  {name} · {v.line()}\n    → {v.advice}" for v in others)
-    out.advice.extend(f"  {name} · {v.line()}\n    → no normalize rule found that makes it stable; "
-                      f"ignore it with drift: {{ignore: [{{path: \"{v.path}\"}}]}} if it is expected to vary"
-                      for v in left)
+    for v in left:
+        if whole(v):  # an ignore of a whole array would hide every change in it
+            out.advice.append(f"  {name} · {v.line()}\n    → a whole list or object differs between runs: no rule "
+                              "is proposed (it would hide every change inside); make the answer stable")
+        else:
+            out.advice.append(f"  {name} · {v.line()}\n    → no normalize rule found that makes it stable; "
+                              f"ignore it with {ignore_hint(v)} if it is expected to vary")
     return out
 
 

@@ -1,8 +1,14 @@
-"""`mcptape diff A B [--json] [--conformance]`: read two tapes, diff them, print the verdict, exit 0/1/2 (3: unreadable).
+"""`mcptape diff A B [-c mcptape.yml] [--raw] [--json] [--conformance]`: read two tapes, diff them,
+print the verdict, exit 0/1/2 (3: unreadable tape or config).
 
 Reading and printing only: the pair of tapes is tape/reader.py's `read_pair`, the comparison
 diff/engine.py's, the rendering report/terminal.py's. diff is not a wire command, so its report
 goes to stdout. rich is imported only to print the terminal report (`--json` does without it).
+
+Both tapes are compared as `mcptape ci` compares a fresh tape with its golden: through
+normalize.py's built-in rules (values, then the canonical order of racing notifications, on
+both sides, since a `rec` tape keeps them where they landed), and with `-c` also through that
+config's `normalize:` rules and `drift:` settings. `--raw` compares the bytes' meaning as recorded.
 """
 
 from __future__ import annotations
@@ -13,13 +19,19 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcptape.commands.terminal import print_report
 from mcptape.diff.engine import diff_tapes
+from mcptape.diff.protocol import without_refused_probe
 from mcptape.logsafe import ci_log_block, escape_controls
+from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.tape.events import recording_notes
+from mcptape.tape.format import Tape
 from mcptape.tape.reader import read_pair
+
+if TYPE_CHECKING:
+    from mcptape.config.models import DriftSettings
 
 
 @dataclass(frozen=True)
@@ -29,18 +41,39 @@ class Options:
     json: bool
     conformance: bool
     exiting: bool  # the process ends right after (the console script): see run
+    raw: bool = False  # no normalization at all
+    config: str | None = None  # mcptape.yml whose normalize/drift rules apply
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
         return cls(golden=args.a, fresh=args.b, json=bool(args.json), conformance=bool(args.conformance),
-                   exiting=bool(getattr(args, "exiting", False)))
+                   exiting=bool(getattr(args, "exiting", False)), raw=bool(getattr(args, "raw", False)),
+                   config=getattr(args, "config", None))
 
 
 def run(options: Options) -> int:
     # Parsing builds millions of acyclic objects; full GC passes over them only cost time.
     gc.disable()
+    drift: DriftSettings | None = None
+    normalizer: Normalizer | None = None
+    if options.config is not None:
+        from mcptape.config.load import load_config  # pydantic: only a diff that reads a config pays for it
+
+        loaded = load_config(options.config)  # ConfigError -> exit 3 in cli.py
+        drift = loaded.config.drift
+        if not options.raw:
+            normalizer = Normalizer(loaded.config.normalize, paths=session_paths(config_dir=loaded.base_dir))
+    elif not options.raw:
+        normalizer = Normalizer()
     golden, fresh = read_pair(options.golden, options.fresh)  # TapeError -> exit 3 in cli.py
-    result = diff_tapes(golden, fresh, conformance=options.conformance)
+    # A refused discover probe leaves first: the canonical order would move its HTTP note away from it.
+    golden, fresh = without_refused_probe(golden), without_refused_probe(fresh)
+    as_sent = fresh
+    if normalizer is not None:
+        memo: dict[int, dict[str, Any]] = {}  # read_pair shares the objects of identical lines: once each
+        golden, fresh = _normalized(golden, normalizer, memo), _normalized(fresh, normalizer, memo)
+    result = diff_tapes(golden, fresh, drift, conformance=options.conformance,
+                        as_sent=_in_order_of(as_sent, fresh) if options.conformance else None)
     # A limit mcptape hit while recording either tape (a message nested too deep) shaped how it
     # was compared: said with the verdict, never left to the tapes alone.
     notes = [f"{side} tape: {line}" for side, tape in (("golden", golden), ("fresh", fresh))
@@ -67,3 +100,29 @@ def run(options: Options) -> int:
         sys.stderr.flush()
         os._exit(result.exit_code)
     return result.exit_code
+
+
+def _normalized(tape: Tape, normalizer: Normalizer, memo: dict[int, dict[str, Any]]) -> Tape:
+    """The tape as ci compares it: values normalized, racing notifications in canonical order,
+    each event keeping its line in the file (for the report's `fresh:LINE`)."""
+    events = []
+    for event in tape.events:
+        done = memo.get(id(event))
+        if done is None:
+            done = memo[id(event)] = normalizer.event(event)
+        events.append(done)
+    positions: list[int] = []
+    ordered = canonical_order(events, positions, copy=False)  # shared objects stay shared (diff's shortcut)
+    return Tape(header=tape.header, events=ordered, footer=tape.footer, path=tape.path,
+                event_lines=[tape.line_of(i) for i in positions])
+
+
+def _in_order_of(raw: Tape, normalized: Tape) -> Tape:
+    """The recorded fresh tape, not normalized (the conformance check reads what was sent), in
+    the normalized tape's order (the engine places its findings by position)."""
+    if raw is normalized:
+        return raw
+    positions: list[int] = []
+    ordered = canonical_order(raw.events, positions)
+    return Tape(header=raw.header, events=ordered, footer=raw.footer, path=raw.path,
+                event_lines=[raw.line_of(i) for i in positions])

@@ -18,7 +18,9 @@ report.model.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked aga
                   capability_changed (structural if a feature went from true to false, else output) ·
                   server_info | changed (output)
     result        changed | added | removed (output)
-    error         result_to_error | error_to_result | is_error | code (structural) · message | data (output)
+    error         result_to_error | error_to_result (an isError result counts as a result: a JSON-RPC
+                  error that became one, or back, names both forms, since the call still fails,
+                  reported another way) | is_error | code (structural) · message | data (output)
     notification  added | removed | changed | order (output)
     process       no_answer | answered | crash (structural: crashed, or fresh tape cut short) ·
                   exit | garbage | note (output)
@@ -148,9 +150,17 @@ def check_answer(pair: Pair) -> list[Finding]:
                              None, _answer_summary(f.answer), "answered")]
     ga, fa = g.answer, f.answer
     if "error" in ga and "error" not in fa:
+        if _is_error_result(fa.get("result")):  # the call still fails, reported another way
+            return [pair.finding("error", "structural", "",
+                                 f"JSON-RPC error {_error_brief(ga)} → isError result {_error_result_brief(fa)}",
+                                 ga.get("error"), clip(fa.get("result")), "error_to_result")]
         return [pair.finding("error", "structural", "", f"error {_error_brief(ga)} → result",
                              ga.get("error"), clip(fa.get("result")), "error_to_result")]
     if "error" in fa and "error" not in ga:
+        if _is_error_result(ga.get("result")):
+            return [pair.finding("error", "structural", "",
+                                 f"isError result {_error_result_brief(ga)} → JSON-RPC error {_error_brief(fa)}",
+                                 clip(ga.get("result")), fa.get("error"), "result_to_error")]
         return [pair.finding("error", "structural", "", f"result → error {_error_brief(fa)}",
                              clip(ga.get("result")), fa.get("error"), "result_to_error")]
     if "error" in ga:
@@ -160,6 +170,19 @@ def check_answer(pair: Pair) -> list[Finding]:
         return []
     classifier = pair.result_classifiers.get(g.method, classify_result)
     return classifier(pair, ra, rb)
+
+
+def _is_error_result(result: Any) -> bool:
+    """A tool's failure reported as a result (`isError: true`), not as a JSON-RPC error."""
+    return isinstance(result, dict) and result.get("isError") is True
+
+
+def _error_result_brief(answer: dict[str, Any]) -> str:
+    """An isError result in a few words: its first text, as a reviewer would read it."""
+    content = (answer.get("result") or {}).get("content")
+    texts = [c.get("text") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)] \
+        if isinstance(content, list) else []
+    return show(texts[0]) if texts else "(no text)"
 
 
 def _error_brief(answer: dict[str, Any]) -> str:

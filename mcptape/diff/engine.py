@@ -1,14 +1,17 @@
 """diff_tapes: golden + fresh tape -> DiffResult. Pure: no I/O, no clock, no heavy imports.
 
-Builds the calls of both tapes (calls.py) — only inside the window where they are not the
+First both tapes lose what is negotiation, not calls (a refused `server/discover` probe,
+protocol.without_refused_probe) and have each paginated list walk merged into one answer
+(pages.py). Then it builds the calls of both tapes (calls.py) — only inside the window where they are not the
 same, closed stretches of events (calls.find_window; `_build` checks the window's two
 assumptions and widens it when they fail), and in the window's Stretches after it, whose calls
 pair one for one — pairs them (align.py), runs the registered classifiers (classify.py) on each
 pair that is not the same events on both sides (calls.Call.same_events: such calls cannot
 drift, which is what skipping the unchanged stretches relies on) and the session checks once,
-applies the project's DriftSettings, and groups what is left per call in fresh-tape order. With
-`conformance=True` the fresh tape's conformance findings (mcptape/conformance.py) join them,
-placed the same way.
+applies the project's DriftSettings, and groups what is left per call in fresh-tape order, the
+headline first (headline_rank). With `conformance=True` the fresh tape's conformance findings
+(mcptape/conformance.py) join them, placed the same way; those the golden tape has too are
+known (info), only new ones count (conformance_drifts).
 
 DriftSettings, as read here (config/models.py holds the model):
 - `added_surface`: severity of a tool/resource/prompt that appeared (default structural).
@@ -38,6 +41,7 @@ from mcptape.diff.align import Step, align
 from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, build_stretch, find_window
 from mcptape.diff.checks import Checks, default_checks
 from mcptape.diff.classify import Pair, SurfaceNote
+from mcptape.diff.pages import merged_pages
 from mcptape.diff.values import clip
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, SurfaceChanges
 from mcptape.tape.format import Tape
@@ -127,8 +131,8 @@ def diff_tapes(
     """Compare a golden (A) and a fresh (B) tape; drifts[0] is the first drifted call.
 
     With `conformance`, the fresh tape is also checked against the MCP schema of its protocol
-    revision (mcptape/conformance.py; only the fresh tape: the golden was checked when it was
-    fresh), at the severity `drift.conformance` (default structural), placed in tape order.
+    revision (mcptape/conformance.py), at the severity `drift.conformance` (default structural),
+    placed in tape order; a violation the golden tape holds too is known (info): a baseline.
     `as_sent` is the fresh recording before normalization, events in the same order (ci.py):
     it is the one checked then, since a normalize rule may rewrite a schema (`$..day_of_week`
     also hits an outputSchema's property of that name) into something the server never sent.
@@ -219,7 +223,10 @@ def _diff(
     golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None, registry: Checks
 ) -> DiffResult:
     policy = Policy.from_settings(drift)
-    raw_fresh = fresh
+    # Negotiation out, the pages of each list walk as one list (pages.py): both tapes alike.
+    golden = merged_pages(protocol.without_refused_probe(golden))
+    fresh = merged_pages(protocol.without_refused_probe(fresh))
+    baseline = golden  # as read (before the envelope is stripped), for the conformance baseline
     # 2026-07-28 envelope out, handshakes paired across eras (protocol.py); unchanged stretches skipped (calls.py)
     prep = protocol.prepare_pair(golden, fresh)
     golden, fresh = prep.golden, prep.fresh
@@ -231,11 +238,15 @@ def _diff(
     last_step = len(steps) + len(stretch_pairs)
     placed.extend(_session_drifts(g, f, policy, registry, last_step))
     if conformance is not None:
-        for pos, d in conformance_drifts(conformance, drift, policy):
-            placed.append((_prepared_index(raw_fresh, fresh, pos), last_step + 1, d))
+        for pos, d in conformance_drifts(conformance, drift, policy, baseline=baseline):
+            placed.append((_prepared_index(conformance, fresh, pos), last_step + 1, d))
 
     placed.sort(key=lambda t: (t[0], t[1]))
+    # The headline (drifts[0]) is the most severe drift; among equals a protocol change, then what
+    # a call of the session meets, before handshake metadata, and the client's own change last.
     real = [d for _, _, d in placed if d.severity != "info"]
+    if real:  # the rest stay in fresh-tape order, as a reviewer walks the session
+        real.insert(0, real.pop(min(range(len(real)), key=lambda i: headline_rank(real[i]))))
     info = [d for _, _, d in placed if d.severity == "info"]
     worst = max((_RANK[d.severity] for d in real), default=0)
     verdict: Any = {0: "same", 1: "output", 2: "structural"}[worst]
@@ -246,6 +257,31 @@ def _diff(
         a=str(golden.path) if golden.path else golden.name,
         b=str(fresh.path) if fresh.path else fresh.name,
     )
+
+
+_METADATA_KINDS = frozenset({"server_info", "changed", "capability_added", "capability_removed", "capability_changed"})
+
+
+def headline_rank(drift: Drift) -> tuple[int, int]:
+    """Which drift heads the report: the least key (the first in fresh-tape order among equals).
+
+    First the worst severity (structural, then output); then what it is about: 0 the protocol
+    (version or era: it explains what changes with it), 1 a call of the session, 2 handshake
+    metadata only (serverInfo, capabilities, instructions), 3 only what the client itself sent
+    differently (request `params`: what mcptape.yml scripted, such as the client capabilities
+    declared in `initialize`).
+    """
+    worst = max(_RANK[f.severity] for f in drift.findings)
+    top = [f for f in drift.findings if _RANK[f.severity] == worst]
+    if any(f.category == "protocol" or (f.category == "session" and f.kind == "protocol") for f in top):
+        about = 0
+    elif all(f.path == "params" or f.path.startswith(("params.", "params[")) for f in top):
+        about = 3
+    elif all(f.category == "session" and f.kind in _METADATA_KINDS for f in top):
+        about = 2
+    else:
+        about = 1
+    return -worst, about
 
 
 def _call_drifts(
@@ -323,15 +359,22 @@ def _session_drifts(g: TapeCalls, f: TapeCalls, policy: Policy, registry: Checks
 
 
 def conformance_drifts(
-    tape: Tape, drift: DriftSettings | None = None, policy: Policy | None = None
+    tape: Tape, drift: DriftSettings | None = None, policy: Policy | None = None, *, baseline: Tape | None = None
 ) -> list[tuple[int, Drift]]:
     """conformance.check_tape_placed on one tape, as (event index, Drift) per message, the project's
     drift settings applied (severity `drift.conformance`, `fail_on`, `ignore` with method/name
-    matched against the message's call). Builds the mcp-types models: 1-5 s once per process."""
+    matched against the message's call). Builds the mcp-types models: 1-5 s once per process.
+
+    `baseline` (the golden tape) makes the check a baseline one, as the conformance suite's list
+    of expected failures is: a violation the golden tape holds too (the same rule broken at the
+    same place of the same call) is known, reported at severity info with "known:" and does not
+    fail the run; only new ones count. So an unchanged server whose schemas break the MCP schema
+    checks green, and the day it breaks another rule, that rule is drift."""
     from mcptape.conformance import check_tape_placed
 
     policy = policy or Policy.from_settings(drift)
     severity: Severity = drift.conformance if drift is not None else "structural"
+    known = _conformance_keys(baseline, check_tape_placed(baseline)) if baseline is not None else set()
     groups: dict[tuple[int, bool], list[Finding]] = {}
     for pos, finding in check_tape_placed(tape, severity=severity):
         if finding.fresh_line is None and finding.kind != "version":
@@ -341,6 +384,10 @@ def conformance_drifts(
     for (pos, whole_tape), findings in groups.items():
         call = None if whole_tape else _message_call(tape, pos)
         kept = policy.apply(findings, call)
+        for finding in kept:
+            if finding.kind != "version" and _conformance_key(tape, pos, finding) in known:
+                finding.severity = "info"
+                finding.message = f"known: {finding.message} (the golden tape breaks it too)"
         if kept:
             ref = None
             if call is not None:
@@ -348,6 +395,22 @@ def conformance_drifts(
                 ref = CallRef(call.method, call.name, call.arguments, step if isinstance(step, int) else None)
             out.append((pos, Drift(ref, kept)))
     return out
+
+
+_LINE_PREFIX = re.compile(r"\A\d+:")
+
+
+def _conformance_key(tape: Tape, pos: int, finding: Finding) -> tuple[Any, ...]:
+    """What makes two conformance findings the same violation, whichever tape and line: the
+    message (direction, kind, method, tool/prompt/URI), the place in it and the rule broken."""
+    ev = tape.events[pos] if 0 <= pos < len(tape.events) else {}
+    call = _message_call(tape, pos)
+    return (ev.get("dir"), ev.get("kind"), ev.get("method"), call.name if call is not None else None,
+            _LINE_PREFIX.sub("", finding.path), finding.message, finding.kind)
+
+
+def _conformance_keys(tape: Tape, placed: list[tuple[int, Finding]]) -> set[tuple[Any, ...]]:
+    return {_conformance_key(tape, pos, f) for pos, f in placed if f.kind != "version"}
 
 
 def _message_call(tape: Tape, pos: int) -> Call | None:
@@ -363,8 +426,9 @@ def _message_call(tape: Tape, pos: int) -> Call | None:
 
 
 def _prepared_index(raw: Tape, prepared: Tape, pos: int) -> int:
-    """Where event `pos` of the raw fresh tape sits in the prepared one (the same index unless the
-    handshake left it across protocol eras): by tape line."""
+    """Where event `pos` of the raw fresh tape (the one checked for conformance) sits in the
+    prepared one (the same index unless a refused probe or, across protocol eras, the handshake
+    left it): by tape line."""
     if prepared is raw or prepared.events is raw.events:
         return pos
     return bisect.bisect_left(prepared.event_lines, raw.line_of(pos))

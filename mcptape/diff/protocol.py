@@ -8,18 +8,25 @@ reports the change (`check_protocol`, which checks.py registers as "protocol"; i
 classify.check_protocol_version about everything that is not a change of era). Pairing and
 classifying stay calls.py's, align.py's and classify.py's.
 
+Negotiation (in any pair of tapes): a `server/discover` probe refused before `initialize` (an
+error of any code, an error with id null, an HTTP refusal noted by `rec --listen`) leaves the
+tape before anything is compared (`without_refused_probe`): it is how client and server agreed.
+
 Envelope (never behaviour, in any pair of tapes):
 - results: `resultType: "complete"`, `cacheScope`, `ttlMs`, `_meta["io.modelcontextprotocol/serverInfo"]`
   (a `server/discover` result's serverInfo moves to `result.serverInfo`, where classify.py's
   session classifier reports a changed one, as it does for `initialize`);
 - requests: `_meta` keys `io.modelcontextprotocol/protocolVersion`, `clientCapabilities`,
-  `clientInfo`, `logLevel` (params left empty by that are absent params, as on legacy).
+  `clientInfo`, `logLevel` (params left empty by that are absent params, as on legacy);
+  `params: {}` is absent params, and `arguments: {}` of tools/call and prompts/get is absent
+  arguments, in requests and notifications of the client alike (clients differ in this only).
 A change of era (one tape legacy, the other 2026-07-28) is ONE structural finding, category
 "protocol", placed first; beneath it the tapes are compared call by call as usual, except that
 - the handshakes (`initialize`, `server/discover`, `notifications/initialized`) are "the
   session": they leave the call list and their results are compared here (serverInfo, an output
   finding if it changed; capabilities differ by era by design — list-changed moved to
-  `subscriptions/listen` — and are named in the protocol finding, not judged);
+  `subscriptions/listen` — so only the features declared are compared, a feature lost is
+  structural and one gained output, as within an era, and the rest is named in the protocol finding);
 - a 2026-07-28 input-required round trip becomes what the legacy wire did for the same question:
   the interim call disappears, its `inputRequests` become server requests answered with the
   `inputResponses` of the retry, and the retry loses `inputResponses`/`requestState`. So the
@@ -67,14 +74,28 @@ def strip_meta_keys(meta: Any, keys: frozenset[str]) -> Any:
     return rest or None
 
 
-def strip_request_params(params: Any) -> Any:
-    """Request params without the 2026-07-28 envelope keys of `_meta`; None when nothing is left."""
-    if not isinstance(params, dict) or "_meta" not in params:
+# Requests whose `arguments: {}` says what no `arguments` says (the SDK sends `{}`, ci sends none).
+_EMPTY_ARGUMENTS_MEAN_NONE = frozenset({"tools/call", "prompts/get"})
+
+
+def strip_request_params(params: Any, method: Any = None) -> Any:
+    """Request params without the 2026-07-28 envelope keys of `_meta`; None when nothing is left.
+
+    Empty params are absent params (`"params": {}` from one client, none from another: one
+    request), and `arguments: {}` of a tools/call or prompts/get is no `arguments`.
+    """
+    if not isinstance(params, dict):
         return params
-    out = {k: v for k, v in params.items() if k != "_meta"}
-    meta = strip_meta_keys(params["_meta"], REQUEST_ENVELOPE)
-    if meta is not None:
-        out["_meta"] = meta
+    if not params:
+        return None
+    empty_arguments = method in _EMPTY_ARGUMENTS_MEAN_NONE and params.get("arguments") == {}
+    if "_meta" not in params and not empty_arguments:
+        return params
+    out = {k: v for k, v in params.items() if k != "_meta" and not (empty_arguments and k == "arguments")}
+    if "_meta" in params:
+        meta = strip_meta_keys(params["_meta"], REQUEST_ENVELOPE)
+        if meta is not None:
+            out["_meta"] = meta
     return out or None
 
 
@@ -104,12 +125,12 @@ def strip_event(event: Event) -> Event:
     """One event without envelope fields; the same object when it has none (big tapes stay cheap)."""
     kind = event.get("kind")
     msg = event.get("msg")
-    if not isinstance(msg, dict) or kind not in ("request", "response"):
+    if not isinstance(msg, dict) or kind not in ("request", "response", "notification"):
         return event
     out: Event | None = None
-    if kind == "request" and event.get("dir") == "c2s":
+    if kind in ("request", "notification") and event.get("dir") == "c2s":
         params = msg.get("params")
-        new = strip_request_params(params)
+        new = strip_request_params(params, event.get("method"))
         if new is not params:
             out = dict(event)
             out["msg"] = _with(msg, "params", new)
@@ -117,7 +138,7 @@ def strip_event(event: Event) -> Event:
         result = msg.get("result")
         new = strip_result(result, event.get("method"))
         echo = event.get("params")
-        new_echo = strip_request_params(echo)
+        new_echo = strip_request_params(echo, event.get("method"))
         if new is not result or new_echo is not echo:
             out = dict(event)
             out["msg"] = _with(msg, "result", new)
@@ -254,6 +275,53 @@ def collapse_input_rounds(events: list[Event], lines: list[int]) -> tuple[list[E
     return out, out_lines
 
 
+# --- a refused discover probe is negotiation (pure) -------------------------------------------
+
+
+def refused_probe(events: list[Event]) -> set[int]:
+    """Indexes of a refused `server/discover` probe before `initialize`: the probe, its error
+    answer (by id, or with id null), and the HTTP note of its refusal. Empty if there is none.
+
+    A client that probes first (FastMCP; ci's `auto` through `rec --listen`) and falls back to
+    `initialize` asked the same of the server as one that opened with `initialize`: the probe is
+    how the two agreed on a revision, not a call of the session. Only the events before the first
+    `initialize` request are looked at, and only when that request follows (a probe that was
+    answered, or a tape without initialize, is a 2026-07-28 session and keeps its discover).
+    """
+    probe: set[int] = set()
+    probe_ids: list[Any] = []
+    refused = False
+    for i, ev in enumerate(events):
+        kind, method = ev.get("kind"), ev.get("method")
+        if kind == "request" and ev.get("dir") == "c2s":
+            if method == "initialize":
+                return probe if refused else set()
+            if method != "server/discover":
+                return set()
+            probe.add(i)
+            probe_ids.append(ev.get("id"))
+        elif not probe:
+            continue
+        elif ((kind == "error" and ev.get("dir") == "s2c" and (ev.get("id") in probe_ids or ev.get("id") is None))
+              or (kind == "note" and ev.get("what") == "http")
+              # answered without 2026-07-28, and the client went on with initialize
+              or (kind == "response" and ev.get("id") in probe_ids)):
+            probe.add(i)
+            refused = True
+    return set()
+
+
+def without_refused_probe(tape: Tape) -> Tape:
+    """The tape without its refused probe (refused_probe); the same object when it has none."""
+    drop = refused_probe(tape.events)
+    if not drop:
+        return tape
+    lines = list(tape.event_lines) or [i + 2 for i in range(len(tape.events))]
+    keep = [i for i in range(len(tape.events)) if i not in drop]
+    return Tape(header=tape.header, events=[tape.events[i] for i in keep], footer=tape.footer, path=tape.path,
+                event_lines=[lines[i] for i in keep])
+
+
 # --- preparing a pair of tapes ---------------------------------------------------------------
 
 
@@ -383,10 +451,25 @@ def protocol_findings(g_header: dict[str, Any], f_header: dict[str, Any]) -> lis
         "(resultType, cacheScope, ttlMs, _meta serverInfo) is not compared, the calls are"
     )
     out = [Finding("protocol", "structural", "protocol", message, clip(before), clip(after), "changed")]
+    out.extend(_features(g_session.get("capabilities"), f_session.get("capabilities")))
     g_info, f_info = g_session.get("serverInfo"), f_session.get("serverInfo")
     if not json_equal(g_info, f_info):
         out.append(Finding("session", "output", "serverInfo", f"server {show(g_info)} → {show(f_info)}",
                            clip(g_info), clip(f_info), "server_info"))
+    return out
+
+
+def _features(a: Any, b: Any) -> list[Finding]:
+    """Capabilities across eras: which features the server declares (tools, resources, prompts,
+    logging, ...), by name only. What is inside one differs by era by design (list-changed
+    moved to `subscriptions/listen`), so it is not judged; a feature gained or lost is named,
+    as within an era: lost is structural, gained output (classify.py's session kinds)."""
+    fa = set(a) if isinstance(a, dict) else set()
+    fb = set(b) if isinstance(b, dict) else set()
+    out = [Finding("session", "structural", f"capabilities.{name}", f"capability removed `{name}` (with the protocol change)",
+                   clip(a[name]), None, "capability_removed") for name in sorted(fa - fb)]
+    out.extend(Finding("session", "output", f"capabilities.{name}", f"capability added `{name}` (with the protocol change)",
+                       None, clip(b[name]), "capability_added") for name in sorted(fb - fa))
     return out
 
 

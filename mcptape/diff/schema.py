@@ -344,19 +344,41 @@ def _properties(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> 
             yield SchemaChange(rpath, _wider(role), f"property `{name}` no longer required", sorted(ra), sorted(rb))
 
 
+# The MCP spec's defaults of ToolAnnotations: what an absent hint means. destructiveHint and
+# idempotentHint are meaningful only for a tool that is not read-only.
+ANNOTATION_DEFAULTS: dict[str, bool] = {
+    "readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True,
+}
+
+
+def effective_annotations(a: Any) -> dict[str, Any]:
+    """Tool annotations with the MCP defaults applied (a read-only tool is never destructive)."""
+    out: dict[str, Any] = {**ANNOTATION_DEFAULTS, **(a if isinstance(a, dict) else {})}
+    if out.get("readOnlyHint") is True:
+        out["destructiveHint"] = False
+        out["idempotentHint"] = True  # a read-only tool is idempotent by nature; nothing to compare
+    return out
+
+
 def annotation_changes(a: Any, b: Any, path: str) -> list[SchemaChange]:
-    """Tool annotations: losing readOnlyHint or gaining destructiveHint is breaking, text is cosmetic."""
+    """Tool annotations, compared after the MCP defaults (ANNOTATION_DEFAULTS): losing read-only or
+    becoming destructive is breaking, a hint that only restates its default is cosmetic, text is
+    cosmetic, other hints compatible."""
     a = a if isinstance(a, dict) else {}
     b = b if isinstance(b, dict) else {}
+    ea, eb = effective_annotations(a), effective_annotations(b)
     out: list[SchemaChange] = []
     for key in sorted(set(a) | set(b)):
         va, vb = a.get(key), b.get(key)
         if fast_same(va, vb):
             continue
         p = join(path, key)
-        if key == "readOnlyHint" and va is True and vb is not True:
+        if key in ANNOTATION_DEFAULTS and fast_same(ea.get(key), eb.get(key)):
+            out.append(SchemaChange(p, "cosmetic", f"{key} {show(va)} → {show(vb)} (the same under the MCP default "
+                                    f"{show(ANNOTATION_DEFAULTS[key])})", va, vb))
+        elif key == "readOnlyHint" and ea["readOnlyHint"] is True and eb["readOnlyHint"] is not True:
             out.append(SchemaChange(p, "breaking", "no longer read-only (readOnlyHint lost)", va, vb))
-        elif key == "destructiveHint" and vb is True and va is not True:
+        elif key == "destructiveHint" and eb["destructiveHint"] is True and ea["destructiveHint"] is not True:
             out.append(SchemaChange(p, "breaking", "became destructive (destructiveHint)", va, vb))
         elif key == "title" or isinstance(va, str) or isinstance(vb, str):
             out.append(SchemaChange(p, "cosmetic", f"{key} {show(va)} → {show(vb)}", va, vb))

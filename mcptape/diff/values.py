@@ -122,6 +122,10 @@ def _walk(a: Any, b: Any, path: str, level: int) -> Iterator[Change]:
                 yield Change(join(path, key), None, value, "added")
         return
     if isinstance(a, list) and isinstance(b, list):
+        key = natural_key(a, b)
+        if key is not None:
+            yield from _walk_keyed(a, b, key, path, level)
+            return
         common = min(len(a), len(b))
         for i in range(common):
             yield from _walk(a[i], b[i], join(path, i), level + 1)
@@ -141,6 +145,64 @@ def _walk(a: Any, b: Any, path: str, level: int) -> Iterator[Change]:
         yield Change(path, a, b, "changed", DEEP_TEXT_NOTE if deep_a or deep_b else None)
         return
     yield Change(path, a, b, "changed")
+
+
+# Fields that name an object among its siblings, in the order they are tried: MCP's tools,
+# prompts, resources and templates, a knowledge graph's entities, records with ids.
+NATURAL_KEYS = ("name", "uri", "uriTemplate", "id", "key")
+
+
+def natural_key(a: list[Any], b: list[Any]) -> str | None:
+    """The field that aligns two lists of objects by identity instead of position, or None.
+
+    Every item of both lists is an object holding the field with a scalar value unique within its
+    list: one of NATURAL_KEYS, else the first string field all items share that is unique in
+    both. Used only where the keys do not already line up position by position (then the two
+    alignments are one) and some item is in both lists (else nothing is kept to align on), so
+    one entity inserted at the front is one added item, not a change of every item after it.
+    """
+    if not a or not b or not all(isinstance(x, dict) and not is_deep(x) for x in (*a, *b)):
+        return None
+    shared = set(a[0])
+    for item in (*a[1:], *b):
+        shared &= set(item)
+    candidates = [k for k in NATURAL_KEYS if k in shared]
+    candidates += [k for k in a[0] if k in shared and k not in candidates and isinstance(a[0][k], str)]
+    for key in candidates:
+        ka, kb = [x[key] for x in a], [x[key] for x in b]
+        if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in (*ka, *kb)):
+            continue
+        if len(set(ka)) != len(ka) or len(set(kb)) != len(kb):
+            continue
+        if ka == kb or not set(ka) & set(kb):
+            # Lined up already, or no item kept: by position the changes read better ("A" → "B"
+            # of a content item, not one removed and one added).
+            return None
+        return key
+    return None
+
+
+def _walk_keyed(a: list[Any], b: list[Any], key: str, path: str, level: int) -> Iterator[Change]:
+    """Items paired by `key` (natural_key): changed and added in the fresh list's order (at their
+    fresh index), then removed ones (at their golden index); a pure reordering is one change."""
+    in_a = {item[key]: i for i, item in enumerate(a)}
+    in_b = {item[key] for item in b}
+    found = False
+    for j, item in enumerate(b):
+        i = in_a.get(item[key])
+        if i is None:
+            found = True
+            yield Change(join(path, j), None, item, "added", f"{key} {show(item[key])}")
+        else:
+            for change in _walk(a[i], item, join(path, j), level + 1):
+                found = True
+                yield change
+    for i, item in enumerate(a):
+        if item[key] not in in_b:
+            found = True
+            yield Change(join(path, i), item, None, "removed", f"{key} {show(item[key])}")
+    if not found:
+        yield Change(path, [x[key] for x in a], [x[key] for x in b], "changed", f"the same items by {key}, in another order")
 
 
 def show(value: Any) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
@@ -139,6 +140,16 @@ class _Proxy(Server):
     client: httpx.Client
     open_responses: set[httpx.Response]
     lock: threading.Lock
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops its connection (a reset, a closed pipe: a killed agent) is one
+        line on stderr, not socketserver's traceback; anything else is still reported in full."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            print(f"mcptape rec: a client disconnected mid-exchange ({type(error).__name__}); recording goes on",
+                  file=sys.stderr, flush=True)
+            return
+        super().handle_error(request, client_address)
 
 
 class ProxyHandler(BaseHTTPRequestHandler):

@@ -10,7 +10,9 @@ whole messages, one JSON-RPC line each, without their newline.
     stderr_tail()         the server's last words on stderr (or its output), for error messages
 
 A transport may also offer `stderr_lines` (every stderr line, in order), which the client
-records at the end of a session (stdio has them; HTTP servers have no stderr of their own).
+records at the end of a session (stdio has them; HTTP servers have no stderr of their own),
+and `spawned` (False when mcptape did not start the server, a `url:` without `start:`: an
+empty stderr_tail then says nothing about the server, and messages must not say it was silent).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from mcptape.errors import ServerError, ServerTimeout
+from mcptape.errors import RequestRefused, ServerError, ServerTimeout
 from mcptape.jsonrpc import loads, wire_dumps
 from mcptape.mcp import meta_version
 from mcptape.transports.sse import SESSION_HEADER, SseEvent, SseParser
@@ -224,6 +224,7 @@ class _HttpTransportBase:
         self.url = url
         self._configured = dict(headers)
         self._started = started
+        self.spawned = started is not None  # base.py: a `url:` server's silence says nothing
         self._client = new_client(httpx.Timeout(CONNECT_TIMEOUT, read=None))
         self._incoming: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._outgoing: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -303,11 +304,15 @@ class _HttpTransportBase:
                 if not self._closing.is_set():
                     self._fail(f"POST {self._safe_url()} for {_describe(msg)} failed: {type(e).__name__}: {e}")
 
-    def _fail(self, message: str, hint: str | None = None) -> None:
+    def _fail(self, message: str, hint: str | None = None, *, refused: tuple[Any, int] | None = None) -> None:
+        """Queue a ServerError; `refused` (request id, HTTP status) makes it a RequestRefused of that request."""
         tail = self.stderr_tail()
         if tail:
             message += f"\nserver output:\n{tail}"
-        self._incoming.put(ServerError(message, hint=hint))
+        if refused is not None:
+            self._incoming.put(RequestRefused(message, hint=hint, request_id=refused[0], status=refused[1]))
+        else:
+            self._incoming.put(ServerError(message, hint=hint))
 
     def _safe_url(self, url: str | None = None) -> str:
         """The URL without query or userinfo: either may carry a credential."""
@@ -363,6 +368,16 @@ class _HttpTransportBase:
                 hint="the server closed the stream early (crashed or restarted?)",
             )
         return answered
+
+
+def _refusal(request: Any, status: int) -> tuple[Any, int] | None:
+    """(id, status) when an HTTP status refuses this one request (4xx but credentials), else None.
+
+    401/403 are about the connection's credentials, not the request: they stay plain failures.
+    """
+    if request is None or not 400 <= status < 500 or status in (401, 403):
+        return None
+    return request["id"], status
 
 
 def _answers(data: bytes, want: str | None) -> bool:
@@ -464,6 +479,7 @@ class StreamableHttpTransport(_HttpTransportBase):
         self._fail(
             f"{self._safe_url()} answered {what} with HTTP {resp.status_code}: {_body_snippet(body) or '(empty body)'}",
             hint=hint,
+            refused=_refusal(request, resp.status_code),
         )
 
     def _open_get_stream(self) -> None:
@@ -567,9 +583,11 @@ class SseTransport(_HttpTransportBase):
         headers["Content-Type"] = "application/json"
         resp = self._client.post(self.endpoint, content=line, headers=headers)
         if resp.status_code >= 300:
+            is_request = isinstance(msg, dict) and "method" in msg and "id" in msg
             self._fail(
                 f"{self._safe_url(self.endpoint)} answered {_describe(msg)} with HTTP {resp.status_code}: "
-                f"{_body_snippet(resp.content) or '(empty body)'}"
+                f"{_body_snippet(resp.content) or '(empty body)'}",
+                refused=_refusal(msg if is_request else None, resp.status_code),
             )
 
 

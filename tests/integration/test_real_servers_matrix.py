@@ -258,16 +258,12 @@ def test_every_session_is_recorded_with_protocol_auto(matrix: Matrix) -> None:
     assert set(written) >= set(SESSIONS) - {"everything-http"}, matrix.golden.text()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: protocol auto gives up when server-everything answers "
-                   "server/discover over streamable HTTP with HTTP 400 (-32000), instead of falling back to initialize")
 def test_auto_opens_server_everything_over_streamable_http(matrix: Matrix) -> None:
     session = matrix.golden.session("everything-http")
     assert session["verdict"] == "updated", first_drift(session)
     assert matrix.golden.returncode == 0, matrix.golden.text()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: a server mcptape did not start is described as one that "
-                   "'wrote nothing to stderr'")
 def test_a_refused_probe_of_a_server_mcptape_did_not_start_says_so(tmp_path: Path) -> None:
     from tests.integration.http_helpers import background
 
@@ -284,12 +280,7 @@ def test_a_refused_probe_of_a_server_mcptape_did_not_start_says_so(tmp_path: Pat
     assert run.returncode == 0, run.text()
 
 
-NO_FALSE_DRIFT_XFAIL = {
-    "everything-http": "issue 18: protocol auto cannot open server-everything over streamable HTTP (exit 3 every run)",
-    "filesystem": "issue 18: get_file_info prints JavaScript Date.toString() dates (created/accessed differ in "
-                  "every checkout) and no built-in rule normalizes them",
-    "everything-clock": "issue 18: 'created at h:mm:ss AM/PM' in a dynamic resource is not normalized",
-}
+NO_FALSE_DRIFT_XFAIL: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("session", [
@@ -325,8 +316,6 @@ def test_a_new_commit_is_output_drift_naming_git_log(matrix: Matrix) -> None:
     assert headline.startswith("tools/call git_log"), headline
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: built-in normalization turns a pinned commit date into "
-                   "<TIMESTAMP>, so a changed commit date never shows as drift")
 def test_the_new_commit_shows_its_pinned_date(matrix: Matrix) -> None:
     assert matrix.changed_root is not None
     fresh = (matrix.changed_root / "fresh" / "git.tape.jsonl").read_text(encoding="utf-8")
@@ -358,16 +347,12 @@ def test_more_client_capabilities_give_server_everything_new_tools_structural(ma
     assert added, findings(s)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: the headline names the config's own change "
-                   "(initialize · params.capabilities.roots added, output) instead of the tools it added (structural)")
 def test_more_client_capabilities_headline_names_the_added_tools(matrix: Matrix) -> None:
     s, headline = _changed(matrix, "everything")
     assert headline.startswith("tools/list"), headline
     assert headline.endswith("(structural)"), headline
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: the time server's day_of_week goes with the (normalized) "
-                   "date, yet a golden recorded on another day drifts")
 def test_a_golden_recorded_on_another_day_is_not_drift(tmp_path: Path) -> None:
     # A golden of another day: recorded now without the matrix's day_of_week rule, then each
     # weekday in it moved on by one (the footer's crc32 recomputed over the bytes before it, as
@@ -394,8 +379,6 @@ def test_a_golden_recorded_on_another_day_is_not_drift(tmp_path: Path) -> None:
     assert run.session("time")["verdict"] == "same", first_drift(run.session("time"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: arrays of objects are diffed by position: one entity inserted "
-                   "at the front of the graph reads as changes of entities[0] plus an addition")
 def test_an_entity_inserted_at_the_front_is_one_finding(matrix: Matrix) -> None:
     # The changed store holds the visitor before the session adds `tape`: read_graph answers
     # [visitor, tape] where the golden has [tape]. Aligned by name, that is one added entity.

@@ -140,37 +140,26 @@ def test_a_changed_call_still_differs_among_client_recordings(recordings: Record
     assert changed and "hello changed tape" in json.dumps(changed), run.stdout[:3000]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: the SDK client's tape differs from ci's by where racing "
-                   "notifications/tools/list_changed land and by prompts/get `arguments: {}` vs absent")
 def test_rec_behind_the_sdk_client_is_the_same_as_ci(recordings: Recordings) -> None:
     assert_same(diff(recordings.stdio_pinned, recordings.tape("sdk-stdio")))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: FastMCP's refused server/discover probe reads as a structural "
-                   "'call added', and notification placement differs")
 def test_rec_behind_fastmcp_is_the_same_as_ci(recordings: Recordings) -> None:
     assert_same(diff(recordings.stdio_pinned, recordings.tape("fastmcp-stdio")))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: `params: {}` reads as 'params null → {}' drift on every "
-                   "request and notification")
 def test_rec_behind_a_raw_client_is_the_same_as_ci(recordings: Recordings) -> None:
     assert_same(diff(recordings.stdio_auto, recordings.tape("raw-stdio")))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: prompts/get `arguments: {}` (SDK over HTTP) reads as drift")
 def test_rec_listen_behind_the_sdk_client_is_the_same_as_ci(recordings: Recordings) -> None:
     assert_same(diff(recordings.http_pinned, recordings.tape("sdk-listen")))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: over HTTP FastMCP's refused probe (HTTP 400, id null) reads as "
-                   "'call added' twice (server/discover and an unnamed one) plus an HTTP note")
 def test_rec_listen_behind_fastmcp_is_the_same_as_ci(recordings: Recordings) -> None:
     assert_same(diff(recordings.http_pinned, recordings.tape("fastmcp-listen")))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: ci's protocol auto through rec --listen gives up on the "
-                   "HTTP 400 refusal of server/discover")
 def test_rec_listen_behind_ci_auto_is_the_same_as_ci(recordings: Recordings) -> None:
     tape = recordings.tape("ci-auto-listen")
     golden = recordings.root / "scratch-ci-auto" / "ci-auto.tape.jsonl"
@@ -178,8 +167,6 @@ def test_rec_listen_behind_ci_auto_is_the_same_as_ci(recordings: Recordings) -> 
     assert_same(diff(golden, tape))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: rec --listen prints socketserver tracebacks when a client "
-                   "disconnects")
 def test_rec_listen_logs_a_client_disconnect_in_one_line(tmp_path: Path) -> None:
     # A client that drops its connection (a reset, as a killed agent's socket is) while rec
     # waits for its next request; the clients above do so now and then when they close.
@@ -202,8 +189,6 @@ def test_rec_listen_logs_a_client_disconnect_in_one_line(tmp_path: Path) -> None
     assert "Traceback" not in listening.stderr, listening.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: mcptape diff applies no normalization: two rec tapes of an "
-                   "unchanged time server differ by the clock")
 def test_two_rec_tapes_of_an_unchanged_time_server_are_the_same(tmp_path: Path) -> None:
     steps: list[list[object]] = [["list_tools"], ["call", "get_current_time", {"timezone": "Asia/Tokyo"}]]
     server = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
@@ -214,8 +199,6 @@ def test_two_rec_tapes_of_an_unchanged_time_server_are_the_same(tmp_path: Path) 
     assert_same(diff(tmp_path / "time-1.tape.jsonl", tmp_path / "time-2.tape.jsonl"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: mcptape diff has no way to take the config's normalize rules "
-                   "(-c mcptape.yml)")
 def test_diff_takes_the_configs_rules(recordings: Recordings, tmp_path: Path) -> None:
     # A rule of the config makes the echoed message volatile: with -c, the changed echo is "same".
     config = tmp_path / "mcptape.yml"

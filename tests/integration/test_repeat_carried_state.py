@@ -69,8 +69,6 @@ def test_repeat_sees_the_store_change_between_runs(repeated: tuple[Path, Run]) -
     assert "create_entities" in run.stdout, run.text()  # it noticed the answer that differs
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: --repeat proposes `$..structuredContent.entities` and an unscoped "
-                   "ignore of result.content[0].text(json) for state carried between runs, never naming it state")
 def test_repeat_calls_carried_state_state_and_proposes_no_rule_for_it(repeated: tuple[Path, Run]) -> None:
     _, run = repeated
     assert re.search(r"\bstate\b", run.stdout) and re.search(r"fresh store|reset|sandbox", run.stdout), run.stdout
@@ -101,8 +99,6 @@ def test_without_suggestions_a_changed_store_is_caught(tmp_path: Path) -> None:
     assert (first_drift(changed.session("memory")) or "").startswith("tools/call read_graph"), changed.text()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: following every --repeat suggestion hides the whole "
-                   "read_graph answer: a store that really changed checks green (exit 0)")
 def test_following_every_suggestion_still_catches_a_changed_store(repeated: tuple[Path, Run]) -> None:
     root, run = repeated
     config = root / "mcptape.yml"

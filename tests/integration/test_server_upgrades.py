@@ -166,14 +166,7 @@ def test_every_old_and_current_release_is_recorded(upgrades: Upgrades) -> None:
     assert upgrades.recorded.verdicts() == dict.fromkeys(everyone, "updated"), upgrades.recorded.text()
 
 
-SELF_XFAIL = {
-    "filesystem-2025.7.1": "issue 18: conformance findings already in the golden (inputSchema without `type`) "
-                           "fail an unchanged server with exit 2",
-    "filesystem-2025.8.21": "issue 18: conformance findings already in the golden (inputSchema without `type`) "
-                            "fail an unchanged server with exit 2",
-    "git-2026-01": "issue 18 (new): git_show prints a Python repr with a memory address "
-                   "(<tzoffset object at 0x...>), different in every process, not normalized",
-}
+SELF_XFAIL: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("session", [
@@ -218,18 +211,7 @@ EXPECTED: dict[str, Expected] = {
                             "git_diff, git_checkout, git_show, git_branch added; git_show now answers"),
     "git-2026-01": Expected(2, r"^(tools/list |protocol )", "git_add's files gained minItems; legacy → 2026-07-28"),
 }
-UPGRADE_XFAIL = {
-    "filesystem-2025.7.1": "issue 18: headline is `initialize · capabilities.tools.listChanged added` (output) "
-                           "under a structural verdict",
-    "filesystem-2025.8.21": "issue 18: headline is `initialize · capabilities.tools.listChanged added` (output) "
-                            "under a structural verdict",
-    "memory-2026.1.26": "issue 18: annotations restating the MCP default (destructiveHint absent → true) "
-                        "read as 'became destructive', a breaking change: exit 2",
-    "everything-2025.9.25": "issue 18: headline is `initialize · capabilities.prompts.listChanged added` (output) "
-                            "instead of the removed tool `add`",
-    "time-2024-12": "issue 18: headline is an annotation change (output) under a structural verdict",
-    "time-2026-01": "issue 18: headline is an output finding under a structural verdict",
-}
+UPGRADE_XFAIL: dict[str, str] = {}
 
 
 def headline_of(s: dict[str, Any]) -> str:
@@ -251,8 +233,6 @@ def test_an_upgrade_gives_the_right_exit_code_and_headline(upgrades: Upgrades, s
     assert headline.endswith(f"({verdict})"), headline
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: annotations are compared without the MCP defaults: "
-                   "destructiveHint absent → true reads as 'became destructive' (breaking)")
 def test_annotations_are_compared_after_the_mcp_defaults(upgrades: Upgrades) -> None:
     for session in ("memory-2026.1.26", "filesystem-2025.8.21", "git-2026-01"):
         restated = [f["message"] for f in findings(upgrades.new_vs_old.session(session))
@@ -260,8 +240,6 @@ def test_annotations_are_compared_after_the_mcp_defaults(upgrades: Upgrades) -> 
         assert restated == [], (session, restated)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: paginated resources/list is compared page by page: resources "
-                   "past page 1 are never named, each vanished page reads as 'call removed'")
 def test_paginated_lists_are_compared_as_one_list(upgrades: Upgrades) -> None:
     s = upgrades.new_vs_old.session("everything-2025.9.25")
     found = findings(s)
@@ -273,8 +251,6 @@ def test_paginated_lists_are_compared_as_one_list(upgrades: Upgrades) -> None:
     assert "test://static/resource/100" in json.dumps(s["diff"]["surface"]["removed"])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: a JSON-RPC error that became an isError result reads "
-                   "'error -32603 \"…\" → result', as if the call now succeeds (and back: 'result → error')")
 def test_an_error_that_became_an_is_error_result_is_named_with_both_forms(upgrades: Upgrades) -> None:
     # server-memory 2025.8.4 answers an unknown tool with JSON-RPC -32603 "Unknown tool: delete_graph",
     # today's release with an isError result "MCP error -32602: Tool delete_graph not found";
@@ -287,8 +263,6 @@ def test_an_error_that_became_an_is_error_result_is_named_with_both_forms(upgrad
         assert ("isError" in text or "error result" in text) and code in text, (session, text)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: when the protocol changes from legacy to 2026-07-28, "
-                   "capability changes are not reported at all")
 def test_capability_changes_are_named_under_a_protocol_change(upgrades: Upgrades) -> None:
     # mcp-server-time 0.6.2 (mcp 1.x) declares only tools; today's release also prompts and resources.
     s = upgrades.new_vs_old.session("time-2024-12")
