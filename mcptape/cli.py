@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff = sub.add_parser("diff", help="compare two tapes: first drifted call, exit 0/1/2")
     diff.add_argument("a", help="the reference tape (golden)")
     diff.add_argument("b", help="the tape to check (fresh)")
-    diff.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    diff.add_argument("--json", metavar="FILE", help="write the verdict as JSON here (- for stdout, instead of the report)")
     diff.add_argument("-c", "--config", metavar="FILE",
                       help="apply this mcptape.yml's normalize: rules and drift: settings, as `mcptape ci` does")
     diff.add_argument("--raw", action="store_true",

@@ -34,12 +34,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 # Imports that stay inside a function, and why: each keeps a heavy import off a path that must
-# start fast (`mcptape --version`, `mcptape play`, `mcptape diff --json`) or that most runs never take.
+# start fast (`mcptape --version`, `mcptape play`, `mcptape diff --json -`) or that most runs never take.
 LAZY = {
     ("mcptape.cli", "mcptape.redact.redactor"): "only an error message pays for the redactor (~15 ms)",
     ("mcptape.cli", "traceback"): "only MCPTAPE_DEBUG=1 prints a traceback",
     ("mcptape.commands.diff", "mcptape.config.load"): "pydantic, for `diff -c mcptape.yml` only",
-    ("mcptape.commands.diff", "mcptape.report.terminal"): "rich, for the terminal report only (not --json)",
+    ("mcptape.commands.diff", "mcptape.report.terminal"): "rich, for the terminal report only (not --json -)",
     ("mcptape.commands.play", "mcptape.replay.http"): "http.server and the HTTP framing, for --listen only",
     ("mcptape.commands.rec", "mcptape.record.http"): "httpx, for --listen only",
     ("mcptape.commands.terminal", "mcptape.report.terminal"): "rich, off the path of play and rec (say)",

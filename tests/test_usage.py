@@ -108,3 +108,23 @@ def test_ls_and_show_json_say_what_their_tables_say(
     assert [e["line"] for e in shown["events"]] == [tape.line_of(i) for i in range(len(tape.events))]
     assert main(["show", str(TAPE), "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out) == shown
+
+
+def test_diff_json_is_a_file_or_dash_for_stdout_like_the_other_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    changed = tmp_path / "changed.tape.jsonl"
+    changed.write_text(TAPE.read_text(encoding="utf-8").replace('"text":"5"', '"text":"6"'), encoding="utf-8")
+    assert changed.read_text(encoding="utf-8") != TAPE.read_text(encoding="utf-8")  # a real change to find
+
+    assert main(["diff", str(TAPE), str(changed), "--json", "-"]) == 1
+    verdict = json.loads(capsys.readouterr().out)  # only JSON on stdout
+    assert verdict["exit_code"] == 1 and "add" in verdict["first_drift"]
+
+    out = tmp_path / "verdict.json"
+    assert main(["diff", str(TAPE), str(changed), "--json", str(out)]) == 1
+    assert "drift" in capsys.readouterr().out  # with a file, the report still goes to stdout
+    assert json.loads(out.read_text(encoding="utf-8")) == verdict
+
+    assert main(["diff", str(TAPE), str(TAPE), "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["first_drift"] is None

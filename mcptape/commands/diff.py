@@ -1,9 +1,10 @@
-"""`mcptape diff A B [-c mcptape.yml] [--raw] [--json] [--conformance]`: read two tapes, diff them,
+"""`mcptape diff A B [-c mcptape.yml] [--raw] [--json FILE] [--conformance]`: read two tapes, diff them,
 print the verdict, exit 0/1/2 (3: unreadable tape or config).
 
 Reading and printing only: the pair of tapes is tape/reader.py's `read_pair`, the comparison
 diff/engine.py's, the rendering report/terminal.py's. diff is not a wire command, so its report
-goes to stdout. rich is imported only to print the terminal report (`--json` does without it).
+goes to stdout; `--json FILE` writes the verdict as JSON too (`--json -`: on stdout, instead of the
+report). rich is imported only to print the terminal report (`--json -` does without it).
 
 Both tapes are compared as `mcptape ci` compares a fresh tape with its golden: through
 normalize.py's built-in rules (values, then the canonical order of racing notifications, on
@@ -21,13 +22,14 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcptape.commands.terminal import print_report
+from mcptape.commands.terminal import JSON_STDOUT, print_report
 from mcptape.diff.engine import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
 from mcptape.logsafe import ci_log_block, escape_controls
 from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import Tape
+from mcptape.tape.atomic import write_atomic
 from mcptape.tape.reader import read_pair
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 class Options:
     golden: str
     fresh: str
-    json: bool
+    json: str | None  # --json FILE; JSON_STDOUT for stdout
     conformance: bool
     exiting: bool  # the process ends right after (the console script): see run
     raw: bool = False  # no normalization at all
@@ -46,7 +48,7 @@ class Options:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(golden=args.a, fresh=args.b, json=bool(args.json), conformance=bool(args.conformance),
+        return cls(golden=args.a, fresh=args.b, json=args.json, conformance=bool(args.conformance),
                    exiting=bool(getattr(args, "exiting", False)), raw=bool(getattr(args, "raw", False)),
                    config=getattr(args, "config", None))
 
@@ -78,13 +80,16 @@ def run(options: Options) -> int:
     # was compared: said with the verdict, never left to the tapes alone.
     notes = [f"{side} tape: {line}" for side, tape in (("golden", golden), ("fresh", fresh))
              for line in recording_notes(tape.events)]
-    if options.json:
+    if options.json is not None:
         data = result.to_dict()
         data["first_drift"] = result.first.one_line() if result.first is not None else None
         data["notes"] = notes
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-        sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
-    else:
+        if options.json == JSON_STDOUT:  # framed, so no tape text in it acts as a CI log command
+            sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
+        else:
+            write_atomic(options.json, text.encode("utf-8"), what="JSON verdict")
+    if options.json != JSON_STDOUT:
         from mcptape.report.terminal import note_lines, render_diff  # rich, for this report only
 
         def render(console: Any) -> None:

@@ -80,7 +80,7 @@ def diff(a: Path, b: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 
 
 def diff_json(a: Path, b: Path) -> tuple[int, dict[str, Any]]:
-    proc = diff(a, b, "--json")
+    proc = diff(a, b, "--json", "-")
     assert proc.stderr == ""
     return proc.returncode, json.loads(proc.stdout)
 

@@ -78,7 +78,7 @@ def test_every_shipped_command_runs_installed(venv_bin: Path, example: Path, tmp
 
     golden = example / "tapes" / "arithmetic.tape.jsonl"
     assert installed(venv_bin, "diff", str(golden), str(golden), cwd=tmp_path).returncode == 0
-    diff = installed(venv_bin, "diff", str(golden), str(tmp_path / "fresh" / "arithmetic.tape.jsonl"), "--json", cwd=tmp_path)
+    diff = installed(venv_bin, "diff", str(golden), str(tmp_path / "fresh" / "arithmetic.tape.jsonl"), "--json", "-", cwd=tmp_path)
     assert diff.returncode == 1 and json.loads(diff.stdout)["verdict"] == "output"
 
     show = installed(venv_bin, "show", str(golden), cwd=tmp_path)

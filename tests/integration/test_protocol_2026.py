@@ -201,7 +201,7 @@ def test_play_serves_both_eras_to_the_sdk_client(
 
 
 def diff_json(project: Path, a: str, b: str) -> tuple[int, dict[str, Any]]:
-    done = mcptape("diff", "--json", a, b, cwd=project)
+    done = mcptape("diff", "--json", "-", a, b, cwd=project)
     return done.returncode, json.loads(done.stdout)
 
 

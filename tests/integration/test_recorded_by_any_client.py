@@ -133,7 +133,7 @@ def test_ci_through_rec_listen_is_the_same_as_ci_straight_to_the_server(recordin
 
 
 def test_a_changed_call_still_differs_among_client_recordings(recordings: Recordings) -> None:
-    run = diff(recordings.tape("sdk-stdio"), recordings.tape("sdk-stdio-changed"), "--json")
+    run = diff(recordings.tape("sdk-stdio"), recordings.tape("sdk-stdio-changed"), "--json", "-")
     assert run.returncode == 1, run.text()
     report = json.loads(run.stdout)
     changed = [d for d in report["drifts"] if (d["call"] or {}).get("name") == "echo"]
