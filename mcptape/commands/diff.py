@@ -27,9 +27,9 @@ from mcptape.diff.engine import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
 from mcptape.logsafe import ci_log_block, escape_controls
 from mcptape.normalize import Normalizer, canonical_order, session_paths
+from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import Tape
-from mcptape.tape.atomic import write_atomic
 from mcptape.tape.reader import read_pair
 
 if TYPE_CHECKING:
