@@ -25,7 +25,8 @@ through, in this order:
   5. on server stderr lines only (they are logs, and log prefixes carry the clock): slash dates
      `11/29/26` -> `<DATE>` and clock times `13:53:24` -> `<TIME>`.
 The clock's dates. A date is volatile when it is the clock's: within CLOCK_WINDOW_S (two days,
-which covers every timezone offset) of the moment the Normalizer judges it (`now`). What a run
+which covers every timezone offset) of the moment the Normalizer judges it (`now`) or of a moment
+it is told the tapes were written (`recorded`: `mcptape diff` passes the files' mtimes). What a run
 stamps (the time server's `datetime`, a fresh checkout's file times, "created at") is that; a
 date the project pins (a fixture repository's commit dates, set through GIT_AUTHOR_DATE, a
 file's mtime set on purpose) is far from it and stays visible, so a changed pinned date is
@@ -209,13 +210,17 @@ class Normalizer:
         *,
         paths: Mapping[str, str] | None = None,
         now: float | None = None,
+        recorded: Sequence[float] = (),
     ) -> None:
         """`rules`: config.NormalizeRule-like objects (path | pattern, replace).
 
         `paths`: absolute directory -> placeholder, e.g. {"/tmp/x/proj": "<CONFIG_DIR>"}.
         `now`: the moment dates are judged against (epoch seconds; default: the clock now).
+        `recorded`: other moments the clock's dates may come from: when the tapes were written
+        (`mcptape diff` of two rec tapes made last week judges their dates by then as well).
         """
         self.now = time.time() if now is None else now
+        self.moments = (self.now, *recorded)
         self.path_rules: list[_PathRule] = []
         self.regex_rules: list[tuple[re.Pattern[str], str]] = []
         for rule in rules:
@@ -269,8 +274,8 @@ class Normalizer:
         return s
 
     def is_clock(self, seconds: float | None) -> bool:
-        """Is this moment the clock's (within CLOCK_WINDOW_S of `now`)? An unreadable one is (None)."""
-        return seconds is None or abs(seconds - self.now) <= CLOCK_WINDOW_S
+        """Is this moment the clock's (within CLOCK_WINDOW_S of `now` or of a tape's writing)? An unreadable one is (None)."""
+        return seconds is None or any(abs(seconds - moment) <= CLOCK_WINDOW_S for moment in self.moments)
 
     def _clock(self, seconds_of: Callable[[str], float | None]) -> Callable[[re.Match[str]], str]:
         """A re.sub replacement: `<TIMESTAMP>` for a date near `now`, the date itself otherwise."""

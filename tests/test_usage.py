@@ -4,8 +4,10 @@ that hold across commands (`-u`, `--json FILE` with `-` for stdout) hold in each
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,24 @@ def test_diff_json_is_a_file_or_dash_for_stdout_like_the_other_commands(
 
     assert main(["diff", str(TAPE), str(TAPE), "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["first_drift"] is None
+
+
+def test_diff_judges_a_rec_tapes_clock_dates_by_when_it_was_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two rec tapes of a clock made a week ago: their dates are the clock's then, not pinned ones."""
+    week_ago = time.time() - 7 * 86400
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(week_ago))
+    later = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(week_ago + 61))
+    a, b = tmp_path / "a.tape.jsonl", tmp_path / "b.tape.jsonl"
+    a.write_text(TAPE.read_text(encoding="utf-8").replace('"text":"5"', f'"text":"{stamp}Z"'), encoding="utf-8")
+    b.write_text(TAPE.read_text(encoding="utf-8").replace('"text":"5"', f'"text":"{later}Z"'), encoding="utf-8")
+
+    # Judged by today's clock alone, a week-old date looks pinned, so the two differ (the control).
+    assert main(["diff", str(a), str(b), "--json", "-"]) == 1
+    assert stamp in json.loads(capsys.readouterr().out)["first_drift"]
+    for tape in (a, b):  # written when they were recorded
+        os.utime(tape, (week_ago, week_ago))
+    assert main(["diff", str(a), str(b), "--json", "-"]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(a), str(b), "--raw", "--json", "-"]) == 1  # the dates do differ

@@ -15,6 +15,7 @@ config's `normalize:` rules and `drift:` settings. `--raw` compares the bytes' m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -64,9 +65,10 @@ def run(options: Options) -> int:
         loaded = load_config(options.config)  # ConfigError -> exit 3 in cli.py
         drift = loaded.config.drift
         if not options.raw:
-            normalizer = Normalizer(loaded.config.normalize, paths=session_paths(config_dir=loaded.base_dir))
+            normalizer = Normalizer(loaded.config.normalize, paths=session_paths(config_dir=loaded.base_dir),
+                                    recorded=_written_at(options))
     elif not options.raw:
-        normalizer = Normalizer()
+        normalizer = Normalizer(recorded=_written_at(options))
     golden, fresh = read_pair(options.golden, options.fresh)  # TapeError -> exit 3 in cli.py
     # A refused discover probe leaves first: the canonical order would move its HTTP note away from it.
     golden, fresh = without_refused_probe(golden), without_refused_probe(fresh)
@@ -105,6 +107,16 @@ def run(options: Options) -> int:
         sys.stderr.flush()
         os._exit(result.exit_code)
     return result.exit_code
+
+
+def _written_at(options: Options) -> tuple[float, ...]:
+    """When the two tape files were last written: a rec tape's clock dates are near that moment,
+    however long ago it was recorded (a golden's dates are placeholders already)."""
+    moments = []
+    for path in (options.golden, options.fresh):
+        with contextlib.suppress(OSError):  # read_pair says what is wrong with the file
+            moments.append(os.stat(path).st_mtime)
+    return tuple(moments)
 
 
 def _normalized(tape: Tape, normalizer: Normalizer, memo: dict[int, dict[str, Any]]) -> Tape:
