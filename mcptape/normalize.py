@@ -282,6 +282,8 @@ class Normalizer:
         return lambda m: "<TIMESTAMP>" if self.is_clock(seconds_of(m.group(0))) else m.group(0)
 
     def _string(self, s: str, level: int) -> str:
+        if len(s) < 2:
+            return s  # no rule matches a string this short
         stripped = s.lstrip()
         if stripped[:1] in ("{", "[") and len(stripped) > 1 and level < MAX_DEPTH:
             try:
@@ -310,23 +312,25 @@ class Normalizer:
             if len(node) == 1 and is_deep(node):
                 text = self.text(node[DEEP_KEY])
                 return node if text == node[DEEP_KEY] else {DEEP_KEY: text}
-            out: dict[str, Any] = {}
-            changed = False
+            out: dict[str, Any] | None = None  # a copy made at the first change: most nodes have none
             deep_keys = self.deep_keys
             for k, v in node.items():
                 vt = type(v)
                 if k in deep_keys:
                     new: Any = deep_keys[k]
+                elif vt is str:  # most values: straight to the string rules, one call fewer
+                    new = self._string(v, level + 1) if level < RULE_DEPTH else v
                 elif vt is int:
                     new = "<TIMESTAMP>" if v >= 10**12 and self._epoch_ms(k, v) else v
-                elif vt is str or vt is dict or vt is list:
+                elif vt is dict or vt is list:
                     new = self._strings(v, level + 1)
                 else:
                     new = v
                 if new is not v and new != v:
-                    changed = True
-                out[k] = new
-            return _day_of_normalized_date(node, out) if changed else node
+                    if out is None:
+                        out = dict(node)
+                    out[k] = new
+            return node if out is None else _day_of_normalized_date(node, out)
         if kind is list:
             items = [self._strings(v, level + 1) for v in node]
             return items if any(a is not b and a != b for a, b in zip(items, node, strict=True)) else node
