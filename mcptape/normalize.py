@@ -60,7 +60,9 @@ the process exit. Their content and number are still compared; only their positi
 
 from __future__ import annotations
 
+import bisect
 import email.utils
+import itertools
 import json
 import os
 import re
@@ -112,6 +114,27 @@ _TMP_DIR = re.compile(r"(?<![\w.-])(?:/private)?/tmp/[^/\s\"'<>`\\]+")
 # Log prefixes on stderr: `[11/29/26 13:53:24]` (rich, the Python SDK's servers), `13:53:24,123`.
 _LOG_DATE = re.compile(r"(?<![\w/])\d{1,4}/\d{1,2}/\d{1,4}(?![\w/])")
 _LOG_TIME = re.compile(r"(?<![\w:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?![\w:])")
+# What each built-in rule needs to find in a tape's bytes (JSON text) before it can change a
+# line (Normalizer.lines_it_may_change), looked for in the bytes as classes: every hex digit as h,
+# `:` `/` `-` as `~`, `[` as `{`, and the lead bytes of UTF-8's other whitespace (str.lstrip strips
+# NEL, NBSP, U+1680, U+2000-U+3000) as a space. A clock's `12:34`, a log's `11/29`, a UUID's
+# hex-hex are `h~h` (inside strings only: JSON's own colons follow a quote); epoch milliseconds are
+# 13 h; `/tmp/`; the deep-JSON marker; a string opening with `{` or `[` (embedded JSON), maybe after
+# whitespace; any backslash (an escape could hide any of these). A Python address's `0x` is looked
+# for in the bytes themselves (as classes it would be every "text"). Each with bytes.find over the
+# whole tape: a regex per line cost more than the normalizing it spares.
+_AS_CLASSES = bytes.maketrans(b"0123456789abcdefABCDEF:/-[\xc2\xe1\xe2\xe3", b"hhhhhhhhhhhhhhhhhhhhhh~~~{    ")
+_TRIGGERS = (b"h~h", b"h" * 13, b"/tmp/", DEEP_KEY.encode("utf-8"), b'"{', b'" ', b"\\")
+_ADDRESS_TRIGGER = b"0x"
+
+
+def _occurrences(data: bytes, needle: bytes) -> Iterable[int]:
+    at = data.find(needle)
+    while at >= 0:
+        yield at
+        at = data.find(needle, at + 1)
+
+
 _PATH_END = r"(?![\w.-])"
 _PATH_START = r"(?<![\w.-])"
 
@@ -251,6 +274,29 @@ class Normalizer:
             (re.compile(_PATH_START + re.escape(p) + _PATH_END), ph)
             for p, ph in sorted(known.items(), key=lambda kv: -len(kv[0]))
         ]
+        # A tape line no rule could change is not walked (lines_it_may_change): with the built-in
+        # rules alone, and the `$..key` ones, whose keys join what a line must hold.
+        self._byte_triggers: tuple[bytes, ...] | None = None
+        if not self.path_rules and not self.regex_rules and not self.known_paths:
+            keys = tuple(b'"' + key.encode("utf-8") + b'"' for key in self.deep_keys)
+            self._byte_triggers = tuple({t.translate(_AS_CLASSES): None for t in _TRIGGERS + keys})
+
+    def lines_it_may_change(self, data: bytes) -> set[int] | None:
+        """The numbers (from 1) of the lines of a tape's bytes whose events normalizing could
+        change, or None for all of them (the config's own rules or paths apply). Every other line
+        holds nothing a rule needs to match (see _TRIGGERS), so `mcptape diff` does not walk
+        its event: most of a big tape."""
+        if self._byte_triggers is None:
+            return None
+        found: list[int] = []  # where a trigger stands, as offsets into the bytes
+        classes = data.translate(_AS_CLASSES)  # one byte for one: offsets stay
+        for needle in self._byte_triggers:
+            found.extend(_occurrences(classes, needle))
+        found.extend(_occurrences(data, _ADDRESS_TRIGGER))
+        if not found:
+            return set()
+        starts = [0, *itertools.accumulate(len(line) + 1 for line in data.split(b"\n"))]
+        return {bisect.bisect_right(starts, at) for at in found}
 
     # strings ----------------------------------------------------------------------------------
 
@@ -420,6 +466,15 @@ def _day_of_normalized_date(before: Mapping[str, Any], after: dict[str, Any]) ->
 # -- canonical order ----------------------------------------------------------------------------
 
 
+def _may_move(event: Mapping[str, Any]) -> bool:
+    """Could canonical_order move this event, or renumber it (a superset of what it moves)?"""
+    kind = event.get("kind")
+    return kind in _MOVABLE_KINDS or (kind in ("notification", "request") and event.get("dir") == "s2c")
+
+
+_MOVABLE_KINDS = frozenset({"stderr", "exit", "note"})
+
+
 def _is_floating_start(event: Mapping[str, Any]) -> bool:
     if event.get("dir") != "s2c":
         return False
@@ -447,6 +502,10 @@ def canonical_order(
     events that stay as they are are the very objects given (only those the rule changes are
     new), so tapes read together keep sharing the objects of identical lines (diff's shortcut).
     """
+    if not any(_may_move(event) for event in events):  # the usual tape: nothing moves, nothing renumbered
+        if positions is not None:
+            positions[:] = range(len(events))
+        return [dict(e) if copy or not isinstance(e, dict) else e for e in events]
     Item = tuple[int, dict[str, Any]]
     main: list[Item] = []
     units: dict[str, list[Item]] = {}  # s2c request id key -> [request, our answer]

@@ -306,3 +306,65 @@ def test_a_weekday_goes_with_the_date_it_belongs_to() -> None:
     assert n.value(schema) == schema  # the outputSchema that names the same keys is left alone
     text = json.dumps({"source": now}, indent=2)  # the JSON text copy of the same answer
     assert json.loads(n.value({"t": text})["t"])["source"]["day_of_week"] == "<DAY>"
+
+
+# -- lines no rule could change (mcptape diff's shortcut) -----------------------------------------
+
+NOW = 1796173034  # 2026-12-02T00:57:14Z: the dates below are the clock's
+VOLATILE_VALUES = [
+    "2026-12-02T00:57:14Z", "2026-12-02 00:57", "Wed Dec 02 2026 00:57:14 GMT+0000 (Coordinated Universal Time)",
+    "Wed, 02 Dec 2026 00:57:14 GMT", "created at 11:45:51 PM", "550e8400-e29b-41d4-a716-446655440000",
+    "<tzoffset object at 0x7f3a2b1c>", "/tmp/pytest-of-root/x", '{"at": "2026-12-02T00:57:14Z"}',
+    ' \n[{"at": "2026-12-02T00:57:14Z"}]', '\u00a0{"at": "2026-12-02T00:57:14Z"}', "at 2026\u002d12-02T00:57:14Z",
+]
+
+
+def _line(value: Any, key: str = "text", kind: str = "response") -> bytes:
+    from mcptape.jsonrpc import dumps
+    if kind == "stderr":
+        return dumps({"kind": "stderr", "text": value}).encode()
+    return dumps({"kind": kind, "dir": "s2c", "id": 3, "method": "tools/call",
+                  "msg": {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", key: value}]}}}).encode()
+
+
+@pytest.mark.parametrize(("value", "key", "kind"), [*((v, "text", "response") for v in VOLATILE_VALUES),
+                                                    (NOW * 1000, "createdAt", "response"),
+                                                    ("step 1", "progressToken", "response"),
+                                                    ("[11/29/26 13:53:24] INFO", "text", "stderr")])
+def test_a_line_a_rule_changes_is_always_walked(value: Any, key: str, kind: str) -> None:
+    n = Normalizer(now=NOW)
+    line = _line(value, key, kind)
+    event = json.loads(line)
+    assert n.event(event) != event  # the rule does change it ...
+    assert n.lines_it_may_change(b"header\n" + line + b"\n") == {2}  # ... and its line is walked
+
+
+def test_lines_no_rule_could_change_are_the_ones_it_leaves_unchanged() -> None:
+    """Every event of every tape in the repository: a line left out of lines_it_may_change
+    normalizes to itself; and the plain lines of a tape are left out (the shortcut is taken)."""
+    from tests.conftest import ROOT
+    n = Normalizer()
+    left_out = walked = 0
+    for path in sorted(ROOT.glob("**/*.tape.jsonl")):
+        if "node_modules" in path.parts:
+            continue
+        data = path.read_bytes()
+        may = n.lines_it_may_change(data)
+        assert may is not None
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if number in may:
+                walked += 1
+            else:
+                left_out += 1
+                assert n.event(event) == event, f"{path}:{number}"
+    assert left_out and walked  # both kinds occur in the repository's tapes
+    plain = _line("5")
+    assert n.lines_it_may_change(plain + b"\n" + _line("2026-12-02T00:57:14Z") + b"\n") == {2}
+    assert Normalizer([NormalizeRule(pattern="5", replace="<N>")]).lines_it_may_change(plain) is None  # own rules: all
+    escaped = plain.replace(b'"text":"5"', b'"text":"2026\\u002d12\\u002d02T00:57:14Z"')  # JSON escapes hide the date
+    assert json.loads(escaped)["msg"]["result"]["content"][0]["text"] == "2026-12-02T00:57:14Z"
+    assert Normalizer(now=NOW).lines_it_may_change(escaped) == {1}
