@@ -924,3 +924,25 @@ def test_arrays_of_objects_with_a_natural_key_are_aligned_by_it() -> None:
     assert (text_changed.kind, text_changed.path) == ("changed", "r.c[0].text")
     # No key (duplicates, or not objects): by position, as before.
     assert [c.path for c in changes({"e": [1, 2]}, {"e": [0, 1, 2]}, "r")] == ["r.e[0]", "r.e[1]", "r.e[2]"]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_racing_notification_on_one_side_counts_as_output_except_outside_a_request_over_http(transport: str) -> None:
+    """Over streamable HTTP a list_changed sent outside a request reaches only a client holding a GET
+    stream open in time: one side's extra one is said at info. Over stdio every client gets it: output."""
+    def tape(with_notification: bool) -> Tape:
+        b = TapeBuilder()
+        if with_notification:
+            b.notify("notifications/tools/list_changed", None)
+        b.tool("add", {"a": 2, "b": 3}, "5")
+        t = b.tape()
+        t.header["transport"] = transport
+        return t
+
+    result = diff_tapes(tape(False), tape(True))
+    assert result.first is not None and "notifications/tools/list_changed sent now" in result.first.one_line()
+    assert result.exit_code == (0 if transport == "http" else 1)
+    changed = tape(True)
+    answer = next(e for e in changed.events if e.get("method") == "tools/call" and e["kind"] == "response")
+    answer["msg"]["result"]["content"][0]["text"] = "6"  # a real change still differs over HTTP
+    assert diff_tapes(tape(True), changed).exit_code == 1

@@ -48,6 +48,7 @@ from mcptape.diff.schema import (
 from mcptape.diff.values import MAX_DIFFS, Change, changes, clip, describe, fast_same, join, show
 from mcptape.jsonrpc import canonical
 from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
+from mcptape.normalize import FLOATING_NOTIFICATIONS
 from mcptape.placeholders import untag
 from mcptape.report.model import Finding, Severity
 
@@ -393,14 +394,26 @@ def compare_notifications(pair: Pair, g_events: list[int], f_events: list[int]) 
             for c in changes(g_evs[gi]["msg"].get("params"), f_evs[fi]["msg"].get("params"), path + ".params"):
                 out.append(pair.finding("notification", "output", c.path, describe(c), c.before, c.after, "changed",
                                         g_event=gi, f_event=fi))
+        severity, why = _one_sided(pair, method)
         for gi in rest_g[len(rest_f):]:
-            out.append(pair.finding("notification", "output", path, f"{method} no longer sent",
+            out.append(pair.finding("notification", severity, path, f"{method} no longer sent{why}",
                                     g_evs[gi]["msg"].get("params"), None, "removed", g_event=gi))
         for fi in rest_f[len(rest_g):]:
-            out.append(pair.finding("notification", "output", path, f"{method} sent now",
+            out.append(pair.finding("notification", severity, path, f"{method} sent now{why}",
                                     None, f_evs[fi]["msg"].get("params"), "added", f_event=fi))
     out.extend(_progress_order(pair))
     return out
+
+
+def _one_sided(pair: Pair, method: str) -> tuple[Severity, str]:
+    """How a notification on one side only counts. Over streamable HTTP a racing notification the
+    server sends outside any request (a list_changed after `initialized`) travels on the GET stream a
+    client may or may not hold open in time: whether it is on a tape says which client recorded it
+    and when its stream opened, not what the server does. It is said, at info; otherwise output."""
+    over_http = "http" in (pair.g.tape.header.get("transport"), pair.f.tape.header.get("transport"))
+    if over_http and method in FLOATING_NOTIFICATIONS:
+        return "info", " (over HTTP: outside a request, it reaches only a client listening on a GET stream)"
+    return "output", ""
 
 
 def _progress_order(pair: Pair) -> list[Finding]:
