@@ -128,11 +128,15 @@ _TRIGGERS = (b"h~h", b"h" * 13, b"/tmp/", DEEP_KEY.encode("utf-8"), b'"{', b'" '
 _ADDRESS_TRIGGER = b"0x"
 
 
-def _occurrences(data: bytes, needle: bytes) -> Iterable[int]:
+def _first_per_line(data: bytes, needle: bytes) -> Iterable[int]:
+    """Where `needle` first stands in each line that holds it (one is enough to walk the line)."""
     at = data.find(needle)
     while at >= 0:
         yield at
-        at = data.find(needle, at + 1)
+        end = data.find(b"\n", at)
+        if end < 0:
+            return
+        at = data.find(needle, end + 1)
 
 
 _PATH_END = r"(?![\w.-])"
@@ -291,8 +295,8 @@ class Normalizer:
         found: list[int] = []  # where a trigger stands, as offsets into the bytes
         classes = data.translate(_AS_CLASSES)  # one byte for one: offsets stay
         for needle in self._byte_triggers:
-            found.extend(_occurrences(classes, needle))
-        found.extend(_occurrences(data, _ADDRESS_TRIGGER))
+            found.extend(_first_per_line(classes, needle))
+        found.extend(_first_per_line(data, _ADDRESS_TRIGGER))
         if not found:
             return set()
         starts = [0, *itertools.accumulate(len(line) + 1 for line in data.split(b"\n"))]
