@@ -20,6 +20,7 @@ import pytest
 
 from mcptape.github import command, escape_data, escape_property, format_outputs
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult, SurfaceChanges
+from tests.action_runner import parse_file_commands
 from tests.conftest import ROOT, mcptape_command
 from tests.github_fake import ACTIONS_BOT, FakeGitHub, Token
 
@@ -87,30 +88,6 @@ def clean_report() -> RunReport:
 
 
 # --- the runner's side ---------------------------------------------------------------------------
-
-
-def parse_outputs(text: str) -> dict[str, str]:
-    """Parse a GITHUB_OUTPUT file as the runner does: `k=v` lines and `k<<DELIM ... DELIM` blocks."""
-    out: dict[str, str] = {}
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line:
-            continue
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delim = line.split("<<", 1)
-            value: list[str] = []
-            while lines[i] != delim:
-                value.append(lines[i])
-                i += 1
-            i += 1
-            out[name] = "\n".join(value)
-        else:
-            name, _, v = line.partition("=")
-            out[name] = v
-    return out
 
 
 @pytest.fixture
@@ -192,7 +169,7 @@ class Runner:
         )
 
     def outputs(self) -> dict[str, str]:
-        return parse_outputs(self.output.read_text(encoding="utf-8"))
+        return parse_file_commands(self.output.read_text(encoding="utf-8"))
 
 
 @pytest.fixture
@@ -382,7 +359,7 @@ def test_comment_command_posts_a_json_report_checked_against_the_head_sha(runner
     assert ok.returncode == 0, ok.stderr
     [c] = github.thread(REPO, PR)
     assert c["body"].startswith(MARKER + "\n") and "tools/call add" in c["body"]
-    assert parse_outputs(runner.output.read_text(encoding="utf-8"))["comment-url"] == c["html_url"]
+    assert parse_file_commands(runner.output.read_text(encoding="utf-8"))["comment-url"] == c["html_url"]
 
     # A saved markdown body updates the same comment; a read-only token is an error here (exit 3).
     body = runner.temp / "body.md"
@@ -476,6 +453,6 @@ def test_outputs_use_heredoc_with_a_random_delimiter_for_multiline_values() -> N
     assert lines[0] == "result=output"
     name, delim = lines[1].split("<<")
     assert name == "drifted-sessions" and delim.startswith("ghadelimiter_") and len(delim) > 20
-    assert parse_outputs(text) == {"result": "output", "drifted-sessions": "a\nb", "first-drift": "x=y"}
+    assert parse_file_commands(text) == {"result": "output", "drifted-sessions": "a\nb", "first-drift": "x=y"}
     again = format_outputs({"drifted-sessions": "a\nb"}).split("\n")[0]
     assert again.split("<<")[1] != delim
