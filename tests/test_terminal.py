@@ -162,3 +162,11 @@ def test_run_report_says_how_many_values_of_which_kind_were_redacted() -> None:
     assert expected in buffer.getvalue()
     assert expected in render_summary(report)
     assert RunReport(config="x", sessions=[SessionResult(name="a", verdict="same")]).redaction_summary() is None
+
+
+def test_render_diff_names_the_tapes_only_when_it_has_their_paths() -> None:
+    result = diff_tapes(*tapes("6"))
+    result.a = result.b = None  # tapes without a path or a name (a report read back, a tape in memory)
+    assert "None" not in rendered(render_diff, result)  # no `golden None → fresh None`
+    result.a, result.b = "tapes/g.tape.jsonl", "fresh/g.tape.jsonl"
+    assert "golden tapes/g.tape.jsonl → fresh fresh/g.tape.jsonl" in rendered(render_diff, result)

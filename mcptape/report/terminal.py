@@ -87,12 +87,13 @@ def surface_table(result: DiffResult) -> Any:
 
 def _render_details(result: DiffResult, console: Console) -> None:
     drifts = [d for d in result.drifts if d.severity != "info"]
-    console.print(rich_text(("details", "bold"), f" ({len(drifts)} drifted call{'s' if len(drifts) != 1 else ''}, "
-                        f"golden {result.a} → fresh {result.b})"), soft_wrap=True)
+    tapes = f", golden {result.a} → fresh {result.b}" if result.a is not None and result.b is not None else ""
+    console.print(rich_text(("details", "bold"), f" ({len(drifts)} drifted call{'s' if len(drifts) != 1 else ''}"
+                            f"{tapes})"), soft_wrap=True)
     for n, drift in enumerate(drifts[:MAX_DETAILED_DRIFTS]):
         _render_drift(drift, console, context=n == 0)
     if len(drifts) > MAX_DETAILED_DRIFTS:
-        console.print(f"  … {len(drifts) - MAX_DETAILED_DRIFTS} more drifted calls (use --json for all)")
+        console.print(f"  … {len(drifts) - MAX_DETAILED_DRIFTS} more drifted calls (`--json FILE` has them all)")
     _render_info(result, console)
 
 
