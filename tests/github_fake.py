@@ -95,6 +95,14 @@ class FakeGitHub:
 
     # --- state ---------------------------------------------------------------------------------
 
+    def comment_by_id(self, cid: int) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+        """The thread holding comment `cid`, and the comment; None when no thread has it."""
+        for thread in self.comments.values():
+            for c in thread:
+                if c["id"] == cid:
+                    return thread, c
+        return None
+
     def _new_comment(self, repo: str, number: int, login: str, body: str) -> dict[str, Any]:
         self.next_id += 1
         cid = self.next_id
@@ -174,23 +182,20 @@ class _Handler(BaseHTTPRequestHandler):
             if m and method == "DELETE":
                 if not who.write:
                     return self._send(403, {"message": "Resource not accessible by integration"})
-                cid = int(m.group(2))
-                for thread in gh.comments.values():
-                    for c in thread:
-                        if c["id"] == cid:
-                            thread.remove(c)
-                            return self._send_empty(204)
-                return self._send(404, {"message": "Not Found"})
+                found = gh.comment_by_id(int(m.group(2)))
+                if found is None:
+                    return self._send(404, {"message": "Not Found"})
+                thread, c = found
+                thread.remove(c)
+                return self._send_empty(204)
             if m and method == "PATCH":
                 if not who.write:
                     return self._send(403, {"message": "Resource not accessible by integration"})
-                cid = int(m.group(2))
-                for thread in gh.comments.values():
-                    for c in thread:
-                        if c["id"] == cid:
-                            c["body"] = body["body"]
-                            return self._send(200, c)
-                return self._send(404, {"message": "Not Found"})
+                found = gh.comment_by_id(int(m.group(2)))
+                if found is None:
+                    return self._send(404, {"message": "Not Found"})
+                found[1]["body"] = body["body"]
+                return self._send(200, found[1])
             m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)", path)
             if m and method == "GET":
                 pr = gh.pulls.get((m.group(1), int(m.group(2))))
