@@ -4,7 +4,7 @@ Each command lives in its own module of mcptape/commands/ (options, output, exit
 imported only when chosen, so `mcptape --version` and `mcptape play` never pay for rich, ghapi,
 jsonschema or pydantic. For `rec` and `play` stdout is the MCP wire: everything human goes to stderr.
 
-The exit code is total: every way a command can end maps to the table of DESIGN.md.
+The exit code is total: every way a command can end maps to the table of docs/design.md.
     McptapeError              its exit_code, one message (ConfigError, WriteError, ... see errors.py)
     OSError not translated    3, the path and the cause
     any other exception       3, `mcptape: internal error in <command>: <type>: <message>`
@@ -300,7 +300,7 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     except OSError as e:
         _os_error(command, e)
         code = EXIT_COULD_NOT_RUN
-    except Exception as e:  # noqa: BLE001 - the top level: a crash is never a verdict (DESIGN.md)
+    except Exception as e:  # noqa: BLE001 - the top level: a crash is never a verdict (docs/design.md)
         _report_crash(command, e)
         code = EXIT_COULD_NOT_RUN
     finally:

@@ -203,7 +203,7 @@ def test_the_checks_see_a_cycle_an_upward_import_and_a_private_name() -> None:
     assert private_taken(fake) == [("mcptape.replay.engine", "mcptape.tape.reader", "_parse_line")]
 
 
-# STYLE.md point 7: the paths that must start fast import none of the heavy optional packages.
+# CONTRIBUTING.md (heavy imports stay off the fast paths): the paths that must start fast import none of the heavy optional packages.
 HEAVY = ("rich", "ghapi", "jsonschema", "pydantic", "httpx")
 TAPE = ROOT / "fixtures" / "example" / "tapes" / "surface.tape.jsonl"
 INITIALIZE = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'

@@ -2,7 +2,7 @@
 
 One table (USAGE), rendered by cli.py under every subcommand's options (`render_epilog`). It lives
 here, not in the command modules, because `--help` must not import a command (rich, pydantic and
-the rest are imported only when a command runs). The exit codes are DESIGN.md's, said the way
+the rest are imported only when a command runs). The exit codes are docs/design.md's, said the way
 each command uses them.
 """
 

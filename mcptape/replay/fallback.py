@@ -11,7 +11,7 @@ engine.py's; it calls `LiveFallback.forward` instead of answering a miss. An HTT
 HTTP transport (transports/http.py, imported then: httpx).
 
 The live server starts at the first miss, not before: a session the tape answers in full never
-spawns it (replay never goes live unless a request needs it, DESIGN.md principle 4). The
+spawns it (replay never goes live unless a request needs it, docs/design.md principle 4). The
 client's `initialize` was answered from the tape, so the live server gets the same request and
 `notifications/initialized` first; that handshake is already on the tape and is not appended
 again. Requests the live server sends while a forwarded call runs (sampling, roots) are refused
