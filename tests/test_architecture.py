@@ -44,6 +44,7 @@ LAZY = {
     ("mcptape.commands.rec", "mcptape.record.http"): "httpx, for --listen only",
     ("mcptape.commands.terminal", "mcptape.report.terminal"): "rich, off the path of play and rec (say)",
     ("mcptape.diff.engine", "mcptape.conformance"): "pydantic and mcp-types, for a conformance check only",
+    ("mcptape.ci.session", "mcptape.conformance"): "mcp-types, imported by the main thread while the servers start",
     ("mcptape.github", "ghapi.core"): "ghapi, only when a comment is posted",
     ("mcptape.github", "ghapi.page"): "ghapi, only when a comment is posted",
     ("mcptape.github", "httpx2"): "ghapi's client, only when a comment is posted",

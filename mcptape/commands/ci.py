@@ -9,7 +9,6 @@ sessions ci/selection.py's, `--repeat` ci/repeat.py's; rendering is report/'s an
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import os
 import sys
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
-from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_session
+from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_in_pool, run_session
 from mcptape.commands.terminal import report_stream, write_output
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import Session
@@ -83,8 +82,7 @@ def run(options: Options) -> int:
     out_dir = Path(options.out_dir).resolve() if options.out_dir else None
     ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs_for(sessions), thread_name_prefix="session") as pool:
-        outcomes = list(pool.map(lambda s: run_session(ctx, s), sessions))
+    outcomes = run_in_pool(options.jobs_for(sessions), lambda s: run_session(ctx, s), sessions, "session")
 
     report = RunReport(
         config=os.path.basename(loaded.path),
@@ -158,8 +156,7 @@ def run_repeat(options: Options) -> int:
     check_config(loaded)  # what `mcptape check` checks, before any server starts
     sessions = select_sessions(loaded, options.sessions, options.shard)
     ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs_for(sessions), thread_name_prefix="repeat") as pool:
-        results = list(pool.map(lambda s: repeat_session(ctx, s, runs), sessions))
+    results = run_in_pool(options.jobs_for(sessions), lambda s: repeat_session(ctx, s, runs), sessions, "repeat")
     text, exit_code = analyse_repeats(results, runs)
     try:
         Outlet.for_config(loaded).show(text, "--repeat report", escape=True)
