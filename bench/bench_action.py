@@ -114,20 +114,21 @@ def floor(config: Path = EXAMPLE / "mcptape.yml") -> float:
     def drive(steps: list[Any]) -> None:
         proc = subprocess.Popen([sys.executable if server[0].startswith("python") else server[0], *server[1:]],
                                 cwd=config.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert proc.stdin is not None and proc.stdout is not None
+        stdin, stdout = proc.stdin, proc.stdout
+        assert stdin is not None and stdout is not None
 
         def call(ident: int, method: str, params: dict[str, Any]) -> None:
-            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}) + "\n")
-            proc.stdin.flush()
-            while json.loads(proc.stdout.readline()).get("id") != ident:
+            stdin.write(json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}) + "\n")
+            stdin.flush()
+            while json.loads(stdout.readline()).get("id") != ident:
                 pass
 
         call(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                "clientInfo": {"name": "floor", "version": "0"}})
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
         for ident, (method, params) in enumerate(requests(steps), 1):
             call(ident, method, params)
-        proc.stdin.close()
+        stdin.close()
         proc.wait(30)
 
     started = time.perf_counter()
