@@ -30,6 +30,7 @@ from mcptape import __version__
 from mcptape.commands.usage import DEBUG_VARIABLE, USAGE, render_epilog
 from mcptape.errors import EXIT_COULD_NOT_RUN, McptapeError
 from mcptape.logsafe import safe_log
+from mcptape.replay.served_values import help_text as served_help
 
 SUPPORTED_PLATFORMS = "Linux and macOS"
 
@@ -129,7 +130,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="like --fallback, for a live streamable HTTP server at URL (recorded through rec --listen)",
     )
     play.add_argument("--report", metavar="FILE", help="also write the replay report (misses, unused recordings) here as JSON")
-    play.epilog = "live fallback: mcptape play TAPE [options] --fallback -- <server command...>"
+    # The agent lab (replay/lab.py): pace, faults, live tools, served values.
+    play.add_argument("--pace", metavar="recorded|xN",
+                      help="answer after the recorded latency (recorded), or N times as fast (x2, x0.5); default: at once")
+    play.add_argument("--fault", action="append", default=[], metavar="RULE",
+                      help="inject a fault: selectors method=M, tool=NAME, call=N, p=P and one of delay=MS, no-answer, "
+                      "error=CODE[:message], is-error[=text], malformed, close; repeatable (see the README's agent lab)")
+    play.add_argument("--fault-seed", type=int, default=0, metavar="N", help="seed of the faults' p= draws (default 0)")
+    play.add_argument("--live-tools", metavar="NAME,...",
+                      help="send these tools' calls to the live server given after `--` (recorded); the rest from the tape")
+    play.add_argument("--keep-placeholders", action="store_true",
+                      help="send a golden's normalization placeholders as they are; by default play serves "
+                      f"fixed valid values instead ({served_help()})")
+    play.epilog = ("live fallback: mcptape play TAPE [options] --fallback -- <server command...>; "
+                   "live tools: mcptape play TAPE --live-tools NAME,... -- <server command...>")
     play.set_defaults(server=[])  # the words after `--` (see main: argparse cannot take them after options)
 
     # --- diff ------------------------------------------------------------------------------

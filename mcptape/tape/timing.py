@@ -42,13 +42,21 @@ def timing_footer(times: Sequence[float | None]) -> dict[str, Any] | None:
     return {"unit": "ms", "at": [None if t is None else round((t - start) * 1000.0, 2) for t in times]}
 
 
-def event_times(tape: Tape) -> list[float | None] | None:
-    """Per event, ms since the tape's first timed event; None if the tape carries no timing."""
-    timing = (tape.footer or {}).get(TIMING_KEY)
+def footer_times(footer: dict[str, Any] | None) -> list[float | None] | None:
+    """The footer's per-event times (ms) as recorded; None if it carries no timing. Needs no events:
+    play reads it before a streamed tape's events are parsed."""
+    timing = (footer or {}).get(TIMING_KEY)
     if not isinstance(timing, dict) or timing.get("unit") != "ms" or not isinstance(timing.get("at"), list):
         return None
     at: list[Any] = timing["at"]
-    out: list[float | None] = [float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None for t in at]
+    return [float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None for t in at]
+
+
+def event_times(tape: Tape) -> list[float | None] | None:
+    """Per event, ms since the tape's first timed event; None if the tape carries no timing."""
+    out = footer_times(tape.footer)
+    if out is None:
+        return None
     # A tape with events appended later (play --fallback) has more events than times: those are unknown.
     out += [None] * (len(tape.events) - len(out))
     return out[: len(tape.events)]
@@ -125,8 +133,9 @@ def client_gaps(tape: Tape, times: list[float | None] | None = None) -> list[tup
     return out
 
 
-def recorded_latency(tape: Tape, request: int, answer: int, times: list[float | None] | None) -> float | None:
-    """The recorded latency (ms) of the answer at event `answer` to the request at event `request`."""
+def recorded_latency(request: int, answer: int, times: list[float | None] | None) -> float | None:
+    """The recorded latency (ms) of the answer at event `answer` to the request at event `request`
+    (`times`: footer_times or event_times)."""
     if times is None or request >= len(times) or answer >= len(times):
         return None
     sent, got = times[request], times[answer]
