@@ -37,7 +37,7 @@ SUPPORTED_PLATFORMS = "Linux and macOS"
 # Each command is a module of mcptape/commands/, imported only when chosen, so `mcptape --version`
 # and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. A command module has
 # `Options.from_args(namespace)`, its typed options, and `run(options) -> exit code`.
-COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge")}
+COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge", "fork")}
 
 
 def unsupported_platform(os_name: str | None = None, sys_platform: str | None = None) -> str | None:
@@ -145,6 +145,17 @@ def build_parser() -> argparse.ArgumentParser:
     play.epilog = ("live fallback: mcptape play TAPE [options] --fallback -- <server command...>; "
                    "live tools: mcptape play TAPE --live-tools NAME,... -- <server command...>")
     play.set_defaults(server=[])  # the words after `--` (see main: argparse cannot take them after options)
+
+    # --- fork ------------------------------------------------------------------------------
+    fork = sub.add_parser("fork", help="write a tape whose answer at one call is replaced (an error the agent never saw live)")
+    fork.add_argument("tape", help="the parent tape")
+    fork.add_argument("--at", type=int, required=True, metavar="CALL", help="the call to change: the N-th client request (1-based)")
+    change = fork.add_mutually_exclusive_group(required=True)
+    change.add_argument("--result", metavar="@FILE|JSON", help="the new answer's result (a JSON file, or inline JSON)")
+    change.add_argument("--error", metavar="CODE[:message]", help="answer with this JSON-RPC error")
+    change.add_argument("--drop", action="store_true", help="never answer the call (the client times out)")
+    fork.add_argument("--cut", action="store_true", help="end the tape after the changed call (default: later exchanges kept)")
+    fork.add_argument("-o", "--out", required=True, metavar="NEW", help="where to write the fork")
 
     # --- diff ------------------------------------------------------------------------------
     diff = sub.add_parser("diff", help="compare two tapes: first drifted call, exit 0/1/2")
