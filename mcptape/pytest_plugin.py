@@ -188,9 +188,9 @@ def _fork(tape: Path, spec: Any, where: Path) -> Path:
     out = where / f"fork{TAPE_SUFFIX}"
     argv = [*_mcptape(), "fork", str(tape), "--at", str(spec["at"]), "-o", str(out)]
     if "error" in spec:
-        argv += ["--error", str(spec["error"])]
+        argv.append(f"--error={spec['error']}")  # joined: a code such as -32000 would read as an option
     elif "result" in spec:
-        argv += ["--result", json.dumps(spec["result"])]
+        argv.append(f"--result={json.dumps(spec['result'])}")
     elif spec.get("drop"):
         argv.append("--drop")
     if spec.get("cut"):

@@ -3,8 +3,8 @@
 Writes a fork of a tape: the answer to call CALL (the N-th client request, as `show` counts)
 replaced by the given result or JSON-RPC error, or dropped; later exchanges kept unless `--cut`.
 The header records the parent and the change (tape/lineage.py), so `ls` shows it as a fork and
-`diff PARENT NEW` reads "fork at call N". The fork is written atomically through the outlet:
-what the user adds is checked for known secrets like every tape mcptape writes.
+`diff PARENT NEW` reads "fork at call N". The fork is scrubbed, verified and written atomically
+like every tape mcptape writes (the new answer is the user's text; a path under $HOME is `<HOME>`).
 Exit codes: 0 written; 3 a tape that cannot be read, a call that is not on it, a bad option.
 """
 
@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcptape.commands.terminal import say
 from mcptape.errors import EXIT_OK, ConfigError
-from mcptape.outlet import Outlet
 from mcptape.redact.redactor import make_redactor
-from mcptape.tape.format import tape_bytes
+from mcptape.tape.atomic import write_atomic
 from mcptape.tape.lineage import fork_tape
 from mcptape.tape.reader import read_tape
 
@@ -67,6 +67,15 @@ def parse_result(text: str) -> Any:
                           hint='e.g. {"content":[{"type":"text","text":"..."}],"isError":false}') from e
 
 
+def _parent_name(parent: str, out: str) -> str:
+    """The parent as the fork's header names it: relative to the fork's directory (a tape holds no
+    absolute path, and the pair can move together), else its file name."""
+    try:
+        return Path(os.path.relpath(Path(parent).resolve(), Path(out).resolve().parent)).as_posix()
+    except ValueError:  # another drive (Windows): no relative path exists
+        return Path(parent).name
+
+
 def run(options: Options) -> int:
     parent = read_tape(options.tape)  # TapeError -> exit 3 in cli.py
     header, events, footer = fork_tape(
@@ -74,9 +83,11 @@ def run(options: Options) -> int:
         result=parse_result(options.result) if options.result is not None else None,
         error=parse_error(options.error) if options.error is not None else None,
         drop=options.drop, cut=options.cut,
-        parent_name=str(Path(options.tape)),
+        parent_name=_parent_name(options.tape, options.out),
     )
-    Outlet(make_redactor()).write(options.out, tape_bytes(header, events, **footer), what="forked tape")
+    # Scrubbed and verified like every tape mcptape writes: the new answer is the user's text.
+    data = make_redactor().redact_tape(header, events, where=f"forked tape {options.out}", **footer)
+    write_atomic(options.out, data, what="forked tape")
     fork = header["fork"]
     say(f"mcptape fork: {options.out}: {fork['call']} (call {fork['at']}): {fork['change']}; "
         f"later exchanges {fork['later']}")
