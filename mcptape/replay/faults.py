@@ -14,9 +14,11 @@ A rule is comma-separated `key=value` items (the same string in the pytest marke
   counted per rule and per client session), so `tool=add,call=2` is the second call of `add`;
   `call=3` alone the third request of any kind. `p` (default 1) is the chance that a request the
   selectors pick is hit, drawn from one random generator seeded with `--fault-seed` (default 0),
-  one draw per picked request in arrival order: the same seed and the same requests give the same
-  faults every run.
-* The first rule that hits a request applies; a request no rule hits is replayed untouched.
+  one draw per rule and picked request in arrival order: the same seed and the same requests give
+  the same faults every run.
+* The first rule that hits a request applies (every rule still counts and draws for it, so a
+  rule's `call=` and draws do not depend on the rules before it); a request no rule hits is
+  replayed untouched.
 * Faults: `delay=MS` answers MS milliseconds late; `no-answer` never answers (the client's timeout
   fires); `error=CODE[:message]` answers with that JSON-RPC error; `is-error[=text]` with a tool
   result `{"content":[{"type":"text","text":...}],"isError":true}`; `malformed` with a line that
@@ -155,15 +157,17 @@ class FaultPlan:
         """The fault for the client's `number`-th request (`method`, `params`), if a rule hits it."""
         tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
         tool = tool if isinstance(tool, str) else None
+        hit: FaultRule | None = None
+        # Every rule counts and draws for each request it picks, whether or not an earlier rule hit
+        # it: a rule's `call=N` and its draws do not depend on the rules before it.
         for k, rule in enumerate(self.rules):
             if not rule.picks(method, tool):
                 continue
             self._seen[k] += 1
-            if rule.call is not None and rule.call != self._seen[k]:
-                continue
-            if rule.p < 1.0 and self._random.random() >= rule.p:
-                continue
+            drawn = rule.p >= 1.0 or self._random.random() < rule.p
+            if hit is None and drawn and (rule.call is None or rule.call == self._seen[k]):
+                hit = rule
+        if hit is not None:
             what = f"{method} {tool}" if tool else method
-            self.injected.append(f"request {number} ({what}): {rule.describe()} [rule {rule.text!r}]")
-            return rule
-        return None
+            self.injected.append(f"request {number} ({what}): {hit.describe()} [rule {hit.text!r}]")
+        return hit
