@@ -96,7 +96,8 @@ def _http_upstream_tape(tmp_path: Path) -> Path:
     return path
 
 
-CI_CONFIG = """\
+# One calc server; each test adds its sessions.
+CONFIG_HEAD = """\
 version: 1
 golden_dir: tapes
 servers:
@@ -104,6 +105,8 @@ servers:
     command: [{python}, {calc}]
     protocol: "2025-06-18"
 sessions:
+"""
+CI_CONFIG = CONFIG_HEAD + """\
   - name: slow
     server: calc
     steps:
@@ -389,14 +392,7 @@ def test_live_tools_over_http(tape: Path, tmp_path: Path) -> None:
 
 # --- 6. placeholders served as values --------------------------------------------------------
 
-PLACEHOLDER_CONFIG = """\
-version: 1
-golden_dir: tapes
-servers:
-  calc:
-    command: [{python}, {calc}]
-    protocol: "2025-06-18"
-sessions:
+PLACEHOLDER_CONFIG = CONFIG_HEAD + """\
   - name: stamped
     server: calc
     steps:
