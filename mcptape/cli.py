@@ -152,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     fork.add_argument("--at", type=int, required=True, metavar="CALL", help="the call to change: the N-th client request (1-based)")
     change = fork.add_mutually_exclusive_group(required=True)
     change.add_argument("--result", metavar="@FILE|JSON", help="the new answer's result (a JSON file, or inline JSON)")
-    change.add_argument("--error", metavar="CODE[:message]", help="answer with this JSON-RPC error")
+    change.add_argument("--error", metavar="CODE[:message]",
+                        help="answer with this JSON-RPC error (a negative code joined: --error=-32000:quota)")
     change.add_argument("--drop", action="store_true", help="never answer the call (the client times out)")
     fork.add_argument("--cut", action="store_true", help="end the tape after the changed call (default: later exchanges kept)")
     fork.add_argument("-o", "--out", required=True, metavar="NEW", help="where to write the fork")
