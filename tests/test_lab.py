@@ -108,19 +108,13 @@ def test_pace_delays_each_answer_by_its_recorded_latency_over_the_speed() -> Non
     assert Pacer(make_tape(("c2s", INIT), ("s2c", res(1, {}))), 1.0).delay_s(0, 1) == 0.0  # no timing: no wait
 
 
-def test_lab_engine_paces_the_call_the_engine_matched() -> None:
+def test_lab_engine_paces_the_call_the_engine_matched(monkeypatch: pytest.MonkeyPatch) -> None:
     waits: list[float] = []
     lab = LabEngine(ReplayEngine(_timed_tape()), LabOptions(pace=1.0), "recorded")
-    import mcptape.replay.lab as lab_module
-
-    real_sleep = lab_module.time.sleep
-    lab_module.time.sleep = waits.append  # type: ignore[assignment]
-    try:
-        lab.handle(json.dumps(INIT))
-        lab.handle(json.dumps(call(7, "slow")))
-        lab.handle(json.dumps(call(8, "add")))
-    finally:
-        lab_module.time.sleep = real_sleep
+    monkeypatch.setattr("mcptape.replay.lab.time.sleep", waits.append)
+    lab.handle(json.dumps(INIT))
+    lab.handle(json.dumps(call(7, "slow")))
+    lab.handle(json.dumps(call(8, "add")))
     assert waits == pytest.approx([0.001, 0.2, 0.0005])
     assert "pace: recorded" in lab.report().render()
 

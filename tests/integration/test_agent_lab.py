@@ -264,6 +264,31 @@ def test_the_sdk_client_sees_faults_over_http(tape: Path) -> None:
     assert play.stderr.count("error -32042: first") == 2
 
 
+def test_fastmcp_client_sees_injected_faults_and_a_fork_over_stdio(tape: Path, tmp_path: Path) -> None:
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    async def add(argv: list[str]) -> Any:
+        async with Client(StdioTransport(command=argv[0], args=argv[1:])) as client:
+            try:
+                result = await client.call_tool_mcp("add", {"a": 2, "b": 3})
+            except Exception as e:  # noqa: BLE001 - what FastMCP raises is what the test shows
+                return type(e).__name__, str(e)
+            return result.is_error, result.content[0].text
+
+    def play(path: Path, *extra: str) -> Any:
+        return anyio.run(add, mcptape_command("play", str(path), *extra))
+
+    assert play(tape) == (False, "5")
+    assert play(tape, "--fault", "tool=add,is-error=rate limited") == (True, "rate limited")
+    name, message = play(tape, "--fault", "tool=add,error=-32000:quota exceeded")
+    assert "quota exceeded" in message, (name, message)
+    at = 1 + next(i for i, c in enumerate(_show(tape)["timing"]["calls"]) if c["call"] == "tools/call add")
+    fork = tmp_path / "f.tape.jsonl"
+    assert mcptape("fork", str(tape), "--at", str(at), "--error=-32000:forked", "-o", str(fork), cwd=tmp_path).returncode == 0
+    assert "forked" in play(fork)[1]
+
+
 def test_faults_drawn_with_a_seed_are_the_same_sequence_every_run(tape: Path, tmp_path: Path) -> None:
     def run(seed: int) -> list[str]:
         report = tmp_path / f"r{seed}.json"
@@ -365,7 +390,7 @@ def test_fork_result_from_a_file_and_drop_and_cut(tape: Path, tmp_path: Path) ->
 def test_live_tools_go_to_the_live_server_and_the_rest_come_from_the_tape(tape: Path, tmp_path: Path) -> None:
     copy = tmp_path / "t.tape.jsonl"
     copy.write_bytes(tape.read_bytes())
-    steps = [["list_tools"], ["call", "add", {"a": 2, "b": 3}], ["call", "echo", {"text": "never recorded"}]]
+    steps: list[list[Any]] = [["list_tools"], ["call", "add", {"a": 2, "b": 3}], ["call", "echo", {"text": "never recorded"}]]
     for library in ("sdk", "fastmcp"):
         argv = mcptape_command("play", str(copy), "--live-tools", "echo", "--", *CALC)
         got = drive(library, "stdio", json.dumps(argv), steps)
@@ -413,7 +438,7 @@ def test_a_goldens_placeholders_reach_the_client_as_valid_values(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     golden = tmp_path / "tapes" / "stamped.tape.jsonl"
     assert "<TIMESTAMP>" in golden.read_text(encoding="utf-8") and "<UUID>" in golden.read_text(encoding="utf-8")
-    steps = [["call", "echo", {"text": "2026-11-29T10:00:00Z"}],
+    steps: list[list[Any]] = [["call", "echo", {"text": "2026-11-29T10:00:00Z"}],
              ["call", "echo", {"text": "id 123e4567-e89b-12d3-a456-426614174000"}]]
     for library in ("sdk", "fastmcp"):
         # The requests as recorded (the request's own date is a placeholder too): --ignore-arg lets them match.
