@@ -145,8 +145,8 @@ class LabEngine:
     def report(self) -> ReplayReport:
         base = self.engine.report()
         injected = self.plan.injected if self.plan is not None else []
-        if not injected and not self.live_calls and self.pacer is None:
-            return base
+        if self.plan is None and self.live is None and self.pacer is None:
+            return base  # a plain replay reports as it always has
         pace = None
         if self.pacer is not None:
             pace = f"{self.pace_text} (recorded latencies x{1 / self.pacer.speed:g})"
