@@ -255,9 +255,12 @@ def test_the_marker_plays_a_fork_spec_and_faults_and_leaves_the_tape_alone(proje
     run(project).assert_outcomes(passed=2)
     project.makepyfile(test_agent=with_marker(f'tape="{TAPE}", faults=["tool=add,error=-32042:flaky"]', "fallback -32042"))
     run(project).assert_outcomes(passed=2)
-    project.makepyfile(test_agent=with_marker(f'tape="{TAPE}"', "5"))  # no fork, no fault: the recorded answer
+    # No fork, no fault: the recorded answer, at the recorded pace (play's --pace; a bad one fails the test).
+    project.makepyfile(test_agent=with_marker(f'tape="{TAPE}", pace="recorded"', "5"))
     run(project).assert_outcomes(passed=2)
     assert tape.read_bytes() == recorded
+    project.makepyfile(test_agent=with_marker(f'tape="{TAPE}", pace="slowly"', "5"))
+    run(project).stdout.fnmatch_lines(["*--pace 'slowly'*"])
     project.makepyfile(test_agent=with_marker(spec, "fallback -32000"))
     refused = run(project, "--mcptape-record-mode=all")
     refused.stdout.fnmatch_lines(["*fork= plays a fork of a recorded tape*"])
