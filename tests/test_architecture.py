@@ -52,6 +52,7 @@ LAZY = {
     ("mcptape.logsafe", "secrets"): "only in a GitHub job, and logsafe is on the path of --version",
     ("mcptape.replay.engine", "mcptape.redact.redactor"): "only a miss pays for the redactor (play's start-up)",
     ("mcptape.commands.play", "mcptape.replay.fallback"): "subprocess and the tape writer, for --fallback only",
+    ("mcptape.commands.play", "mcptape.replay.faults"): "random (and its hashing), for --fault only",
     ("mcptape.commands.play", "mcptape.tape.atomic"): "tempfile, for --report only",
     ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
     ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",

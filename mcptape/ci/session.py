@@ -54,6 +54,7 @@ from mcptape.sandbox import Sandbox
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
 from mcptape.tape.reader import read_tape
+from mcptape.tape.timing import timing_footer
 from mcptape.tape.view import render_view, view_path
 from mcptape.transports.factory import open_transport
 
@@ -183,8 +184,9 @@ class _Fresh:
     header: dict[str, Any]
     redacted: list[dict[str, Any]]  # redacted, in recorded order: what conformance checks
     events: list[dict[str, Any]]  # redacted and normalized: what is compared and written
-    data: bytes  # the verified tape
+    data: bytes  # the verified tape: golden-ready, so without timing (tape/timing.py)
     normalizer: Normalizer
+    timing: dict[str, Any] | None = None  # the footer's timing, for the fresh tape --out-dir keeps
 
 
 def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
@@ -209,8 +211,10 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
     result.redactions = dict(outlet.redactor.counts)
     if ctx.out_dir is not None:
         fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
+        # The fresh tape kept for a person carries the timing; the golden-ready bytes never do.
+        timed = fresh.data if fresh.timing is None else tape_bytes(fresh.header, fresh.events, timing=fresh.timing)
         try:
-            outlet.write(fresh_path, fresh.data, what=f"fresh tape of session {session.name}")
+            outlet.write(fresh_path, timed, what=f"fresh tape of session {session.name}")
         except WriteError as e:
             raise _Failed(str(e)) from e
         result.fresh = str(fresh_path)
@@ -296,7 +300,10 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
     normalizer = session_normalizer(ctx, session)
     # Redaction first: a rotated token must not be drift, and nothing unredacted is normalized into a golden.
     redacted = [outlet.redactor.redact_event(e) for e in recording.events]
-    events = normalizer.fresh(redacted)
+    positions: list[int] = []  # where each normalized event was recorded: its time moves with it
+    events = canonical_order(normalizer.events(redacted), positions)  # normalizer.fresh, keeping positions
+    times = recording.times
+    timing = timing_footer([times[p] for p in positions]) if len(times) == len(redacted) else None
     result.notes.extend(recording_notes(events))  # a limit that triggered is reported, never silent
     server = ctx.loaded.config.servers[session.server]
     header = make_header(
@@ -310,7 +317,7 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
         data = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")
     except SecretLeak as e:
         raise _Failed(str(e), "secret") from e
-    return _Fresh(recording, header, redacted, events, data, normalizer)
+    return _Fresh(recording, header, redacted, events, data, normalizer, timing)
 
 
 def _write_view(tape: Path, fresh: _Fresh, outlet: Outlet, what: str) -> None:

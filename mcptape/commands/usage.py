@@ -96,6 +96,12 @@ USAGE: dict[str, Usage] = {
          ("4", "a secret survived redaction: nothing was posted")),
         GITHUB_JOB[1:] + (("GITHUB_WORKSPACE", "where the saved body's paths are relative to"),),
     ),
+    "fork": Usage(
+        "Write a fork of a tape: the answer at one call replaced by a result or an error, or dropped, later "
+        "exchanges kept (or --cut). Its header names the parent and the change; `diff PARENT FORK` reads "
+        "\"fork at call N\".",
+        (("0", "the fork was written"), COULD_NOT_RUN, ("4", "a secret survived redaction: nothing was written")),
+    ),
     "merge": Usage(
         "Combine the JSON reports of sharded ci runs (--shard I/N) into one verdict, report and summary.",
         (("0", "no drift"), ("1", "output drift"), ("2", "structural drift"),

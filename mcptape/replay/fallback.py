@@ -55,7 +55,8 @@ class LiveFallback:
     """The live server behind a replay, recorded by `mcptape rec` into a temporary tape."""
 
     def __init__(
-        self, tape: str | os.PathLike[str], command: Sequence[str], say: Callable[[str], None], url: str | None = None
+        self, tape: str | os.PathLike[str], command: Sequence[str], say: Callable[[str], None], url: str | None = None,
+        *, live_tools: bool = False,
     ) -> None:
         if not command and not url:
             raise McptapeError(
@@ -74,6 +75,9 @@ class LiveFallback:
         self._handshake: list[dict[str, Any]] = []  # the client's initialize and initialized, as sent
         self._failed: str | None = None
         self.replayed_handshake = False  # the live server got the client's handshake from us
+        # play --live-tools (replay/lab.py): the live side of named tools, not of misses. Its
+        # recording is not appended: those calls go live on every run, so the tape keeps its own.
+        self.live_tools = live_tools
 
     # --- what the engine tells us ------------------------------------------------------
 
@@ -106,7 +110,8 @@ class LiveFallback:
             if not self._start_http(rec):
                 return
         else:
-            self.say(f"mcptape play: --fallback: the tape misses a call; starting the live server ({self.command[0]})")
+            why = "--live-tools: a live tool is called" if self.live_tools else "--fallback: the tape misses a call"
+            self.say(f"mcptape play: {why}; starting the live server ({self.command[0]})")
             try:
                 self._proc = subprocess.Popen([*rec, "--", *self.command], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             except OSError as e:
@@ -258,6 +263,8 @@ class LiveFallback:
                 raise ServerError(f"--fallback: {self._failed}; nothing was appended to {self.tape}")
             if code == EXIT_SECRET:
                 raise SecretLeak(f"--fallback: a secret survived redaction in the live recording; nothing was appended to {self.tape}")
+            if self.live_tools:
+                return EXIT_OK  # recorded (so redacted and verified like any rec) but not appended: see __init__
             if not live.exists():
                 raise McptapeError(f"--fallback: the recorder wrote no tape (exit {code}); nothing was appended to {self.tape}")
             appended = append_recording(self.tape, live, replayed_handshake=self.replayed_handshake)
