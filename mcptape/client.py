@@ -104,6 +104,8 @@ class Recording:
     schema_breaks: list[SchemaBreak] = field(default_factory=list)
     duration_s: float = 0.0
     failed_step: int | None = None  # 1-based step the error happened in (None: handshake or none)
+    # Seconds each completed step took, by 1-based step (the latency comparison's samples: ci/baseline.py).
+    step_s: dict[int, float] = field(default_factory=dict)
 
 
 def describe_step(step: Step) -> str:
@@ -160,6 +162,7 @@ class ScriptedClient:
         self.builder = EventBuilder()
         self.protocol: str | None = None
         self.server_info: dict[str, Any] | None = None
+        self.step_s: dict[int, float] = {}
         self.negotiation: str | None = None
         self.modern = False  # the session speaks 2026-07-28 (set by the handshake)
         self._log_level: str | None = None
@@ -601,7 +604,9 @@ class ScriptedClient:
     def run(self, steps: Sequence[Step]) -> None:
         self.handshake()
         for number, step in enumerate(steps, start=1):
+            began = time.monotonic()
             self.run_step(number, step)
+            self.step_s[number] = time.monotonic() - began
             for event in self.after_step(number) if self.after_step is not None else []:
                 self._record(event)
         self._step = None
@@ -664,6 +669,7 @@ def record_session(
         schema_breaks=client.schema_breaks,
         duration_s=time.monotonic() - started,
         failed_step=client._step if error is not None else None,
+        step_s=dict(client.step_s),
     )
 
 
