@@ -304,7 +304,9 @@ def against_server(cfg: Config, value: str) -> tuple[str, ServerModel]:
     if len(argv) == 1 and not Path(argv[0]).exists() and shutil.which(argv[0]) is None:
         raise ConfigError(f'--against {value}: neither a server of mcptape.yml{suggest(value, list(cfg.servers))} '
                           "nor a program; give a `servers:` name, a command or a URL")
-    return Path(argv[0]).name, StdioServer(command=argv)
+    # `node port.mjs`, `python -m pkg`: the script names the implementation better than its interpreter.
+    name = next((a for a in argv[1:] if not a.startswith("-")), argv[0]) if len(argv) > 1 else argv[0]
+    return Path(name).name, StdioServer(command=argv)
 
 
 def _label_against(sessions: Sequence[Session], name: str) -> str:
