@@ -88,6 +88,11 @@ def _base_branch(repo: Path, env: Mapping[str, str]) -> str:
     head = _out(repo, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
     if head and head.startswith("origin/"):
         return head[len("origin/"):]
+    if _has_origin(repo):  # a single-branch clone knows no origin/HEAD: ask the remote
+        said = _out(repo, "ls-remote", "--symref", "origin", "HEAD") or ""
+        first = said.splitlines()[0].split() if said else []
+        if len(first) == 3 and first[0] == "ref:" and first[1].startswith("refs/heads/"):
+            return first[1][len("refs/heads/"):]
     for name in ("main", "master"):
         if _commit(repo, f"origin/{name}") or _commit(repo, name):
             return name
