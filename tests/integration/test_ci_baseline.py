@@ -294,3 +294,22 @@ def test_two_implementations_the_javascript_port_against_the_python_calc(tmp_pat
     summary = (tmp_path / "s.md").read_text(encoding="utf-8")
     assert "` ts ` vs ` calc_port.mjs ` (the reference)" in summary
     assert "How to accept it" not in summary
+
+
+def test_auto_uses_the_goldens_when_the_repository_has_them_else_the_merge_base(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, {})
+    subprocess.run([sys.executable, "build.py"], cwd=repo, check=True, timeout=60)
+    done = subprocess.run(mcptape_command("ci", "--update-golden"), cwd=repo, env=user_env(PYTHONPATH=str(ROOT)),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (repo / "mcptape.yml").write_text((repo / "mcptape.yml").read_text(encoding="utf-8")
+                                      + "normalize:\n  - path: $..ticket\n  - path: $..issued\n", encoding="utf-8")
+    commit(repo, "goldens", {"offset": 1})
+    code, report, out = ci(repo, "--baseline", "auto")
+    assert code == 1 and report["compared"] is None, out  # the golden tape is the reference
+    assert report["sessions"][0]["golden"] == "tapes/basic.tape.jsonl"
+
+    shutil.rmtree(repo / "tapes")
+    code, report, out = ci(repo, "--baseline", "auto")
+    head = git(repo, "rev-parse", "--short=7", "HEAD")
+    assert code == 0 and report["compared"] == f"against the merge base `{head}` with `main`", out
