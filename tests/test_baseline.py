@@ -112,3 +112,18 @@ def test_json_reports_and_merged_shards_keep_what_was_compared(tmp_path: Path) -
         paths[-1].write_text(json.dumps(shard.to_dict()), encoding="utf-8")
     merged = merge_reports([load_report(str(p)) for p in paths])
     assert merged.compared == report.compared and len(merged.comparison) == 2
+
+
+def test_a_baseline_section_naming_an_unknown_server_fails_at_its_line(tmp_path: Path) -> None:
+    from mcptape.config.load import load_config
+
+    config = tmp_path / "mcptape.yml"
+    config.write_text("version: 1\nservers:\n  calc: {command: [python, calc.py]}\nsessions:\n"
+                      "  - {name: s, server: calc, steps: [list_tools]}\nbaseline:\n  setup: [npm ci]\n"
+                      "  servers:\n    clac: [make]\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as e:
+        load_config(config)
+    assert f"{config}:9" in str(e.value) and 'unknown server "clac"' in str(e.value) and "calc" in str(e.value)
+    config.write_text(config.read_text(encoding="utf-8").replace("clac", "calc"), encoding="utf-8")
+    baseline = load_config(config).config.baseline
+    assert baseline.setup == [["npm", "ci"]] and baseline.servers == {"calc": [["make"]]} and baseline.runs == 2
