@@ -92,3 +92,12 @@ def test_the_worktree_is_the_commit_and_is_removed_afterwards(tmp_path: Path) ->
         assert (checkout / "n.txt").read_text(encoding="utf-8") == "1"
     assert not checkout.exists()
     assert len(git(dev, "worktree", "list").splitlines()) == 1
+
+
+def test_merge_base_with_a_base_branch_origin_does_not_have_names_it(tmp_path: Path) -> None:
+    origin, _ = history(tmp_path)
+    ws = shallow(origin, tmp_path / "ws")
+    with pytest.raises(gitref.GitError, match="cannot fetch `release-9` from origin") as e:
+        gitref.resolve(ws, "merge-base", env={"GITHUB_BASE_REF": "release-9"})
+    assert e.value.hint and "GITHUB_BASE_REF" in e.value.hint
+    assert gitref.resolve(ws, "merge-base", env={"GITHUB_BASE_REF": "main"}).label.endswith("with `main`")

@@ -105,8 +105,12 @@ def _merge_base(repo: Path, env: Mapping[str, str]) -> BaseRef:
     target = f"refs/remotes/origin/{branch}"
     if _has_origin(repo):
         depth = ["--depth=50"] if _shallow(repo) else []
-        git(repo, "fetch", "--no-tags", "--quiet", *depth, "origin", f"+refs/heads/{branch}:{target}")
-    elif not _commit(repo, target):
+        fetched = git(repo, "fetch", "--no-tags", "--quiet", *depth, "origin", f"+refs/heads/{branch}:{target}", check=False)
+        if fetched.returncode != 0 and not _commit(repo, target):  # offline, a local clone may still know it
+            said = (fetched.stderr or "").strip().splitlines()
+            raise GitError(f"merge-base: cannot fetch `{branch}` from origin: {said[-1] if said else 'git fetch failed'}",
+                           hint="check the branch name (GITHUB_BASE_REF) and the checkout's credentials, or pass --baseline <ref>")
+    if not _commit(repo, target):
         target = branch
     for step in (0, *DEEPEN_STEPS):
         if step and not _deepen(repo, step):
