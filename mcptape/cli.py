@@ -196,6 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     ci.add_argument("--summary", metavar="FILE", help="write the markdown summary here")
     ci.add_argument("--out-dir", metavar="DIR", help="keep the fresh tapes here")
+    ci.add_argument("--baseline", metavar="REF", help="no goldens: compare with the same sessions run at REF "
+                    "(a ref, merge-base, previous-tag, or auto: goldens if there are, else merge-base)")
+    ci.add_argument("--against", metavar="SERVER", help="no goldens: compare with another implementation, the "
+                    "reference (a `servers:` name, a command or a URL)")
+    ci.add_argument("--latency", type=int, default=None, metavar="N",
+                    help="with --baseline/--against: N interleaved runs a side, latency regressions reported")
 
     # --- init / check ----------------------------------------------------------------------
     init = sub.add_parser("init", help="write a first mcptape.yml from what a live server lists")

@@ -116,6 +116,8 @@ class Recording:
     # Per event, the clock when its message crossed the wire (None: not a wire message); the
     # fresh tape's timing (tape/timing.py), never a golden's.
     times: list[float | None] = field(default_factory=list)
+    # Seconds each completed step took, by 1-based step (the latency comparison's samples: ci/baseline.py).
+    step_s: dict[int, float] = field(default_factory=dict)
 
 
 def describe_step(step: Step) -> str:
@@ -173,6 +175,7 @@ class ScriptedClient:
         self.builder = EventBuilder()
         self.protocol: str | None = None
         self.server_info: dict[str, Any] | None = None
+        self.step_s: dict[int, float] = {}
         self.negotiation: str | None = None
         self.modern = False  # the session speaks 2026-07-28 (set by the handshake)
         self._log_level: str | None = None
@@ -621,7 +624,9 @@ class ScriptedClient:
     def run(self, steps: Sequence[Step]) -> None:
         self.handshake()
         for number, step in enumerate(steps, start=1):
+            began = time.monotonic()
             self.run_step(number, step)
+            self.step_s[number] = time.monotonic() - began
             for event in self.after_step(number) if self.after_step is not None else []:
                 self._record(event)
         self._step = None
@@ -686,6 +691,7 @@ def record_session(
         duration_s=time.monotonic() - started,
         failed_step=client._step if error is not None else None,
         times=times + [None] * (len(events) - len(times)),
+        step_s=dict(client.step_s),
     )
 
 

@@ -376,7 +376,7 @@ def _compare(golden: Tape, fresh: _Fresh, cfg: Config) -> DiffResult:
         path=golden.path,
         event_lines=list(golden.event_lines),
     )
-    _conformance_loaded()
+    conformance_loaded()
     diff = diff_tapes(golden_n, _fresh_tape(fresh.header, fresh.events), cfg.drift, conformance=True,
                       as_sent=_as_sent(fresh.header, fresh.redacted))
     return _merge_schema_breaks(diff, fresh.recording)
@@ -397,7 +397,7 @@ def _as_sent(header: dict[str, Any], redacted: list[dict[str, Any]]) -> Tape:
 def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Config) -> list[Drift]:
     """Failing conformance findings (mcptape/conformance.py, drift settings applied) of a fresh
     recording that is not compared with a golden one: no golden yet, or --update-golden."""
-    _conformance_loaded()
+    conformance_loaded()
     return [d for _, d in conformance_drifts(_as_sent(header, redacted), cfg.drift) if d.severity != "info"]
 
 
@@ -405,7 +405,7 @@ def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Co
 # most of what `mcptape ci` imports before its first server starts (about three quarters, measured
 # with -X importtime), and no session needs it before it has recorded. So run_in_pool has the main
 # thread import it while the sessions' servers start, and a worker that reaches its check first
-# waits for that import to finish (_conformance_loaded): the module is then whole in sys.modules,
+# waits for that import to finish (conformance_loaded): the module is then whole in sys.modules,
 # and the worker's own import of it is a lookup, not a first import.
 _LOADING = threading.Event()  # a main thread will import the conformance check (run_in_pool)
 _LOADED = threading.Event()  # ... and has: sys.modules holds it whole (or the import failed)
@@ -422,7 +422,7 @@ def load_conformance() -> None:
         _LOADED.set()
 
 
-def _conformance_loaded() -> None:
+def conformance_loaded() -> None:
     """Return once the conformance check is imported (module comment above run_in_pool)."""
     if _LOADED.is_set():
         return

@@ -43,6 +43,9 @@ FINDING_KINDS: dict[str, tuple[str, ...]] = {
     "process": ("no_answer", "answered", "crash", "exit", "garbage", "note"),
     "side_effect": ("added", "removed", "changed"),
     "conformance": ("schema", "output_schema", "version"),
+    # Only when two live sides are compared (ci/baseline.py): off the exit code unless fail_on says so.
+    "latency": ("regression",),
+    "release": ("patch", "minor"),  # a structural drift under a semver patch or minor bump
 }
 # The keys of a `drift.ignore` rule: what of a finding and its call the rule matches (diff/engine.py).
 IGNORE_KEYS = ("path", "category", "method", "name")
@@ -225,6 +228,10 @@ class RunReport:
     orphans: list[str] = field(default_factory=list)  # golden tapes with no session
     updated_golden: bool = False
     shard: str | None = None
+    # Set when the reference is not golden tapes (ci/baseline.py): "against the merge base `abc1234`",
+    # "`ts` vs `py`"; `comparison` holds what that comparison learned and measured, line by line.
+    compared: str | None = None
+    comparison: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -261,6 +268,8 @@ class RunReport:
             "result": self.result,
             "updated_golden": self.updated_golden,
             "shard": self.shard,
+            "compared": self.compared,
+            "comparison": list(self.comparison),
             "orphans": list(self.orphans),
             "sessions": [s.to_dict() for s in self.sessions],
         }
@@ -273,6 +282,8 @@ class RunReport:
             orphans=list(data.get("orphans", [])),
             updated_golden=bool(data.get("updated_golden")),
             shard=data.get("shard"),
+            compared=data.get("compared"),
+            comparison=list(data.get("comparison", [])),
         )
 
 
