@@ -28,7 +28,7 @@ from typing import NoReturn
 
 from mcptape import __version__
 from mcptape.commands.usage import DEBUG_VARIABLE, USAGE, render_epilog
-from mcptape.errors import EXIT_COULD_NOT_RUN, McptapeError
+from mcptape.errors import EXIT_CODES, EXIT_COULD_NOT_RUN, McptapeError
 from mcptape.logsafe import safe_log
 from mcptape.replay.served_values import help_text as served_help
 
@@ -88,8 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcptape",
         description="Record, replay and diff MCP sessions; gate MCP servers in CI.",
-        epilog="exit codes: 0 no drift, 1 output drift, 2 structural drift, 3 could not run, "
-        "4 a secret survived redaction",
+        epilog="exit codes: " + ", ".join(f"{code} {short}" for code, (short, _) in EXIT_CODES.items()),
     )
     parser.add_argument("--version", action="version", version=f"mcptape {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

@@ -28,6 +28,20 @@ EXIT_STRUCTURAL_DRIFT = 2
 EXIT_COULD_NOT_RUN = 3
 EXIT_SECRET = 4
 
+# What each code means, for every command that reports a verdict: `mcptape --help`, the README's and
+# docs/design.md's tables (tests/test_usage.py holds them to this one).
+EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (short name, meaning)
+    EXIT_OK: ("no drift", "no drift"),
+    EXIT_OUTPUT_DRIFT: ("output drift", "output drift: same calls, different results, error messages or notifications; "
+                        "compatible or cosmetic schema changes (an optional parameter added, a description reworded)"),
+    EXIT_STRUCTURAL_DRIFT: ("structural drift", "structural drift: tools/resources/prompts added or removed, a breaking "
+                            "schema change, a call added/removed, a result turned into an error, an error code changed, "
+                            "no golden tape for a session"),
+    EXIT_COULD_NOT_RUN: ("could not run", "could not run: invalid config, server failed to start, crashed or timed "
+                         "out, unreadable tape"),
+    EXIT_SECRET: ("a secret survived redaction", "a secret survived redaction: nothing was written, nothing posted"),
+}
+
 
 class McptapeError(Exception):
     """Base of every error mcptape reports to a user."""

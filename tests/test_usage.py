@@ -7,13 +7,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from mcptape.cli import COMMANDS, build_parser, main
-from mcptape.commands.usage import SERVER_ALLOWLIST, USAGE
+from mcptape.commands.usage import SERVER_ALLOWLIST, USAGE, exit_code_text
 from mcptape.tape.reader import read_tape
 from mcptape.transports.stdio import ENV_ALLOWLIST
 from tests.conftest import FIXTURES, ROOT, mcptape_command, user_env
@@ -38,7 +39,7 @@ def test_each_help_has_a_description_its_exit_codes_and_its_environment(command:
     usage = USAGE[command]
     assert " ".join(usage.description.split()[:6]) in " ".join(text.split())
     codes = text.split("exit codes:\n", 1)[1].split("\n\n", 1)[0]
-    assert [line.split()[0].rstrip(",") for line in codes.splitlines()] == [c.split(",")[0] for c, _ in usage.exit_codes]
+    assert [line.split()[0].rstrip(",") for line in codes.splitlines()] == [exit_code_text(c).split(",")[0] for c, _ in usage.exit_codes]
     environment = text.split("environment:\n", 1)[1]
     assert "MCPTAPE_DEBUG" in environment
     for name, _ in usage.environment:
@@ -151,3 +152,45 @@ def test_diff_judges_a_rec_tapes_clock_dates_by_when_it_was_written(
     assert main(["diff", str(a), str(b), "--json", "-"]) == 0
     capsys.readouterr()
     assert main(["diff", str(a), str(b), "--raw", "--json", "-"]) == 1  # the dates do differ
+
+
+# --- the exit-code table has one home: errors.py ------------------------------------------------
+
+
+def markdown_exit_table(text: str) -> dict[int, str]:
+    """The `| code | meaning |` table of a markdown document, as code -> meaning."""
+    block = text.split("| code | meaning |\n|---|---|\n", 1)[1].split("\n\n", 1)[0]
+    return {int(code): meaning for code, meaning in
+            (line.strip("|").split(" | ", 1) for line in block.strip().splitlines())}
+
+
+def test_the_readme_the_contract_and_mcptape_help_show_the_exit_codes_of_errors_py() -> None:
+    from mcptape.errors import EXIT_CODES
+
+    meanings = {code: meaning for code, (_, meaning) in EXIT_CODES.items()}
+    for document in (ROOT / "README.md", ROOT / "docs" / "design.md"):
+        table = markdown_exit_table(document.read_text(encoding="utf-8"))
+        assert {code: meaning.strip() for code, meaning in table.items()} == meanings, document
+    top = " ".join(build_parser().format_help().split())
+    assert "exit codes: 0 no drift, 1 output drift, 2 structural drift, 3 could not run, 4 a secret survived" in top
+
+
+def test_every_exit_code_a_help_names_is_one_errors_py_defines() -> None:
+    from mcptape.errors import EXIT_CODES
+
+    for command, usage in USAGE.items():
+        for code, _ in usage.exit_codes:
+            text = exit_code_text(code)
+            assert text in {str(c) for c in EXIT_CODES} or not text[0].isdigit() or "," in text, (command, text)
+
+
+def test_play_help_says_the_exit_code_an_unplayable_tape_really_gets(tmp_path: Path) -> None:
+    """`play --help` once said an unplayable tape exits 2 (structural drift) while it exits 3."""
+    codes = help_of("play").split("exit codes:\n", 1)[1].split("\n\n", 1)[0]
+    said = next(line.split()[0] for line in codes.splitlines() if "cannot be replayed" in line)
+    tape = tmp_path / "future.tape.jsonl"
+    tape.write_text('{"mcptape":"tape","format":99,"version":"9.0.0","name":"x"}\n', encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "mcptape", "play", str(tape)], capture_output=True, text=True,
+                          input="", timeout=60)
+    assert said == str(proc.returncode) == "3", (said, proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
