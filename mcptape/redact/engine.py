@@ -23,6 +23,7 @@ from urllib.parse import quote, quote_plus, unquote
 
 from mcptape.jsonrpc import dumps, loads, wire_dumps
 from mcptape.placeholders import PLACEHOLDER_RE
+from mcptape.redact import rules
 from mcptape.redact.own_text import own_text
 from mcptape.redact.shapes import (
     ALWAYS_MIN_LEN,
@@ -106,8 +107,12 @@ def _b64_runs(text: str) -> list[tuple[int, int]]:
 
 
 _B64_CHARS = re.compile(r"[A-Za-z0-9+/=_\-]")
-_PCT_RUN = re.compile(r"(?:[A-Za-z0-9._~+\-]|%[0-9A-Fa-f]{2})*%[0-9A-Fa-f]{2}(?:[A-Za-z0-9._~+\-]|%[0-9A-Fa-f]{2})*")
-_U_RUN = re.compile(r"(?:[A-Za-z0-9._~+/=\-]|\\u[0-9A-Fa-f]{4})*\\u[0-9A-Fa-f]{4}(?:[A-Za-z0-9._~+/=\-]|\\u[0-9A-Fa-f]{4})*")
+# Maximal runs of URL-safe characters and escapes, possessive (`++`: no backtracking), so each
+# character is looked at once; a run is decoded only if it holds an escape. The form these
+# replaced (`(?:c|esc)*esc(?:c|esc)*`) backtracked through every long base64 run in a text that
+# also held a `%` or `\u`: 26 s for 40 KB, quadratic.
+_PCT_RUN = re.compile(r"(?:[A-Za-z0-9._~+\-]++|%[0-9A-Fa-f]{2})++")
+_U_RUN = re.compile(r"(?:[A-Za-z0-9._~+/=\-]++|\\u[0-9A-Fa-f]{4})++")
 
 
 def _requote(text: str) -> str:
@@ -213,14 +218,17 @@ class Hit:
     kind: str
     value: str
     named: bool = False  # a known value: placeholder named after its source, no tag
+    rule: bool = False  # found by the maintained rule set (rules.py), not by our own detectors
 
 
 class Engine:
     """A compiled set of detectors. Redactor holds two, built separately: one scrubs, one verifies."""
 
-    def __init__(self, config: EngineConfig, shapes: Sequence[Shape]) -> None:
+    def __init__(self, config: EngineConfig, shapes: Sequence[Shape], *, rules: bool = True) -> None:
+        """`rules`: whether the maintained rule set (rules.py) runs too; off only to inject a fault."""
         self.config = config
         self.shapes = list(shapes)
+        self.use_rules = rules
         self.pem_open = False
         self._clean: set[str] = set()  # short strings known to hold nothing (a cache, not state)
         self._known_text: dict[str, str] = {}  # literal form -> source
@@ -337,7 +345,9 @@ class Engine:
             low = low.replace(harmless, '""')  # quotes: no trigger holds one, so none spans the cut
         if "://" in low and "@" in low:
             return True
-        return any(gate in low and any(t in low for t in group) for gate, group in self._trigger_groups)
+        if any(gate in low and any(t in low for t in group) for gate, group in self._trigger_groups):
+            return True
+        return self.use_rules and rules.finds_any(text)
 
     def _run_shape_at(self, text: str, start: int) -> bool:
         """Whether a run-started shape (Shape.run_first) matches at `start`, a run's first character."""
@@ -425,6 +435,14 @@ class Engine:
                     hits.append(Hit(m.start(), m.end(), "pattern", m.group(0)))
         if any(h.kind == "aws-access-key-id" for h in hits):
             hits.extend(self._aws_secrets(text, hits))
+        if self.use_rules:
+            # Ours first where both see a secret: they cut finer (a URL's password, not the URL).
+            own = [(h.start, h.end) for h in hits] + skips
+            for start, end, rule in rules.spans(text):
+                value = text[start:end]
+                if any(s < end and start < e for s, e in own) or allowed_value(value, cfg.allow):
+                    continue
+                hits.append(self._named(Hit(start, end, rule, value, rule=True)))
         return _merge(hits)
 
     def _handle(self, m: re.Match[str], group: str | None, text: str) -> list[Hit] | None:
@@ -558,6 +576,8 @@ class Engine:
                 out.append((start, end, self.placeholder(f"base64:{kind}", run, sink.last_named)))
         if "%" in text:
             for m in _PCT_RUN.finditer(text):
+                if "%" not in m.group(0):
+                    continue
                 decoded = unquote(m.group(0))
                 if decoded == m.group(0):
                     continue
@@ -566,6 +586,8 @@ class Engine:
                     out.append((m.start(), m.end(), _requote(inner)))
         if "\\u" in text:
             for m in _U_RUN.finditer(text):
+                if "\\u" not in m.group(0):
+                    continue
                 try:
                     decoded = json.loads('"' + m.group(0) + '"')
                 except ValueError:

@@ -178,7 +178,9 @@ class Redactor:
                 checker.text(line, 0, sink, "text")
             if not found and parsed is not None:
                 # The exact text as well: a walker bug must not hide a plain token in the bytes.
-                strict = [h for h in checker.scan(line) if h.kind not in _CONTEXT_KINDS]
+                # Not the rule set's hits: some of its rules read a keyword nearby, which a JSON
+                # line may put in another field; the walk above gave them each string to check.
+                strict = [h for h in checker.scan(line) if h.kind not in _CONTEXT_KINDS and not h.rule]
                 if strict:
                     found.append((strict[0].kind, "line text", strict[0].named))
             if found:

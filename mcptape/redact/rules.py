@@ -1,0 +1,57 @@
+"""The maintained rule set: betterleaks' default rules (the gitleaks rules and more) as a detector.
+
+betterleaks (the `betterleaks-py` distribution) runs its embedded rules, 460+ provider shapes with
+keywords, entropy floors and allowlists, in Go behind a C call that releases the GIL: ~5 µs for
+a short string, ~4 ns a byte beyond that. It reports each finding's secret value, not its
+offsets, so `spans` finds every occurrence of that value in the text it scanned.
+
+Both engines of a Redactor call it (engine.py): the scrubber on each string it walks, the
+checker the same way, so a provider shape only these rules know is scrubbed, and if the scrubber
+misses it anyway the checker fails the run closed (exit 4). The `generic-*` rules (a keyword near
+any high-entropy word) are left out: they call `"password": "required"` a secret, and the
+secret-named-field rule of shapes.py, which tells prose from tokens, covers the same ground.
+
+Loaded on first use, not on import: `mcptape --version` and `play` never pay for the library.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+# Shorter than any value a rule of the set matches (the shortest provider tokens are ~20
+# characters); a string below it is not handed to the library at all.
+MIN_LEN = 16
+
+_SKIPPED_PREFIXES = ("generic-",)
+
+
+@functools.cache
+def _scan_string() -> Any:
+    import betterleaks
+
+    return betterleaks.scan_string
+
+
+def spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, rule id) of every secret the rule set finds in `text`, in order."""
+    if len(text) < MIN_LEN:
+        return []
+    # The library takes a C string: a NUL would end it early. Same length, so offsets hold.
+    findings = _scan_string()(text.replace("\0", " ") if "\0" in text else text)
+    out: set[tuple[int, int, str]] = set()
+    for finding in findings:
+        rule = str(finding.rule_id)
+        value = finding.match.value or finding.match.full
+        if not value or rule.startswith(_SKIPPED_PREFIXES):
+            continue
+        i = text.find(value)
+        while i != -1:
+            out.add((i, i + len(value), rule))
+            i = text.find(value, i + 1)
+    return sorted(out)
+
+
+def finds_any(text: str) -> bool:
+    """Whether the rule set finds a secret in `text` (could_match's last, widest test)."""
+    return bool(spans(text))
