@@ -38,6 +38,7 @@ from mcptape.redact.shapes import (
     high_entropy,
     mask_escaped_placeholders,
     name_class,
+    name_end_words,
     plain_value,
     shannon,
 )
@@ -52,16 +53,22 @@ _PEM_BODY = re.compile(r"\s*(?:[A-Za-z0-9+/=]{1,128})?\s*|\s*[A-Za-z\-]+:.*")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _AWS_NEAR = 200
 
-# Names that trigger the key=value / key: value rule in text; the full key is then classified
-# by name_class, so this only has to be a superset of its names.
-_KV_NAMES = r"(?i:session[_\-]?id|passphrase|password|passwd|secret|key|token|credentials?|signature|authorization)"
-# Where the scan tries the kv branch: a name's last component (the full key is classified by
-# walking back from it, so `api_key`, `accessToken` and `DB_PASSWORD` all start from here).
-_KV_TRIGGERS = ("session", "passphrase", "passw", "secret", "key", "token", "credential", "signature", "authorization")
+# The key=value / key: value rule in text starts at a word a secret name ends with (shapes.py's
+# table, `name_end_words`); the full key is then read back from there and judged by name_class.
+_KV_WORDS = name_end_words()
+_KV_NAMES = "(?i:" + "|".join(re.escape(w).replace("_", r"[_\-]?") for w in _KV_WORDS) + ")"
+# Where the scan tries the kv branch: each word's first part (`session` of `session_id`).
+_KV_TRIGGERS = tuple(sorted({w.split("_")[0] for w in _KV_WORDS}))
+# Of these, the words ordinary text is full of (`path` holds `pat`, `author` holds `auth`) only
+# count for could_match where they end a key: followed by `:` or `=` (after a quote or spaces).
+_KV_PLAIN_TRIGGERS = frozenset({"session", "passphrase", "passw", "secret", "key", "token", "credential", "signature",
+                                "authorization"})
+_KEY_END = re.compile(r"(?:\\{0,3}[\"'])?[ \t]*[:=]")
 _KV = (
     r"(?P<kvk>" + _KV_NAMES + r")(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
     r"(?P<kvv>(?:(?i:bearer|basic|token|digest|bot)[ \t]+)?[^\s\"'\\&,;<>()\[\]{}]+)"
 )
+_KV_RX = re.compile(_KV)
 _COOKIE = r"(?<![A-Za-z0-9])(?P<ck>(?i:set-cookie|cookie))(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?(?P<ckv>[^\r\n\"\\]+)"
 _COOKIE_ATTRS = frozenset({"path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority", "partitioned"})
 _SCHEMES = frozenset({"bearer", "basic", "token", "digest", "bot"})
@@ -75,6 +82,24 @@ _B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{" + str(B64_MIN_RUN) + r",}={0,2}")
 _B64_ALPHABET = frozenset(string.ascii_letters + string.digits + "+/_-")
 _B64_MASK = bytes(ord("a") if chr(i) in _B64_ALPHABET else ord(" ") for i in range(256))
 _B64_NEEDLE = b"a" * B64_MIN_RUN
+
+
+_NOISY_KV = frozenset(_KV_TRIGGERS) - _KV_PLAIN_TRIGGERS
+_KV_AT_KEY_END = re.compile(_KV_NAMES + _KEY_END.pattern)
+
+
+def _prune(triggers: set[str] | frozenset[str]) -> list[str]:
+    return sorted(t for t in triggers if not any(o != t and t.startswith(o) for o in triggers))
+
+
+def _kv_at_key_end(low: str, word: str) -> bool:
+    """Whether a secret name's last word starts at an occurrence of `word` and ends a key there."""
+    i = low.find(word)
+    while i != -1:
+        if _KV_AT_KEY_END.match(low, i):
+            return True
+        i = low.find(word, i + 1)
+    return False
 
 
 def _gate(trigger: str) -> str:
@@ -287,13 +312,17 @@ class Engine:
         if config.user:
             triggers.add(config.user.lower())
         # A trigger that contains another is redundant: the shorter one finds the same places.
-        self.triggers = sorted(t for t in triggers if not any(o != t and t.startswith(o) for o in triggers))
+        self.triggers = _prune(triggers)
+        # could_match leaves the noisy name words to `_kv_at_key_end` (below); it keeps the old
+        # plain ones (`passw`, not `pass`, which `passed` holds).
+        quiet = _prune((triggers - _NOISY_KV) | _KV_PLAIN_TRIGGERS)
+        self._noisy = tuple(sorted(_NOISY_KV))
         # The triggers as they read inside JSON text: once escaped (a message's strings in a tape
         # line) and twice (a `raw` message inside one). Only a literal holding a quote, a
         # backslash or a control character differs (a known value, a Windows home).
-        escaped = {_json_escaped(t) for t in self.triggers}
+        escaped = {_json_escaped(t) for t in quiet}
         escaped |= {_json_escaped(t) for t in escaped}
-        json_triggers = sorted(set(self.triggers) | escaped)
+        json_triggers = sorted(set(quiet) | escaped)
         # For could_match, grouped by a character each holds that prose and JSON keys seldom do
         # (`ghp_`, `sk-`, `<redacted:`): a group whose character is absent is passed over with
         # one single-character test instead of a search per literal. The rest ("") always run.
@@ -346,6 +375,8 @@ class Engine:
         if "://" in low and "@" in low:
             return True
         if any(gate in low and any(t in low for t in group) for gate, group in self._trigger_groups):
+            return True
+        if any(w in low and _kv_at_key_end(low, w) for w in self._noisy):
             return True
         return self.use_rules and rules.finds_any(text)
 
@@ -467,7 +498,13 @@ class Engine:
         if group == "user":
             return [Hit(m.start(), m.end(), "user", m.group(0))]
         if group == "cookie":
-            return self._cookie(m.start("ckv"), m.group("ckv")) or None
+            hits = self._cookie(m.start("ckv"), m.group("ckv"))
+            if hits:
+                return hits
+            if "=" in m.group("ckv"):
+                return None  # `name=value` pairs, each judged (and allowed) by _cookie
+            kv = _KV_RX.match(text, m.start("ck"))  # `"session_cookie": "<token>"`: a bare value
+            return self._kv(kv, text) if kv else None
         if group == "kv":
             return self._kv(m, text)
         if group and group.startswith("s"):
@@ -696,7 +733,11 @@ class Engine:
             hits = self._cookie(0, value)
             if hits:
                 return self._apply(value, hits, sink, path)
-            return value
+            if "=" in value or not field_is_secret("always", value, allow):
+                return value  # a bare value (no `name=`) is the cookie's secret itself
+            stripped = value.strip()
+            start = value.index(stripped)
+            return self._apply(value, [Hit(start, start + len(stripped), cls[1], stripped)], sink, path)
         scheme = _AUTH_SCHEME.match(value.strip())
         if scheme and cls[1].endswith("authorization"):
             token = scheme.group(2).strip()

