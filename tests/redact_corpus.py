@@ -139,6 +139,9 @@ def corpus(seed: int | None = None) -> list[Planted]:
         Planted("basic-auth", "upstream X-Upstream-Auth: " + "Basic " + basic, (basic, basic_pw)),
         Planted("access-token", "callback ?access" + "_token=" + (v := r(32)) + "&page=2", (v,)),
         Planted("password", '{"pass' + 'word": "' + (v := r(9, string.ascii_lowercase) + "1") + '"}', (v,)),
+        Planted("alibaba-access-key-id", "ali " + "LT" + "AI" + (v := r(20)), ("LTAI" + v,)),
+        Planted("azure-ad-client-secret", "client secret: " + (v := r(3) + "8" + "Q~" + r(34, ALNUM + "_~.-")), (v,)),
+        Planted("aws-secret-key", "standalone " + (v := r(38, ALNUM + "/+") + "7a"), (v,)),
         Planted(KNOWN_SOURCE, "conf " + known, (known,)),
         Planted("pattern", "acme " + "ACME-" + (v := r(24, upper_num)), ("ACME-" + v,)),
     ]

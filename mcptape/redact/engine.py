@@ -132,6 +132,7 @@ def _b64_runs(text: str) -> list[tuple[int, int]]:
 
 
 _B64_CHARS = re.compile(r"[A-Za-z0-9+/=_\-]")
+_B64_EDGE = frozenset(string.ascii_letters + string.digits + "+/")
 # Maximal runs of URL-safe characters and escapes, possessive (`++`: no backtracking), so each
 # character is looked at once; a run is decoded only if it holds an escape. The form these
 # replaced (`(?:c|esc)*esc(?:c|esc)*`) backtracked through every long base64 run in a text that
@@ -254,6 +255,7 @@ class Engine:
         self.config = config
         self.shapes = list(shapes)
         self.use_rules = rules
+        self._edges_ok = True  # False while a decoded run cut out of a longer base64 one is scanned
         self.pem_open = False
         self._clean: set[str] = set()  # short strings known to hold nothing (a cache, not state)
         self._known_text: dict[str, str] = {}  # literal form -> source
@@ -291,6 +293,7 @@ class Engine:
         # Shapes without a literal prefix are tried where a run starts with one of their first
         # characters; could_match tests such a run with a regex of just those shapes.
         self._run_first = "".join(sorted({c for shape in self.shapes for c in shape.run_first}))
+        self._back = {t: shape.back for shape in self.shapes if shape.back for t in shape.triggers}
         self._run_regex = re.compile("|".join(run_branches)) if run_branches else None
         branches.append("(?P<cookie>" + _COOKIE + ")")  # outer groups: lastgroup names the branch
         branches.append("(?P<kv>" + _KV + ")")
@@ -406,9 +409,10 @@ class Engine:
             if gate and gate not in low:
                 continue
             for lit in literals:
+                back = self._back.get(lit, 0)
                 i = low.find(lit)
                 while i != -1:
-                    candidates.add(i)
+                    candidates.add(max(0, i - back))
                     i = low.find(lit, i + 1)
         if "://" in low:  # the url-password branch starts at the scheme, before its trigger
             i = low.find("://")
@@ -510,6 +514,8 @@ class Engine:
         if group and group.startswith("s"):
             i = int(group[1:])
             shape = self.shapes[i]
+            if shape.direct_only and not self._edges_ok:
+                return None  # this decoded run's ends are no delimiters (Shape.direct_only)
             sv = f"sv{i}"
             span = m.span(sv) if sv in m.re.groupindex and m.group(sv) is not None else m.span()
             value = text[span[0] : span[1]]
@@ -618,7 +624,7 @@ class Engine:
                 decoded = unquote(m.group(0))
                 if decoded == m.group(0):
                     continue
-                inner = self.text(decoded, depth + 1, sink, path)
+                inner = self._run_text(text, m, decoded, depth, sink, path)
                 if inner != decoded:
                     out.append((m.start(), m.end(), _requote(inner)))
         if "\\u" in text:
@@ -629,7 +635,7 @@ class Engine:
                     decoded = json.loads('"' + m.group(0) + '"')
                 except ValueError:
                     continue
-                inner = self.text(decoded, depth + 1, sink, path)
+                inner = self._run_text(text, m, decoded, depth, sink, path)
                 if inner != decoded:
                     out.append((m.start(), m.end(), json.dumps(inner)[1:-1]))
         # Overlaps (a percent run inside a base64 run): keep the earliest, widest.
@@ -639,6 +645,20 @@ class Engine:
             if not kept or t[0] >= kept[-1][1]:
                 kept.append(t)
         return kept
+
+    def _run_text(self, text: str, m: re.Match[str], decoded: str, depth: int, sink: Sink, path: str) -> str:
+        """A percent or `\\u` run's decoded text, scrubbed. Such a run stops at the first character
+        it cannot hold (`/` for percent runs): if that character, or the one before the run,
+        continues a base64 run, the run's ends are no delimiters (Shape.direct_only)."""
+        edges_ok = not (
+            (m.start() > 0 and text[m.start() - 1] in _B64_EDGE)
+            or (m.end() < len(text) and text[m.end()] in _B64_EDGE | {"="})  # `=` before: a query value
+        )
+        saved, self._edges_ok = self._edges_ok, self._edges_ok and edges_ok
+        try:
+            return self.text(decoded, depth + 1, sink, path)
+        finally:
+            self._edges_ok = saved
 
     def text(self, text: str, depth: int, sink: Sink, path: str = "") -> str:
         """`text` with every secret replaced; each one reported to `sink`."""

@@ -214,7 +214,7 @@ class Redactor:
 # Kinds whose detection depends on context a raw JSON line garbles (escaped quotes, entropy of a
 # prefix); the structured walk checks them instead.
 _CONTEXT_KINDS = frozenset(
-    {"cookie", "bearer-token", "basic-auth"} | {n.replace("_", "-") for n in ALWAYS_NAMES + ENTROPY_NAMES}
+    {"cookie", "bearer-token", "basic-auth", "aws-secret-key"} | {n.replace("_", "-") for n in ALWAYS_NAMES + ENTROPY_NAMES}
 )
 
 

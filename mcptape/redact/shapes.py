@@ -10,6 +10,7 @@ import binascii
 import functools
 import math
 import re
+import string
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -263,6 +264,10 @@ class Shape:
     triggers: tuple[str, ...]  # lowercase literals, one of which starts every match (":// " is special)
     check: Callable[[str], bool] | None = None
     run_first: str = ""
+    back: int = 0  # the match starts this many characters before its trigger (Azure's `xxx8Q~`)
+    # Only in text as it stands, not in decoded runs: a shape told by its delimiters alone (a
+    # standalone AWS secret key) would match a piece of a decoded run, whose ends are no delimiters.
+    direct_only: bool = False
 
 
 def _has_digit_and_letter(v: str) -> bool:
@@ -275,6 +280,16 @@ def _basic_payload(v: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return b":" in raw
+
+
+def _aws_secret_key(v: str) -> bool:
+    """A standalone 40-character AWS secret access key: base64 of 30 random bytes, so upper and
+    lower case and digits (a hex digest or a word has not) and 4.2+ bits a character (random keys
+    score ~4.6-5; mixed-case identifiers of that length far less)."""
+    return (
+        any(c.isupper() for c in v) and any(c.islower() for c in v) and sum(c.isdigit() for c in v) >= 2
+        and shannon(v) >= 4.2
+    )
 
 
 def _discord_bot_token(v: str) -> bool:
@@ -335,6 +350,26 @@ SHAPES: tuple[Shape, ...] = (
         (),
         _discord_bot_token,
         run_first="MNO",
+    ),
+    # Shapes gitleaks knows and the bundled rule set (rules.py) misses.
+    Shape("alibaba-access-key-id", r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{20}(?![A-Za-z0-9])", ("ltai",), _has_digit_and_letter),
+    Shape(
+        "azure-ad-client-secret",
+        r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])",
+        ("q~",),
+        back=4,
+    ),
+    Shape(
+        "aws-secret-key",  # without its AKIA id nearby (the engine also finds one near an id)
+        # Only between the characters that delimit a value (space, quotes, `=`, `:`, brackets): a
+        # 40-character stretch of base64 between other characters (`%2F`, `\\n`, `é`, `-`) is a
+        # piece of a longer blob (a percent-encoded PEM body, an escaped image), not a key.
+        # (`\\"` and `\\n` too: in a JSON line, could_match must see what the walk of its strings sees.)
+        r"(?:^|(?<=[\s\"'=:,(\[{>])|(?<=\\[nrt]))[A-Za-z0-9/+]{40}(?=$|[\s\"',;)\]}<&\\])",
+        (),
+        _aws_secret_key,
+        run_first=string.ascii_letters + string.digits + "/+",
+        direct_only=True,
     ),
     Shape("digitalocean-token", r"(?<![A-Za-z0-9_])do[opr]_v1_[a-f0-9]{64}" + _END, ("dop_v1_", "doo_v1_", "dor_v1_")),
     Shape("databricks-token", r"(?<![A-Za-z0-9_])dapi[a-h0-9]{32}(?:-\d)?" + _END, ("dapi",)),
