@@ -85,7 +85,9 @@ _B64_NEEDLE = b"a" * B64_MIN_RUN
 
 
 _NOISY_KV = frozenset(_KV_TRIGGERS) - _KV_PLAIN_TRIGGERS
-_KV_AT_KEY_END = re.compile(_KV_NAMES + _KEY_END.pattern)
+# A joined name (`seed_phrase`) ends a key with its last word, whatever joins it.
+_NOISY_WORDS = frozenset(w.split("_")[-1] for w in _KV_WORDS if w.split("_")[0] in _NOISY_KV)
+_KEY_END_RX = _KEY_END
 
 
 def _prune(triggers: set[str] | frozenset[str]) -> list[str]:
@@ -93,10 +95,10 @@ def _prune(triggers: set[str] | frozenset[str]) -> list[str]:
 
 
 def _kv_at_key_end(low: str, word: str) -> bool:
-    """Whether a secret name's last word starts at an occurrence of `word` and ends a key there."""
+    """Whether an occurrence of `word` (a whole last word of a secret name) ends a key."""
     i = low.find(word)
     while i != -1:
-        if _KV_AT_KEY_END.match(low, i):
+        if _KEY_END_RX.match(low, i + len(word)):
             return True
         i = low.find(word, i + 1)
     return False
@@ -319,7 +321,9 @@ class Engine:
         # could_match leaves the noisy name words to `_kv_at_key_end` (below); it keeps the old
         # plain ones (`passw`, not `pass`, which `passed` holds).
         quiet = _prune((triggers - _NOISY_KV) | _KV_PLAIN_TRIGGERS)
-        self._noisy = tuple(sorted(_NOISY_KV))
+        # The whole noisy words (`pwd`, `pin`), each tested where it ends: one that holds a quiet
+        # trigger (`apikey` holds `key`) is found by that trigger already.
+        self._noisy = tuple(sorted(w for w in _NOISY_WORDS if not any(t in w for t in quiet)))
         # The triggers as they read inside JSON text: once escaped (a message's strings in a tape
         # line) and twice (a `raw` message inside one). Only a literal holding a quote, a
         # backslash or a control character differs (a known value, a Windows home).

@@ -22,11 +22,23 @@ so what rec checks before that (its argv, the tape header) uses our own detector
 from __future__ import annotations
 
 import functools
+import string
 from typing import Any
 
 # Shorter than any value a rule of the set matches (the shortest provider tokens are ~20
 # characters); a string below it is not handed to the library at all.
 MIN_LEN = 16
+# The library costs ~10 µs a call and 50-250 ns a byte (the rules' regexes; base64 is the slowest),
+# several times our own scan. So it is only handed text that holds a run of MIN_LEN characters
+# a token is made of (bytes.translate finds one at GB/s: prose has none), and a run longer than
+# LONG_RUN (an image, a bundle: no provider token is one whole run that long, and a match glued
+# inside a run is dropped anyway) is blanked out first, at the same length so offsets hold.
+_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-.+/=~")
+_MASK = bytes(ord("a") if chr(i) in _TOKEN_CHARS else ord(" ") for i in range(256))
+_NEEDLE = b"a" * MIN_LEN
+_B64_MASK = bytes(ord("a") if chr(i) in (string.ascii_letters + string.digits + "+/=") else ord(" ") for i in range(256))
+LONG_RUN = 320
+_LONG = b"a" * (LONG_RUN + 1)
 
 _SKIPPED_PREFIXES = ("generic-",)
 
@@ -42,8 +54,12 @@ def spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, rule id) of every secret the rule set finds in `text`, in order."""
     if len(text) < MIN_LEN:
         return []
+    raw = text.encode("utf-8", "surrogatepass")
+    if _NEEDLE not in raw.translate(_MASK):
+        return []
+    scanned = _blank_long_runs(text, raw) if len(raw) > LONG_RUN else text
     # The library takes a C string: a NUL would end it early. Same length, so offsets hold.
-    findings = _scan_string()(text.replace("\0", " ") if "\0" in text else text)
+    findings = _scan_string()(scanned.replace("\0", " ") if "\0" in scanned else scanned)
     out: set[tuple[int, int, str]] = set()
     for finding in findings:
         rule = str(finding.rule_id)
@@ -57,6 +73,21 @@ def spans(text: str) -> list[tuple[int, int, str]]:
                 out.add((i, end, rule))
             i = text.find(value, i + 1)
     return sorted(out)
+
+
+def _blank_long_runs(text: str, raw: bytes) -> str:
+    """`text` with each base64 run longer than LONG_RUN replaced by as many spaces."""
+    masked = raw.translate(_B64_MASK)
+    if _LONG not in masked or not text.isascii():  # byte offsets are character offsets only in ASCII
+        return text
+    parts, last, pos = [], 0, 0
+    while (start := masked.find(_LONG, pos)) != -1:
+        end = masked.find(b" ", start)
+        end = len(masked) if end == -1 else end
+        parts += [text[last:start], " " * (end - start)]
+        last = pos = end
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def _glued(text: str, i: int) -> bool:
