@@ -413,3 +413,53 @@ def test_the_words_mcptape_writes_are_its_own_text(tmp_path: Path) -> None:
     assert not not_own, f"words mcptape writes that redact.own_text does not know: {sorted(not_own)}"
     # Positive control: a word mcptape never writes is not own text, so real secrets are not refused.
     assert not own_text("Hunter2pw9x") and "Hunter2pw9x".lower() not in data
+
+
+def _corpus_forms(carrier: str) -> list[str]:
+    return [carrier, "b64 " + base64.b64encode(carrier.encode()).decode(),
+            "https://example.com/cb?state=" + quote(carrier, safe=""), json.dumps({"nested": carrier})]
+
+
+def test_ci_the_rule_corpus_in_every_form_and_channel_survives_nowhere(tmp_path: Path) -> None:
+    """The rule set's shapes, raw/base64/percent/JSON-escaped, in result text and structuredContent,
+    error message and data, notifications, server stderr and the request arguments the config
+    sends: through `ci --update-golden` then `ci` (every report), 0 survive anywhere."""
+    planted = rule_corpus(SEED)
+    steps = "".join(
+        f"      - call: {tool}\n        arguments: {{text: {json.dumps(form)}}}\n"
+        for p in planted for form in _corpus_forms(p.carrier)
+        for tool in ("echo_result", "echo_error", "echo_stderr", "echo_notify")
+    )  # fmt: skip
+    config = ci_config(tmp_path, f"  echo:\n    command: {json.dumps(SERVER)}\n",
+                       f"  - name: corpus\n    server: echo\n    steps:\n{steps}")
+    proc = run_ci(config, "--update-golden")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    outputs = [proc.stdout, proc.stderr]
+    proc = run_ci(config, "--json", "r.json", "--junit", "r.xml", "--summary", "s.md", "--out-dir", "fresh")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    config_text = config.read_text(encoding="utf-8")  # the user wrote the arguments: not an output
+    outputs += [proc.stdout, proc.stderr, all_written(tmp_path).replace(config_text, "")]
+    survived = leaks("\n".join(outputs), planted)
+    assert survived == [], f"seed {SEED}: {len(survived)} of {len(planted)} shapes survived: {survived}"
+    golden = (tmp_path / "tapes" / "corpus.tape.jsonl").read_text(encoding="utf-8")
+    assert all(f"<REDACTED:{p.kind}#" in golden for p in planted)
+
+
+def test_ci_the_false_positive_corpus_is_not_redacted(tmp_path: Path) -> None:
+    from tests.redact_corpus import false_positive_corpus
+
+    texts = false_positive_corpus(SEED)
+    steps = "".join(f"      - call: echo_result\n        arguments: {{text: {json.dumps(t)}}}\n" for t in texts)
+    env = "".join(f"      {k}: {json.dumps(v)}\n" for k, v in PLAIN_ENV.items())
+    config = ci_config(tmp_path, f"  echo:\n    command: {json.dumps(SERVER)}\n    env:\n{env}",
+                       f"  - name: plain\n    server: echo\n    steps:\n{steps}")
+    proc = run_ci(config, "--update-golden")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    golden = (tmp_path / "tapes" / "plain.tape.jsonl").read_text(encoding="utf-8")
+    assert "REDACTED" not in golden, [line[:200] for line in golden.splitlines() if "REDACTED" in line]
+    echoed = [c["text"] for e in read_tape(tmp_path / "tapes" / "plain.tape.jsonl").events
+              if e.get("kind") == "response" for c in e["msg"].get("result", {}).get("content", [])]
+    # Each text is there, as it was (but for ci's default normalization: the UUIDs read <UUID>).
+    assert len(echoed) == len(texts) and len([e for e in echoed if e in texts]) == len(texts) - 1
+    proc = run_ci(config)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
