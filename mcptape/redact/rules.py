@@ -90,7 +90,9 @@ def _token_run(masked: bytes, raw: bytes) -> bool:
 
 
 def _blank_long_runs(text: str, raw: bytes) -> str:
-    """`text` with each base64 run longer than LONG_RUN replaced by as many spaces."""
+    """`text` with each base64 run longer than LONG_RUN replaced by as many newlines: no rule
+    matches them, and the library takes 10-60x longer over a long run of spaces, letters or `#`
+    (measured: 1 KB of one letter ~600 µs, of newlines ~10)."""
     masked = raw.translate(_B64_MASK)
     if _LONG not in masked or not text.isascii():  # byte offsets are character offsets only in ASCII
         return text
@@ -98,7 +100,7 @@ def _blank_long_runs(text: str, raw: bytes) -> str:
     while (start := masked.find(_LONG, pos)) != -1:
         end = masked.find(b" ", start)
         end = len(masked) if end == -1 else end
-        parts += [text[last:start], " " * (end - start)]
+        parts += [text[last:start], "\n" * (end - start)]
         last = pos = end
     parts.append(text[last:])
     return "".join(parts)
