@@ -463,3 +463,30 @@ def test_ci_the_false_positive_corpus_is_not_redacted(tmp_path: Path) -> None:
     assert len(echoed) == len(texts) and len([e for e in echoed if e in texts]) == len(texts) - 1
     proc = run_ci(config)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_rec_listen_the_rule_corpus_survives_in_no_tape_or_message(tmp_path: Path) -> None:
+    """Over HTTP: `rec --listen` in front of the HTTP calc server, which echoes each shape (in every
+    form) back; the client gets it, the tape and rec's stderr do not."""
+    from mcptape.transports.http import StreamableHttpTransport
+    from tests.integration.http_helpers import LOOPBACK, Rpc, background, calc_http_cmd, free_port, mcptape_listening
+
+    planted = rule_corpus(SEED)
+    tape = tmp_path / "http.tape.jsonl"
+    port = free_port()
+    with background(calc_http_cmd(port), port, timeout=60), mcptape_listening(
+        "rec", "--upstream", f"http://{LOOPBACK}:{port}/mcp", "--out", str(tape)
+    ) as rec:
+        transport = StreamableHttpTransport(rec.url, {})
+        try:
+            rpc = Rpc(transport)
+            rpc.initialize()
+            for p in planted:
+                for form in _corpus_forms(p.carrier):
+                    rpc.request("tools/call", {"name": "echo", "arguments": {"text": form}})
+        finally:
+            transport.close()
+    assert rec.returncode == 0, rec.stderr
+    survived = leaks(tape.read_text(encoding="utf-8") + rec.stderr, planted)
+    assert survived == [], f"seed {SEED}: {len(survived)} of {len(planted)} survived: {survived}"
+    assert all(f"<REDACTED:{p.kind}#" in tape.read_text(encoding="utf-8") for p in planted)
