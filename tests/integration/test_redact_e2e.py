@@ -469,7 +469,14 @@ def test_rec_listen_the_rule_corpus_survives_in_no_tape_or_message(tmp_path: Pat
     """Over HTTP: `rec --listen` in front of the HTTP calc server, which echoes each shape (in every
     form) back; the client gets it, the tape and rec's stderr do not."""
     from mcptape.transports.http import StreamableHttpTransport
-    from tests.integration.http_helpers import LOOPBACK, Rpc, background, calc_http_cmd, free_port, mcptape_listening
+    from tests.integration.http_helpers import (
+        LOOPBACK,
+        Rpc,
+        background,
+        calc_http_cmd,
+        free_port,
+        mcptape_listening,
+    )
 
     planted = rule_corpus(SEED)
     tape = tmp_path / "http.tape.jsonl"
