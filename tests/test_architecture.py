@@ -206,7 +206,7 @@ def test_the_checks_see_a_cycle_an_upward_import_and_a_private_name() -> None:
 
 
 # STYLE.md point 7: the paths that must start fast import none of the heavy optional packages.
-HEAVY = ("rich", "ghapi", "jsonschema", "pydantic", "httpx")
+HEAVY = ("rich", "ghapi", "jsonschema", "pydantic", "httpx", "betterleaks")
 TAPE = ROOT / "fixtures" / "example" / "tapes" / "surface.tape.jsonl"
 INITIALIZE = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
               b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n')
