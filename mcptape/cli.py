@@ -29,7 +29,6 @@ from typing import NoReturn
 from mcptape import __version__
 from mcptape.commands.usage import DEBUG_VARIABLE, USAGE, render_epilog
 from mcptape.errors import EXIT_CODES, EXIT_COULD_NOT_RUN, McptapeError
-from mcptape.logsafe import safe_log
 from mcptape.replay.served_values import help_text as served_help
 
 SUPPORTED_PLATFORMS = "Linux and macOS"
@@ -62,7 +61,10 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_COULD_NOT_RUN, f"{self.prog}: error: {message}\n")
+        # `unrecognized arguments: --token=ghp_...` quotes what was typed: scrubbed like any message.
+        from mcptape.outlet import safe_message
+
+        self.exit(EXIT_COULD_NOT_RUN, safe_message(f"{self.prog}: error: {message}\n", _ARGV, f"{self.prog}: error\n"))
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -244,16 +246,16 @@ def _debug() -> bool:
     return os.environ.get(DEBUG_VARIABLE, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
-def _safe(text: str, fallback: str) -> str:
-    """`text` with secrets scrubbed by the built-in detectors (an exception's message may quote a
-    config value or a server's answer), made inert for a CI log; `fallback` if it cannot be checked."""
-    try:
-        from mcptape.redact.redactor import builtin_redactor
+# The command line of this run, for the known secrets of its messages (outlet.safe_message).
+_ARGV: list[str] = []
 
-        text = builtin_redactor().redact_text(text)
-    except Exception:  # noqa: BLE001 - reporting an error must not crash: then say less
-        text = fallback
-    return safe_log(text)
+
+def _safe(text: str, fallback: str) -> str:
+    """`text` with secrets scrubbed (an exception's message may quote a config value, the command
+    line or a server's answer), made inert for a CI log; `fallback` if it cannot be checked."""
+    from mcptape.outlet import safe_message
+
+    return safe_message(text, _ARGV, fallback)
 
 
 def _report_crash(command: str, e: BaseException, *, where: str = "") -> None:
@@ -285,6 +287,7 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     """Run one command; its exit code. `exiting`: the process ends right after (console), so a
     command may leave the objects it built unfreed (see diff's run_diff)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    _ARGV[:] = arguments
     problem = unsupported_platform()
     if problem is not None and arguments != ["--version"]:
         print(problem, file=sys.stderr)
@@ -320,8 +323,9 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
         module = importlib.import_module(COMMANDS[command])
         code = int(module.run(module.Options.from_args(args)))
     except McptapeError as e:
-        # Error messages can quote a server's stderr or a tape: keep them inert on a terminal and in a CI log.
-        print(safe_log(f"mcptape {command}: {e}\n"), file=sys.stderr, end="")
+        # Error messages can quote a server's stderr, a tape, the command line or an interpolated
+        # config value: scrubbed and verified, and inert on a terminal and in a CI log.
+        print(_safe(f"mcptape {command}: {e}\n", f"mcptape {command}: {type(e).__name__}\n"), file=sys.stderr, end="")
         code = e.exit_code
     except KeyboardInterrupt:
         print(f"mcptape {command}: interrupted", file=sys.stderr)

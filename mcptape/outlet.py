@@ -22,8 +22,9 @@ known secrets, patterns and allow-list, so what the run scrubbed is what it chec
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -42,6 +43,25 @@ def config_redactor(loaded: LoadedConfig | None, known: Mapping[str, str] | None
     if loaded is None:
         return make_redactor(known)
     return make_redactor({**loaded.secrets, **(known or {})}, loaded.config.redact)
+
+
+def safe_message(text: str, argv: Sequence[str] = (), fallback: str = "") -> str:
+    """An error or usage message for stderr: scrubbed and verified, then made inert for a CI log.
+
+    Messages quote what the user typed and what the config interpolated (a server command with
+    `--token ghp_...`, a `${API_TOKEN}` value in the wrong field), so beyond the built-in
+    detectors the known secrets are the command line's (`argv`, by policy.argv_secrets) and the
+    environment's (policy.env_secrets: where `${VAR}` values come from). Home and user names stay:
+    the message is the user's own. `fallback` (or a withheld notice) if it cannot be checked.
+    """
+    try:
+        from mcptape.redact.policy import argv_secrets, env_secrets
+
+        known = {**env_secrets(os.environ), **argv_secrets(list(argv))[1]}
+        text = Redactor(known=known, home=None, user=None).guard(text, "message")
+    except Exception:  # noqa: BLE001 - reporting an error must not crash: then say less
+        text = fallback or "mcptape: error (message withheld: it could not be checked for secrets)\n"
+    return safe_log(text)
 
 
 class Outlet:

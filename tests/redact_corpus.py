@@ -139,6 +139,9 @@ def corpus(seed: int | None = None) -> list[Planted]:
         Planted("basic-auth", "upstream X-Upstream-Auth: " + "Basic " + basic, (basic, basic_pw)),
         Planted("access-token", "callback ?access" + "_token=" + (v := r(32)) + "&page=2", (v,)),
         Planted("password", '{"pass' + 'word": "' + (v := r(9, string.ascii_lowercase) + "1") + '"}', (v,)),
+        Planted("alibaba-access-key-id", "ali " + "LT" + "AI" + (v := r(20)), ("LTAI" + v,)),
+        Planted("azure-ad-client-secret", "client secret: " + (v := r(3) + "8" + "Q~" + r(34, ALNUM + "_~.-")), (v,)),
+        Planted("aws-secret-key", "standalone " + (v := r(38, ALNUM + "/+") + "7a"), (v,)),
         Planted(KNOWN_SOURCE, "conf " + known, (known,)),
         Planted("pattern", "acme " + "ACME-" + (v := r(24, upper_num)), ("ACME-" + v,)),
     ]
@@ -173,3 +176,62 @@ def leaks(output: str, planted: list[Planted]) -> list[str]:
                     found.append(f"{p.kind}: a form of length {len(f)}")
                     break
     return found
+
+
+def rule_corpus(seed: int | None = None) -> list[Planted]:
+    """Provider shapes from gitleaks' default rules that only the maintained rule set (redact/rules.py)
+    knows, each named by its rule id: the shapes the issue found leaking (fresh characters per seed)."""
+    rng = random.Random(seed)
+
+    def r(n: int, alphabet: str = ALNUM) -> str:
+        return _r(n, alphabet, rng)
+
+    hex_ = "0123456789abcdef"
+    age = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+    shapes = [
+        ("linear-api-key", "lin_" + "api_" + r(40)),
+        ("notion-api-token", "ntn_" + r(11, string.digits) + r(35)),
+        ("vault-service-token", "hvs." + r(90)),
+        ("vault-batch-token", "hvb." + r(138)),
+        ("heroku-api-key-v2", "HRKU-" + "AA" + r(58)),
+        ("shopify-access-token", "shpat_" + r(32, hex_)),
+        ("shopify-shared-secret", "shpss_" + r(32, hex_)),
+        ("perplexity-api-key", "pplx-" + r(48)),
+        ("postman-api-token", "PMAK-" + r(24, hex_) + "-" + r(34, hex_)),
+        ("pulumi-api-token", "pul-" + r(40, hex_)),
+        ("grafana-cloud-api-token", "glc_" + r(40)),
+        ("grafana-service-account-token", "glsa_" + r(32) + "_" + r(8, hex_)),
+        ("doppler-api-token", "dp.pt." + r(43)),
+        ("age-secret-key", "AGE-SECRET-" + "KEY-1" + r(58, age)),
+        ("dockerhub-personal-access-token", "dckr_" + "pat_" + r(27)),
+        ("sentry-user-token", "sntryu_" + r(64, hex_)),
+        ("figma-personal-access-token", "figd_" + r(40)),
+        ("rubygems-api-token", "rubygems_" + r(48, hex_)),
+        ("square-access-token", "EAAA" + r(60)),
+        ("hashicorp-tf-api-token", r(14) + ".atlasv1." + r(67)),
+        ("cloudflare-origin-ca-key", "v1.0-" + r(24, hex_) + "-" + r(146, hex_)),
+    ]
+    return [Planted(kind, f"here it is: {value} (keep it safe)", (value,)) for kind, value in shapes]
+
+
+def false_positive_corpus(seed: int | None = None) -> list[str]:
+    """Texts that hold no secret: ids, digests, images, versions, prose under secret-like names."""
+    import hashlib
+    import uuid
+
+    rng = random.Random(seed)
+    blob = bytes(rng.randrange(256) for _ in range(3000))
+    digest = hashlib.sha512(blob).digest()
+    return [
+        "commit " + hashlib.sha1(blob).hexdigest() + " (HEAD -> main)",
+        json.dumps({"id": str(uuid.UUID(int=rng.getrandbits(128))), "request_id": str(uuid.UUID(int=rng.getrandbits(128)))}),
+        json.dumps({"integrity": "sha512-" + base64.b64encode(digest).decode(), "resolved": "https://registry.npmjs.org/x/-/x-1.0.0.tgz"}),
+        json.dumps({"type": "image", "mimeType": "image/png", "data": base64.b64encode(blob).decode()}),
+        json.dumps({"sha256": hashlib.sha256(blob).hexdigest(), "md5": hashlib.md5(blob).hexdigest()}),
+        json.dumps({"version": "1.2.3-rc.4+build.567", "node": "v20.11.1", "python": "3.12.4"}),
+        json.dumps({"signature": "Best regards, Ada", "credentials": "stored in the vault"}),
+        json.dumps({"token": "The token budget is 4096", "password": "required", "secret": "not set"}),
+        json.dumps({"passphrase": "see the team wiki", "session_key": "rotates daily at noon", "pin": "unset"}),
+        json.dumps({"env": {"LOG_LEVEL": "debug", "REGION": "eu-west-1", "MODE": "result", "WORKERS": "4"}}),
+        'function e(t){return t.replace(/%[0-9a-f]{2}/g,"\\u0041")};var apiKey=process.env.API_KEY;',
+    ]

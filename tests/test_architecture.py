@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # Imports that stay inside a function, and why: each keeps a heavy import off a path that must
 # start fast (`mcptape --version`, `mcptape play`, `mcptape diff --json -`) or that most runs never take.
 LAZY = {
-    ("mcptape.cli", "mcptape.redact.redactor"): "only an error message pays for the redactor (~15 ms)",
+    ("mcptape.cli", "mcptape.outlet"): "only an error message pays for the redactor (~15 ms)",
     ("mcptape.cli", "traceback"): "only MCPTAPE_DEBUG=1 prints a traceback",
     ("mcptape.commands.diff", "mcptape.config.load"): "pydantic, for `diff -c mcptape.yml` only",
     ("mcptape.commands.diff", "mcptape.report.terminal"): "rich, for the terminal report only (not --json -)",
@@ -49,6 +49,8 @@ LAZY = {
     ("mcptape.github", "ghapi.page"): "ghapi, only when a comment is posted",
     ("mcptape.github", "httpx2"): "ghapi's client, only when a comment is posted",
     ("mcptape.github", "fasttransport.errors"): "ghapi's transport, only when a comment is posted",
+    ("mcptape.outlet", "mcptape.redact.policy"): "the known secrets of an error message, only when one is printed",
+    ("mcptape.redact.rules", "betterleaks"): "the rule set's Go runtime: loaded on first use, never before rec forks",
     ("mcptape.logsafe", "secrets"): "only in a GitHub job, and logsafe is on the path of --version",
     ("mcptape.replay.engine", "mcptape.redact.redactor"): "only a miss pays for the redactor (play's start-up)",
     ("mcptape.commands.play", "mcptape.replay.fallback"): "subprocess and the tape writer, for --fallback only",
@@ -206,7 +208,7 @@ def test_the_checks_see_a_cycle_an_upward_import_and_a_private_name() -> None:
 
 
 # CONTRIBUTING.md (heavy imports stay off the fast paths): the paths that must start fast import none of the heavy optional packages.
-HEAVY = ("rich", "ghapi", "jsonschema", "pydantic", "httpx")
+HEAVY = ("rich", "ghapi", "jsonschema", "pydantic", "httpx", "betterleaks")
 TAPE = ROOT / "fixtures" / "example" / "tapes" / "surface.tape.jsonl"
 INITIALIZE = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
               b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n')

@@ -408,9 +408,10 @@ def test_rotated_token_compares_equal_after_strip_tags() -> None:
 
 
 def blind_to(r: Redactor, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fault injection: the scrubber loses one detector; the checker keeps its own, separately built."""
+    """Fault injection: the scrubber loses one detector (and the rule set, which knows most shapes
+    too); the checker keeps its own, separately built."""
     kept = [s for s in shapes.SHAPES if s.kind != kind]
-    monkeypatch.setattr(r, "_scrubber", engine.Engine(r._config, kept))
+    monkeypatch.setattr(r, "_scrubber", engine.Engine(r._config, kept, rules=False))
 
 
 def test_verify_catches_what_a_faulty_scrubber_let_through(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,7 +64,7 @@ PLAIN = {
         ("SESSION_ID", True), ("Mcp-Session-Id", True), ("CLIENT_SECRET", True), ("GCP_CREDENTIALS", True),
         ("PRIVATE_KEY", True), ("GPG_PRIVATE", True), ("--token", True), ("--client-secret", True),
         ("AUTHOR_NAME", False), ("GIT_AUTHOR_EMAIL", False), ("--author", False), ("--auth-mode", False),
-        ("AUTH_MODE", False), ("SSH_AUTH_SOCK", False), ("MODE", False), ("PWD", False), ("OLDPWD", False),
+        ("AUTH_MODE", False), ("SSH_AUTH_SOCK", False), ("MODE", False), ("PWD", True), ("OLDPWD", False),
         ("DESKTOP_SESSION", False), ("DBUS_SESSION_BUS_ADDRESS", False), ("AWS_ACCESS_KEY_ID", False),
         ("PUBLIC_KEY", False), ("PRIMARY_KEY", False), ("TOKEN_URL", False), ("PASSWORD_FILE", False),
         ("SECRET_NAME", False), ("TOKENIZER", False), ("MONKEY", False), ("PASS_THROUGH", False),

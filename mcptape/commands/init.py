@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +41,11 @@ from mcptape.ci.repeat import repeat_session
 from mcptape.ci.session import RunContext
 from mcptape.client import LIST_METHODS, record_session, schema_violation
 from mcptape.commands.terminal import say
-from mcptape.config.interpolate import VAR_NAME, Interpolator
+from mcptape.config.interpolate import VAR_NAME, Interpolator, escape_refs
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import ClientSettings, HttpServer, StdioServer, Step
 from mcptape.config.schema import SCHEMA_ID
+from mcptape.config.secrets import refuse_url_credentials
 from mcptape.config.semantics import check_config
 from mcptape.errors import ConfigError, McptapeError, WriteError
 from mcptape.nondeterminism import find_volatile, suggest_rules, unfixed
@@ -172,6 +173,7 @@ def _server_entry(options: Options, out: Path, env: Mapping[str, str]) -> dict[s
         )
     pinned = {"protocol": options.protocol} if options.protocol else {}
     if options.url:
+        refuse_url_credentials(options.url)
         headers = _headers(options.headers)
         return {"url": options.url, **({"headers": headers} if headers else {}), **pinned}
     if options.headers:
@@ -214,6 +216,8 @@ def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str,
     fields = {k: v for k, v in entry.items() if k != "env"}
     if "headers" in fields:  # `${VAR}` as ci reads it (config/interpolate.py), for this listing
         fields["headers"] = Interpolator(os.environ, "--header", {}).walk(fields["headers"], ("headers",))
+    if "url" in fields:  # `--url 'http://user:${MCP_PASSWORD}@host/mcp'` (refuse_url_credentials)
+        fields["url"] = Interpolator(os.environ, "--url", {}).interpolate(fields["url"], ("url",))
     try:
         model = HttpServer(**fields) if "url" in entry else StdioServer(**fields)
     except ValidationError as e:  # what the options say, checked by the models the config is checked by
@@ -311,9 +315,16 @@ def _one_line(text: Any, limit: int = 90) -> str:
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in words)
 
 
+def escaped_surface(surface: Surface) -> Surface:
+    """What the server listed, `${` escaped where ci would interpolate it (config/interpolate.py)."""
+    lists = ("tools", "resources", "resource_templates", "prompts")
+    return replace(surface, **{k: escape_refs(getattr(surface, k)) for k in lists})
+
+
 def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial: Trial | None = None,
                   *, hints: Hints = ()) -> str:
     """The commented mcptape.yml for `surface` (see the module docstring)."""
+    surface = escaped_surface(surface)
     lines = [
         f"# yaml-language-server: $schema={SCHEMA_ID}",
         f"# Written by `mcptape init` from what {name} listed. Review it, then record the golden tapes:",

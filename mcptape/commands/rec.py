@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -59,6 +60,21 @@ def run(options: Options) -> int:
     return record(command, out, header, secrets=secrets, say=say)
 
 
+# `--upstream '${VAR}'`: the URL from the environment, so a password in it is not on the command
+# line, where `ps` shows it to every user of the machine (play --fallback-url passes it so).
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _upstream_from_env(value: str) -> str:
+    m = _ENV_REF.fullmatch(value.strip())
+    if m is None:
+        return value
+    url = os.environ.get(m.group(1), "")
+    if not url:
+        raise ConfigError(f"--upstream {value}: {m.group(1)} is not set", hint=f"export {m.group(1)}=http://host:port/mcp")
+    return url
+
+
 def _rec_http(options: Options) -> int:
     """Record over HTTP until SIGINT/SIGTERM; the tape gets its footer when the proxy stops."""
     from mcptape.record.http import record_http, safe_url  # httpx: only rec --listen pays for it
@@ -67,7 +83,7 @@ def _rec_http(options: Options) -> int:
         raise ConfigError("rec --listen needs --upstream URL (the server's MCP endpoint)")
     if options.server:
         raise ConfigError("rec --listen records an HTTP server: give --upstream URL, not a server command")
-    upstream = options.upstream
+    upstream = _upstream_from_env(options.upstream)
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigError(f"--upstream {safe_url(upstream)!r}: expected an http(s) URL, e.g. http://127.0.0.1:3001/mcp")

@@ -32,6 +32,28 @@ class Interpolator:
             return {k: self.walk(v, (*loc, k)) for k, v in value.items()}
         return value
 
+    def hide_values(self, error: ConfigError) -> ConfigError:
+        """`error` with every interpolated value it quotes shown as its `${NAME}` instead.
+
+        A validation message quotes the value it rejects (`timeout: expected a number, got
+        '<the token>'`), and the value of `${API_TOKEN}` in the wrong field is still a secret; the
+        reference says the same to the user. Values shorter than 4 characters stay (a `1` would
+        rewrite line numbers, and says nothing); the `file:line: field:` prefix is left alone.
+        """
+        refs = {value: f"${{{name}}}" for used in self.used.values() for name, value in used.items() if len(value) >= 4}
+        ordered = sorted(refs, key=len, reverse=True)
+
+        def hide(text: str) -> str:
+            for value in ordered:
+                text = text.replace(value, refs[value])
+            return text
+
+        prefix, sep, rest = error.message.partition(": ")
+        message, hint = prefix + sep + hide(rest), hide(error.hint) if error.hint else error.hint
+        if message == error.message and hint == error.hint:
+            return error
+        return ConfigError(message, hint=hint)
+
     def _error(self, loc: Loc, message: str) -> ConfigError:
         return ConfigError(f"{self.display}:{line_for(self.lines, loc)}: {field_name(loc)}: {message}")
 
@@ -74,3 +96,17 @@ class Interpolator:
         return _VAR.sub(one, text)
 
 
+
+
+def escape_refs(value: Any) -> Any:
+    """`value` (a string, or lists and dicts of them) with every `${` written `$${`, so it reads
+    back from mcptape.yml as itself. For what a *server* listed (tool names, URIs, example
+    arguments): `ci` interpolates `${VAR}` in sessions, and a tool named `${MCPTAPE_GITHUB_TOKEN}`
+    would otherwise make ci send the token to the server as the tool's name."""
+    if isinstance(value, str):
+        return value.replace("${", "$${")
+    if isinstance(value, list):
+        return [escape_refs(v) for v in value]
+    if isinstance(value, dict):
+        return {escape_refs(k) if isinstance(k, str) else k: escape_refs(v) for k, v in value.items()}
+    return value

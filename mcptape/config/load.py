@@ -104,7 +104,7 @@ def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None =
     try:
         config = Config.model_validate(data)
     except ValidationError as e:
-        raise translate(e, display, lines) from None
+        raise interpolator.hide_values(translate(e, display, lines)) from None
 
     return LoadedConfig(
         config=config,

@@ -109,3 +109,20 @@ def _check_marks(config: Config, used: Mapping[Loc, dict[str, str]], display: st
 
 
 # pydantic error type -> what was expected, for type errors.
+
+
+def refuse_url_credentials(url: str, option: str = "--url") -> None:
+    """Raise ConfigError if `url` holds a literal credential (a `user:PASSWORD@`, a secret query
+    parameter such as `?access_token=`, a random-looking part): `init` writes the URL into the
+    mcptape.yml it tells you to commit. A `${VAR}` in its place is what to write instead.
+    """
+    _, found = argv_secrets([url])
+    literal = [v for v in found.values() if "${" not in v]
+    if not literal:
+        return
+    what = "a password (user:PASSWORD@)" if any(k.startswith("argv.url-password") for k in found) else "a credential"
+    raise ConfigError(
+        f"{option}: the URL holds {what}, and mcptape.yml is committed",
+        hint=f"write it as a variable and export it: {option} 'http://user:${{MCP_PASSWORD}}@host/mcp' "
+        f"(or ?access_token=${{MCP_TOKEN}}), or send it in a header: --header 'Authorization: Bearer ${{TOKEN}}'",
+    )

@@ -148,7 +148,8 @@ def record(
     server = ServerProcess(command)
     try:
         outlet = Outlet(make_redactor(secrets))
-        header = scrub_header(outlet, header, f"{out}:1")
+        with outlet.redactor.rules_deferred():  # before the fork: see redact/rules.py
+            header = scrub_header(outlet, header, f"{out}:1")
         try:
             writer = TapeWriter(out, header)
         except OSError as e:
@@ -170,7 +171,7 @@ def record(
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child, covered by the integration tests
         os.close(tee_w)
-        run_writer(tee_r, writer, server, outlet, str(out))
+        run_writer(tee_r, writer, server, outlet, str(out), header)
     os.close(tee_r)
     writer.abandon()  # the child owns the tape now; this closes only our copy of the file
     say(f"mcptape rec: recording {' '.join(header['server']['command'])} -> {out}")

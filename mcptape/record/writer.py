@@ -136,9 +136,13 @@ def _step_aside() -> None:
 
 
 def run_writer(
-    tee_r: int, writer: TapeWriter, server: ServerProcess, outlet: Outlet, where: str
+    tee_r: int, writer: TapeWriter, server: ServerProcess, outlet: Outlet, where: str,
+    header: dict[str, Any] | None = None,
 ) -> None:
-    """Body of the forked writer; never returns (os._exit), whatever happens."""
+    """Body of the forked writer; never returns (os._exit), whatever happens.
+
+    `header`, as written before the fork with our own detectors only, is verified again here with
+    the rule set (redact/rules.py): if it leaks, the tape is removed and the writer exits 4."""
     code = EXIT_COULD_NOT_RUN
     try:
         # Our copies of the wire must go, or the client would not see EOF when the relay
@@ -164,6 +168,16 @@ def run_writer(
         with contextlib.suppress(OSError):
             stderr_fd = os.dup(2)  # rec's stderr: where the server's scrubbed stderr is shown
         say = None if stderr_fd is not None else _say_on_stderr
+        if header is not None:
+            try:
+                outlet.verified(serialize(header), f"{where}:1")
+            except SecretLeak as e:
+                writer.abandon()
+                with contextlib.suppress(OSError):
+                    os.unlink(writer.path)
+                print(safe_log(f"mcptape rec: {e}"), file=sys.stderr, flush=True)
+                code = EXIT_SECRET
+                return
         code = TapeRecorder(writer, where=where, outlet=outlet, stderr_fd=stderr_fd, say=say).run(tee_r)
     except BaseException:  # noqa: BLE001 - a forked child must reach os._exit, never the parent's stack
         traceback.print_exc()

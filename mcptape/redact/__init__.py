@@ -20,24 +20,32 @@ Detectors, in the order they win on overlapping text:
    booleans/null, plain numbers, values the user allows, credential-free paths and URLs, and
    values inside mcptape's own text (`own_text`: JSON keys, method names, report words), which
    config/secrets.py refuses outright.
-2. Token shapes of common providers (`SHAPES`): GitHub classic and fine-grained, OpenAI,
+2. Token shapes of common providers, from two independent sources: betterleaks' default rule set
+   (rules.py: the gitleaks rules and more, 460+ provider shapes, run in Go; its `generic-*`
+   keyword rules are left out, 3. covers them), and our own (`SHAPES`), which win where both
+   match (they cut finer). Ours: GitHub classic and fine-grained, OpenAI,
    Anthropic, AWS access key ids (and a 40-char secret key near one), Slack tokens and
    webhooks, Google API keys, Stripe secret/restricted keys and webhook secrets (publishable
    `pk_` keys are public by design and stay), GitLab, npm, PyPI, Hugging Face, Azure storage
    `AccountKey=`/`SharedAccessKey=`, Twilio `SK...`, SendGrid `SG.x.y`, Discord bot tokens,
-   DigitalOcean `do?_v1_`, Databricks `dapi...`, JWTs, whole PEM private key blocks (also as
+   DigitalOcean `do?_v1_`, Databricks `dapi...`, Alibaba `LTAI...`, Azure AD client secrets
+   (`xxx8Q~...`), a standalone 40-character AWS secret key (between value delimiters, random;
+   not in a decoded run cut out of a longer base64 one), JWTs, whole PEM private key blocks (also as
    escaped JSON text, a GCP service-account key, and when printed line by line on stderr),
    `Authorization: Bearer|Basic` values, and `user:pass@` in URLs (postgres, mysql, mongodb,
    redis, any scheme).
-3. Secret-named fields (`name_class`): for `password`, `secret`, `client_secret`,
-   `private_key`, `authorization`, `cookie`, ... any value of 4+ characters is a secret; for
-   `token`, `api_key`, `access_token`, `session_id`, ... a value is a secret when it has at
-   least 8 characters and a Shannon entropy of at least 3.0 bits per character (random tokens
-   score 4-6, words and ISO timestamps under 3). The same rule covers JSON keys, `key=value`
-   and `key: value` in text, URL query strings and `--flag value` pairs in argv lists.
-   `progressToken` and friends (MCP protocol fields, not credentials) are excluded. This is the
-   rule for what a *server* writes; the values mcptape hands a server are judged by
-   `secret_reason` (last section), whose `secret_name` reads a name as words.
+3. Secret-named fields (`name_class`). Whether a name is a secret's is ONE table in shapes.py,
+   read as words (`secret_name`: `DB_PASS`, `signingKey`, `seed_phrase`, `otp`; not
+   `PUBLIC_KEY`, `TOKEN_URL`, `author`), the same for what a server writes and for what mcptape
+   hands it (policy.py). Under such a name a value is a secret when it looks like one: for
+   `password`, `pass`, `pwd`, `secret`, `mnemonic`, ... no spaces and a digit, symbol or mixed
+   case, or 12+ letters, or 8+ varied ones, or a 12-24 word seed phrase (`looks_secret`); for
+   `token`, `api_key`, `*_key`, `session_id`, ... 8+ characters, no spaces, 3.0+ bits of
+   entropy a character; for `otp`, `pin`, `cvv` also 4-12 digits. Prose (`Best regards, Ada`,
+   `required`, `The token budget is 4096`) and code references (`process.env.API_KEY`) are not.
+   The same rule covers JSON keys, `key=value` and `key: value` in text (the words it starts
+   from are derived from the table), URL query strings and `--flag value` pairs in argv lists.
+   `progressToken` and friends (MCP protocol fields, not credentials) are excluded.
 4. User patterns (`redact.patterns`), kind `pattern`.
 5. Who recorded: the home directory becomes `<HOME>` (only as a whole path component), the user
    name becomes `<USER>` as a whole word, case-insensitively, unless it is shorter than 4
@@ -62,6 +70,10 @@ brute-forceable hash; known values need none (their source names them). The same
 the same placeholder in every tape and run; a rotated token gets a new tag, so comparisons
 should treat tags as identities within a tape (placeholders.py: `PLACEHOLDER_RE`, `strip_tags`).
 
+The rule set's library is loaded on first use, never before rec forks its writer (a Go
+runtime does not survive a fork: rec checks its header with our detectors, the writer checks it
+again with the rules), and only handed text with a token-length run (rules.py).
+
 Speed: Python's regex engine crawls on a many-branch alternation, so each detector starts with
 a lowercase literal (its trigger); `str.find` locates triggers and the combined regex is only
 matched, anchored, there. The few shapes without a literal prefix (Twilio, Discord) are tried
@@ -70,12 +82,14 @@ test (no trigger in its lowercase, plain or JSON-escaped; no encoded run; no use
 configured, since a pattern may be anchored to a field's value): a line it clears is not walked
 at all, by the scrubber nor by `verify`. Short clean strings (JSON keys) are cached.
 
-Fail closed: redaction and verification use two separately built detector engines, so a
-scrubber that misses a kind (a bug, or a fault injected in a test) is still caught by
+Fail closed: redaction and verification use two separately built detector engines, each with
+our detectors and the rule set, so a scrubber that misses a kind (a bug, or a fault injected in
+a test: tests/test_redact_rules.py takes the rule set from the scrubber) is still caught by
 `verify`, whose messages name the place and kind, never the value.
 
 Modules:
-    shapes.py     what a secret looks like: provider token shapes, secret-named fields, thresholds
+    shapes.py     what a secret looks like: provider token shapes, THE secret names table, thresholds
+    rules.py      betterleaks' default rule set as a detector (spans of what it finds)
     engine.py     the compiled detectors: scanning text, decoding, walking JSON (two per Redactor)
     redactor.py   Redactor: scrub events, objects and text; verify finished output (SecretLeak, exit 4)
     policy.py     which values mcptape hands a server are secrets (`secret_reason`, argv, env)

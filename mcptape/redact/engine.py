@@ -23,6 +23,7 @@ from urllib.parse import quote, quote_plus, unquote
 
 from mcptape.jsonrpc import dumps, loads, wire_dumps
 from mcptape.placeholders import PLACEHOLDER_RE
+from mcptape.redact import rules
 from mcptape.redact.own_text import own_text
 from mcptape.redact.shapes import (
     ALWAYS_MIN_LEN,
@@ -37,6 +38,7 @@ from mcptape.redact.shapes import (
     high_entropy,
     mask_escaped_placeholders,
     name_class,
+    name_end_words,
     plain_value,
     shannon,
 )
@@ -51,16 +53,22 @@ _PEM_BODY = re.compile(r"\s*(?:[A-Za-z0-9+/=]{1,128})?\s*|\s*[A-Za-z\-]+:.*")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _AWS_NEAR = 200
 
-# Names that trigger the key=value / key: value rule in text; the full key is then classified
-# by name_class, so this only has to be a superset of its names.
-_KV_NAMES = r"(?i:session[_\-]?id|passphrase|password|passwd|secret|key|token|credentials?|signature|authorization)"
-# Where the scan tries the kv branch: a name's last component (the full key is classified by
-# walking back from it, so `api_key`, `accessToken` and `DB_PASSWORD` all start from here).
-_KV_TRIGGERS = ("session", "passphrase", "passw", "secret", "key", "token", "credential", "signature", "authorization")
+# The key=value / key: value rule in text starts at a word a secret name ends with (shapes.py's
+# table, `name_end_words`); the full key is then read back from there and judged by name_class.
+_KV_WORDS = name_end_words()
+_KV_NAMES = "(?i:" + "|".join(re.escape(w).replace("_", r"[_\-]?") for w in _KV_WORDS) + ")"
+# Where the scan tries the kv branch: each word's first part (`session` of `session_id`).
+_KV_TRIGGERS = tuple(sorted({w.split("_")[0] for w in _KV_WORDS}))
+# Of these, the words ordinary text is full of (`path` holds `pat`, `author` holds `auth`) only
+# count for could_match where they end a key: followed by `:` or `=` (after a quote or spaces).
+_KV_PLAIN_TRIGGERS = frozenset({"session", "passphrase", "passw", "secret", "key", "token", "credential", "signature",
+                                "authorization"})
+_KEY_END = re.compile(r"(?:\\{0,3}[\"'])?[ \t]*[:=]")
 _KV = (
     r"(?P<kvk>" + _KV_NAMES + r")(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
     r"(?P<kvv>(?:(?i:bearer|basic|token|digest|bot)[ \t]+)?[^\s\"'\\&,;<>()\[\]{}]+)"
 )
+_KV_RX = re.compile(_KV)
 _COOKIE = r"(?<![A-Za-z0-9])(?P<ck>(?i:set-cookie|cookie))(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?(?P<ckv>[^\r\n\"\\]+)"
 _COOKIE_ATTRS = frozenset({"path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority", "partitioned"})
 _SCHEMES = frozenset({"bearer", "basic", "token", "digest", "bot"})
@@ -74,6 +82,26 @@ _B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{" + str(B64_MIN_RUN) + r",}={0,2}")
 _B64_ALPHABET = frozenset(string.ascii_letters + string.digits + "+/_-")
 _B64_MASK = bytes(ord("a") if chr(i) in _B64_ALPHABET else ord(" ") for i in range(256))
 _B64_NEEDLE = b"a" * B64_MIN_RUN
+
+
+_NOISY_KV = frozenset(_KV_TRIGGERS) - _KV_PLAIN_TRIGGERS
+# A joined name (`seed_phrase`) ends a key with its last word, whatever joins it.
+_NOISY_WORDS = frozenset(w.split("_")[-1] for w in _KV_WORDS if w.split("_")[0] in _NOISY_KV)
+_KEY_END_RX = _KEY_END
+
+
+def _prune(triggers: set[str] | frozenset[str]) -> list[str]:
+    return sorted(t for t in triggers if not any(o != t and t.startswith(o) for o in triggers))
+
+
+def _kv_at_key_end(low: str, word: str) -> bool:
+    """Whether an occurrence of `word` (a whole last word of a secret name) ends a key."""
+    i = low.find(word)
+    while i != -1:
+        if _KEY_END_RX.match(low, i + len(word)):
+            return True
+        i = low.find(word, i + 1)
+    return False
 
 
 def _gate(trigger: str) -> str:
@@ -106,8 +134,13 @@ def _b64_runs(text: str) -> list[tuple[int, int]]:
 
 
 _B64_CHARS = re.compile(r"[A-Za-z0-9+/=_\-]")
-_PCT_RUN = re.compile(r"(?:[A-Za-z0-9._~+\-]|%[0-9A-Fa-f]{2})*%[0-9A-Fa-f]{2}(?:[A-Za-z0-9._~+\-]|%[0-9A-Fa-f]{2})*")
-_U_RUN = re.compile(r"(?:[A-Za-z0-9._~+/=\-]|\\u[0-9A-Fa-f]{4})*\\u[0-9A-Fa-f]{4}(?:[A-Za-z0-9._~+/=\-]|\\u[0-9A-Fa-f]{4})*")
+_B64_EDGE = frozenset(string.ascii_letters + string.digits + "+/")
+# Maximal runs of URL-safe characters and escapes, possessive (`++`: no backtracking), so each
+# character is looked at once; a run is decoded only if it holds an escape. The form these
+# replaced (`(?:c|esc)*esc(?:c|esc)*`) backtracked through every long base64 run in a text that
+# also held a `%` or `\u`: 26 s for 40 KB, quadratic.
+_PCT_RUN = re.compile(r"(?:[A-Za-z0-9._~+\-]++|%[0-9A-Fa-f]{2})++")
+_U_RUN = re.compile(r"(?:[A-Za-z0-9._~+/=\-]++|\\u[0-9A-Fa-f]{4})++")
 
 
 def _requote(text: str) -> str:
@@ -213,14 +246,18 @@ class Hit:
     kind: str
     value: str
     named: bool = False  # a known value: placeholder named after its source, no tag
+    rule: bool = False  # found by the maintained rule set (rules.py), not by our own detectors
 
 
 class Engine:
     """A compiled set of detectors. Redactor holds two, built separately: one scrubs, one verifies."""
 
-    def __init__(self, config: EngineConfig, shapes: Sequence[Shape]) -> None:
+    def __init__(self, config: EngineConfig, shapes: Sequence[Shape], *, rules: bool = True) -> None:
+        """`rules`: whether the maintained rule set (rules.py) runs too; off only to inject a fault."""
         self.config = config
         self.shapes = list(shapes)
+        self.use_rules = rules
+        self._edges_ok = True  # False while a decoded run cut out of a longer base64 one is scanned
         self.pem_open = False
         self._clean: set[str] = set()  # short strings known to hold nothing (a cache, not state)
         self._known_text: dict[str, str] = {}  # literal form -> source
@@ -258,6 +295,7 @@ class Engine:
         # Shapes without a literal prefix are tried where a run starts with one of their first
         # characters; could_match tests such a run with a regex of just those shapes.
         self._run_first = "".join(sorted({c for shape in self.shapes for c in shape.run_first}))
+        self._back = {t: shape.back for shape in self.shapes if shape.back for t in shape.triggers}
         self._run_regex = re.compile("|".join(run_branches)) if run_branches else None
         branches.append("(?P<cookie>" + _COOKIE + ")")  # outer groups: lastgroup names the branch
         branches.append("(?P<kv>" + _KV + ")")
@@ -279,13 +317,19 @@ class Engine:
         if config.user:
             triggers.add(config.user.lower())
         # A trigger that contains another is redundant: the shorter one finds the same places.
-        self.triggers = sorted(t for t in triggers if not any(o != t and t.startswith(o) for o in triggers))
+        self.triggers = _prune(triggers)
+        # could_match leaves the noisy name words to `_kv_at_key_end` (below); it keeps the old
+        # plain ones (`passw`, not `pass`, which `passed` holds).
+        quiet = _prune((triggers - _NOISY_KV) | _KV_PLAIN_TRIGGERS)
+        # The whole noisy words (`pwd`, `pin`), each tested where it ends: one that holds a quiet
+        # trigger (`apikey` holds `key`) is found by that trigger already.
+        self._noisy = tuple(sorted(w for w in _NOISY_WORDS if not any(t in w for t in quiet)))
         # The triggers as they read inside JSON text: once escaped (a message's strings in a tape
         # line) and twice (a `raw` message inside one). Only a literal holding a quote, a
         # backslash or a control character differs (a known value, a Windows home).
-        escaped = {_json_escaped(t) for t in self.triggers}
+        escaped = {_json_escaped(t) for t in quiet}
         escaped |= {_json_escaped(t) for t in escaped}
-        json_triggers = sorted(set(self.triggers) | escaped)
+        json_triggers = sorted(set(quiet) | escaped)
         # For could_match, grouped by a character each holds that prose and JSON keys seldom do
         # (`ghp_`, `sk-`, `<redacted:`): a group whose character is absent is passed over with
         # one single-character test instead of a search per literal. The rest ("") always run.
@@ -337,7 +381,11 @@ class Engine:
             low = low.replace(harmless, '""')  # quotes: no trigger holds one, so none spans the cut
         if "://" in low and "@" in low:
             return True
-        return any(gate in low and any(t in low for t in group) for gate, group in self._trigger_groups)
+        if any(gate in low and any(t in low for t in group) for gate, group in self._trigger_groups):
+            return True
+        if any(w in low and _kv_at_key_end(low, w) for w in self._noisy):
+            return True
+        return self.use_rules and rules.finds_any(text)
 
     def _run_shape_at(self, text: str, start: int) -> bool:
         """Whether a run-started shape (Shape.run_first) matches at `start`, a run's first character."""
@@ -365,9 +413,10 @@ class Engine:
             if gate and gate not in low:
                 continue
             for lit in literals:
+                back = self._back.get(lit, 0)
                 i = low.find(lit)
                 while i != -1:
-                    candidates.add(i)
+                    candidates.add(max(0, i - back))
                     i = low.find(lit, i + 1)
         if "://" in low:  # the url-password branch starts at the scheme, before its trigger
             i = low.find("://")
@@ -425,6 +474,14 @@ class Engine:
                     hits.append(Hit(m.start(), m.end(), "pattern", m.group(0)))
         if any(h.kind == "aws-access-key-id" for h in hits):
             hits.extend(self._aws_secrets(text, hits))
+        if self.use_rules:
+            # Ours first where both see a secret: they cut finer (a URL's password, not the URL).
+            own = [(h.start, h.end) for h in hits] + skips
+            for start, end, rule in rules.spans(text):
+                value = text[start:end]
+                if any(s < end and start < e for s, e in own) or allowed_value(value, cfg.allow):
+                    continue
+                hits.append(self._named(Hit(start, end, rule, value, rule=True)))
         return _merge(hits)
 
     def _handle(self, m: re.Match[str], group: str | None, text: str) -> list[Hit] | None:
@@ -449,12 +506,20 @@ class Engine:
         if group == "user":
             return [Hit(m.start(), m.end(), "user", m.group(0))]
         if group == "cookie":
-            return self._cookie(m.start("ckv"), m.group("ckv")) or None
+            hits = self._cookie(m.start("ckv"), m.group("ckv"))
+            if hits:
+                return hits
+            if "=" in m.group("ckv"):
+                return None  # `name=value` pairs, each judged (and allowed) by _cookie
+            kv = _KV_RX.match(text, m.start("ck"))  # `"session_cookie": "<token>"`: a bare value
+            return self._kv(kv, text) if kv else None
         if group == "kv":
             return self._kv(m, text)
         if group and group.startswith("s"):
             i = int(group[1:])
             shape = self.shapes[i]
+            if shape.direct_only and not self._edges_ok:
+                return None  # this decoded run's ends are no delimiters (Shape.direct_only)
             sv = f"sv{i}"
             span = m.span(sv) if sv in m.re.groupindex and m.group(sv) is not None else m.span()
             value = text[span[0] : span[1]]
@@ -558,19 +623,23 @@ class Engine:
                 out.append((start, end, self.placeholder(f"base64:{kind}", run, sink.last_named)))
         if "%" in text:
             for m in _PCT_RUN.finditer(text):
+                if "%" not in m.group(0):
+                    continue
                 decoded = unquote(m.group(0))
                 if decoded == m.group(0):
                     continue
-                inner = self.text(decoded, depth + 1, sink, path)
+                inner = self._run_text(text, m, decoded, depth, sink, path)
                 if inner != decoded:
                     out.append((m.start(), m.end(), _requote(inner)))
         if "\\u" in text:
             for m in _U_RUN.finditer(text):
+                if "\\u" not in m.group(0):
+                    continue
                 try:
                     decoded = json.loads('"' + m.group(0) + '"')
                 except ValueError:
                     continue
-                inner = self.text(decoded, depth + 1, sink, path)
+                inner = self._run_text(text, m, decoded, depth, sink, path)
                 if inner != decoded:
                     out.append((m.start(), m.end(), json.dumps(inner)[1:-1]))
         # Overlaps (a percent run inside a base64 run): keep the earliest, widest.
@@ -580,6 +649,20 @@ class Engine:
             if not kept or t[0] >= kept[-1][1]:
                 kept.append(t)
         return kept
+
+    def _run_text(self, text: str, m: re.Match[str], decoded: str, depth: int, sink: Sink, path: str) -> str:
+        """A percent or `\\u` run's decoded text, scrubbed. Such a run stops at the first character
+        it cannot hold (`/` for percent runs): if that character, or the one before the run,
+        continues a base64 run, the run's ends are no delimiters (Shape.direct_only)."""
+        edges_ok = not (
+            (m.start() > 0 and text[m.start() - 1] in _B64_EDGE)
+            or (m.end() < len(text) and text[m.end()] in _B64_EDGE | {"="})  # `=` before: a query value
+        )
+        saved, self._edges_ok = self._edges_ok, self._edges_ok and edges_ok
+        try:
+            return self.text(decoded, depth + 1, sink, path)
+        finally:
+            self._edges_ok = saved
 
     def text(self, text: str, depth: int, sink: Sink, path: str = "") -> str:
         """`text` with every secret replaced; each one reported to `sink`."""
@@ -674,7 +757,11 @@ class Engine:
             hits = self._cookie(0, value)
             if hits:
                 return self._apply(value, hits, sink, path)
-            return value
+            if "=" in value or not field_is_secret("always", value, allow):
+                return value  # a bare value (no `name=`) is the cookie's secret itself
+            stripped = value.strip()
+            start = value.index(stripped)
+            return self._apply(value, [Hit(start, start + len(stripped), cls[1], stripped)], sink, path)
         scheme = _AUTH_SCHEME.match(value.strip())
         if scheme and cls[1].endswith("authorization"):
             token = scheme.group(2).strip()

@@ -8,14 +8,22 @@ secrets; every other value is configuration and is never scrubbed.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import unquote
 
 from mcptape.redact.engine import Engine, EngineConfig, Sink, known_parts
 from mcptape.redact.own_text import own_text
-from mcptape.redact.shapes import KNOWN_MIN_LEN, SHAPES, allowed_value, plain_value, shannon
+from mcptape.redact.shapes import (  # noqa: F401 (name_words, SECRET_HEADERS: this module's public face too)
+    KNOWN_MIN_LEN,
+    SECRET_HEADERS,
+    SHAPES,
+    allowed_value,
+    name_words,
+    plain_value,
+    secret_name,
+    shannon,
+)
 
 # --------------------------------------------------------------------------------------------
 # what is a secret in the config and on the command line
@@ -24,82 +32,6 @@ from mcptape.redact.shapes import KNOWN_MIN_LEN, SHAPES, allowed_value, plain_va
 # `url:` in mcptape.yml (config/secrets.py), rec's argv and environment (record/stdio.py), and the request
 # headers `rec --listen` forwards (record/http.py). The values it picks become the Redactor's
 # `known` secrets; every other value is configuration and is never scrubbed.
-
-# Names are read as words (`GIT_AUTHOR_EMAIL` -> git, author, email; `apiKey` -> api, key), so a
-# word has to *be* `auth` or `token`, not merely contain it. The words come from detect-secrets'
-# KeywordDetector denylist (Yelp/detect-secrets, detect_secrets/plugins/keyword.py) and
-# gitleaks' generic-api-key rule and its allowlist (gitleaks/gitleaks,
-# cmd/generate/config/rules/generic.go): gitleaks matches substrings and then allowlists
-# `author`, `primary_key`, `public_key`, `key_id`, `secret_name`, `token_url`, `key_file`...;
-# matching words, the same names come out right without a list of exceptions to every word.
-_SECRET_WORDS_TEXT = """password passwords passwd passphrase secret secrets token tokens credential credentials
-    creds cookie cookies authorization apikey apikeys privkey privatekey keypass sessionid"""
-_SECRET_WORDS = frozenset(_SECRET_WORDS_TEXT.split())
-# Glued names: PGPASSWORD, CLIENTSECRET, AUTHTOKEN, SETCOOKIE (not TOKENIZER: the word must end so).
-_SECRET_ENDINGS = ("password", "passwd", "secret", "token", "cookie")
-# Glued key names (detect-secrets' list): APIKEY, ACCOUNTKEY... but not MONKEY, HOTKEY, TURKEY.
-_KEY_PREFIXES_TEXT = """api app auth service application account db database client secret access private signing
-    encryption master session"""
-_KEY_COMPOUNDS = frozenset(f"{p}key" for p in _KEY_PREFIXES_TEXT.split())
-# Words that only name a secret as the name's last word: BASIC_AUTH, DB_PASS, GITLAB_PAT, GPG_PRIVATE,
-# X_AMZ_SIGNATURE, but AUTH_MODE, PASS_THROUGH, PRIVATE_REGISTRY are settings.
-_LAST_WORDS = frozenset({"auth", "pass", "pw", "pwd", "pat", "private", "signature", "sig"})
-# `key` is a secret's name (API_KEY, STRIPE_KEY, SECRET_KEY, DEPLOY_KEY) unless the word before says
-# it is a database or UI key (gitleaks' allowlist: primary, foreign, public, ...).
-_PLAIN_KEY_KINDS_TEXT = """public pub primary foreign sort partition hot natural composite cache idempotency dedup
-    dedupe routing shard lookup hash range row bucket schema sequence"""
-_PLAIN_KEY_KINDS = frozenset(_PLAIN_KEY_KINDS_TEXT.split())
-# A name whose last words say it holds something *about* a secret (where it is, how long it is,
-# what it is called) is not one: TOKEN_URL, PASSWORD_FILE, API_KEY_ID, SECRET_NAME, TOKEN_TTL.
-_META_WORDS_TEXT = """id ids name names alias file files path paths dir url uri endpoint host port type kind length
-    len size min max count limit expiry expires expiration ttl timeout lifetime format mode header field param
-    prefix suffix location provider scope scopes audience issuer alg algorithm env var enabled disabled required
-    policy version label arn hint helper command cmd process pair ring store vault user username email"""
-_META_WORDS = frozenset(_META_WORDS_TEXT.split())
-# Whole names that are not what their words say: the shell's working directories.
-_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd"})
-_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-# Headers that carry credentials whatever their value looks like (the name rule finds them too;
-# this is the list `rec --listen` and the config's `headers:` are documented with).
-SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "x-auth-token",
-     "private-token", "x-amz-security-token", "ocp-apim-subscription-key"}
-)  # fmt: skip
-
-
-def name_words(name: str) -> list[str]:
-    """A variable, flag or header name as lowercase words: `--api-key`, `apiKey`, `API_KEY` -> [api, key]."""
-    return [w.lower() for w in _WORD_SPLIT.split(name) if w]
-
-
-@functools.lru_cache(maxsize=4096)
-def secret_name(name: str) -> bool:
-    """Whether a name (an env var, a flag, a header, a query parameter) says its value is a secret."""
-    words = name_words(name)
-    if not words or "".join(words) in _NOT_SECRET_NAMES:
-        return False
-    # `session id` and `api key` as two words name one thing.
-    joined: list[str] = []
-    for w in words:
-        if joined and (joined[-1], w) in (("session", "id"), ("api", "key"), ("private", "key")):
-            joined[-1] += w
-        else:
-            joined.append(w)
-    last_secret = -1
-    for i, w in enumerate(joined):
-        last = i == len(joined) - 1
-        if (
-            w in _SECRET_WORDS
-            or w in _KEY_COMPOUNDS
-            or w.endswith(_SECRET_ENDINGS)
-            or (w in ("key", "keys") and not (i and joined[i - 1] in _PLAIN_KEY_KINDS))
-            or (w in _LAST_WORDS and last)
-        ):
-            last_secret = i
-    if last_secret < 0:
-        return False
-    return not any(w in _META_WORDS for w in joined[last_secret + 1 :])
-
 
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_\-.~]+")
 TOKEN_LIKE_MIN_LEN = 24
@@ -133,7 +65,12 @@ def _shape_of(value: str) -> str | None:
     global _shape_engine
     if _shape_engine is None:
         _shape_engine = Engine(
-            EngineConfig(known={}, patterns=[], allow=frozenset(), home=None, user=None, decode=True, salt=b""), SHAPES
+            EngineConfig(known={}, patterns=[], allow=frozenset(), home=None, user=None, decode=True, salt=b""),
+            SHAPES,
+            # rec reads its argv before it forks its writer, and the rule set's Go runtime does not
+            # survive a fork (rules.py). A token only the rules know is still a known secret here:
+            # token_like finds it by its randomness; the redactor finds it in the traffic.
+            rules=False,
         )
     sink = Sink(lambda kind, value, path, named: None)
     if _shape_engine.text(value, 0, sink) == value:

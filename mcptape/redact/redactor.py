@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import hashlib
 import hmac
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -84,6 +85,21 @@ class Redactor:
         if key not in self._seen:
             self._seen.add(key)
             self.counts[kind] = self.counts.get(kind, 0) + 1
+
+    @contextlib.contextmanager
+    def rules_deferred(self) -> Iterator[None]:
+        """Scrub and verify with our own detectors only, for the few steps a process takes before
+        it forks (rec's header): the rule set's Go runtime must not start in a process that will
+        fork (rules.py). Whatever was checked so must be checked again with the rules after."""
+        engines = (self._scrubber, self._checker)
+        before = [e.use_rules for e in engines]
+        for e in engines:
+            e.use_rules = False
+        try:
+            yield
+        finally:
+            for e, was in zip(engines, before, strict=True):
+                e.use_rules = was
 
     # -- scrubbing ----------------------------------------------------------------------------
 
@@ -178,7 +194,9 @@ class Redactor:
                 checker.text(line, 0, sink, "text")
             if not found and parsed is not None:
                 # The exact text as well: a walker bug must not hide a plain token in the bytes.
-                strict = [h for h in checker.scan(line) if h.kind not in _CONTEXT_KINDS]
+                # Not the rule set's hits: some of its rules read a keyword nearby, which a JSON
+                # line may put in another field; the walk above gave them each string to check.
+                strict = [h for h in checker.scan(line) if h.kind not in _CONTEXT_KINDS and not h.rule]
                 if strict:
                     found.append((strict[0].kind, "line text", strict[0].named))
             if found:
@@ -196,7 +214,7 @@ class Redactor:
 # Kinds whose detection depends on context a raw JSON line garbles (escaped quotes, entropy of a
 # prefix); the structured walk checks them instead.
 _CONTEXT_KINDS = frozenset(
-    {"cookie", "bearer-token", "basic-auth"} | {n.replace("_", "-") for n in ALWAYS_NAMES + ENTROPY_NAMES}
+    {"cookie", "bearer-token", "basic-auth", "aws-secret-key"} | {n.replace("_", "-") for n in ALWAYS_NAMES + ENTROPY_NAMES}
 )
 
 

@@ -800,7 +800,7 @@ class ReplayEngine:
             pass
         same = self._by_method.get(method, [])
         secrets: set[str] = set()
-        live = describe_call(method, params)
+        live = describe_call(method, _scrubbed(params))
         if not same:
             held = sorted({c.method for c in self.calls})
             why = f"the tape holds no {method} request at all (it holds: {', '.join(held)})"
@@ -830,7 +830,7 @@ class ReplayEngine:
         for c in same:  # every value compared with a redacted one, whichever call it was compared with
             hide_redacted(compared(c.params), compared(params), secrets)
         if secrets:
-            live = describe_call(method, hide_redacted(compared((closest or ranked[0]).params), compared(params)))
+            live = describe_call(method, _scrubbed(hide_redacted(compared((closest or ranked[0]).params), compared(params))))
         return self._scrub("nearest: " + " | ".join(parts), secrets), closest, self._scrub(live, secrets)
 
     def _scrub(self, text: str, secrets: set[str]) -> str:
@@ -1081,3 +1081,9 @@ class _AsReplayError:
 _AS_REPLAY_ERROR = _AsReplayError()
 
 
+def _scrubbed(params: Any) -> Any:
+    """`params` with the secrets the redactor finds replaced, before describe_call cuts the text
+    short: a token cut in half has no shape left for `_scrub` to find, and half a token leaks."""
+    from mcptape.redact.redactor import builtin_redactor  # only now: it costs play's start-up ~15 ms
+
+    return builtin_redactor().redact_obj(params)

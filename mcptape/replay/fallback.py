@@ -43,6 +43,9 @@ from mcptape.tape.events import C2S
 from mcptape.tape.format import Event, tape_bytes
 from mcptape.tape.reader import read_tape
 
+# The variable rec --listen reads its upstream URL from (`--upstream ${VAR}`): not its argv.
+UPSTREAM_VARIABLE = "MCPTAPE_FALLBACK_UPSTREAM"
+
 # How long a forwarded call may take before play answers it with an error instead.
 FORWARD_TIMEOUT = 60.0
 # Ids of the requests play itself sends the live server (the replayed handshake): a string no
@@ -136,9 +139,13 @@ class LiveFallback:
         from mcptape.transports.http import StreamableHttpTransport  # httpx: --fallback-url only
 
         assert self.url is not None
-        argv = [*rec, "--listen", "127.0.0.1:0", "--upstream", self.url]
+        # The URL (a password in it) goes by the environment, not the command line `ps` shows.
+        argv = [*rec, "--listen", "127.0.0.1:0", "--upstream", "${" + UPSTREAM_VARIABLE + "}"]
+        env = {**os.environ, UPSTREAM_VARIABLE: self.url}
         try:
-            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+            )
         except OSError as e:
             self._failed = f"could not start the recorder: {e.strerror or e}"
             return False

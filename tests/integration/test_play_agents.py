@@ -245,6 +245,29 @@ def test_play_fallback_records_redacted_as_rec_does(goldens: Path, tmp_path: Pat
     assert token not in done.stderr.decode()
 
 
+def test_play_fallback_the_rule_corpus_survives_in_no_tape_or_message(goldens: Path, tmp_path: Path) -> None:
+    """Provider shapes only betterleaks' rules know (tests/redact_corpus.py), raw and base64, echoed
+    by the live server behind play --fallback: 0 reach the appended tape or play's stderr."""
+    import base64
+
+    from tests.redact_corpus import leaks, rule_corpus
+
+    planted = rule_corpus()
+    tape = tmp_path / "agent.tape.jsonl"
+    tape.write_bytes((goldens / "tapes" / "agent.tape.jsonl").read_bytes())
+    forms = [f for p in planted for f in (p.carrier, base64.b64encode(p.carrier.encode()).decode())]
+    calls = [{"id": i, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": f}}}
+             for i, f in enumerate(forms, start=1)]
+    done = mcptape("play", str(tape), "--fallback", "--", sys.executable, str(CALC_SERVER), cwd=tmp_path,
+                   stdin=_lines(*HANDSHAKE, *calls))
+    assert done.returncode == 0, done.stderr.decode()
+    assert len(done.stdout.splitlines()) == len(calls) + 1  # every call answered, live
+    text = tape.read_text(encoding="utf-8")
+    for line in text.splitlines() + done.stderr.decode().splitlines():
+        assert leaks(line, planted) == [], line[:400]
+    assert all(f"<REDACTED:{p.kind}#" in text for p in planted)
+
+
 def test_play_fallback_never_starts_the_server_when_the_tape_answers_everything(goldens: Path, tmp_path: Path) -> None:
     tape = tmp_path / "agent.tape.jsonl"
     tape.write_bytes((goldens / "tapes" / "agent.tape.jsonl").read_bytes())

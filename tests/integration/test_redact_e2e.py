@@ -36,7 +36,7 @@ from mcptape.tape.format import make_header
 from mcptape.tape.reader import read_tape
 from mcptape.transports.stdio import StdioTransport, minimal_env
 from tests.conftest import FIXTURES, ROOT, mcptape_command
-from tests.redact_corpus import KNOWN_SOURCE, USER_PATTERN, Planted, corpus, leaks
+from tests.redact_corpus import KNOWN_SOURCE, USER_PATTERN, Planted, corpus, leaks, rule_corpus
 
 SERVER = [sys.executable, str(FIXTURES / "servers" / "secret_echo_server.py")]
 TOOLS = ("echo_result", "echo_error", "echo_stderr", "echo_notify", "echo_garbage", "echo_escaped")
@@ -82,7 +82,8 @@ def run_rec(tmp_path: Path, planted: list[Planted], known: str, *, fault: str | 
     if fault is None:
         cmd = mcptape_command("rec", "--out", str(tape), "--", *SERVER)
     else:
-        # Fault injection in a real rec process: its scrubber loses one detector, its checker does not.
+        # Fault injection in a real rec process: its scrubber loses one detector (and the rule set),
+        # its checker does not.
         snippet = (
             "import sys\n"
             "from mcptape import cli\n"
@@ -90,7 +91,7 @@ def run_rec(tmp_path: Path, planted: list[Planted], known: str, *, fault: str | 
             "init = redactor.Redactor.__init__\n"
             "def blind(self, *a, **k):\n"
             "    init(self, *a, **k)\n"
-            f"    self._scrubber = engine.Engine(self._config, [s for s in shapes.SHAPES if s.kind != {fault!r}])\n"
+            f"    self._scrubber = engine.Engine(self._config, [s for s in shapes.SHAPES if s.kind != {fault!r}], rules=False)\n"
             "redactor.Redactor.__init__ = blind\n"
             "sys.exit(cli.main(sys.argv[1:]))\n"
         )
@@ -149,6 +150,25 @@ def test_rec_with_a_blind_scrubber_fails_closed_with_exit_4(tmp_path: Path) -> N
     assert "survived redaction" in stderr and "github-token" in stderr
     own = "\n".join(line for line in stderr.splitlines() if line.startswith("mcptape"))
     assert not leaks(all_written(tmp_path), gh) and not leaks(own, gh)
+    assert "event_withheld" in tape_path.read_text(encoding="utf-8")
+
+
+def test_rec_scrubs_the_rule_sets_shapes_and_fails_closed_on_one_only_the_verifier_knows(tmp_path: Path) -> None:
+    """Provider shapes only betterleaks' rules know: scrubbed by rec; and a rec whose scrubber has
+    no rule set (its checker has) exits 4 with the value nowhere (the event is withheld)."""
+    planted = rule_corpus(SEED)
+    _, known = rec_corpus()
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "blind").mkdir()
+    code, stderr, tape_path = run_rec(tmp_path / "ok", planted, known)
+    assert code == 0, f"seed {SEED}: rec exited {code}: {stderr[-2000:]}"
+    assert not leaks(all_written(tmp_path / "ok") + stderr, planted), f"seed {SEED}: leaked"
+    assert f"<REDACTED:{planted[0].kind}#" in tape_path.read_text(encoding="utf-8")
+    one = planted[:1]
+    code, stderr, tape_path = run_rec(tmp_path / "blind", one, known, fault="no-such-kind")
+    assert code == 4, f"rec exited {code}: {stderr[-2000:]}"
+    assert "survived redaction" in stderr and one[0].kind in stderr
+    assert not leaks(all_written(tmp_path / "blind") + stderr, one)
     assert "event_withheld" in tape_path.read_text(encoding="utf-8")
 
 
@@ -393,3 +413,87 @@ def test_the_words_mcptape_writes_are_its_own_text(tmp_path: Path) -> None:
     assert not not_own, f"words mcptape writes that redact.own_text does not know: {sorted(not_own)}"
     # Positive control: a word mcptape never writes is not own text, so real secrets are not refused.
     assert not own_text("Hunter2pw9x") and "Hunter2pw9x".lower() not in data
+
+
+def _corpus_forms(carrier: str) -> list[str]:
+    return [carrier, "b64 " + base64.b64encode(carrier.encode()).decode(),
+            "https://example.com/cb?state=" + quote(carrier, safe=""), json.dumps({"nested": carrier})]
+
+
+def test_ci_the_rule_corpus_in_every_form_and_channel_survives_nowhere(tmp_path: Path) -> None:
+    """The rule set's shapes, raw/base64/percent/JSON-escaped, in result text and structuredContent,
+    error message and data, notifications, server stderr and the request arguments the config
+    sends: through `ci --update-golden` then `ci` (every report), 0 survive anywhere."""
+    planted = rule_corpus(SEED)
+    steps = "".join(
+        f"      - call: {tool}\n        arguments: {{text: {json.dumps(form)}}}\n"
+        for p in planted for form in _corpus_forms(p.carrier)
+        for tool in ("echo_result", "echo_error", "echo_stderr", "echo_notify")
+    )  # fmt: skip
+    config = ci_config(tmp_path, f"  echo:\n    command: {json.dumps(SERVER)}\n",
+                       f"  - name: corpus\n    server: echo\n    steps:\n{steps}")
+    proc = run_ci(config, "--update-golden")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    outputs = [proc.stdout, proc.stderr]
+    proc = run_ci(config, "--json", "r.json", "--junit", "r.xml", "--summary", "s.md", "--out-dir", "fresh")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    config_text = config.read_text(encoding="utf-8")  # the user wrote the arguments: not an output
+    outputs += [proc.stdout, proc.stderr, all_written(tmp_path).replace(config_text, "")]
+    survived = leaks("\n".join(outputs), planted)
+    assert survived == [], f"seed {SEED}: {len(survived)} of {len(planted)} shapes survived: {survived}"
+    golden = (tmp_path / "tapes" / "corpus.tape.jsonl").read_text(encoding="utf-8")
+    assert all(f"<REDACTED:{p.kind}#" in golden for p in planted)
+
+
+def test_ci_the_false_positive_corpus_is_not_redacted(tmp_path: Path) -> None:
+    from tests.redact_corpus import false_positive_corpus
+
+    texts = false_positive_corpus(SEED)
+    steps = "".join(f"      - call: echo_result\n        arguments: {{text: {json.dumps(t)}}}\n" for t in texts)
+    env = "".join(f"      {k}: {json.dumps(v)}\n" for k, v in PLAIN_ENV.items())
+    config = ci_config(tmp_path, f"  echo:\n    command: {json.dumps(SERVER)}\n    env:\n{env}",
+                       f"  - name: plain\n    server: echo\n    steps:\n{steps}")
+    proc = run_ci(config, "--update-golden")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    golden = (tmp_path / "tapes" / "plain.tape.jsonl").read_text(encoding="utf-8")
+    assert "REDACTED" not in golden, [line[:200] for line in golden.splitlines() if "REDACTED" in line]
+    echoed = [c["text"] for e in read_tape(tmp_path / "tapes" / "plain.tape.jsonl").events
+              if e.get("kind") == "response" for c in e["msg"].get("result", {}).get("content", [])]
+    # Each text is there, as it was (but for ci's default normalization: the UUIDs read <UUID>).
+    assert len(echoed) == len(texts) and len([e for e in echoed if e in texts]) == len(texts) - 1
+    proc = run_ci(config)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_rec_listen_the_rule_corpus_survives_in_no_tape_or_message(tmp_path: Path) -> None:
+    """Over HTTP: `rec --listen` in front of the HTTP calc server, which echoes each shape (in every
+    form) back; the client gets it, the tape and rec's stderr do not."""
+    from mcptape.transports.http import StreamableHttpTransport
+    from tests.integration.http_helpers import (
+        LOOPBACK,
+        Rpc,
+        background,
+        calc_http_cmd,
+        free_port,
+        mcptape_listening,
+    )
+
+    planted = rule_corpus(SEED)
+    tape = tmp_path / "http.tape.jsonl"
+    port = free_port()
+    with background(calc_http_cmd(port), port, timeout=60), mcptape_listening(
+        "rec", "--upstream", f"http://{LOOPBACK}:{port}/mcp", "--out", str(tape)
+    ) as rec:
+        transport = StreamableHttpTransport(rec.url, {})
+        try:
+            rpc = Rpc(transport)
+            rpc.initialize()
+            for p in planted:
+                for form in _corpus_forms(p.carrier):
+                    rpc.request("tools/call", {"name": "echo", "arguments": {"text": form}})
+        finally:
+            transport.close()
+    assert rec.returncode == 0, rec.stderr
+    survived = leaks(tape.read_text(encoding="utf-8") + rec.stderr, planted)
+    assert survived == [], f"seed {SEED}: {len(survived)} of {len(planted)} survived: {survived}"
+    assert all(f"<REDACTED:{p.kind}#" in tape.read_text(encoding="utf-8") for p in planted)

