@@ -167,7 +167,7 @@ def test_structural_drift_shared_by_two_sessions_and_accepting_it_from_the_artif
     assert f"gh run download 1 -n {name} -D mcptape-artifact" in body
     sessions = ("surface", "arithmetic", "resources-and-prompts")
     assert set(upload.files) == {"report.json", *(f"fresh/{s}{suffix}" for s in sessions
-                                                  for suffix in (".tape.jsonl", ".tape.view.txt"))}
+                                                  for suffix in (".tape.jsonl", ".tape.view.txt", ".tape.timing.json"))}
     assert json.loads(upload.files["report.json"])["result"] == "structural"
     tapes = workspace / "fixtures" / "example" / "tapes"
     assert ("cp mcptape-artifact/fresh/arithmetic.tape.jsonl mcptape-artifact/fresh/arithmetic.tape.view.txt "

@@ -54,7 +54,7 @@ from mcptape.sandbox import Sandbox
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
 from mcptape.tape.reader import read_tape
-from mcptape.tape.timing import timing_footer
+from mcptape.tape.timing import sidecar_bytes, sidecar_path, timing_footer
 from mcptape.tape.view import render_view, view_path
 from mcptape.transports.factory import open_transport
 
@@ -211,10 +211,13 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
     result.redactions = dict(outlet.redactor.counts)
     if ctx.out_dir is not None:
         fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
-        # The fresh tape kept for a person carries the timing; the golden-ready bytes never do.
-        timed = fresh.data if fresh.timing is None else tape_bytes(fresh.header, fresh.events, timing=fresh.timing)
+        # The fresh tape is golden-ready bytes (accepting a change copies it into golden_dir as it
+        # is); its timing goes beside it (tape/timing.py).
         try:
-            outlet.write(fresh_path, timed, what=f"fresh tape of session {session.name}")
+            outlet.write(fresh_path, fresh.data, what=f"fresh tape of session {session.name}")
+            if fresh.timing is not None:
+                outlet.write(sidecar_path(fresh_path), sidecar_bytes(fresh.timing),
+                             what=f"timing of the fresh tape of session {session.name}")
         except WriteError as e:
             raise _Failed(str(e)) from e
         result.fresh = str(fresh_path)

@@ -46,10 +46,11 @@ _OWN_TEXT = {
     "tape format (tape/)": """mcptape tape end format events crc32 name transport server command protocol
         negotiation kind dir c2s s2c msg raw bytes detail what request response notification stderr garbage note
         exit signal returncode side_effect http stdio streamable-http event_withheld dropped dropped_bytes
-        overflow partial_bytes interrupted recorder_error server_exited stderr_dropped .tape.jsonl""",
+        overflow partial_bytes interrupted recorder_error server_exited stderr_dropped .tape.jsonl timing unit
+        .tape.timing.json""",
     "JSON report (report/model.py)": """mcptape_report config sessions session verdict exit_code drifts
         findings category severity path before after golden_line fresh_line call step orphans updated_golden
-        shard redactions duration_s surface diff golden fresh notes worst_exit""",
+        shard redactions duration_s surface diff golden fresh notes worst_exit compared comparison""",
     "verdicts, severities and finding tags (diff/)": """same updated output structural secret none info
         breaking compatible cosmetic added removed changed order schema conformance process notification
         side_effect result_to_error error_to_result server_request_added server_request_removed crash stdout""",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mcptape.errors import ConfigError
 from mcptape.tape.format import Tape
-from mcptape.tape.timing import footer_times, recorded_latency
+from mcptape.tape.timing import recorded_latency, recorded_times
 
 
 def parse_pace(text: str | None) -> float | None:
@@ -36,7 +36,7 @@ class Pacer:
 
     def __init__(self, tape: Tape, speed: float) -> None:
         self.speed = speed
-        self.times = footer_times(tape.footer)
+        self.times = recorded_times(tape)
 
     @property
     def timed(self) -> bool:

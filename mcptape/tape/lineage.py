@@ -24,7 +24,7 @@ from typing import Any
 from mcptape.errors import ConfigError
 from mcptape.jsonrpc import canonical
 from mcptape.tape.format import Event, Tape
-from mcptape.tape.timing import TIMING_KEY, call_times, footer_times
+from mcptape.tape.timing import TIMING_KEY, call_times, recorded_times
 
 FORK_KEY = "fork"
 
@@ -64,7 +64,7 @@ def fork_tape(
     if new is not None and params is not None:
         new = {**{k: new[k] for k in ("kind", "dir", "id", "method")}, "params": params, "msg": new["msg"]}
     events = list(parent.events)
-    times = footer_times(parent.footer)
+    times = recorded_times(parent)
     times = None if times is None else times + [None] * (len(events) - len(times))
     where = answer if answer is not None else request + 1  # an unanswered call: the new answer follows it
     replaced = [new] if new is not None else []

@@ -17,7 +17,10 @@ Why the footer and by position: the footer is written last, so a streaming recor
 writer) adds nothing per line and keeps its key-order contract for events (tape/events.py:
 nothing but `raw` and `step` after `msg`, which play's verbatim reading relies on); a golden is
 written without it (ci/session.py), so goldens stay byte-stable and `git diff` never shows a
-clock. A tape cut short has no footer and so no timing; a tape from before timing existed reads
+clock. ci's fresh tapes (`--out-dir`, the Action's artifact) are golden candidates: accepting a
+change copies them into golden_dir as they are. So they stay byte for byte what the golden would
+be, and their timing goes beside them, in `NAME.tape.timing.json` (`sidecar_path`), which every
+reader of timing here consults when the footer has none (`recorded_times`). A tape cut short has no footer and so no timing; a tape from before timing existed reads
 as "no timing". Readers that do not know the key keep it (tape/format.py).
 """
 
@@ -25,13 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from mcptape.jsonrpc import id_key
+from mcptape.jsonrpc import dumps, id_key, loads
 from mcptape.tape.events import C2S, S2C
-from mcptape.tape.format import Tape
+from mcptape.tape.format import TAPE_SUFFIX, Tape
 
 TIMING_KEY = "timing"
+SIDECAR_SUFFIX = ".tape.timing.json"
 
 
 def timing_footer(times: Sequence[float | None]) -> dict[str, Any] | None:
@@ -42,19 +47,45 @@ def timing_footer(times: Sequence[float | None]) -> dict[str, Any] | None:
     return {"unit": "ms", "at": [None if t is None else round((t - start) * 1000.0, 2) for t in times]}
 
 
-def footer_times(footer: dict[str, Any] | None) -> list[float | None] | None:
-    """The footer's per-event times (ms) as recorded; None if it carries no timing. Needs no events:
-    play reads it before a streamed tape's events are parsed."""
-    timing = (footer or {}).get(TIMING_KEY)
+def sidecar_path(tape: Path) -> Path:
+    """Where the timing of a tape that must stay golden-ready is kept: `NAME.tape.timing.json`."""
+    name = tape.name[: -len(TAPE_SUFFIX)] if tape.name.endswith(TAPE_SUFFIX) else tape.name
+    return tape.with_name(f"{name}{SIDECAR_SUFFIX}")
+
+
+def sidecar_bytes(timing: dict[str, Any]) -> bytes:
+    return dumps({"mcptape": "timing", TIMING_KEY: timing}).encode() + b"\n"
+
+
+def _times(timing: Any) -> list[float | None] | None:
     if not isinstance(timing, dict) or timing.get("unit") != "ms" or not isinstance(timing.get("at"), list):
         return None
     at: list[Any] = timing["at"]
     return [float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None for t in at]
 
 
+def footer_times(footer: dict[str, Any] | None) -> list[float | None] | None:
+    """The footer's per-event times (ms) as recorded; None if it carries no timing. Needs no events:
+    play reads it before a streamed tape's events are parsed."""
+    return _times((footer or {}).get(TIMING_KEY))
+
+
+def recorded_times(tape: Tape) -> list[float | None] | None:
+    """The tape's per-event times (ms): its footer's, else its sidecar's (ci's fresh tapes, which stay
+    byte for byte what the golden would be, so accepting one by copying it never adds a clock)."""
+    times = footer_times(tape.footer)
+    if times is not None or tape.path is None:
+        return times
+    try:
+        data = loads(sidecar_path(tape.path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return _times(data.get(TIMING_KEY)) if isinstance(data, dict) and data.get("mcptape") == "timing" else None
+
+
 def event_times(tape: Tape) -> list[float | None] | None:
     """Per event, ms since the tape's first timed event; None if the tape carries no timing."""
-    out = footer_times(tape.footer)
+    out = recorded_times(tape)
     if out is None:
         return None
     # A tape with events appended later (play --fallback) has more events than times: those are unknown.
