@@ -169,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--json", dest="json_report", metavar="FILE", help="write the JSON report here (- for stdout)")
     ci.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     ci.add_argument("--summary", metavar="FILE", help="write the markdown summary here")
+    ci.add_argument("--sarif", metavar="FILE", help="write the security findings as SARIF here (GitHub code scanning)")
     ci.add_argument("--out-dir", metavar="DIR", help="keep the fresh tapes here")
 
     # --- init / check ----------------------------------------------------------------------

@@ -19,10 +19,11 @@ skipped unless their `if:` holds a status function (`!cancelled()`, `always()`),
 action. `if:` conditions are evaluated for the few forms action.yml uses (`&&` of `!cancelled()`,
 `always()`, `a == 'x'`, `a != 'x'`); anything else fails the run rather than guess.
 
-The one `uses:` step, actions/upload-artifact (a Node action talking to GitHub's artifact
-service, which cannot be reached here), is not run: what it was given (`with:`, evaluated) and
-the files under its `path` at that moment are recorded as an ArtifactUpload, which is what a
-test can check about an artifact. It must be pinned to a full commit SHA.
+The `uses:` steps, actions/upload-artifact (a Node action talking to GitHub's artifact
+service, which cannot be reached here) and github/codeql-action/upload-sarif (the same, for code
+scanning), are not run: what each was given (`with:`, evaluated) and the files under its `path`
+(its `sarif_file`) at that moment are recorded as an ArtifactUpload, which is what a test can
+check about an upload. Each must be pinned to a full commit SHA.
 
 Nothing here is mocked: the install step really creates a venv and pip-installs the checkout with
 no extras. GITHUB_ACTION_PATH is a copy of this checkout's sources under RUNNER_TEMP, as the
@@ -60,6 +61,9 @@ BASH_COMMAND = [BASH, "--noprofile", "--norc", "-eo", "pipefail"]
 STEP_TIMEOUT = 600  # the install step runs pip
 STATUS_FUNCTION = re.compile(r"\b(always|cancelled|failure)\(\)")
 UPLOAD_ARTIFACT = re.compile(r"actions/upload-artifact@[0-9a-f]{40}")
+UPLOAD_SARIF = re.compile(r"github/codeql-action/upload-sarif@[0-9a-f]{40}")
+# github/codeql-action/upload-sarif's inputs (its action.yml), those a composite action would set.
+UPLOAD_SARIF_INPUTS = {"sarif_file", "category", "checkout_path", "ref", "sha", "token", "wait-for-processing"}
 # actions/upload-artifact v4's inputs (its action.yml).
 UPLOAD_ARTIFACT_INPUTS = {"name", "path", "if-no-files-found", "retention-days", "compression-level", "overwrite",
                           "include-hidden-files"}
@@ -267,6 +271,8 @@ class ActionRunner:
     def _upload(self, step_id: str, step: dict[str, Any], inputs: dict[str, str],
                 step_outputs: dict[str, dict[str, str]], workspace: Path) -> ArtifactUpload:
         uses = str(step["uses"])
+        if UPLOAD_SARIF.fullmatch(uses):
+            return self._upload_sarif(step_id, uses, step, inputs, step_outputs, workspace)
         if not UPLOAD_ARTIFACT.fullmatch(uses):
             raise AssertionError(f"step {step_id}: `uses: {uses}` is not emulated (only upload-artifact pinned to a SHA)")
         context = _Context(self, inputs, step_outputs)
@@ -281,6 +287,18 @@ class ActionRunner:
         if not files and given.get("if-no-files-found", "warn") == "error":
             raise AssertionError(f"step {step_id}: no files under {root}")
         return ArtifactUpload(uses, given, files)
+
+    def _upload_sarif(self, step_id: str, uses: str, step: dict[str, Any], inputs: dict[str, str],
+                      step_outputs: dict[str, dict[str, str]], workspace: Path) -> ArtifactUpload:
+        given = {k: _Context(self, inputs, step_outputs).evaluate(str(v)) for k, v in (step.get("with") or {}).items()}
+        unknown = set(given) - UPLOAD_SARIF_INPUTS
+        if unknown:
+            raise AssertionError(f"step {step_id}: upload-sarif has no input {sorted(unknown)}")
+        path = Path(given.get("sarif_file", ""))
+        path = path if path.is_absolute() else workspace / path
+        if not path.is_file():  # the real action fails the step on a missing file
+            raise AssertionError(f"step {step_id}: upload-sarif: no SARIF file at {path}")
+        return ArtifactUpload(uses, given, {path.name: path.read_bytes()})
 
     # --- the job ----------------------------------------------------------------------------------
 

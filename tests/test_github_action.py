@@ -77,7 +77,8 @@ def assert_no_traceback(run: ActionRun) -> None:
 def test_inputs_never_reach_a_script_as_an_expression() -> None:
     for step in ACTION["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), step["name"]
-        assert step.get("shell") == "bash" or step["uses"].startswith("actions/upload-artifact@")
+        assert step.get("shell") == "bash" or step["uses"].startswith(("actions/upload-artifact@",
+                                                                       "github/codeql-action/upload-sarif@"))
     for name, out in ACTION["outputs"].items():
         assert out["value"].startswith("${{ steps.run.outputs."), name
     assert set(ACTION["outputs"]) >= {"result", "exit-code", "first-drift", "drifted-sessions", "comment-url", "report"}
@@ -91,7 +92,7 @@ def test_action_metadata_fits_the_marketplace_and_pins_what_it_uses() -> None:
     uses = re.findall(r"(?m)^\s+uses: (\S+)(.*)", text)
     assert uses, "the artifact step is part of the action"
     for ref, comment in uses:
-        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), ref  # a tag can move; a commit cannot
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+(?:/[\w.-]+)?@[0-9a-f]{40}", ref), ref  # a tag can move; a commit cannot
         assert re.fullmatch(r"\s+# v\d+\.\d+\.\d+", comment), comment  # which release that commit is
     assert {"upload-artifact", "artifact-name"} <= set(ACTION["inputs"])
     constraints = (ROOT / "constraints.txt").read_text(encoding="utf-8")

@@ -35,6 +35,7 @@ from mcptape.report.json_report import report_bytes
 from mcptape.report.junit import junit_xml
 from mcptape.report.markdown import render_summary
 from mcptape.report.model import RunReport, worst_exit
+from mcptape.report.sarif import sarif_bytes
 from mcptape.report.terminal import render_run_text
 
 # -- the command ----------------------------------------------------------------------------------
@@ -53,6 +54,7 @@ class Options:
     junit: str | None
     summary: str | None
     out_dir: str | None
+    sarif: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -60,6 +62,7 @@ class Options:
             config=args.config, update_golden=bool(args.update_golden), allow_update_in_ci=bool(args.allow_update_in_ci),
             sessions=tuple(args.session or ()), jobs=args.jobs, shard=args.shard, repeat=args.repeat,
             json_report=args.json_report, junit=args.junit, summary=args.summary, out_dir=args.out_dir,
+            sarif=getattr(args, "sarif", None),
         )
 
     def jobs_for(self, sessions: Sequence[Session]) -> int:
@@ -79,7 +82,7 @@ def run(options: Options) -> int:
     loaded = load_config(options.config)
     sessions = select_sessions(loaded, options.sessions, options.shard)
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
-                                                  ("--summary", options.summary)))
+                                                  ("--summary", options.summary), ("--sarif", options.sarif)))
     out_dir = Path(options.out_dir).resolve() if options.out_dir else None
     ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir)
 
@@ -101,6 +104,9 @@ def run(options: Options) -> int:
             text += "".join(_update_lines(outcomes))
         outlet.show(text, "terminal report", file=report_stream(options.json_report))
         _write_reports(options, report, outlet)
+        if options.sarif:
+            data = sarif_bytes(report, config_dir=loaded.base_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."))
+            outlet.write(options.sarif, data, what="SARIF report", where=f"SARIF report {options.sarif}")
     except SecretLeak as e:
         print(f"mcptape ci: {e}", file=sys.stderr)
         return EXIT_SECRET

@@ -35,6 +35,12 @@ from mcptape.jsonrpc import dumps
 from mcptape.report.model import Finding
 
 HANDSHAKES = ("initialize", "server/discover")
+# Every kind of a `security` finding and what it means (SARIF rules, `check --surface`'s table).
+SECURITY_RULES: dict[str, str] = {
+    **RULES,
+    "widened": "a tool that may now do more than it declared (a hint flipped, a result's cache scope changed)",
+    "output_dropped": "a tool whose output schema lost a field agents may rely on",
+}
 # What each rule says it found, after "<noun> `<name>` <field>".
 _SAYS = {
     "instruction": "adds instruction-shaped text",
@@ -210,7 +216,8 @@ def hit_message(where: str, hit: Hit) -> str:
     if hit.rule == "oversize":
         return f"{where} grew by {hit.note.lstrip('+')}, starting {_quote(hit.excerpt)}"
     note = f" ({hit.note})" if hit.note and hit.rule in ("url", "encoded", "invisible") else ""
-    return f"{where} {_SAYS[hit.rule]}{note}: {_quote(hit.excerpt)}"
+    more = f" and {hit.more} more" if hit.more else ""
+    return f"{where} {_SAYS[hit.rule]}{note}: {', '.join(_quote(e) for e in hit.excerpts)}{more}"
 
 
 def _quote(excerpt: str) -> str:
@@ -245,7 +252,7 @@ def check_agent_text(pair: Pair) -> list[Finding]:
                 for hit in review_text(old_texts.get(field, ""), text, known_before):
                     out.append(pair.finding("security", "structural", base + ("" if field.startswith("[") else ".")
                                             + field, hit_message(f"{noun} `{visible(name)}` {field}", hit),
-                                            None, hit.excerpt, hit.rule))
+                                            None, list(hit.excerpts), hit.rule))
     elif method in HANDSHAKES or method == "prompts/get":
         old_texts, new_texts = result_texts(method, ra), result_texts(method, rb)
         known: set[str] = set()
@@ -256,7 +263,7 @@ def check_agent_text(pair: Pair) -> list[Finding]:
             field = "" if method in HANDSHAKES else " " + path.removeprefix("result.")
             for hit in review_text(old_texts.get(path, ""), text, known):
                 out.append(pair.finding("security", "structural", path, hit_message(what + field, hit), None,
-                                        hit.excerpt, hit.rule))
+                                        list(hit.excerpts), hit.rule))
     return out
 
 
@@ -375,5 +382,5 @@ def review_surface(lists: Mapping[str, Any], instructions: str | None = None) ->
     return out
 
 
-__all__ = ["RULES", "SurfaceHit", "check_agent_text", "check_widening", "classify_surface_renames", "renames",
+__all__ = ["SECURITY_RULES", "SurfaceHit", "check_agent_text", "check_widening", "classify_surface_renames", "renames",
            "review_surface"]

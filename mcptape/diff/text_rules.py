@@ -84,14 +84,22 @@ _SENSITIVE = re.compile(
 )
 
 
+MAX_EXCERPTS = 3  # matched words quoted per rule and field; the rest are counted
+
+
 @dataclass(frozen=True)
 class Hit:
-    """One rule match in added text: the rule, the matched words shown safely, their offset in the new text."""
+    """A rule's matches in one added text: the matched words shown safely, where the first starts."""
 
     rule: str
-    excerpt: str  # visible(): invisible characters as escapes, clipped
+    excerpts: tuple[str, ...]  # visible(): invisible characters as escapes, clipped; the first MAX_EXCERPTS
     start: int
     note: str = ""  # what kind of match, when the rule covers several (e-mail, host, base64, hex, ...)
+    more: int = 0  # matches beyond the excerpts
+
+    @property
+    def excerpt(self) -> str:
+        return self.excerpts[0]
 
 
 def visible(text: str, limit: int = EXCERPT_CHARS) -> str:
@@ -198,7 +206,7 @@ def addresses(text: str) -> set[str]:
 
 
 def review_text(old: str, new: str, known: set[str] | frozenset[str] = frozenset()) -> list[Hit]:
-    """The rule matches in what `new` adds to `old`, one per rule and matched text.
+    """The rule matches in what `new` adds to `old`: one Hit per rule, its distinct matched words.
 
     A match counts if it touches an added character and its text is not in `old` already (moved
     words are not new). A URL, e-mail or host counts only if not in `known` (the old surface's
@@ -208,6 +216,7 @@ def review_text(old: str, new: str, known: set[str] | frozenset[str] = frozenset
     if not spans:
         return []
     out: list[Hit] = []
+    found: dict[str, list[tuple[str, int, str]]] = {}  # rule -> (shown, start, note), in text order
     seen: set[tuple[str, str]] = set()
     old_folded = old.casefold()
     for rule, start, end, note in sorted(find_hits(new), key=lambda h: h[1]):
@@ -227,10 +236,14 @@ def review_text(old: str, new: str, known: set[str] | frozenset[str] = frozenset
         seen.add(key)
         shown = _context(new, start, end) if rule == "invisible" else \
             _non_ascii_escaped(matched) if rule == "homoglyph" else _excerpt(new, start, end)
-        out.append(Hit(rule, shown, start, note))
+        found.setdefault(rule, []).append((shown, start, note))
+    for rule, matches in found.items():
+        notes = list(dict.fromkeys(n for _, _, n in matches if n))
+        out.append(Hit(rule, tuple(m[0] for m in matches[:MAX_EXCERPTS]), matches[0][1], "; ".join(notes[:MAX_EXCERPTS]),
+                       max(0, len(matches) - MAX_EXCERPTS)))
     grown = sum(e - s for s, e in spans) - max(0, len(old) - len(new)) if old else len(new)
     if grown > OVERSIZE_CHARS:
-        out.append(Hit("oversize", visible(new[spans[0][0]:spans[0][0] + 60]), spans[0][0], f"+{grown} characters"))
+        out.append(Hit("oversize", (visible(new[spans[0][0]:spans[0][0] + 60]),), spans[0][0], f"+{grown} characters"))
     return out
 
 

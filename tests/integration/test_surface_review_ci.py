@@ -1,0 +1,190 @@
+"""The surface review through `mcptape ci` and the Action: the calc fixture poisoned, reworded, renamed.
+
+Goldens are recorded once from the fixture as it is (`identical`); each test then runs `ci` with
+the server in another variant (fixtures/servers/calc_server.py: `poisoned` adds Invariant Labs'
+<IMPORTANT> instructions, a sensitive path and a zero-width space to `add`'s description;
+`reworded` rewrites it at length in ordinary prose that says "ignore case"; `renamed` lists
+`divide` as `div`). The same goldens checked against the unchanged server are green, which is
+what makes each finding the change's. The bundled example (fixtures/example) gives the coverage
+and context-cost lines of its job summary.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.action_runner import ActionRunner, shared_runner_temp
+from tests.conftest import ROOT
+from tests.github_fake import FakeGitHub, Token
+from tests.integration.test_ci import ci, write_config
+
+SURFACE_ONLY = """\
+version: 1
+golden_dir: tapes
+servers:
+  calc:
+    command: [{python}, {calc}]
+    env:
+      MCPTAPE_FIXTURE_VARIANT: "${{VARIANT:-identical}}"
+sessions:
+  - name: surface
+    server: calc
+    steps:
+      - list_tools
+  - name: arithmetic
+    server: calc
+    steps:
+      - call: add
+        arguments: {{a: 2, b: 3}}
+"""
+
+
+@pytest.fixture(scope="module")
+def recorded_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    config = write_config(tmp_path_factory.mktemp("review"), SURFACE_ONLY)
+    proc = ci(config, "--update-golden")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return config.parent
+
+
+@pytest.fixture
+def recorded(recorded_once: Path, tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    shutil.copytree(recorded_once, work)
+    return work / "mcptape.yml"
+
+
+def run(config: Path, variant: str | None, *extra: str) -> tuple[int, dict, str, dict]:
+    """ci with --json, --summary and --sarif: (exit code, JSON report, summary, SARIF log)."""
+    out = config.parent / "out"
+    # VARIANT for the configs here, MCPTAPE_FIXTURE_VARIANT for the bundled example's
+    env = {"MCPTAPE_FIXTURE_VARIANT": variant} if variant else {}
+    proc = ci(config, "--json", str(out / "r.json"), "--summary", str(out / "s.md"), "--sarif", str(out / "r.sarif"),
+              *extra, variant=variant, env=env)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    return (proc.returncode, json.loads((out / "r.json").read_text(encoding="utf-8")),
+            (out / "s.md").read_text(encoding="utf-8"), json.loads((out / "r.sarif").read_text(encoding="utf-8")))
+
+
+def security_kinds(report: dict) -> list[str]:
+    return sorted(f["kind"] for s in report["sessions"] if s["diff"] for d in s["diff"]["drifts"]
+                  for f in d["findings"] if f["category"] == "security")
+
+
+def test_a_poisoned_description_fails_the_gate_and_is_named_in_the_summary_and_sarif(recorded: Path) -> None:
+    code, report, summary, sarif = run(recorded, None)
+    assert code == 0 and security_kinds(report) == [] and sarif["runs"][0]["results"] == []  # the control
+    code, report, summary, sarif = run(recorded, "poisoned")
+    assert code == 2, summary
+    # One finding per rule and field, in both sessions (the client lists the tools before it calls one)
+    assert security_kinds(report) == ["instruction", "instruction", "invisible", "invisible", "sensitive", "sensitive"]
+    assert "⚠️ security review" in summary.splitlines()[0]
+    head = next(line for line in summary.splitlines() if line.startswith("**Security review: 3 findings**"))
+    assert '"<IMPORTANT>", "Before using any other tool", "Do not tell the user" and 1 more' in head
+    assert "(` security.instruction `)" in head
+    assert "\\u200b" in summary and "\u200b" not in summary  # the invisible character shown as an escape
+    results = sarif["runs"][0]["results"]
+    assert len(results) == 6 and {r["level"] for r in results} == {"error"}
+    location = results[0]["locations"][0]["physicalLocation"]
+    golden = recorded.parent / "tapes" / "surface.tape.jsonl"
+    assert (recorded.parent / "out").resolve().parent / location["artifactLocation"]["uri"] == golden.resolve()
+    line = golden.read_text(encoding="utf-8").splitlines()[location["region"]["startLine"] - 1]
+    assert '"method":"tools/list"' in line and '"result"' in line  # the golden tape's answer the finding is about
+
+
+def test_fail_on_sets_the_security_category(recorded: Path) -> None:
+    text = recorded.read_text(encoding="utf-8") + "drift:\n  fail_on: {security: output}\n"
+    recorded.write_text(text, encoding="utf-8")
+    code, report, _, sarif = run(recorded, "poisoned")
+    assert code == 1 and len(security_kinds(report)) == 6
+    assert {r["level"] for r in sarif["runs"][0]["results"]} == {"warning"}
+
+
+def test_an_ordinary_rewording_is_cosmetic_not_security(recorded: Path) -> None:
+    code, report, summary, _ = run(recorded, "reworded")
+    assert code == 1, summary  # output drift: a description reworded
+    assert security_kinds(report) == [] and "Security review" not in summary
+
+
+def test_a_rename_is_one_structural_finding(recorded: Path) -> None:
+    code, report, summary, _ = run(recorded, "renamed")
+    assert code == 2
+    surface = next(s for s in report["sessions"] if s["name"] == "surface")
+    findings = [(f["category"], f["kind"]) for d in surface["diff"]["drifts"] for f in d["findings"]]
+    assert findings == [("surface", "renamed")]
+    assert "renamed to `div`" in summary or "renamed to div" in summary
+
+
+def test_the_budget_fails_when_exceeded_and_not_otherwise(recorded: Path) -> None:
+    base = recorded.read_text(encoding="utf-8")
+    code, report, summary, _ = run(recorded, None)
+    surface = next(s for s in report["sessions"] if s["name"] == "surface")
+    total = sum(surface["surface_facts"]["size"].values())
+    assert total > 1000 and f"{total:,}".replace(",", "\u202f") + " bytes" in summary
+    recorded.write_text(base + f"drift:\n  budget: {total}\n", encoding="utf-8")
+    assert run(recorded, None)[0] == 0  # exactly at the budget: not exceeded
+    recorded.write_text(base + f"drift:\n  budget: {total - 1}\n", encoding="utf-8")
+    code, report, summary, _ = run(recorded, None)
+    assert code == 2
+    kinds = [(f["category"], f["kind"]) for s in report["sessions"] if s["diff"] for d in s["diff"]["drifts"]
+             for f in d["findings"]]
+    assert kinds == [("context", "budget")] * 2  # each session lists the tools (the client does before a call)
+    # and the delta a growing description costs every agent, named per tool
+    recorded.write_text(base, encoding="utf-8")
+    code, report, summary, _ = run(recorded, "reworded")
+    cost = next(line for line in summary.splitlines() if line.startswith("Context cost of"))
+    grown = len("Add two numbers and return their sum. Both may be integers or decimals; matching of units can "
+                "ignore case. Very large values lose precision the way floating point numbers do, so compare "
+                "results with a tolerance when the operands come from measurements.") - len("Add two numbers.")
+    assert f"(+{grown} bytes: ` add ` +{grown})" in cost
+
+
+def test_coverage_of_the_bundled_example(tmp_path: Path) -> None:
+    work = tmp_path / "example"
+    shutil.copytree(ROOT / "fixtures" / "example", work, ignore=shutil.ignore_patterns("demo.py", "__pycache__"))
+    shutil.copytree(ROOT / "fixtures" / "servers", tmp_path / "servers", ignore=shutil.ignore_patterns("__pycache__"))
+    config = work / "mcptape.yml"
+    code, _, summary, _ = run(config, None)
+    assert code == 0, summary
+    coverage = next(line for line in summary.splitlines() if line.startswith("Coverage of"))
+    assert "3 of 9 tools, 1 of 1 prompts, 1 of 1 resources called by a session" in coverage
+    assert "not called: ` crash `, ` garbage `, ` big `" in coverage
+    code, _, summary, _ = run(config, "added_tool")
+    assert code == 2
+    assert "New tool ` multiply ` is called by no session" in summary
+
+
+# --- through action.yml's own steps ----------------------------------------------------------------
+
+
+def test_the_action_uploads_the_sarif_of_a_poisoned_description(tmp_path_factory: pytest.TempPathFactory,
+                                                                  tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(ROOT / "fixtures" / "example", ws / "fixtures" / "example",
+                    ignore=shutil.ignore_patterns("demo.py", "__pycache__"))
+    shutil.copytree(ROOT / "fixtures" / "servers", ws / "fixtures" / "servers", ignore=shutil.ignore_patterns("__pycache__"))
+    github = FakeGitHub(tokens={"ghs_job_token": Token("github-actions[bot]", app=True)}).start()
+    try:
+        runner = ActionRunner(shared_runner_temp(tmp_path_factory), github)
+        inputs = {"config": "fixtures/example/mcptape.yml", "sarif": "true"}
+        clean = runner.run(ws, inputs)
+        assert clean.result == "success", clean.log
+        [sarif] = [u for u in clean.artifacts if "upload-sarif" in u.uses]
+        assert json.loads(sarif.files["mcptape.sarif"])["runs"][0]["results"] == []
+        poisoned = runner.run(ws, inputs, env={"MCPTAPE_FIXTURE_VARIANT": "poisoned"})
+        assert poisoned.result == "failure" and poisoned.outputs["result"] == "structural", poisoned.log
+        [sarif] = [u for u in poisoned.artifacts if "upload-sarif" in u.uses]
+        assert sarif.inputs["category"] == "mcptape"
+        results = json.loads(sarif.files["mcptape.sarif"])["runs"][0]["results"]
+        uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
+        assert uris == {"fixtures/example/tapes/surface.tape.jsonl"}  # relative to the workspace
+        [comment] = poisoned.comments
+        assert "Security review" in comment["body"] and "\u200b" not in comment["body"].replace("<\u200b!--", "")
+        off = runner.run(ws, {"config": "fixtures/example/mcptape.yml"}, env={"MCPTAPE_FIXTURE_VARIANT": "poisoned"})
+        assert not [u for u in off.artifacts if "upload-sarif" in u.uses]  # only when asked
+    finally:
+        github.stop()
