@@ -181,7 +181,8 @@ def test_the_action_uploads_the_sarif_of_a_poisoned_description(tmp_path_factory
         assert sarif.inputs["category"] == "mcptape"
         results = json.loads(sarif.files["mcptape.sarif"])["runs"][0]["results"]
         uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
-        assert uris == {"fixtures/example/tapes/surface.tape.jsonl"}  # relative to the workspace
+        # relative to the workspace; arithmetic's client lists the tools before its first call
+        assert uris == {"fixtures/example/tapes/surface.tape.jsonl", "fixtures/example/tapes/arithmetic.tape.jsonl"}
         [comment] = poisoned.comments
         assert "Security review" in comment["body"] and "\u200b" not in comment["body"].replace("<\u200b!--", "")
         off = runner.run(ws, {"config": "fixtures/example/mcptape.yml"}, env={"MCPTAPE_FIXTURE_VARIANT": "poisoned"})
