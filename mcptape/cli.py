@@ -192,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--allow-unset", action="store_true",
                        help="an unset ${VAR} is named, not an error (for a pre-commit hook, which lacks CI's secrets)")
     check.add_argument("files", nargs="*", metavar="FILE", help="configs to check instead of -c's (as pre-commit passes them)")
+    check.add_argument("--surface", action="store_true",
+                       help="also list each server and review its whole surface as agents read it (starts the servers)")
 
     # --- schema / comment / merge ----------------------------------------------------------
     sub.add_parser("schema", help="print the JSON Schema of mcptape.yml")

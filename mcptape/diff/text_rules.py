@@ -259,9 +259,10 @@ def _context(text: str, start: int, end: int) -> str:
 
 def name_problem(name: str, others: Iterable[str]) -> str | None:
     """Why a tool/prompt name is a homoglyph risk: not ASCII, or reads like another listed name."""
-    odd = [ch for ch in name if ord(ch) > 0x7E or _INVISIBLE.match(ch)]
+    odd = list(dict.fromkeys(ch for ch in name if not " " < ch < "\x7f"))
     if odd:
-        return f"name {visible(name)} holds non-ASCII {', '.join(f'U+{ord(c):04X}' for c in odd[:5])}"
+        return f"name {visible(name)} holds characters outside printable ASCII: " \
+            f"{', '.join(f'U+{ord(c):04X}' for c in odd[:5])}"
     skeleton = confusable_skeleton(name)
     for other in others:
         if other != name and confusable_skeleton(other) == skeleton:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.action_runner import ActionRunner, shared_runner_temp
-from tests.conftest import ROOT
+from tests.conftest import CALC_SERVER, ROOT, mcptape_command, user_env
 from tests.github_fake import FakeGitHub, Token
 from tests.integration.test_ci import ci, write_config
 
@@ -189,3 +191,50 @@ def test_the_action_uploads_the_sarif_of_a_poisoned_description(tmp_path_factory
         assert not [u for u in off.artifacts if "upload-sarif" in u.uses]  # only when asked
     finally:
         github.stop()
+
+
+# --- first contact: check --surface and init ---------------------------------------------------------
+
+
+def check_surface(config: Path, variant: str | None) -> subprocess.CompletedProcess[str]:
+    env = user_env(PYTHONPATH=str(ROOT))
+    env.pop("VARIANT", None)
+    env.update({"VARIANT": variant} if variant else {})
+    return subprocess.run(mcptape_command("check", "--surface", "-c", str(config)), capture_output=True, text=True,
+                          env=env, cwd=config.parent, timeout=120, check=False)
+
+
+def test_check_surface_reviews_a_live_servers_whole_surface(tmp_path: Path) -> None:
+    config = write_config(tmp_path, SURFACE_ONLY)
+    clean = check_surface(config, None)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "server calc: 9 tools, 1 prompt, 1 resource, 0 resource templates" in clean.stdout
+    assert "security review: no findings" in clean.stdout
+    poisoned = check_surface(config, "poisoned")
+    assert poisoned.returncode == 2, poisoned.stdout + poisoned.stderr
+    rows = [line.split() for line in poisoned.stdout.splitlines() if line.startswith(("instruction", "sensitive",
+                                                                                     "invisible"))]
+    assert [(r[0], r[2], r[3], r[4]) for r in rows] == [
+        ("instruction", "tool", "add", "description"), ("sensitive", "tool", "add", "description"),
+        ("invisible", "tool", "add", "description")]
+    assert "\\u200b" in poisoned.stdout and "\u200b" not in poisoned.stdout
+    hostile = check_surface(config, "hostile_names")
+    assert hostile.returncode == 2 and "add\\u202e" in hostile.stdout and "\x1b" not in hostile.stdout
+    (tmp_path / "relaxed").mkdir()
+    relaxed = write_config(tmp_path / "relaxed", SURFACE_ONLY + "drift:\n  fail_on: {{security: info}}\n")
+    shown = check_surface(relaxed, "poisoned")
+    assert shown.returncode == 0 and "instruction [info]" in shown.stdout
+
+
+def test_init_prints_the_review_of_what_it_listed(tmp_path: Path) -> None:
+    env = user_env(PYTHONPATH=str(ROOT))
+    proc = subprocess.run(mcptape_command("init", "--no-trial", "--", sys.executable, str(CALC_SERVER), "--variant",
+                                          "poisoned"), capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    review = proc.stdout.split("security review of the listed surface", 1)[1]
+    assert "instruction" in review and "tool add" in review and "<IMPORTANT>" in review
+    clean = subprocess.run(mcptape_command("init", "-o", "clean.yml", "--no-trial", "--", sys.executable,
+                                           str(CALC_SERVER)), capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=120, check=False)
+    assert clean.returncode == 0 and "security review: no findings" in clean.stdout
