@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcptape.commands.surface import run_surface
 from mcptape.commands.terminal import say
 from mcptape.config.load import load_config
 from mcptape.config.semantics import check_config
@@ -76,8 +77,6 @@ class Options:
 
 def run(options: Options) -> int:
     if options.surface:
-        from mcptape.commands.surface import run_surface  # starts servers: the client, transports
-
         _check(options.configs[0], options.allow_unset)
         return worst_exit([run_surface(load_config(path)) for path in options.configs])
     if len(options.configs) == 1:
