@@ -22,42 +22,9 @@ import pytest
 from tests.action_runner import ActionRunner, shared_runner_temp
 from tests.conftest import CALC_SERVER, ROOT, mcptape_command, user_env
 from tests.github_fake import FakeGitHub, Token
-from tests.integration.test_ci import ci, write_config
 
-SURFACE_ONLY = """\
-version: 1
-golden_dir: tapes
-servers:
-  calc:
-    command: [{python}, {calc}]
-    env:
-      MCPTAPE_FIXTURE_VARIANT: "${{VARIANT:-identical}}"
-sessions:
-  - name: surface
-    server: calc
-    steps:
-      - list_tools
-  - name: arithmetic
-    server: calc
-    steps:
-      - call: add
-        arguments: {{a: 2, b: 3}}
-"""
-
-
-@pytest.fixture(scope="module")
-def recorded_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    config = write_config(tmp_path_factory.mktemp("review"), SURFACE_ONLY)
-    proc = ci(config, "--update-golden")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return config.parent
-
-
-@pytest.fixture
-def recorded(recorded_once: Path, tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    shutil.copytree(recorded_once, work)
-    return work / "mcptape.yml"
+# test_ci's goldens, recorded once per module from the unchanged fixture, copied per test
+from tests.integration.test_ci import CONFIG, ci, recorded, recorded_once, write_config  # noqa: F401
 
 
 def run(config: Path, variant: str | None, *extra: str) -> tuple[int, dict, str, dict]:
@@ -77,7 +44,7 @@ def security_kinds(report: dict) -> list[str]:
                   for f in d["findings"] if f["category"] == "security")
 
 
-def test_a_poisoned_description_fails_the_gate_and_is_named_in_the_summary_and_sarif(recorded: Path) -> None:
+def test_a_poisoned_description_fails_the_gate_and_is_named_in_the_summary_and_sarif(recorded: Path) -> None:  # noqa: F811
     code, report, summary, sarif = run(recorded, None)
     assert code == 0 and security_kinds(report) == [] and sarif["runs"][0]["results"] == []  # the control
     code, report, summary, sarif = run(recorded, "poisoned")
@@ -98,7 +65,7 @@ def test_a_poisoned_description_fails_the_gate_and_is_named_in_the_summary_and_s
     assert '"method":"tools/list"' in line and '"result"' in line  # the golden tape's answer the finding is about
 
 
-def test_fail_on_sets_the_security_category(recorded: Path) -> None:
+def test_fail_on_sets_the_security_category(recorded: Path) -> None:  # noqa: F811
     text = recorded.read_text(encoding="utf-8") + "drift:\n  fail_on: {security: output}\n"
     recorded.write_text(text, encoding="utf-8")
     code, report, _, sarif = run(recorded, "poisoned")
@@ -106,13 +73,13 @@ def test_fail_on_sets_the_security_category(recorded: Path) -> None:
     assert {r["level"] for r in sarif["runs"][0]["results"]} == {"warning"}
 
 
-def test_an_ordinary_rewording_is_cosmetic_not_security(recorded: Path) -> None:
+def test_an_ordinary_rewording_is_cosmetic_not_security(recorded: Path) -> None:  # noqa: F811
     code, report, summary, _ = run(recorded, "reworded")
     assert code == 1, summary  # output drift: a description reworded
     assert security_kinds(report) == [] and "Security review" not in summary
 
 
-def test_a_rename_is_one_structural_finding(recorded: Path) -> None:
+def test_a_rename_is_one_structural_finding(recorded: Path) -> None:  # noqa: F811
     code, report, summary, _ = run(recorded, "renamed")
     assert code == 2
     surface = next(s for s in report["sessions"] if s["name"] == "surface")
@@ -121,7 +88,7 @@ def test_a_rename_is_one_structural_finding(recorded: Path) -> None:
     assert "renamed to `div`" in summary or "renamed to div" in summary
 
 
-def test_the_budget_fails_when_exceeded_and_not_otherwise(recorded: Path) -> None:
+def test_the_budget_fails_when_exceeded_and_not_otherwise(recorded: Path) -> None:  # noqa: F811
     base = recorded.read_text(encoding="utf-8")
     code, report, summary, _ = run(recorded, None)
     surface = next(s for s in report["sessions"] if s["name"] == "surface")
@@ -205,7 +172,7 @@ def check_surface(config: Path, variant: str | None) -> subprocess.CompletedProc
 
 
 def test_check_surface_reviews_a_live_servers_whole_surface(tmp_path: Path) -> None:
-    config = write_config(tmp_path, SURFACE_ONLY)
+    config = write_config(tmp_path, CONFIG)
     clean = check_surface(config, None)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert "server calc: 9 tools, 1 prompt, 1 resource, 0 resource templates" in clean.stdout
@@ -221,7 +188,7 @@ def test_check_surface_reviews_a_live_servers_whole_surface(tmp_path: Path) -> N
     hostile = check_surface(config, "hostile_names")
     assert hostile.returncode == 2 and "add\\u202e" in hostile.stdout and "\x1b" not in hostile.stdout
     (tmp_path / "relaxed").mkdir()
-    relaxed = write_config(tmp_path / "relaxed", SURFACE_ONLY + "drift:\n  fail_on: {{security: info}}\n")
+    relaxed = write_config(tmp_path / "relaxed", CONFIG + "drift:\n  fail_on: {{security: info}}\n")
     shown = check_surface(relaxed, "poisoned")
     assert shown.returncode == 0 and "instruction [info]" in shown.stdout
 
