@@ -256,3 +256,9 @@ def test_context_cost_and_the_budget() -> None:
     assert over is not None and over.severity == "structural" and over.findings[0].kind == "budget"
     relaxed = budget_drift(facts, DriftSettings(budget=10, fail_on={"context.budget": "output"}))
     assert relaxed is not None and relaxed.severity == "output"
+
+
+def test_oversize_is_growth_not_a_rewrite() -> None:
+    long_old, long_new = "a b c " * 500, "x y z " * 500  # 3 000 characters rewritten, none added
+    assert [h.rule for h in review_text(long_old, long_new)] == []
+    assert [h.rule for h in review_text(long_old, long_old + "more words " * 200)] == ["oversize"]

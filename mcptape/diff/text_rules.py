@@ -241,7 +241,7 @@ def review_text(old: str, new: str, known: set[str] | frozenset[str] = frozenset
         notes = list(dict.fromkeys(n for _, _, n in matches if n))
         out.append(Hit(rule, tuple(m[0] for m in matches[:MAX_EXCERPTS]), matches[0][1], "; ".join(notes[:MAX_EXCERPTS]),
                        max(0, len(matches) - MAX_EXCERPTS)))
-    grown = sum(e - s for s, e in spans) - max(0, len(old) - len(new)) if old else len(new)
+    grown = len(new) - len(old)  # growth, not churn: a rewrite of the same length is read as a rewrite
     if grown > OVERSIZE_CHARS:
         out.append(Hit("oversize", (visible(new[spans[0][0]:spans[0][0] + 60]),), spans[0][0], f"+{grown} characters"))
     return out
