@@ -41,6 +41,7 @@ RULES: dict[str, str] = {
 }
 OVERSIZE_CHARS = 2000  # added to one field in one change; long legitimate descriptions grow by less
 EXCERPT_CHARS = 80
+MAX_DIFF_WORK = 250_000  # words of old × words of new that difflib may compare for one field
 
 _I = re.IGNORECASE
 _INSTRUCTION = [re.compile(p, _I) for p in (
@@ -129,10 +130,24 @@ def added_spans(old: str, new: str) -> list[tuple[int, int]]:
     a = [m.group() for m in _TOKEN.finditer(old)]
     b_matches = list(_TOKEN.finditer(new))
     b = [m.group() for m in b_matches]
+    # The common head and tail first (most edits are one insertion): then difflib only on the middle,
+    # and not at all past MAX_DIFF_WORK, where its quadratic worst case (a long, repetitive text a
+    # server chooses) would stall the gate: then the whole middle counts as added.
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    a_mid, b_mid = a[head:len(a) - tail], b[head:len(b) - tail]
+    if not b_mid:
+        return []
+    if len(a_mid) * len(b_mid) > MAX_DIFF_WORK:
+        return [(b_matches[head].start(), b_matches[len(b) - tail - 1].end())]
     spans: list[tuple[int, int]] = []
-    for op, _, _, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, _, _, j1, j2 in difflib.SequenceMatcher(None, a_mid, b_mid, autojunk=False).get_opcodes():
         if op in ("insert", "replace") and j1 < j2:
-            spans.append((b_matches[j1].start(), b_matches[j2 - 1].end()))
+            spans.append((b_matches[head + j1].start(), b_matches[head + j2 - 1].end()))
     return spans
 
 
