@@ -22,7 +22,7 @@ them). `review_surface` runs the text rules over a whole surface at once (old = 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,11 +121,11 @@ def result_texts(method: str, result: Any) -> dict[str, str]:
     return out
 
 
-def surface_addresses(method: str, items: Mapping[str, Mapping[str, Any]]) -> set[str]:
+def surface_addresses(texts: Iterable[Mapping[str, str]]) -> set[str]:
     """Every URL, e-mail and host already in a list's texts: a link moved or reworded is not new."""
     found: set[str] = set()
-    for item in items.values():
-        for text in item_texts(method, item).values():
+    for item in texts:
+        for text in item.values():
             found |= addresses(text)
     return found
 
@@ -235,7 +235,8 @@ def check_agent_text(pair: Pair) -> list[Finding]:
         list_key, _, noun, _ = SURFACE_LISTS[method]
         before, after = _by_id(ra, method), _by_id(rb, method)
         renamed = renames(method, before, after)
-        known_before = surface_addresses(method, before)
+        texts_before = {name: item_texts(method, item) for name, item in before.items()}
+        known_before = surface_addresses(texts_before.values())
         for name, item in after.items():
             old_name = name if name in before else renamed.get(name)
             old_item = before.get(old_name) if old_name is not None else None
@@ -247,7 +248,7 @@ def check_agent_text(pair: Pair) -> list[Finding]:
                 if problem is not None:
                     out.append(pair.finding("security", "structural", base, f"{noun} `{visible(name)}`: {problem}",
                                             None, visible(name), "homoglyph"))
-            old_texts = item_texts(method, old_item) if old_item is not None else {}
+            old_texts = texts_before[old_name] if old_name is not None and old_item is not None else {}
             for field, text in item_texts(method, item).items():
                 for hit in review_text(old_texts.get(field, ""), text, known_before):
                     out.append(pair.finding("security", "structural", base + ("" if field.startswith("[") else ".")

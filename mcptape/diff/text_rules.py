@@ -44,7 +44,7 @@ EXCERPT_CHARS = 80
 MAX_DIFF_WORK = 250_000  # words of old × words of new that difflib may compare for one field
 
 _I = re.IGNORECASE
-_INSTRUCTION = [re.compile(p, _I) for p in (
+_INSTRUCTION_PATTERNS = (
     r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|every\s+)*"
     r"(?:previous|prior|above|earlier|preceding|other|former|system|original)\b(?:\s+\w+)?",
     r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:instructions|rules|guidelines|prompts?)\b",
@@ -59,7 +59,8 @@ _INSTRUCTION = [re.compile(p, _I) for p in (
     r"\b(?:system\s+prompt|conversation\s+history|previous\s+messages)\b",
     r"</?\s*(?:important|system|instructions?|secret|hidden)\s*>",
     r"\[/?INST\]|<\|im_start\|>|<\|im_end\|>|^\s*(?:system|assistant)\s*:",
-)]
+)
+_INSTRUCTION = re.compile("|".join(f"(?:{p})" for p in _INSTRUCTION_PATTERNS), _I)  # one scan, not one per pattern
 # Zero-width, bidi controls, invisible operators, BOM, Hangul fillers, Mongolian vowel separator,
 # variation selectors (incl. the supplementary ones "sneaky bits" encodes bytes with), Unicode tags.
 _INVISIBLE = re.compile(
@@ -190,12 +191,13 @@ def _looks_encoded(run: str) -> bool:
 def find_hits(text: str) -> list[tuple[str, int, int, str]]:
     """Every rule match in `text`: (rule, start, end, note). Added or not is review_text's question."""
     hits: list[tuple[str, int, int, str]] = []
-    for pattern in _INSTRUCTION:
-        hits.extend(("instruction", m.start(), m.end(), "") for m in pattern.finditer(text))
-    for m in _INVISIBLE_RUN.finditer(text):
-        if not (m.end() - m.start() == 1 and _emoji_part(text, m.start())):
-            hits.append(("invisible", m.start(), m.end(), _invisible_note(m.group())))
-    hits.extend(("homoglyph", m.start(), m.end(), "mixed scripts") for m in _WORD.finditer(text) if _mixed_script(m.group()))
+    hits.extend(("instruction", m.start(), m.end(), "") for m in _INSTRUCTION.finditer(text))
+    if not text.isascii():  # invisible characters and other scripts are not ASCII: most texts skip both scans
+        for m in _INVISIBLE_RUN.finditer(text):
+            if not (m.end() - m.start() == 1 and _emoji_part(text, m.start())):
+                hits.append(("invisible", m.start(), m.end(), _invisible_note(m.group())))
+        hits.extend(("homoglyph", m.start(), m.end(), "mixed scripts") for m in _WORD.finditer(text)
+                    if not m.group().isascii() and _mixed_script(m.group()))
     urls = [(m.start(), m.end()) for m in _URL.finditer(text)]
     hits.extend(("url", s, e, "url") for s, e in urls)
     emails = [(m.start(), m.end()) for m in _EMAIL.finditer(text)]
