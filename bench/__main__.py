@@ -10,6 +10,7 @@ Sections, each from the benchmark that owns it (this runner measures nothing its
   ci       bench_ci.py       `mcptape ci --jobs 8` vs the slowest session alone (300 ms calls)
   redact   bench_redact.py   redaction and verification MB/s
   http     bench_http.py     HTTP rec's added latency (no target; shown for completeness)
+  action   bench_action.py   the Action from its first step to a verdict: install, restore, gate vs the servers
 
 Every figure is measured side by side with its baseline in the same run (medians of interleaved
 rounds; the latency benches keep the cores out of idle with low-priority spinners of their own).
@@ -274,6 +275,26 @@ def _http_rows(r: dict[str, Any]) -> list[Row]:
     ]
 
 
+def _action(quick: bool) -> dict[str, Any]:
+    from bench import bench_action
+
+    return bench_action.run(rounds=1 if quick else 3, cold=not quick)
+
+
+def _action_rows(r: dict[str, Any]) -> list[Row]:
+    floor = r["floor_s"]
+    rows: list[Row] = [("the servers alone (floor)", f"{floor * 1000:.0f} ms", "(baseline)", None),
+                       ("`mcptape ci` start-up imports", f"{r['startup_s'] * 1000:.0f} ms", "-", None)]
+    for way, f in r["ways"].items():
+        warm_hit = way == "cache hit"
+        rows.append((f"Action overhead, {way} ({f['installed_with']})",
+                     f"{f['overhead']:.2f} s: install {f['install']:.2f} s, gate {f['gate']:.2f} s "
+                     f"({f['overhead_over_floor']:.1f}x the floor)",
+                     "<= 3 s" if warm_hit else "-", f["overhead"] <= 3 if warm_hit else None))
+    rows.append(("uv / pip install, warm", f"{r['uv_over_pip_warm_install']:.2f}x", "-", None))
+    return rows
+
+
 SECTIONS = [
     Section("rec", "1. rec: added latency per round trip", _rec, _rec_rows),
     Section("replay", "2. play: throughput and first response", _replay, _replay_rows),
@@ -282,6 +303,7 @@ SECTIONS = [
     Section("ci", "5. parallel ci", _ci, _ci_rows),
     Section("redact", "6. redaction throughput", _redact, _redact_rows),
     Section("http", "7. HTTP rec (no target)", _http, _http_rows),
+    Section("action", "8. the Action's overhead, first step to verdict", _action, _action_rows),
 ]
 
 

@@ -22,7 +22,10 @@ After each rec round the next round waits until rec's tape writer has caught up 
 how long that took is reported too (`writer catch-up`), and the writer's CPU per round trip
 measured in-process (writer_cpu_us).
 
-    python bench/bench_rec.py [--calls 2000] [--rounds 7] [--sizes tiny,1k,5m] [--json FILE]
+    python bench/bench_rec.py [--calls 2000] [--rounds 7] [--sizes tiny,1k,5m] [--json FILE] [--baseline DIR]
+
+`--baseline DIR` adds a mode `rec-base`: `mcptape rec` of another checkout (say `git archive main |
+tar -x -C DIR`), interleaved with this one in the same rounds, for a before/after of a change to rec.
 
 `run()` returns the results as a dict, for a bench runner collecting bench/results.json.
 """
@@ -294,8 +297,17 @@ def pct(values: list[int], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000.0  # µs
 
 
+# Runs `python -m mcptape` from the checkout in argv[1] rather than the installed one (an editable
+# install's finder would otherwise win over sys.path).
+BASELINE_LAUNCHER = (
+    "import runpy, sys; d = sys.argv.pop(1); "
+    "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in getattr(f, '__module__', '')]; "
+    "sys.path.insert(0, d); sys.argv[0] = 'mcptape'; runpy.run_module('mcptape', run_name='__main__', alter_sys=True)"
+)
+
+
 def run(
-    calls: int = 2000, rounds: int = 7, sizes: list[str] | None = None, spin: bool = True
+    calls: int = 2000, rounds: int = 7, sizes: list[str] | None = None, spin: bool = True, baseline: str | None = None
 ) -> dict[str, Any]:
     sizes = sizes or list(SIZES)
     tmp = Path(tempfile.mkdtemp(prefix="bench-rec-"))
@@ -315,6 +327,10 @@ def run(
             *server,
         ],
     }
+    if baseline is not None:
+        tapes["rec-base"] = tmp / "base.tape.jsonl"
+        commands["rec-base"] = [sys.executable, "-c", BASELINE_LAUNCHER, baseline, "rec", "--out",
+                                str(tapes["rec-base"]), "--", *server]
     c_relay = build_c_relay(tmp)
     if c_relay is not None:
         commands["relay-c"] = [str(c_relay), *server]
@@ -374,7 +390,7 @@ def run(
                 )
             for floor_mode in ("relay", "relay-c", "relay-c-tee"):
                 floor = row.get(f"{floor_mode}_added_p50_us")
-                for mode in ("rec",):
+                for mode in [m for m in ("rec", "rec-base") if m in commands]:
                     # Below zero either figure is noise (5 MB: 20 calls a round), not a ratio.
                     added = row[f"{mode}_added_p50_us"]
                     ok = floor is not None and floor > 0 and added > 0
@@ -391,7 +407,7 @@ def print_table(results: dict[str, Any]) -> None:
     )
     floors = (("relay", 9), ("relay-c", 10), ("relay-c-tee", 12))
     for name, row in results["sizes"].items():
-        modes = [m for m in ("direct", "relay", "relay-c", "relay-c-tee", "rec") if m in row]
+        modes = [m for m in ("direct", "relay", "relay-c", "relay-c-tee", "rec-base", "rec") if m in row]
         print(f"\n{name} message, {row['calls_per_round']} calls per mode per round")
         head = "".join(f" {'/ ' + f:>{w}}" for f, w in floors)
         print(f"  {'mode':<11} {'p50':>9} {'p99':>9} {'+p50':>9} {'+p99':>9}{head}")
@@ -403,7 +419,7 @@ def print_table(results: dict[str, Any]) -> None:
                     ratio = row.get(f"{m}_vs_{floor}_p50")
                     line += f" {(f'{ratio:.2f}x' if ratio else '-'):>{width}}"
             print(line)
-        for m in ("rec",):
+        for m in ("rec-base", "rec"):
             if f"{m}_writer_catch_up_s" in row:
                 print(f"  {m}'s writer caught up {row[f'{m}_writer_catch_up_s']:.2f} s after a round (median)")
     cpu = results.get("writer_cpu_us_per_round_trip", {})
@@ -421,8 +437,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(SIZES), help="comma-separated: " + ",".join(SIZES))
     parser.add_argument("--no-spin", action="store_true", help="measure without the idle-state spinner")
     parser.add_argument("--json", metavar="FILE", help="also write the results here")
+    parser.add_argument("--baseline", metavar="DIR", help="also time `mcptape rec` of the checkout in DIR (mode rec-base)")
     args = parser.parse_args(argv)
-    results = run(args.calls, args.rounds, [s for s in args.sizes.split(",") if s], spin=not args.no_spin)
+    results = run(args.calls, args.rounds, [s for s in args.sizes.split(",") if s], spin=not args.no_spin,
+                  baseline=args.baseline)
     print_table(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

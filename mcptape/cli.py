@@ -4,7 +4,7 @@ Each command lives in its own module of mcptape/commands/ (options, output, exit
 imported only when chosen, so `mcptape --version` and `mcptape play` never pay for rich, ghapi,
 jsonschema or pydantic. For `rec` and `play` stdout is the MCP wire: everything human goes to stderr.
 
-The exit code is total: every way a command can end maps to the table of DESIGN.md.
+The exit code is total: every way a command can end maps to the table of docs/design.md.
     McptapeError              its exit_code, one message (ConfigError, WriteError, ... see errors.py)
     OSError not translated    3, the path and the cause
     any other exception       3, `mcptape: internal error in <command>: <type>: <message>`
@@ -30,13 +30,14 @@ from mcptape import __version__
 from mcptape.commands.usage import DEBUG_VARIABLE, USAGE, render_epilog
 from mcptape.errors import EXIT_COULD_NOT_RUN, McptapeError
 from mcptape.logsafe import safe_log
+from mcptape.replay.served_values import help_text as served_help
 
 SUPPORTED_PLATFORMS = "Linux and macOS"
 
 # Each command is a module of mcptape/commands/, imported only when chosen, so `mcptape --version`
 # and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. A command module has
 # `Options.from_args(namespace)`, its typed options, and `run(options) -> exit code`.
-COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge")}
+COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge", "fork")}
 
 
 def unsupported_platform(os_name: str | None = None, sys_platform: str | None = None) -> str | None:
@@ -129,8 +130,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="like --fallback, for a live streamable HTTP server at URL (recorded through rec --listen)",
     )
     play.add_argument("--report", metavar="FILE", help="also write the replay report (misses, unused recordings) here as JSON")
-    play.epilog = "live fallback: mcptape play TAPE [options] --fallback -- <server command...>"
+    # The agent lab (replay/lab.py): pace, faults, live tools, served values.
+    play.add_argument("--pace", metavar="recorded|xN",
+                      help="answer after the recorded latency (recorded), or N times as fast (x2, x0.5); default: at once")
+    play.add_argument("--fault", action="append", default=[], metavar="RULE",
+                      help="inject a fault: selectors method=M, tool=NAME, call=N, p=P and one of delay=MS, no-answer, "
+                      "error=CODE[:message], is-error[=text], malformed, close; repeatable (see the README's agent lab)")
+    play.add_argument("--fault-seed", type=int, default=0, metavar="N", help="seed of the faults' p= draws (default 0)")
+    play.add_argument("--live-tools", metavar="NAME,...",
+                      help="send these tools' calls to the live server given after `--` (recorded); the rest from the tape")
+    play.add_argument("--keep-placeholders", action="store_true",
+                      help="send a golden's normalization placeholders as they are; by default play serves "
+                      f"fixed valid values instead ({served_help()})")
+    play.epilog = ("live fallback: mcptape play TAPE [options] --fallback -- <server command...>; "
+                   "live tools: mcptape play TAPE --live-tools NAME,... -- <server command...>")
     play.set_defaults(server=[])  # the words after `--` (see main: argparse cannot take them after options)
+
+    # --- fork ------------------------------------------------------------------------------
+    fork = sub.add_parser("fork", help="write a tape whose answer at one call is replaced (an error the agent never saw live)")
+    fork.add_argument("tape", help="the parent tape")
+    fork.add_argument("--at", type=int, required=True, metavar="CALL", help="the call to change: the N-th client request (1-based)")
+    change = fork.add_mutually_exclusive_group(required=True)
+    change.add_argument("--result", metavar="@FILE|JSON", help="the new answer's result (a JSON file, or inline JSON)")
+    change.add_argument("--error", metavar="CODE[:message]",
+                        help="answer with this JSON-RPC error (a negative code joined: --error=-32000:quota)")
+    change.add_argument("--drop", action="store_true", help="never answer the call (the client times out)")
+    fork.add_argument("--cut", action="store_true", help="end the tape after the changed call (default: later exchanges kept)")
+    fork.add_argument("-o", "--out", required=True, metavar="NEW", help="where to write the fork")
 
     # --- diff ------------------------------------------------------------------------------
     diff = sub.add_parser("diff", help="compare two tapes: first drifted call, exit 0/1/2")
@@ -171,6 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--summary", metavar="FILE", help="write the markdown summary here")
     ci.add_argument("--sarif", metavar="FILE", help="write the security findings as SARIF here (GitHub code scanning)")
     ci.add_argument("--out-dir", metavar="DIR", help="keep the fresh tapes here")
+    ci.add_argument("--baseline", metavar="REF", help="no goldens: compare with the same sessions run at REF "
+                    "(a ref, merge-base, previous-tag, or auto: goldens if there are, else merge-base)")
+    ci.add_argument("--against", metavar="SERVER", help="no goldens: compare with another implementation, the "
+                    "reference (a `servers:` name, a command or a URL)")
+    ci.add_argument("--latency", type=int, default=None, metavar="N",
+                    help="with --baseline/--against: N interleaved runs a side, latency regressions reported")
 
     # --- init / check ----------------------------------------------------------------------
     init = sub.add_parser("init", help="write a first mcptape.yml from what a live server lists")
@@ -303,7 +335,7 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     except OSError as e:
         _os_error(command, e)
         code = EXIT_COULD_NOT_RUN
-    except Exception as e:  # noqa: BLE001 - the top level: a crash is never a verdict (DESIGN.md)
+    except Exception as e:  # noqa: BLE001 - the top level: a crash is never a verdict (docs/design.md)
         _report_crash(command, e)
         code = EXIT_COULD_NOT_RUN
     finally:

@@ -61,7 +61,16 @@ from mcptape.mcp import (
     is_modern,
 )
 from mcptape.report.model import CallRef, Finding
-from mcptape.tape.events import C2S, GARBLED_NOTE, S2C, EventBuilder, exit_event, note_event, stderr_event
+from mcptape.tape.events import (
+    C2S,
+    GARBLED_NOTE,
+    S2C,
+    EventBuilder,
+    exit_event,
+    is_message,
+    note_event,
+    stderr_event,
+)
 from mcptape.tape.format import Event
 from mcptape.transports.base import Transport
 
@@ -104,6 +113,11 @@ class Recording:
     schema_breaks: list[SchemaBreak] = field(default_factory=list)
     duration_s: float = 0.0
     failed_step: int | None = None  # 1-based step the error happened in (None: handshake or none)
+    # Per event, the clock when its message crossed the wire (None: not a wire message); the
+    # fresh tape's timing (tape/timing.py), never a golden's.
+    times: list[float | None] = field(default_factory=list)
+    # Seconds each completed step took, by 1-based step (the latency comparison's samples: ci/baseline.py).
+    step_s: dict[int, float] = field(default_factory=dict)
 
 
 def describe_step(step: Step) -> str:
@@ -157,9 +171,11 @@ class ScriptedClient:
         self.golden_tools = golden_tools
         self.clock = clock
         self.events: list[Event] = []
+        self._timed: list[tuple[Event, float]] = []  # message events and when they crossed the wire
         self.builder = EventBuilder()
         self.protocol: str | None = None
         self.server_info: dict[str, Any] | None = None
+        self.step_s: dict[int, float] = {}
         self.negotiation: str | None = None
         self.modern = False  # the session speaks 2026-07-28 (set by the handshake)
         self._log_level: str | None = None
@@ -180,7 +196,14 @@ class ScriptedClient:
         if self._step is not None:
             event["step"] = self._step
         self.events.append(event)
+        if is_message(event):
+            self._timed.append((event, time.monotonic()))
         return event
+
+    def event_times(self) -> list[float | None]:
+        """Per event of `events` (as filtered since), when it crossed the wire; None for the rest."""
+        clock = {id(event): t for event, t in self._timed}  # _timed holds the events: ids stay theirs
+        return [clock.get(id(event)) for event in self.events]
 
     def _send(self, msg: dict[str, Any]) -> None:
         text = dumps(msg)
@@ -601,7 +624,9 @@ class ScriptedClient:
     def run(self, steps: Sequence[Step]) -> None:
         self.handshake()
         for number, step in enumerate(steps, start=1):
+            began = time.monotonic()
             self.run_step(number, step)
+            self.step_s[number] = time.monotonic() - began
             for event in self.after_step(number) if self.after_step is not None else []:
                 self._record(event)
         self._step = None
@@ -642,6 +667,7 @@ def record_session(
         error = e
     returncode = transport.close()
     events = client.events
+    times = client.event_times()
     # stderr is its own stream, so its interleaving with stdout is not knowable: it goes last.
     for raw in getattr(transport, "stderr_lines", None) or []:
         events.append(stderr_event(raw))
@@ -664,6 +690,8 @@ def record_session(
         schema_breaks=client.schema_breaks,
         duration_s=time.monotonic() - started,
         failed_step=client._step if error is not None else None,
+        times=times + [None] * (len(events) - len(times)),
+        step_s=dict(client.step_s),
     )
 
 

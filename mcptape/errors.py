@@ -1,6 +1,6 @@
 """The one exception tree of mcptape; every error that reaches the CLI belongs to it.
 
-Each class carries the exit code of DESIGN.md that it maps to, so cli.py turns any of them
+Each class carries the exit code of docs/design.md that it maps to, so cli.py turns any of them
 into a message on stderr and that code, never a traceback::
 
     McptapeError                      (3, could not run)
@@ -21,7 +21,7 @@ reported in one line as an internal error, exit 3: a crash is never a verdict.
 
 from __future__ import annotations
 
-# Exit codes shared by diff, play and ci (DESIGN.md).
+# Exit codes shared by diff, play and ci (docs/design.md).
 EXIT_OK = 0
 EXIT_OUTPUT_DRIFT = 1
 EXIT_STRUCTURAL_DRIFT = 2

@@ -14,6 +14,11 @@ Record modes:
     once          record when the tape is missing, play otherwise.
     new_episodes  play, and record what the tape lacks (play --fallback); a missing tape is recorded.
     all           re-record every tape.
+Agent lab (replay only, `mcptape play`'s options): `faults=["tool=add,error=-32000:boom", ...]`
+with `fault_seed=N` (play --fault, --fault-seed), `pace="recorded"` or `"x2"` (play --pace), and
+`fork={"at": 3, "error": "-32000:quota"}` (or `"result": {...}`, `"drop": True`, `"cut": True`):
+the test plays a fork of its tape made by `mcptape fork` into a temporary directory, so the tape
+itself is never changed. A fork needs a recorded tape: in a mode that records, `fork=` fails the test.
 A test records one client session per tape: a test that opens two sessions while recording keeps
 the last (give the second its own test, or its own `tape=`).
 Recording under CI=true is refused unless `--mcptape-allow-record-in-ci` (or env
@@ -48,6 +53,8 @@ TAPE_SUFFIX = ".tape.jsonl"  # tape/format.py's; repeated here to keep the plugi
 LISTEN_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
 _FALSE = ("", "0", "false", "no", "off")
+MARKER_ARGS = ("tape", "server", "url", "lenient", "ignore_args", "match_on", "allow_reuse", "faults", "fault_seed",
+               "pace", "fork")
 _UNUSED_KEY = pytest.StashKey[list[tuple[str, str, list[str]]]]()
 _CALL_FAILED = pytest.StashKey[bool]()
 
@@ -78,7 +85,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "mcptape(tape=None, server=None, url=None, lenient=False, ignore_args=(), match_on='params', "
-        "allow_reuse=False): serve the MCP session of this test from a tape (mcptape_server fixture)",
+        "allow_reuse=False, faults=(), fault_seed=0, pace=None, fork=None): serve the MCP session of this test "
+        "from a tape (mcptape_server fixture)",
     )
     config.stash[_UNUSED_KEY] = []
     record_mode(config)  # a mode that is none of the four stops the run at once, not at its first test
@@ -129,11 +137,10 @@ def _plan(request: pytest.FixtureRequest) -> tuple[Path, str, dict[str, Any]]:
     """The tape, what to do with it (play, record, fallback) and the marker's options."""
     marker = request.node.get_closest_marker("mcptape")
     options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
-    unknown = set(options) - {"tape", "server", "url", "lenient", "ignore_args", "match_on", "allow_reuse"}
+    unknown = set(options) - set(MARKER_ARGS)
     if unknown:
         pytest.fail(
-            f"@pytest.mark.mcptape: unknown argument(s) {', '.join(sorted(unknown))}; it takes tape, server, url, "
-            "lenient, ignore_args, match_on, allow_reuse",
+            f"@pytest.mark.mcptape: unknown argument(s) {', '.join(sorted(unknown))}; it takes {', '.join(MARKER_ARGS)}",
             pytrace=False,
         )
     test_file = Path(str(request.node.path))
@@ -167,11 +174,42 @@ def _plan(request: pytest.FixtureRequest) -> tuple[Path, str, dict[str, Any]]:
                 "if recording here is meant",
                 pytrace=False,
             )
+    if options.get("fork") is not None and action != "play":
+        pytest.fail(f"mcptape: fork= plays a fork of a recorded tape; record mode {mode} would record {tape} "
+                    "instead (record it first, then play the fork with record mode none)", pytrace=False)
     return tape, action, options
+
+
+def _fork(tape: Path, spec: Any, where: Path) -> Path:
+    """`mcptape fork` of `tape` per the marker's `fork=` spec, into `where`; the fork's path."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("at"), int):
+        pytest.fail('mcptape: fork= takes a dict such as {"at": 3, "error": "-32000:quota"} '
+                    '(or "result": {...}, "drop": True; "cut": True)', pytrace=False)
+    out = where / f"fork{TAPE_SUFFIX}"
+    argv = [*_mcptape(), "fork", str(tape), "--at", str(spec["at"]), "-o", str(out)]
+    if "error" in spec:
+        argv.append(f"--error={spec['error']}")  # joined: a code such as -32000 would read as an option
+    elif "result" in spec:
+        argv.append(f"--result={json.dumps(spec['result'])}")
+    elif spec.get("drop"):
+        argv.append("--drop")
+    if spec.get("cut"):
+        argv.append("--cut")
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"mcptape: fork= {spec!r}: {done.stderr.strip()}", pytrace=False)
+    return out
 
 
 def _play_options(options: dict[str, Any]) -> list[str]:
     argv: list[str] = []
+    faults = options.get("faults") or ()
+    for rule in [faults] if isinstance(faults, str) else faults:
+        argv += ["--fault", str(rule)]
+    if options.get("fault_seed") is not None:
+        argv += ["--fault-seed", str(int(options["fault_seed"]))]
+    if options.get("pace"):
+        argv += ["--pace", str(options["pace"])]
     if options.get("lenient"):
         argv.append("--lenient")
     for path in options.get("ignore_args") or ():
@@ -189,19 +227,21 @@ def mcptape_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     tape, action, options = _plan(request)
     server = [str(word) for word in options.get("server") or ()]
     url = options.get("url")
-    report = tmp_path_factory.mktemp("mcptape") / "play-report.json"
+    scratch = tmp_path_factory.mktemp("mcptape")
+    report = scratch / "play-report.json"
+    played = _fork(tape, options["fork"], scratch) if options.get("fork") is not None else tape
     if action == "record":
         tape.parent.mkdir(parents=True, exist_ok=True)
         tape.unlink(missing_ok=True)  # `all` re-records: a run that fails midway leaves no stale tape
     if url:
-        yield from _http(tape, action, str(url), options, report)
+        yield from _http(played, action, str(url), options, report)
     else:
         if action == "record":
             command = [*_mcptape(), "rec", "--out", str(tape), "--name", tape.name.removesuffix(TAPE_SUFFIX), "--", *server]
         elif action == "fallback":
             command = [*_mcptape(), "play", str(tape), *_play_options(options), "--report", str(report), "--fallback", "--", *server]
         else:
-            command = [*_mcptape(), "play", str(tape), *_play_options(options), "--report", str(report)]
+            command = [*_mcptape(), "play", str(played), *_play_options(options), "--report", str(report)]
         yield McptapeServer(tape, action, command, report_path=None if action == "record" else report)
     if action != "record":
         _after_replay(request, tape, report)

@@ -19,11 +19,16 @@ skipped unless their `if:` holds a status function (`!cancelled()`, `always()`),
 action. `if:` conditions are evaluated for the few forms action.yml uses (`&&` of `!cancelled()`,
 `always()`, `a == 'x'`, `a != 'x'`); anything else fails the run rather than guess.
 
-The `uses:` steps, actions/upload-artifact (a Node action talking to GitHub's artifact
-service, which cannot be reached here) and github/codeql-action/upload-sarif (the same, for code
-scanning), are not run: what each was given (`with:`, evaluated) and the files under its `path`
-(its `sarif_file`) at that moment are recorded as an ArtifactUpload, which is what a test can
-check about an upload. Each must be pinned to a full commit SHA.
+The `uses:` steps are Node actions talking to GitHub's services, which cannot be reached here;
+each must be pinned to a full commit SHA. actions/upload-artifact is not run: what it was given
+(`with:`, evaluated) and the files under its `path` at that moment are recorded as an
+ArtifactUpload, which is what a test can check about an artifact. actions/cache/restore and
+actions/cache/save are emulated over a directory that stands in for the Actions cache service
+(`cache_store`, one per runner unless a test shares it between jobs): save copies `path` under
+its `key` (an existing key is kept, as the service keeps the first save), restore copies it back
+on an exact key match and sets `cache-hit` to `true` (on a miss the output stays unset).
+github/codeql-action/upload-sarif is not run either: what it was given and the SARIF file it
+names are recorded as an ArtifactUpload (its `files` hold that one file).
 
 Nothing here is mocked: the install step really creates a venv and pip-installs the checkout with
 no extras. GITHUB_ACTION_PATH is a copy of this checkout's sources under RUNNER_TEMP, as the
@@ -41,6 +46,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +67,13 @@ BASH_COMMAND = [BASH, "--noprofile", "--norc", "-eo", "pipefail"]
 STEP_TIMEOUT = 600  # the install step runs pip
 STATUS_FUNCTION = re.compile(r"\b(always|cancelled|failure)\(\)")
 UPLOAD_ARTIFACT = re.compile(r"actions/upload-artifact@[0-9a-f]{40}")
+REGISTRY_ACCESS = frozenset({"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "PIP_CERT", "PIP_INDEX_URL",
+                             "UV_INDEX_URL", "UV_DEFAULT_INDEX", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+                             "http_proxy", "https_proxy", "no_proxy"})
+CACHE_ACTION = re.compile(r"actions/cache/(restore|save)@[0-9a-f]{40}")
+# actions/cache v4's restore and save inputs (their action.yml files).
+CACHE_INPUTS = {"restore": {"path", "key", "restore-keys", "fail-on-cache-miss", "lookup-only", "enableCrossOsArchive"},
+                "save": {"path", "key", "upload-chunk-size", "enableCrossOsArchive"}}
 UPLOAD_SARIF = re.compile(r"github/codeql-action/upload-sarif@[0-9a-f]{40}")
 # github/codeql-action/upload-sarif's inputs (its action.yml), those a composite action would set.
 UPLOAD_SARIF_INPUTS = {"sarif_file", "category", "checkout_path", "ref", "sha", "token", "wait-for-processing"}
@@ -172,6 +185,7 @@ class StepRun:
     outputs: dict[str, str]
     summary: str
     commands: list[WorkflowCommand]
+    seconds: float = 0.0  # wall time of the step's script (bench/bench_action.py reads it)
 
     def annotations(self, name: str) -> list[WorkflowCommand]:
         return [c for c in self.commands if c.name == name]
@@ -218,10 +232,13 @@ class ActionRunner:
     # What `${{ github.action_repository }}`/`action_ref` are: empty for a local `uses: ./`.
     action_repository: str = ""
     action_ref: str = ""
+    cache_store: Path | None = None  # the Actions cache service; None: one of this runner's own
 
     def __post_init__(self) -> None:
         if self.action_dir is None:
             self.action_dir = action_checkout(self.runner_temp)
+        if self.cache_store is None:
+            self.cache_store = self.runner_temp / "_actions_cache"
 
     def run(
         self,
@@ -252,6 +269,9 @@ class ActionRunner:
             if result == "failure" and not STATUS_FUNCTION.search(condition):
                 continue  # a failed step skips the rest, except steps that ask to run anyway
             if condition and not _Context(self, inputs, step_outputs).condition(condition):
+                continue
+            if "uses" in step and CACHE_ACTION.fullmatch(str(step["uses"])):
+                step_outputs[step_id] = self._cache(step_id, step, inputs, step_outputs)
                 continue
             if "uses" in step:
                 uploads.append(self._upload(step_id, step, inputs, step_outputs, workspace))
@@ -287,6 +307,32 @@ class ActionRunner:
         if not files and given.get("if-no-files-found", "warn") == "error":
             raise AssertionError(f"step {step_id}: no files under {root}")
         return ArtifactUpload(uses, given, files)
+
+    def _cache(self, step_id: str, step: dict[str, Any], inputs: dict[str, str],
+               step_outputs: dict[str, dict[str, str]]) -> dict[str, str]:
+        """actions/cache/restore or /save over `cache_store` (module docstring); the step's outputs."""
+        m = CACHE_ACTION.fullmatch(str(step["uses"]))
+        assert m is not None and self.cache_store is not None
+        context = _Context(self, inputs, step_outputs)
+        given = {k: context.evaluate(str(v)) for k, v in (step.get("with") or {}).items()}
+        unknown = set(given) - CACHE_INPUTS[m.group(1)]
+        if unknown:
+            raise AssertionError(f"step {step_id}: actions/cache/{m.group(1)} has no input {sorted(unknown)}")
+        if not given.get("key") or not given.get("path") or "\n" in given["path"]:
+            raise AssertionError(f"step {step_id}: one absolute path and a key are what this runner emulates: {given}")
+        path, stored = Path(given["path"]), self.cache_store / given["key"]
+        if m.group(1) == "save":
+            if not path.is_dir():
+                raise AssertionError(f"step {step_id}: nothing to save at {path} (the action fails: path does not exist)")
+            if not stored.exists():
+                shutil.copytree(path, stored, symlinks=True)
+            return {}
+        if not stored.is_dir():
+            return {}
+        if path.exists():
+            shutil.rmtree(path)
+        shutil.copytree(stored, path, symlinks=True)
+        return {"cache-hit": "true", "cache-primary-key": given["key"], "cache-matched-key": given["key"]}
 
     def _upload_sarif(self, step_id: str, uses: str, step: dict[str, Any], inputs: dict[str, str],
                       step_outputs: dict[str, dict[str, str]], workspace: Path) -> ArtifactUpload:
@@ -324,6 +370,9 @@ class ActionRunner:
             "RUNNER_OS": "Linux",
             "RUNNER_TEMP": str(self.runner_temp),
         }
+        # How this machine reaches the package registry (a proxy, its certificates): a hosted runner
+        # needs none of it, but the install steps here must reach the registry as the tests do.
+        env.update({k: v for k, v in os.environ.items() if k in REGISTRY_ACCESS})
         events = self.runner_temp / "_github_workflow"
         events.mkdir(exist_ok=True)
         event_path = events / f"event-{uuid.uuid4().hex}.json"
@@ -362,8 +411,10 @@ class ActionRunner:
         script = self.runner_temp / f"{unique}.sh"
         script.write_text(context.evaluate(str(step["run"])), encoding="utf-8")
         workdir = workspace / context.evaluate(str(step.get("working-directory", ".")))
+        started = time.perf_counter()
         proc = subprocess.run([*BASH_COMMAND, str(script)], cwd=workdir, env=env, capture_output=True,
                               text=True, timeout=STEP_TIMEOUT)
+        seconds = time.perf_counter() - started
         # GITHUB_ENV and GITHUB_PATH reach the steps after this one.
         job_env.update(parse_file_commands(files["GITHUB_ENV"].read_text(encoding="utf-8")))
         added = [line for line in files["GITHUB_PATH"].read_text(encoding="utf-8").splitlines() if line]
@@ -378,6 +429,7 @@ class ActionRunner:
             outputs=parse_file_commands(files["GITHUB_OUTPUT"].read_text(encoding="utf-8")),
             summary=files["GITHUB_STEP_SUMMARY"].read_text(encoding="utf-8"),
             commands=workflow_commands(proc.stdout),
+            seconds=seconds,
         )
 
 

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("formats and wires", ("mcptape.tape", "mcptape.transports", "mcptape.http_serve",
                            "mcptape.report.model", "mcptape.sandbox")),
     ("judging and scrubbing", ("mcptape.redact", "mcptape.normalize", "mcptape.scaffold", "mcptape.diff", "mcptape.conformance",
-                               "mcptape.nondeterminism", "mcptape.report", "mcptape.config")),
+                               "mcptape.nondeterminism", "mcptape.latency", "mcptape.report", "mcptape.config")),
     ("the outlet", ("mcptape.outlet",)),
     ("sessions and servers", ("mcptape.client", "mcptape.transports.factory", "mcptape.record", "mcptape.replay",
                               "mcptape.github")),
@@ -44,6 +44,7 @@ LAZY = {
     ("mcptape.commands.rec", "mcptape.record.http"): "httpx, for --listen only",
     ("mcptape.commands.terminal", "mcptape.report.terminal"): "rich, off the path of play and rec (say)",
     ("mcptape.diff.engine", "mcptape.conformance"): "pydantic and mcp-types, for a conformance check only",
+    ("mcptape.ci.session", "mcptape.conformance"): "mcp-types, imported by the main thread while the servers start",
     ("mcptape.github", "ghapi.core"): "ghapi, only when a comment is posted",
     ("mcptape.github", "ghapi.page"): "ghapi, only when a comment is posted",
     ("mcptape.github", "httpx2"): "ghapi's client, only when a comment is posted",
@@ -51,6 +52,7 @@ LAZY = {
     ("mcptape.logsafe", "secrets"): "only in a GitHub job, and logsafe is on the path of --version",
     ("mcptape.replay.engine", "mcptape.redact.redactor"): "only a miss pays for the redactor (play's start-up)",
     ("mcptape.commands.play", "mcptape.replay.fallback"): "subprocess and the tape writer, for --fallback only",
+    ("mcptape.commands.play", "mcptape.replay.faults"): "random (and its hashing), for --fault only",
     ("mcptape.commands.play", "mcptape.tape.atomic"): "tempfile, for --report only",
     ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
     ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",
@@ -203,7 +205,7 @@ def test_the_checks_see_a_cycle_an_upward_import_and_a_private_name() -> None:
     assert private_taken(fake) == [("mcptape.replay.engine", "mcptape.tape.reader", "_parse_line")]
 
 
-# STYLE.md point 7: the paths that must start fast import none of the heavy optional packages.
+# CONTRIBUTING.md (heavy imports stay off the fast paths): the paths that must start fast import none of the heavy optional packages.
 HEAVY = ("rich", "ghapi", "jsonschema", "pydantic", "httpx")
 TAPE = ROOT / "fixtures" / "example" / "tapes" / "surface.tape.jsonl"
 INITIALIZE = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'

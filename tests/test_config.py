@@ -62,11 +62,11 @@ def with_env(env_value: str) -> str:
     return MINIMAL.replace("{ENV_VALUE}", env_value)
 
 
-# --- the DESIGN.md example ------------------------------------------------------------------
+# --- the docs/design.md example ------------------------------------------------------------------
 
 
 def test_design_example_loads_verbatim_with_its_variables_set() -> None:
-    # tests/configs/valid/design.yml is the mcptape.yml sketch of DESIGN.md, copied unchanged.
+    # tests/configs/valid/design.yml is the mcptape.yml sketch the contract (docs/design.md) started from, copied unchanged.
     loaded = load_config(VALID / "design.yml", env={"CALC_TOKEN": "calc-tok-1", "API_TOKEN": "api-tok-2"})
     cfg = loaded.config
 

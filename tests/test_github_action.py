@@ -77,7 +77,7 @@ def assert_no_traceback(run: ActionRun) -> None:
 def test_inputs_never_reach_a_script_as_an_expression() -> None:
     for step in ACTION["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), step["name"]
-        assert step.get("shell") == "bash" or step["uses"].startswith(("actions/upload-artifact@",
+        assert step.get("shell") == "bash" or step["uses"].startswith(("actions/upload-artifact@", "actions/cache/",
                                                                        "github/codeql-action/upload-sarif@"))
     for name, out in ACTION["outputs"].items():
         assert out["value"].startswith("${{ steps.run.outputs."), name
@@ -92,13 +92,15 @@ def test_action_metadata_fits_the_marketplace_and_pins_what_it_uses() -> None:
     uses = re.findall(r"(?m)^\s+uses: (\S+)(.*)", text)
     assert uses, "the artifact step is part of the action"
     for ref, comment in uses:
-        assert re.fullmatch(r"[\w.-]+/[\w.-]+(?:/[\w.-]+)?@[0-9a-f]{40}", ref), ref  # a tag can move; a commit cannot
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+(/[\w.-]+)?@[0-9a-f]{40}", ref), ref  # a tag can move; a commit cannot
         assert re.fullmatch(r"\s+# v\d+\.\d+\.\d+", comment), comment  # which release that commit is
     assert {"upload-artifact", "artifact-name"} <= set(ACTION["inputs"])
     constraints = (ROOT / "constraints.txt").read_text(encoding="utf-8")
     pins = dict(line.split("==") for line in constraints.splitlines() if line and not line.startswith("#"))
     assert {"pydantic", "ghapi", "pyyaml", "jsonschema", "rich"} <= set(pins)
-    assert '--constraint "$GITHUB_ACTION_PATH/constraints.txt"' in text
+    # Every way of installing takes the same pins (uv, pip, and the fallback from one to the other).
+    assert 'constraints="$GITHUB_ACTION_PATH/constraints.txt"' in text
+    assert text.count('--constraint "$constraints"') == 2
 
 
 # --- the bundled example, installed and run as a workflow does ----------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,7 @@ def _record(tmp_path: Path, frames: list[tuple[int, bytes]]) -> tuple[int, Path]
     t.start()
     with os.fdopen(w, "wb") as fh:
         for tag, payload in frames:
-            fh.write(FRAME.pack(tag, len(payload)) + payload)
+            fh.write(FRAME.pack(tag, len(payload), time.monotonic()) + payload)
     t.join(30)
     os.close(r)
     return result[0], path
@@ -270,7 +271,7 @@ def _record_showing_stderr(tmp_path: Path, frames: list[tuple[int, bytes]]) -> t
     t.start()
     with os.fdopen(w, "wb") as fh:
         for tag, payload in frames:
-            fh.write(FRAME.pack(tag, len(payload)) + payload)
+            fh.write(FRAME.pack(tag, len(payload), time.monotonic()) + payload)
     t.join(30)
     reader.join(30)  # the recorder closed shown_w when it finished: EOF
     os.close(r)

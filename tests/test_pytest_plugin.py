@@ -217,6 +217,55 @@ def test_marker_matching_options_reach_play(project: pytest.Pytester) -> None:
     run(project).assert_outcomes(passed=1)
 
 
+FALLBACK_AGENT = '''
+
+async def agent(server):
+    """On an error from add, this agent falls back to echoing what it meant to add."""
+    from mcp.shared.exceptions import MCPError
+
+    async with stdio_client(server.stdio_parameters()) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        try:
+            return (await session.call_tool("add", {"a": 2, "b": 3})).content[0].text
+        except MCPError as e:
+            return f"fallback {e.error.code}"
+
+
+@pytest.mark.mcptape(server=SERVER, MARKER)
+def test_lab(mcptape_server):
+    assert anyio.run(agent, mcptape_server) == EXPECTED_LAB
+'''
+
+
+def test_the_marker_plays_a_fork_spec_and_faults_and_leaves_the_tape_alone(project: pytest.Pytester) -> None:
+    project.makepyfile(test_agent=agent([(2, 3)], ["5"]))
+    run(project, "--mcptape-record-mode=once").assert_outcomes(passed=1)
+    tape = project.path / TAPE
+    recorded = tape.read_bytes()
+    lab = agent([(2, 3)], ["5"]) + FALLBACK_AGENT
+    at = 2  # initialize, then add
+
+    def with_marker(marker: str, expected: str) -> str:
+        return lab.replace("MARKER", marker).replace("EXPECTED_LAB", repr(expected)).replace(
+            "def test_lab", "def test_add_lab").replace('tape=None', '')
+
+    # The lab test plays test_add's tape (tape=...): a fork whose error sends the agent down its fallback path.
+    spec = f'tape="{TAPE}", fork={{"at": {at}, "error": "-32000:quota"}}'
+    project.makepyfile(test_agent=with_marker(spec, "fallback -32000"))
+    run(project).assert_outcomes(passed=2)
+    project.makepyfile(test_agent=with_marker(f'tape="{TAPE}", faults=["tool=add,error=-32042:flaky"]', "fallback -32042"))
+    run(project).assert_outcomes(passed=2)
+    # No fork, no fault: the recorded answer, at the recorded pace (play's --pace; a bad one fails the test).
+    project.makepyfile(test_agent=with_marker(f'tape="{TAPE}", pace="recorded"', "5"))
+    run(project).assert_outcomes(passed=2)
+    assert tape.read_bytes() == recorded
+    project.makepyfile(test_agent=with_marker(f'tape="{TAPE}", pace="slowly"', "5"))
+    run(project).stdout.fnmatch_lines(["*--pace 'slowly'*"])
+    project.makepyfile(test_agent=with_marker(spec, "fallback -32000"))
+    refused = run(project, "--mcptape-record-mode=all")
+    refused.stdout.fnmatch_lines(["*fork= plays a fork of a recorded tape*"])
+
+
 FASTMCP_AGENT = '''
 import sys
 from pathlib import Path

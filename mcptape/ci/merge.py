@@ -146,6 +146,8 @@ def merge_reports(shards: list[ShardReport], loaded: Any = None) -> RunReport:
         orphans=orphans,
         updated_golden=shards[0].report.updated_golden,
         shard=None,
+        compared=shards[0].report.compared,  # every shard compared with the same reference
+        comparison=[line for shard in shards for line in shard.report.comparison],
     )
 
 

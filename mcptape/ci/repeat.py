@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptape.ci.session import RunContext, last_side_effects, open_sandbox, session_normalizer
-from mcptape.client import record_session
-from mcptape.config.models import NormalizeRule, Session
+from mcptape.client import Recording, record_session
+from mcptape.config.models import HttpServer, NormalizeRule, Session, StdioServer
 from mcptape.errors import (
     EXIT_COULD_NOT_RUN,
     McptapeError,
@@ -37,11 +37,22 @@ class Repeated:
     errors: list[str] = field(default_factory=list)
 
 
-def _record_once(ctx: RunContext, session: Session) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | str:
-    """One live run: (normalized events, redacted events in canonical order), or the error (redacted)."""
+@dataclass
+class LiveRun:
+    """One live run of a session: its events as ci compares them, and what else a comparison of
+    two live sides needs (ci/baseline.py): the raw redacted events, the recording itself."""
+
+    normalized: list[dict[str, Any]]  # redacted, normalized with the config's rules
+    raw: list[dict[str, Any]]  # redacted, in canonical order
+    recording: Recording
+
+
+def live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer | None = None) -> LiveRun | str:
+    """One live run of `session` against `server` (default: the session's own), or the error
+    (redacted). ctx.loaded.base_dir is where the server's paths resolve."""
     loaded = ctx.loaded
     cfg = loaded.config
-    server = cfg.servers[session.server]
+    server = server if server is not None else cfg.servers[session.server]
     redactor = config_redactor(loaded)
     try:
         sandbox = open_sandbox(ctx, session)
@@ -69,7 +80,7 @@ def _record_once(ctx: RunContext, session: Session) -> tuple[list[dict[str, Any]
     if recording.error is not None:
         return redactor.redact_text(str(recording.error))
     redacted = [redactor.redact_event(e) for e in recording.events]
-    return session_normalizer(ctx, session).fresh(redacted), canonical_order(redacted)
+    return LiveRun(session_normalizer(ctx, session).fresh(redacted), canonical_order(redacted), recording)
 
 
 def repeat_session(ctx: RunContext, session: Session, runs: int) -> Repeated:
@@ -77,12 +88,12 @@ def repeat_session(ctx: RunContext, session: Session, runs: int) -> Repeated:
     # runs that start together, and a sandbox is restored between runs. Sessions run in parallel.
     out = Repeated(session)
     for run in range(1, runs + 1):
-        got = _record_once(ctx, session)
+        got = live_run(ctx, session)
         if isinstance(got, str):
             out.errors.append(f"run {run}: {got}")
             continue
-        out.normalized.append(got[0])
-        out.raw.append(got[1])
+        out.normalized.append(got.normalized)
+        out.raw.append(got.raw)
     return out
 
 

@@ -11,9 +11,10 @@ golden the findings join the "no golden" drift; with --update-golden they are no
 session and do not stop the golden being written (accepting it is a person's call), since every
 later gate run checks again.
 
-Sessions run in worker threads, so everything the session pipeline imports is imported here, at
-module level, in the main thread, before any worker starts (see the imports below): a first
-import racing in two threads can hand one of them a partially initialized module. Files are
+Sessions run in worker threads (run_in_pool), so everything the session pipeline imports is
+imported here, at module level, in the main thread, before any worker starts (see the imports
+below), but for the conformance check, which the main thread imports while the sessions' servers
+start: a first import racing in two threads can hand one of them a partially initialized module. Files are
 verified and written through the outlet (outlet.py; its OSErrors are WriteErrors, exit 3); a golden
 or fresh tape that cannot be written fails its session, one a secret survived in is not written.
 """
@@ -21,19 +22,20 @@ or fresh tape that cannot be written fails its session, one a secret survived in
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # Every module of the session pipeline imports what it uses at module level, so importing this
 # module (the main thread does, for `mcptape ci`, before any worker starts) imports all of it and
-# no worker thread ever does a first import. One import stays inside a function below, to keep
-# pydantic off `mcptape diff` (diff/engine.py's conformance check): it is made here. Two threads
-# importing one module at once deadlocked in the import system, which then gave one of them a
-# partially initialized module (ImportError). tests/integration/test_ci_concurrency.py fails if a
-# worker thread does a first import.
-import mcptape.conformance  # noqa: F401  (diff/engine.py: conformance_drifts; mcp_types, pydantic, jsonschema)
+# no worker thread ever does a first import. Two threads importing one module at once deadlocked
+# in the import system, which then gave one of them a partially initialized module (ImportError);
+# tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
+# The one exception is the conformance check (see run_in_pool).
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Config, HttpServer, Session
@@ -53,6 +55,7 @@ from mcptape.sandbox import Sandbox
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
 from mcptape.tape.reader import read_tape
+from mcptape.tape.timing import timing_footer
 from mcptape.tape.view import render_view, view_path
 from mcptape.transports.factory import open_transport
 
@@ -182,8 +185,9 @@ class _Fresh:
     header: dict[str, Any]
     redacted: list[dict[str, Any]]  # redacted, in recorded order: what conformance checks
     events: list[dict[str, Any]]  # redacted and normalized: what is compared and written
-    data: bytes  # the verified tape
+    data: bytes  # the verified tape: golden-ready, so without timing (tape/timing.py)
     normalizer: Normalizer
+    timing: dict[str, Any] | None = None  # the footer's timing, for the fresh tape --out-dir keeps
 
 
 def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
@@ -208,8 +212,10 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
     result.redactions = dict(outlet.redactor.counts)
     if ctx.out_dir is not None:
         fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
+        # The fresh tape kept for a person carries the timing; the golden-ready bytes never do.
+        timed = fresh.data if fresh.timing is None else tape_bytes(fresh.header, fresh.events, timing=fresh.timing)
         try:
-            outlet.write(fresh_path, fresh.data, what=f"fresh tape of session {session.name}")
+            outlet.write(fresh_path, timed, what=f"fresh tape of session {session.name}")
         except WriteError as e:
             raise _Failed(str(e)) from e
         result.fresh = str(fresh_path)
@@ -298,7 +304,10 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
     normalizer = session_normalizer(ctx, session)
     # Redaction first: a rotated token must not be drift, and nothing unredacted is normalized into a golden.
     redacted = [outlet.redactor.redact_event(e) for e in recording.events]
-    events = normalizer.fresh(redacted)
+    positions: list[int] = []  # where each normalized event was recorded: its time moves with it
+    events = canonical_order(normalizer.events(redacted), positions)  # normalizer.fresh, keeping positions
+    times = recording.times
+    timing = timing_footer([times[p] for p in positions]) if len(times) == len(redacted) else None
     result.notes.extend(recording_notes(events))  # a limit that triggered is reported, never silent
     server = ctx.loaded.config.servers[session.server]
     header = make_header(
@@ -312,7 +321,7 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
         data = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")
     except SecretLeak as e:
         raise _Failed(str(e), "secret") from e
-    return _Fresh(recording, header, redacted, events, data, normalizer)
+    return _Fresh(recording, header, redacted, events, data, normalizer, timing)
 
 
 def _write_view(tape: Path, fresh: _Fresh, outlet: Outlet, what: str) -> None:
@@ -371,6 +380,7 @@ def _compare(golden: Tape, fresh: _Fresh, cfg: Config) -> DiffResult:
         path=golden.path,
         event_lines=list(golden.event_lines),
     )
+    conformance_loaded()
     diff = diff_tapes(golden_n, _fresh_tape(fresh.header, fresh.events), cfg.drift, conformance=True,
                       as_sent=_as_sent(fresh.header, fresh.redacted))
     return _merge_schema_breaks(diff, fresh.recording)
@@ -391,7 +401,52 @@ def _as_sent(header: dict[str, Any], redacted: list[dict[str, Any]]) -> Tape:
 def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Config) -> list[Drift]:
     """Failing conformance findings (mcptape/conformance.py, drift settings applied) of a fresh
     recording that is not compared with a golden one: no golden yet, or --update-golden."""
+    conformance_loaded()
     return [d for _, d in conformance_drifts(_as_sent(header, redacted), cfg.drift) if d.severity != "info"]
+
+
+# The conformance check (mcptape/conformance.py: mcp_types' pydantic models of two revisions) is
+# most of what `mcptape ci` imports before its first server starts (about three quarters, measured
+# with -X importtime), and no session needs it before it has recorded. So run_in_pool has the main
+# thread import it while the sessions' servers start, and a worker that reaches its check first
+# waits for that import to finish (conformance_loaded): the module is then whole in sys.modules,
+# and the worker's own import of it is a lookup, not a first import.
+_LOADING = threading.Event()  # a main thread will import the conformance check (run_in_pool)
+_LOADED = threading.Event()  # ... and has: sys.modules holds it whole (or the import failed)
+Item = TypeVar("Item")
+Outcome = TypeVar("Outcome")
+
+
+def load_conformance() -> None:
+    """Import the conformance check, in the main thread; workers waiting for it go on after."""
+    _LOADING.set()
+    try:
+        import mcptape.conformance  # noqa: F401  (mcp_types, pydantic, jsonschema; diff/engine.py uses it)
+    finally:
+        _LOADED.set()
+
+
+def conformance_loaded() -> None:
+    """Return once the conformance check is imported (module comment above run_in_pool)."""
+    if _LOADED.is_set():
+        return
+    if threading.current_thread() is threading.main_thread():
+        load_conformance()
+        return
+    if not _LOADING.is_set():
+        # A programming error, said at once rather than as a rare import deadlock later.
+        raise RuntimeError("a session pipeline ran on a worker thread outside ci/session.py's run_in_pool")
+    _LOADED.wait()
+
+
+def run_in_pool(jobs: int, work: Callable[[Item], Outcome], items: Sequence[Item], name: str) -> list[Outcome]:
+    """`work` over `items` on `jobs` worker threads, results in order. While the workers start their
+    servers, the main thread imports the conformance check they need once they have recorded."""
+    _LOADING.set()
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix=name) as pool:
+        futures = [pool.submit(work, item) for item in items]
+        load_conformance()
+        return [future.result() for future in futures]
 
 
 def orphan_goldens(ctx: RunContext) -> list[str]:

@@ -9,16 +9,16 @@ sessions ci/selection.py's, `--repeat` ci/repeat.py's; rendering is report/'s an
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcptape.ci.baseline import has_goldens, reference_report
 from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
-from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_session
+from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_in_pool, run_session
 from mcptape.commands.terminal import report_stream, write_output
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import Session
@@ -54,6 +54,9 @@ class Options:
     junit: str | None
     summary: str | None
     out_dir: str | None
+    baseline: str | None = None  # --baseline REF: no goldens, REF's run is the reference (ci/baseline.py)
+    against: str | None = None  # --against SERVER: another implementation is the reference
+    latency: int | None = None
     sarif: str | None = None
 
     @classmethod
@@ -62,6 +65,8 @@ class Options:
             config=args.config, update_golden=bool(args.update_golden), allow_update_in_ci=bool(args.allow_update_in_ci),
             sessions=tuple(args.session or ()), jobs=args.jobs, shard=args.shard, repeat=args.repeat,
             json_report=args.json_report, junit=args.junit, summary=args.summary, out_dir=args.out_dir,
+            baseline=getattr(args, "baseline", None), against=getattr(args, "against", None),
+            latency=getattr(args, "latency", None),
             sarif=getattr(args, "sarif", None),
         )
 
@@ -71,6 +76,12 @@ class Options:
 
 
 def run(options: Options) -> int:
+    if options.baseline is not None or options.against is not None:
+        reference = run_reference(options)
+        if reference is not None:
+            return reference
+    elif options.latency is not None:
+        raise ConfigError("--latency compares two live sides: add --baseline REF or --against SERVER")
     if options.repeat is not None:
         return run_repeat(options)
     update = options.update_golden
@@ -86,8 +97,7 @@ def run(options: Options) -> int:
     out_dir = Path(options.out_dir).resolve() if options.out_dir else None
     ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs_for(sessions), thread_name_prefix="session") as pool:
-        outcomes = list(pool.map(lambda s: run_session(ctx, s), sessions))
+    outcomes = run_in_pool(options.jobs_for(sessions), lambda s: run_session(ctx, s), sessions, "session")
 
     report = RunReport(
         config=os.path.basename(loaded.path),
@@ -96,12 +106,39 @@ def run(options: Options) -> int:
         updated_golden=update,
         shard=options.shard,
     )
+    return _finish(options, loaded, report, _update_lines(outcomes) if update else [])
+
+
+def run_reference(options: Options) -> int | None:
+    """`--baseline REF` / `--against SERVER`: the reference is a live side (ci/baseline.py); None
+    when `--baseline auto` finds goldens, which then gate as usual."""
+    if options.baseline is not None and options.against is not None:
+        raise ConfigError("--baseline and --against name two references; give one")
+    if options.update_golden:
+        raise ConfigError("--baseline/--against compare two live sides and write no golden tape; drop --update-golden")
+    loaded = load_config(options.config)
+    sessions = select_sessions(loaded, options.sessions, options.shard)
+    check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
+                                                  ("--summary", options.summary)))
+    ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
+    baseline = options.baseline
+    if baseline == "auto":
+        if has_goldens(ctx, sessions):
+            return None
+        baseline = "merge-base"
+    report = reference_report(ctx, sessions, baseline=baseline, against=options.against, runs=options.repeat,
+                              latency_runs=options.latency, jobs=options.jobs_for(sessions))
+    return _finish(options, loaded, report, [])
+
+
+def _finish(options: Options, loaded: LoadedConfig, report: RunReport, extra: Sequence[str]) -> int:
+    """Show, write and publish a run's report; the exit code is the worst of the verdict and publishing."""
     exit_code = report.exit_code
     outlet = Outlet.for_config(loaded)
     try:
-        text = render_run_text(report)
-        if update:
-            text += "".join(_update_lines(outcomes))
+        text = render_run_text(report) + "".join(extra)
+        if report.compared:
+            text += "".join(f"{line}\n" for line in [f"\ncompared {report.compared}", *report.comparison])
         outlet.show(text, "terminal report", file=report_stream(options.json_report))
         _write_reports(options, report, outlet)
         if options.sarif:
@@ -164,8 +201,7 @@ def run_repeat(options: Options) -> int:
     check_config(loaded)  # what `mcptape check` checks, before any server starts
     sessions = select_sessions(loaded, options.sessions, options.shard)
     ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs_for(sessions), thread_name_prefix="repeat") as pool:
-        results = list(pool.map(lambda s: repeat_session(ctx, s, runs), sessions))
+    results = run_in_pool(options.jobs_for(sessions), lambda s: repeat_session(ctx, s, runs), sessions, "repeat")
     text, exit_code = analyse_repeats(results, runs)
     try:
         Outlet.for_config(loaded).show(text, "--repeat report", escape=True)

@@ -27,11 +27,12 @@ from typing import TYPE_CHECKING, Any
 from mcptape.commands.terminal import JSON_STDOUT, print_report
 from mcptape.diff.engine import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
-from mcptape.logsafe import ci_log_block, escape_controls
+from mcptape.logsafe import ci_log_block, escape_controls, safe_log
 from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import Tape
+from mcptape.tape.lineage import is_fork_of
 from mcptape.tape.reader import read_pair
 
 if TYPE_CHECKING:
@@ -71,6 +72,9 @@ def run(options: Options) -> int:
     elif not options.raw:
         normalizer = Normalizer(recorded=_written_at(options))
     golden, fresh = read_pair(options.golden, options.fresh)  # TapeError -> exit 3 in cli.py
+    fork = _fork(golden, fresh, options)
+    if fork is not None:
+        return fork
     # A refused discover probe leaves first: the canonical order would move its HTTP note away from it.
     golden, fresh = without_refused_probe(golden), without_refused_probe(fresh)
     as_sent = fresh
@@ -109,6 +113,25 @@ def run(options: Options) -> int:
         sys.stderr.flush()
         os._exit(result.exit_code)
     return result.exit_code
+
+
+def _fork(golden: Tape, fresh: Tape, options: Options) -> int | None:
+    """A fork against its parent (either order) is that fork, not drift: said in one line, exit 0
+    (tape/lineage.py). None when the tapes are not exactly parent and fork."""
+    lineage = is_fork_of(golden, fresh) or is_fork_of(fresh, golden)
+    if lineage is None:
+        return None
+    line = (f"fork at call {lineage['at']} ({lineage.get('call')}): {lineage.get('change')}; "
+            f"later exchanges {lineage.get('later')} (parent {lineage.get('parent')})")
+    if options.json is not None:
+        text = json.dumps({"verdict": "fork", "exit_code": 0, "fork": lineage, "first_drift": None},
+                          ensure_ascii=False, indent=2) + "\n"
+        if options.json == JSON_STDOUT:
+            sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
+            return 0
+        write_atomic(options.json, text.encode("utf-8"), what="JSON verdict")
+    print(safe_log(line))
+    return 0
 
 
 def _written_at(options: Options) -> tuple[float, ...]:

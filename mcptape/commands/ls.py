@@ -1,4 +1,8 @@
-"""`mcptape ls [PATH...] [--json FILE]`: the tapes under the paths (name, events, calls, protocol, complete, size).
+"""`mcptape ls [PATH...] [--json FILE]`: the tapes under the paths (name, events, calls, protocol, complete, time, size).
+
+`time` is the total of the calls' recorded latencies and the slowest call, for a tape that
+carries timing (tape/timing.py; goldens never do); a fork (commands/fork.py) is marked with the
+call it forked at.
 
 A table on stdout, or with `--json FILE` (`-`: stdout) a JSON list with the same facts, one object
 per tape (`error` instead of the counts for one that cannot be read).
@@ -18,8 +22,9 @@ from mcptape.commands.terminal import JSON_STDOUT, print_report, write_output
 from mcptape.diff.calls import build_calls
 from mcptape.errors import TapeError
 from mcptape.report.terminal import rich_text
-from mcptape.tape.format import TAPE_SUFFIX
+from mcptape.tape.format import TAPE_SUFFIX, Tape
 from mcptape.tape.reader import read_tape
+from mcptape.tape.timing import summary
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,25 @@ def _listing(path: Path) -> dict[str, Any]:
     except TapeError as e:
         return {"name": path.name, **row, "error": e.message}
     calls = sum(1 for c in build_calls(tape).calls if not c.notify)
-    return {"name": tape.name, **row, "events": len(tape.events), "calls": calls, "protocol": tape.protocol,
-            "complete": tape.complete}
+    out = {"name": tape.name, **row, "events": len(tape.events), "calls": calls, "protocol": tape.protocol,
+           "complete": tape.complete, "timing": summary(tape)}
+    if "fork" in tape.header:
+        out["fork"] = tape.header["fork"]
+    return out
+
+
+def _time_cell(tape: Tape) -> str:
+    timing = summary(tape)
+    if timing is None:
+        return ""
+    slowest = timing["slowest"]
+    total = f"{timing['total_ms']:g} ms"
+    return total if slowest is None else f"{total} (slowest {slowest['call']}: {slowest['latency_ms']:g} ms)"
+
+
+def _name_cell(tape: Tape) -> str:
+    fork = tape.header.get("fork")
+    return tape.name if not isinstance(fork, dict) else f"{tape.name} (fork at call {fork.get('at')})"
 
 
 def run(options: Options) -> int:
@@ -71,18 +93,18 @@ def run(options: Options) -> int:
         return 0
     table = Table()
     for col, justify in (("name", "left"), ("path", "left"), ("events", "right"), ("calls", "right"),
-                         ("protocol", "left"), ("complete", "left"), ("size", "right")):
+                         ("protocol", "left"), ("complete", "left"), ("time", "left"), ("size", "right")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for path in tapes:
         size = _size(path.stat().st_size)
         try:
             tape = read_tape(path)
         except TapeError as e:
-            table.add_row(rich_text(path.name), rich_text(str(path)), "", "", "", rich_text((f"unreadable: {e.message}", "red")), size)
+            table.add_row(rich_text(path.name), rich_text(str(path)), "", "", "", rich_text((f"unreadable: {e.message}", "red")), "", size)
             continue
         calls = sum(1 for c in build_calls(tape).calls if not c.notify)
-        table.add_row(rich_text(tape.name), rich_text(str(path)), str(len(tape.events)), str(calls), rich_text(tape.protocol or "?"),
-                      rich_text(("yes", "green") if tape.complete else ("no (cut short)", "red")), size)
+        table.add_row(rich_text(_name_cell(tape)), rich_text(str(path)), str(len(tape.events)), str(calls), rich_text(tape.protocol or "?"),
+                      rich_text(("yes", "green") if tape.complete else ("no (cut short)", "red")), rich_text(_time_cell(tape)), size)
     print_report(lambda console: console.print(table))
     return 0
 

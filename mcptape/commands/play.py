@@ -1,5 +1,10 @@
 """`mcptape play TAPE [--lenient] [--listen HOST:PORT] [--ignore-arg PATH] [--match-on name] [--allow-reuse]
-[--report FILE] [--fallback -- <server command...> | --fallback-url URL]`: serve a tape as an MCP server, offline unless --fallback.
+[--report FILE] [--pace recorded|xN] [--fault RULE]... [--fault-seed N] [--keep-placeholders]
+[--live-tools NAME,...] [--fallback -- <server command...> | --fallback-url URL]`: serve a tape as an MCP server,
+offline unless --fallback or --live-tools.
+
+The agent lab's options (pace, faults, live tools, served values) are replay/lab.py's, wrapped
+around the engine here (`_lab`).
 
 Stdout is the MCP wire (stdio play): everything human goes to stderr, the report at the end.
 What to answer is replay/engine.py's, the stdio loop replay/stdio.py's, HTTP replay/http.py's
@@ -24,7 +29,9 @@ from mcptape.errors import EXIT_OK, ConfigError
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log
 from mcptape.replay.engine import Fallback, ReplayEngine, ReplayReport, load_tape, stream_tape
+from mcptape.replay.lab import LabEngine, LabOptions
 from mcptape.replay.matching import match_on_name_only
+from mcptape.replay.pacing import parse_pace
 from mcptape.replay.stdio import hang_up, serve
 
 
@@ -40,6 +47,11 @@ class Options:
     server: tuple[str, ...] = ()  # the live server's command, after `--` (with --fallback)
     fallback_url: str | None = None
     report: str | None = None  # --report FILE: the report as JSON too (the pytest plugin reads it)
+    pace: str | None = None
+    faults: tuple[str, ...] = ()
+    fault_seed: int = 0
+    live_tools: tuple[str, ...] = ()
+    keep_placeholders: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -55,6 +67,11 @@ class Options:
             server=tuple(server),
             fallback_url=args.fallback_url,
             report=args.report,
+            pace=args.pace,
+            faults=tuple(args.fault or ()),
+            fault_seed=int(args.fault_seed or 0),
+            live_tools=tuple(t.strip() for t in (args.live_tools or "").split(",") if t.strip()),
+            keep_placeholders=bool(args.keep_placeholders),
         )
 
     def engine_options(self) -> dict[str, Any]:
@@ -68,17 +85,39 @@ class Options:
         }
 
 
+def _lab(options: Options) -> LabOptions:
+    """The lab options of this play (replay/lab.py); checked before anything is served."""
+    plan = None
+    if options.faults:
+        from mcptape.replay.faults import FaultPlan, parse_faults  # random: --fault only
+
+        plan = FaultPlan(parse_faults(options.faults), options.fault_seed)
+    new_live = None
+    if options.live_tools:
+        if not options.server and not options.fallback_url:
+            raise ConfigError("--live-tools needs the live server: its command after `--` (or --fallback-url URL)",
+                              hint="mcptape play TAPE --live-tools search,fetch -- python server.py")
+        from mcptape.replay.fallback import LiveFallback
+
+        new_live = lambda: LiveFallback(options.tape, options.server, say, url=options.fallback_url,  # noqa: E731
+                                        live_tools=True)
+    return LabOptions(pace=parse_pace(options.pace), faults=plan, live_tools=frozenset(options.live_tools),
+                      new_live=new_live, serve_placeholders=not options.keep_placeholders)
+
+
 def run(options: Options) -> int:
-    if options.server and not options.fallback:
+    if options.server and not options.fallback and not options.live_tools:
         raise ConfigError(
             f"play got a server command ({options.server[0]}) without --fallback; replay never goes live unless asked",
-            hint="mcptape play TAPE --fallback -- <server command...>",
+            hint="mcptape play TAPE --fallback -- <server command...> (or --live-tools NAME,... -- <server command...>)",
         )
     if options.fallback and options.fallback_url:
         raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
+    lab = _lab(options)
     if options.listen:
-        return _play_http(options, options.listen)
-    fallback = _new_fallback(options)() if options.fallback or options.fallback_url else None
+        return _play_http(options, options.listen, lab)
+    live_fallback = options.fallback or (options.fallback_url is not None and not options.live_tools)
+    fallback = _new_fallback(options)() if live_fallback else None
     stream = stream_tape(options.tape)
     if stream.streamable:
         tape = stream.tape
@@ -89,6 +128,8 @@ def run(options: Options) -> int:
         engine = ReplayEngine(tape, fallback=fallback, **options.engine_options())
         gc.freeze()  # the tape lives as long as we do: keep it out of every later collection
         held = len(tape.events)
+    served = LabEngine(engine, lab, options.pace)
+    _say_unpaced(served)
     if not tape.complete:
         print(
             f"mcptape play: warning: {options.tape} was cut short (no footer); replaying the {held} event(s) it holds",
@@ -96,26 +137,41 @@ def run(options: Options) -> int:
         )
     sys.stdout.flush()
     out = sys.stdout.fileno()
-    serve(engine, sys.stdin.fileno(), out)
-    if engine.closed:
+    serve(served, sys.stdin.fileno(), out)
+    if served.hung_up:
+        print("mcptape play: --fault close: hanging up", file=sys.stderr)
+        hang_up(out)
+    elif engine.closed:
         print("mcptape play: the recorded server exited here; closing the connection", file=sys.stderr)
         hang_up(out)
-    report = engine.report()
+    report = served.report()
     print(safe_log(report.render()), file=sys.stderr)  # quotes the client's requests and the tape
     _save_report(options, [report])
+    code = report.exit_code
     if fallback is not None:
-        return max(report.exit_code, fallback.finish())
-    return report.exit_code
+        code = max(code, fallback.finish())
+    live = served.own_live
+    if live is not None:
+        code = max(code, live.finish())
+    return code
 
 
-def _play_http(options: Options, listen: str) -> int:
+def _say_unpaced(served: LabEngine) -> None:
+    if served.pacer is not None and not served.pacer.timed:
+        say(f"mcptape play: --pace: {served.tape.path or served.tape.name} carries no timing "
+            "(a golden, or recorded before timing); answering at once")
+
+
+def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
     """Serve the tape over streamable HTTP until SIGINT/SIGTERM, then report like stdio play."""
     from mcptape.replay.http import serve_http  # http.server, the HTTP transport's framing: --listen only
 
     tape = load_tape(options.tape)
-    live = _new_fallback(options) if options.fallback or options.fallback_url else None
+    go_live = options.fallback or (options.fallback_url is not None and not options.live_tools)
+    live = _new_fallback(options) if go_live else None
     # Built before serving, so a tape that cannot be replayed fails early; each session gets its own live side.
-    first = ReplayEngine(tape, new_fallback=live, **options.engine_options())
+    first = LabEngine(ReplayEngine(tape, new_fallback=live, **options.engine_options()), lab, options.pace)
+    _say_unpaced(first)
 
     def ready(url: str) -> None:  # listening: what a person needs to know before the first client
         if not tape.complete:
@@ -137,6 +193,9 @@ def _play_http(options: Options, listen: str) -> int:
     for engine in engines:  # one after another: each appends to the tape the last one wrote
         if engine.fallback is not None:
             code = max(code, engine.fallback.finish())
+        own = engine.own_live if isinstance(engine, LabEngine) else None
+        if own is not None:
+            code = max(code, own.finish())
     return code
 
 

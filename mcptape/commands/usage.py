@@ -2,7 +2,7 @@
 
 One table (USAGE), rendered by cli.py under every subcommand's options (`render_epilog`). It lives
 here, not in the command modules, because `--help` must not import a command (rich, pydantic and
-the rest are imported only when a command runs). The exit codes are DESIGN.md's, said the way
+the rest are imported only when a command runs). The exit codes are docs/design.md's, said the way
 each command uses them.
 """
 
@@ -95,6 +95,12 @@ USAGE: dict[str, Usage] = {
         (("0", "posted or updated"), ("3", "could not post: no PR, no token, an API error"),
          ("4", "a secret survived redaction: nothing was posted")),
         GITHUB_JOB[1:] + (("GITHUB_WORKSPACE", "where the saved body's paths are relative to"),),
+    ),
+    "fork": Usage(
+        "Write a fork of a tape: the answer at one call replaced by a result or an error, or dropped, later "
+        "exchanges kept (or --cut). Its header names the parent and the change; `diff PARENT FORK` reads "
+        "\"fork at call N\".",
+        (("0", "the fork was written"), COULD_NOT_RUN, ("4", "a secret survived redaction: nothing was written")),
     ),
     "merge": Usage(
         "Combine the JSON reports of sharded ci runs (--shard I/N) into one verdict, report and summary.",

@@ -593,6 +593,43 @@ class DriftSettings(_Strict):
         return v
 
 
+class BaselineSettings(_Strict):
+    """`mcptape ci --baseline REF`: what the checkout of REF needs before its servers can start."""
+
+    setup: list[Annotated[list[str], WithJsonSchema(_COMMAND_SCHEMA)]] = Field(
+        default_factory=list,
+        description="commands run in order in REF's checkout, in the config file's directory there "
+        "(e.g. `npm ci`, `npm run build`, `pip install -e .`)",
+    )
+    servers: dict[str, list[Annotated[list[str], WithJsonSchema(_COMMAND_SCHEMA)]]] = Field(
+        default_factory=dict,
+        description="server name -> commands run in that server's `cwd:` in REF's checkout, only when a "
+        "selected session uses the server",
+    )
+    env: Annotated[dict[str, str], WithJsonSchema(_STRING_MAP_SCHEMA)] = Field(
+        default_factory=dict, description="variables the setup commands get besides PATH, HOME, LANG..."
+    )
+    timeout: float = Field(default=900.0, gt=0, description="seconds for each setup command")
+    runs: int = Field(default=2, ge=2, description="runs of the base side; what varies between them is normalized")
+
+    @field_validator("setup", mode="before")
+    @classmethod
+    def _split_setup(cls, v: Any) -> Any:
+        return [_split_command(c) for c in v] if isinstance(v, list) else v
+
+    @field_validator("servers", mode="before")
+    @classmethod
+    def _split_servers(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        return {k: [_split_command(c) for c in cmds] if isinstance(cmds, list) else cmds for k, cmds in v.items()}
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_strings(cls, v: Any) -> Any:
+        return _stringify_values(v)
+
+
 class Config(_Strict):
     """The whole mcptape.yml."""
 
@@ -610,6 +647,9 @@ class Config(_Strict):
     )
     redact: RedactSettings = Field(default_factory=RedactSettings, description="extra secrets to scrub")
     drift: DriftSettings = Field(default_factory=DriftSettings, description="what fails the gate")
+    baseline: BaselineSettings = Field(
+        default_factory=BaselineSettings, description="`ci --baseline REF`: setting up REF's checkout"
+    )
 
     @field_validator("version", mode="before")
     @classmethod
@@ -668,6 +708,10 @@ class Config(_Strict):
                     at=("sessions", i, "name"),
                 )
             seen[session.name] = i
+        for name in self.baseline.servers:
+            if name not in self.servers:
+                raise _fail(f'unknown server "{name}"{suggest(name, list(self.servers))} '
+                            f"Servers defined: {', '.join(self.servers)}", at=("baseline", "servers", name))
         return self
 
     def client_for(self, session: Session) -> ClientSettings:

@@ -1,6 +1,6 @@
 """Classifiers: small pure functions that turn one difference into Findings, found by name.
 
-Three kinds (STYLE.md 4), which the engine runs from the registry it is given (checks.py,
+Three kinds (small pure functions found by name: CONTRIBUTING.md), which the engine runs from the registry it is given (checks.py,
 where `default_checks` lists mcptape's own explicitly):
 - result classifiers, by method: compare the `result` of two paired calls ("tools/list" ->
   surface + schema, "initialize" -> session, anything else -> `classify_result`);

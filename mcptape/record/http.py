@@ -23,6 +23,7 @@ import json
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -39,6 +40,7 @@ from mcptape.redact.policy import secret_reason
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
 from mcptape.tape.format import TapeWriter, make_header
+from mcptape.tape.timing import timing_footer
 from mcptape.transports.http import new_client, parse_json_messages
 from mcptape.transports.sse import SseParser
 
@@ -53,7 +55,9 @@ class HttpRecorder:
         self._lock = threading.Lock()
         self._secrets: dict[str, str] = {}
         self._outlet = Outlet(make_redactor())
-        self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        # Each event with the clock when its message crossed the proxy (the footer's timing, tape/timing.py).
+        self._queue: queue.SimpleQueue[tuple[dict[str, Any], float | None] | None] = queue.SimpleQueue()
+        self.times: list[float | None] = []
         self.leak: SecretLeak | None = None
         self.messages = 0
         self._thread = threading.Thread(target=self._write_loop, name="http-rec-writer", daemon=True)
@@ -87,27 +91,29 @@ class HttpRecorder:
             parsed, depth = loads_depth(text)
         except json.JSONDecodeError:
             with self._lock:
-                self._queue.put(self._builder.line(direction, text.encode("utf-8")))
+                self._queue.put((self._builder.line(direction, text.encode("utf-8")), time.monotonic()))
                 for note in self._builder.take_notes():
-                    self._queue.put(note)
+                    self._queue.put((note, None))
             return
         items = parsed if isinstance(parsed, list) else [parsed]
+        now = time.monotonic()
         with self._lock:
             for item in items:
                 exact = text.strip() if len(items) == 1 else None
                 event = self._builder.message(direction, item, exact)
-                self._queue.put(event)
+                self._queue.put((event, now))
             if depth:  # nested past jsonrpc.MAX_DEPTH: said in the tape, as stdio tapes say it
-                self._queue.put(deep_note(event, depth))
+                self._queue.put((deep_note(event, depth), None))
 
     def note(self, detail: dict[str, Any]) -> None:
-        self._queue.put(note_event("http", detail))
+        self._queue.put((note_event("http", detail), None))
 
     def _write_loop(self) -> None:
         while True:
-            event = self._queue.get()
-            if event is None:
+            item = self._queue.get()
+            if item is None:
                 return
+            event, clock = item
             if self.leak is not None:
                 continue
             with self._lock:
@@ -119,6 +125,7 @@ class HttpRecorder:
                 self.leak = e
                 continue
             self.writer.write_line(data)
+            self.times.append(clock)
             if event.get("kind") in ("request", "notification", "response", "error"):
                 self.messages += 1
 
@@ -130,7 +137,7 @@ class HttpRecorder:
             self.writer.abandon()
             self.path.unlink(missing_ok=True)
             return
-        self.writer.close()
+        self.writer.close(timing=timing_footer(self.times))
 
 
 class _Proxy(Server):

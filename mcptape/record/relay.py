@@ -49,12 +49,15 @@ DRAIN_AFTER_EXIT = 1.0
 
 EXIT_SIGNALS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
-# Tee frame: tag, payload length, payload.
+# Tee frame: tag, payload length, the monotonic clock when the chunk was read, payload. The clock
+# is what a tape's timing is made of (tape/timing.py): read here, on the wire, because the writer
+# reads frames late on purpose (it naps, and runs at idle priority).
 TAG_C2S = 1
 TAG_S2C = 2
 TAG_ERR = 3
 TAG_CTL = 4
-FRAME = struct.Struct("<BI")
+FRAME = struct.Struct("<BId")
+_clock = time.monotonic
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,7 +103,7 @@ class _Tee:
                 # Before anything else goes: the writer must drop its torn stderr line and say so.
                 dropped, self.err_dropped = self.err_dropped, 0
                 self.send(TAG_CTL, json.dumps({"stderr_dropped": dropped}).encode("utf-8"))
-        head = FRAME.pack(tag, len(data))
+        head = FRAME.pack(tag, len(data), _clock())
         if self.pending:
             self.pending.append(head)
             self.pending.append(data)

@@ -32,7 +32,7 @@ Endings (the tape always says which one happened):
 - the client closes our stdin: the server's stdin is closed, then SIGTERM, then SIGKILL
   (while still relaying what it writes); exit event + footer; exit 0.
 - the server dies or closes its stdout first: our stdout is closed so the client sees EOF;
-  exit event + note `server_exited_mid_session` + footer; exit 3 (DESIGN.md: crashed).
+  exit event + note `server_exited_mid_session` + footer; exit 3 (docs/design.md: crashed).
 - SIGINT / SIGTERM / SIGHUP to rec: the server is shut down the same way; note
   `interrupted` + footer; exit 130 / 143 / 129.
 - rec itself is SIGKILLed: the writer sees EOF on the tee without an end record, writes

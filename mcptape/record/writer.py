@@ -36,6 +36,7 @@ from mcptape.tape.events import (
     stderr_event,
 )
 from mcptape.tape.format import Event, TapeWriter, serialize
+from mcptape.tape.timing import timing_footer
 from mcptape.transports.stdio import ServerProcess
 
 # The writer runs below the wire's processes so that on a busy box it yields the core to them:
@@ -293,6 +294,10 @@ class TapeRecorder:
         self.leaked = False
         self.end: dict[str, Any] | None = None
         self.overflowed = False
+        # When the frame being read crossed the wire (the relay's clock), and per line written
+        # the clock of the frame that completed it: the footer's timing (tape/timing.py).
+        self.clock: float | None = None
+        self.times: list[float | None] = []
 
     def run(self, fd: int) -> int:
         buf = bytearray()
@@ -308,10 +313,11 @@ class TapeRecorder:
             pos = 0
             size = len(buf)
             while size - pos >= FRAME.size:
-                tag, n = FRAME.unpack_from(buf, pos)
+                tag, n, clock = FRAME.unpack_from(buf, pos)
                 start = pos + FRAME.size
                 if size - start < n:
                     break
+                self.clock = clock
                 self.frame(tag, bytes(buf[start : start + n]))
                 pos = start + n
             if pos:
@@ -414,6 +420,7 @@ class TapeRecorder:
     def _write(self, data: bytes) -> None:
         if not self.failed:
             self.writer.write_line(data, flush=False)  # held in memory until _flush
+            self.times.append(self.clock)
 
     def _flush(self) -> None:
         if self.failed:
@@ -460,6 +467,7 @@ class TapeRecorder:
         if unanswered:
             self.emit(note_event("unanswered", unanswered))
         returncode = end.get("returncode")
+        self.clock = None  # what follows is mcptape's, not the wire's
         self.emit(exit_event(returncode))
         reason = end.get("reason")
         if reason == "server_exited":
@@ -474,7 +482,7 @@ class TapeRecorder:
             self._summary("writer fell behind; tape incomplete")
             return
         try:
-            self.writer.close()
+            self.writer.close(timing=timing_footer(self.times))
         except OSError as e:
             self.failed = f"{self.where}: cannot finish the tape: {e.strerror or e}"
         status = "server exited " + (

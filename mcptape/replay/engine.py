@@ -365,6 +365,7 @@ class ReplayEngine:
         self._calls_by_token: dict[str, RecordedCall] = {}
         self._lock = threading.Lock()
         self.closed = False  # the recorded server died: the transport should close the wire
+        self.last_answered: RecordedCall | None = None  # the call the last request matched (lab.py's pace)
         self._report = ReplayReport(tape=str(tape.path) if tape.path else tape.name)
         self._index(len(self.events))
         if stream is None and not self.calls:
@@ -678,6 +679,7 @@ class ReplayEngine:
 
     def _answer(self, call: RecordedCall, live_id: Any, live_token: Any, out: list[str]) -> None:
         call.consumed = True
+        self.last_answered = call
         call.live_id = live_id
         call.live_token = live_token
         for i in self._anchored.get(call.index, []):

@@ -11,7 +11,7 @@ engine.py's; it calls `LiveFallback.forward` instead of answering a miss. An HTT
 HTTP transport (transports/http.py, imported then: httpx).
 
 The live server starts at the first miss, not before: a session the tape answers in full never
-spawns it (replay never goes live unless a request needs it, DESIGN.md principle 4). The
+spawns it (replay never goes live unless a request needs it, docs/design.md principle 4). The
 client's `initialize` was answered from the tape, so the live server gets the same request and
 `notifications/initialized` first; that handshake is already on the tape and is not appended
 again. Requests the live server sends while a forwarded call runs (sampling, roots) are refused
@@ -55,7 +55,8 @@ class LiveFallback:
     """The live server behind a replay, recorded by `mcptape rec` into a temporary tape."""
 
     def __init__(
-        self, tape: str | os.PathLike[str], command: Sequence[str], say: Callable[[str], None], url: str | None = None
+        self, tape: str | os.PathLike[str], command: Sequence[str], say: Callable[[str], None], url: str | None = None,
+        *, live_tools: bool = False,
     ) -> None:
         if not command and not url:
             raise McptapeError(
@@ -74,6 +75,9 @@ class LiveFallback:
         self._handshake: list[dict[str, Any]] = []  # the client's initialize and initialized, as sent
         self._failed: str | None = None
         self.replayed_handshake = False  # the live server got the client's handshake from us
+        # play --live-tools (replay/lab.py): the live side of named tools, not of misses. Its
+        # recording is not appended: those calls go live on every run, so the tape keeps its own.
+        self.live_tools = live_tools
 
     # --- what the engine tells us ------------------------------------------------------
 
@@ -106,7 +110,8 @@ class LiveFallback:
             if not self._start_http(rec):
                 return
         else:
-            self.say(f"mcptape play: --fallback: the tape misses a call; starting the live server ({self.command[0]})")
+            why = "--live-tools: a live tool is called" if self.live_tools else "--fallback: the tape misses a call"
+            self.say(f"mcptape play: {why}; starting the live server ({self.command[0]})")
             try:
                 self._proc = subprocess.Popen([*rec, "--", *self.command], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             except OSError as e:
@@ -258,6 +263,8 @@ class LiveFallback:
                 raise ServerError(f"--fallback: {self._failed}; nothing was appended to {self.tape}")
             if code == EXIT_SECRET:
                 raise SecretLeak(f"--fallback: a secret survived redaction in the live recording; nothing was appended to {self.tape}")
+            if self.live_tools:
+                return EXIT_OK  # recorded (so redacted and verified like any rec) but not appended: see __init__
             if not live.exists():
                 raise McptapeError(f"--fallback: the recorder wrote no tape (exit {code}); nothing was appended to {self.tape}")
             appended = append_recording(self.tape, live, replayed_handshake=self.replayed_handshake)

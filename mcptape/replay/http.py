@@ -3,7 +3,7 @@
 Owns the HTTP framing of replay only: sessions (`Mcp-Session-Id`, one ReplayEngine each),
 answering a POSTed request as JSON (one message) or SSE (when notifications or server requests
 come with the answer), 202 for notifications and answers, the GET stream for server-initiated
-messages, DELETE. What to answer is engine.py's ReplayEngine, the same one stdio play uses.
+messages, DELETE. What to answer is engine.py's ReplayEngine (lab.py's LabEngine around it), the same one stdio play uses.
 Stdlib only: `mcptape play` must not import httpx.
 
 An answer recorded with an HTTP error status (rec --listen notes a status >= 400 before the body)
@@ -28,7 +28,7 @@ from typing import Any
 
 from mcptape.http_serve import ChunkedBody, Server, parse_listen, serve_until_stopped
 from mcptape.jsonrpc import classify, id_key, loads
-from mcptape.replay.engine import ReplayEngine
+from mcptape.replay.lab import Served
 from mcptape.tape.format import Tape
 from mcptape.transports.sse import SESSION_HEADER, format_sse
 
@@ -39,7 +39,7 @@ _POLL = 0.2
 class ReplaySession:
     """One client's replay: its engine and the streams its messages can go out on."""
 
-    def __init__(self, engine: ReplayEngine, session_id: str | None) -> None:
+    def __init__(self, engine: Served, session_id: str | None) -> None:
         self.engine = engine
         self.session_id = session_id
         self.lock = threading.Lock()
@@ -94,16 +94,16 @@ class ReplaySession:
 
 class _PlayServer(Server):
     tape: Tape
-    template: ReplayEngine  # the first engine: each later session gets one like it (ReplayEngine.fresh)
-    spare: ReplayEngine | None
+    template: Served  # the first engine: each later session gets one like it (.fresh)
+    spare: Served | None
     sessions: dict[str, ReplaySession]
     default: ReplaySession | None
-    engines: list[ReplayEngine]
+    engines: list[Served]
     has_server_messages: bool
     stopping: threading.Event
     lock: threading.Lock
 
-    def new_engine(self) -> ReplayEngine:
+    def new_engine(self) -> Served:
         with self.lock:
             engine = self.spare or self.template.fresh()
             self.spare = None
@@ -270,12 +270,12 @@ def _has_server_messages(tape: Tape) -> bool:
 
 
 def serve_http(
-    first: ReplayEngine,
+    first: Served,
     listen: str,
     *,
     on_ready: Callable[[str], None],
     stop: threading.Event | None = None,
-) -> list[ReplayEngine]:
+) -> list[Served]:
     """Serve `first`'s tape at `listen` (HOST:PORT) until SIGINT/SIGTERM (or `stop`): `first` (built
     by the caller, so a tape that cannot be replayed fails before anything is served) answers the
     first client session, a new engine like it (ReplayEngine.fresh: the same options, the same

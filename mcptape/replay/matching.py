@@ -1,6 +1,6 @@
 """Replay matching: which recorded call a live request is, and why the nearest ones are not.
 
-Pure functions over JSON values, found by name (STYLE.md 4, as vcrpy's `register_matcher`) in
+Pure functions over JSON values, found by name (CONTRIBUTING.md, as vcrpy's `register_matcher`) in
 the engine's own registry (`default_matchers`, ReplayEngine(matchers=...)): a matcher takes (recorded params, live params) and returns the reasons they differ, an empty list
 for a match. A recorded string holding redaction placeholders is a pattern (`placeholder_pattern`);
 a live value compared with one is never echoed (`hide_redacted`). The engine that uses them is

@@ -11,7 +11,7 @@ import os
 import select
 from collections.abc import Iterable
 
-from mcptape.replay.engine import ReplayEngine
+from mcptape.replay.lab import Served
 
 
 class ClientLines:
@@ -68,7 +68,7 @@ def _write(fd: int, lines: Iterable[str]) -> None:
             view = view[os.write(fd, view) :]
 
 
-def serve(engine: ReplayEngine, in_fd: int, out_fd: int) -> None:
+def serve(engine: Served, in_fd: int, out_fd: int) -> None:
     """Answer the client's lines on `in_fd` on `out_fd` until it hangs up or the recorded server
     died (engine.closed; then `hang_up`). Startup lines first; idle time reads the tape ahead."""
     client = ClientLines(in_fd)

@@ -522,6 +522,8 @@ def _counts(report: RunReport) -> str:
 def _reflects(report: RunReport, ctx: Context) -> str:
     """The small line under the title: which commit this is about and which run said so."""
     parts = [_counts(report)]
+    if report.compared:  # no goldens: what the reference was (ci/baseline.py); its text is ours, refs in code spans
+        parts.append(_compared(report.compared))
     if ctx.commit:
         sha = code_span(ctx.commit[:7], max_chars=12)
         parts.append(f"at commit [{sha}]({ctx.commit_url})" if ctx.commit_url else f"at commit {sha}")
@@ -530,6 +532,21 @@ def _reflects(report: RunReport, ctx: Context) -> str:
     if report.shard:
         parts.append(f"shard {code_span(report.shard, max_chars=20)}")
     return "<sub>" + " · ".join(parts) + "</sub>"
+
+
+def _compared(label: str) -> str:
+    """"against the merge base `abc1234`": the code spans re-made safe, the words HTML-escaped."""
+    pieces = label.split("`")
+    return "".join(code_span(p, max_chars=80) if i % 2 else html_text(p) for i, p in enumerate(pieces))
+
+
+def comparison_section(report: RunReport, limits: Limits) -> str | None:
+    """What a comparison of two live sides learned (volatile places) and measured (latency)."""
+    if not report.comparison:
+        return None
+    body = clip("\n".join(report.comparison), limits.value_chars * 4, limits.value_lines * 4)
+    return "\n".join(["<details>", f"<summary>Compared {_compared(report.compared or '')}: what was learned and measured"
+                       "</summary>", "", fenced(body), "", "</details>"])
 
 
 def _title(report: RunReport, ctx: Context) -> str:
@@ -749,9 +766,13 @@ def _document(report: RunReport, ctx: Context, limits: Limits, *, level: str, su
             first_of_cause[id(s)] = cause.sessions[0]
     blocks = [(session_details(s, ctx, limits, same_as=first_of_cause.get(id(s))),
                session_details(s, ctx, limits, compact=True)) for s in _drifted_or_failed(report)]
+    comparison = comparison_section(report, limits)
+    if comparison:
+        head.append(comparison)
     if blocks:
         head.append(f"{'#' * (len(level) + 1)} Per-session detail")
-    tail = [accept_instructions(report, ctx)] if _has_drift(report) else []
+    # Against a live reference there is no golden tape to accept: the change is reviewed as code.
+    tail = [accept_instructions(report, ctx)] if _has_drift(report) and not report.compared else []
     return head, blocks, tail
 
 

@@ -43,6 +43,9 @@ FINDING_KINDS: dict[str, tuple[str, ...]] = {
     "process": ("no_answer", "answered", "crash", "exit", "garbage", "note"),
     "side_effect": ("added", "removed", "changed"),
     "conformance": ("schema", "output_schema", "version"),
+    # Only when two live sides are compared (ci/baseline.py): off the exit code unless fail_on says so.
+    "latency": ("regression",),
+    "release": ("patch", "minor"),  # a structural drift under a semver patch or minor bump
     # diff/surface_review.py: the rule ids of diff/text_rules.py, then what a tool may do
     "security": ("instruction", "invisible", "homoglyph", "url", "encoded", "sensitive", "oversize", "widened",
                  "output_dropped"),
@@ -248,6 +251,10 @@ class RunReport:
     orphans: list[str] = field(default_factory=list)  # golden tapes with no session
     updated_golden: bool = False
     shard: str | None = None
+    # Set when the reference is not golden tapes (ci/baseline.py): "against the merge base `abc1234`",
+    # "`ts` vs `py`"; `comparison` holds what that comparison learned and measured, line by line.
+    compared: str | None = None
+    comparison: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -284,6 +291,8 @@ class RunReport:
             "result": self.result,
             "updated_golden": self.updated_golden,
             "shard": self.shard,
+            "compared": self.compared,
+            "comparison": list(self.comparison),
             "orphans": list(self.orphans),
             "sessions": [s.to_dict() for s in self.sessions],
         }
@@ -296,6 +305,8 @@ class RunReport:
             orphans=list(data.get("orphans", [])),
             updated_golden=bool(data.get("updated_golden")),
             shard=data.get("shard"),
+            compared=data.get("compared"),
+            comparison=list(data.get("comparison", [])),
         )
 
 

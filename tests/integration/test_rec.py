@@ -220,7 +220,11 @@ def test_sdk_client_gets_the_same_results_through_rec(tmp_path: Path) -> None:
     assert msgs[10]["params"] == {"uri": "calc://constants"}
     assert t.events[-1] == {"kind": "exit", "code": 0}
     assert t.footer is not None
-    assert t.footer == {"mcptape": "end", "events": len(t.events), "crc32": t.footer["crc32"]}
+    assert t.footer == {"mcptape": "end", "events": len(t.events), "timing": t.footer["timing"], "crc32": t.footer["crc32"]}
+    # The timing (tape/timing.py): when each event crossed the wire, ms since the first; the exit did not.
+    at = t.footer["timing"]["at"]
+    assert len(at) == len(t.events) and at[0] == 0.0 and at[-1] is None
+    assert all(isinstance(x, float) for x in at[:-1]) and at[:-1] == sorted(at[:-1])
     assert written_verbatim(tape.read_bytes())  # the crc32 covers what rec wrote: play may trust its bytes
 
 
