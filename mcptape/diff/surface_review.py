@@ -211,13 +211,16 @@ def _result(call_answer: dict[str, Any] | None) -> Any:
     return call_answer.get("result") if isinstance(call_answer, dict) else None
 
 
-def hit_message(where: str, hit: Hit) -> str:
-    """`tool `search` description adds instruction-shaped text: "ignore previous instructions"`."""
+def hit_message(where: str, hit: Hit, *, whole: bool = False) -> str:
+    """`tool `search` description adds instruction-shaped text: "ignore previous instructions"`;
+    `whole`: the text was judged whole (first contact), so it "has" what a change "adds"."""
     if hit.rule == "oversize":
-        return f"{where} grew by {hit.note.lstrip('+')}, starting {_quote(hit.excerpt)}"
+        size = f"is {hit.note.lstrip('+')} long" if whole else f"grew by {hit.note.lstrip('+')}"
+        return f"{where} {size}, starting {_quote(hit.excerpt)}"
     note = f" ({hit.note})" if hit.note and hit.rule in ("url", "encoded", "invisible") else ""
     more = f" and {hit.more} more" if hit.more else ""
-    return f"{where} {_SAYS[hit.rule]}{note}: {', '.join(_quote(e) for e in hit.excerpts)}{more}"
+    says = _SAYS[hit.rule].replace("adds ", "has ", 1) if whole else _SAYS[hit.rule]
+    return f"{where} {says}{note}: {', '.join(_quote(e) for e in hit.excerpts)}{more}"
 
 
 def _quote(excerpt: str) -> str:
@@ -366,8 +369,8 @@ def review_surface(lists: Mapping[str, Any], instructions: str | None = None) ->
     out: list[SurfaceHit] = []
     if instructions:
         for hit in review_text("", instructions):
-            out.append(SurfaceHit(hit.rule, "server", "", "instructions", hit_message("server instructions", hit),
-                                  hit.excerpt))
+            out.append(SurfaceHit(hit.rule, "server", "", "instructions",
+                                  hit_message("server instructions", hit, whole=True), hit.excerpt))
     for method, result in lists.items():
         list_key, _, noun, _ = SURFACE_LISTS[method]
         items = _by_id(result if isinstance(result, dict) else {list_key: result}, method)
@@ -379,7 +382,8 @@ def review_surface(lists: Mapping[str, Any], instructions: str | None = None) ->
             for field, text in item_texts(method, item).items():
                 for hit in review_text("", text):
                     out.append(SurfaceHit(hit.rule, noun, name, field,
-                                          hit_message(f"{noun} `{visible(name)}` {field}", hit), hit.excerpt))
+                                          hit_message(f"{noun} `{visible(name)}` {field}", hit, whole=True),
+                                          hit.excerpt))
     return out
 
 
