@@ -196,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--json", dest="json_report", metavar="FILE", help="write the JSON report here (- for stdout)")
     ci.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     ci.add_argument("--summary", metavar="FILE", help="write the markdown summary here")
+    ci.add_argument("--sarif", metavar="FILE", help="write the security findings as SARIF here (GitHub code scanning)")
     ci.add_argument("--out-dir", metavar="DIR", help="keep the fresh tapes here")
     ci.add_argument("--baseline", metavar="REF", help="no goldens: compare with the same sessions run at REF "
                     "(a ref, merge-base, previous-tag, or auto: goldens if there are, else merge-base)")
@@ -224,6 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--allow-unset", action="store_true",
                        help="an unset ${VAR} is named, not an error (for a pre-commit hook, which lacks CI's secrets)")
     check.add_argument("files", nargs="*", metavar="FILE", help="configs to check instead of -c's (as pre-commit passes them)")
+    check.add_argument("--surface", action="store_true",
+                       help="also list each server and review its whole surface as agents read it (starts the servers)")
 
     # --- schema / comment / merge ----------------------------------------------------------
     sub.add_parser("schema", help="print the JSON Schema of mcptape.yml")

@@ -27,6 +27,8 @@ actions/cache/save are emulated over a directory that stands in for the Actions 
 (`cache_store`, one per runner unless a test shares it between jobs): save copies `path` under
 its `key` (an existing key is kept, as the service keeps the first save), restore copies it back
 on an exact key match and sets `cache-hit` to `true` (on a miss the output stays unset).
+github/codeql-action/upload-sarif is not run either: what it was given and the SARIF file it
+names are recorded as an ArtifactUpload (its `files` hold that one file).
 
 Nothing here is mocked: the install step really creates a venv and pip-installs the checkout with
 no extras. GITHUB_ACTION_PATH is a copy of this checkout's sources under RUNNER_TEMP, as the
@@ -72,6 +74,9 @@ CACHE_ACTION = re.compile(r"actions/cache/(restore|save)@[0-9a-f]{40}")
 # actions/cache v4's restore and save inputs (their action.yml files).
 CACHE_INPUTS = {"restore": {"path", "key", "restore-keys", "fail-on-cache-miss", "lookup-only", "enableCrossOsArchive"},
                 "save": {"path", "key", "upload-chunk-size", "enableCrossOsArchive"}}
+UPLOAD_SARIF = re.compile(r"github/codeql-action/upload-sarif@[0-9a-f]{40}")
+# github/codeql-action/upload-sarif's inputs (its action.yml), those a composite action would set.
+UPLOAD_SARIF_INPUTS = {"sarif_file", "category", "checkout_path", "ref", "sha", "token", "wait-for-processing"}
 # actions/upload-artifact v4's inputs (its action.yml).
 UPLOAD_ARTIFACT_INPUTS = {"name", "path", "if-no-files-found", "retention-days", "compression-level", "overwrite",
                           "include-hidden-files"}
@@ -286,6 +291,8 @@ class ActionRunner:
     def _upload(self, step_id: str, step: dict[str, Any], inputs: dict[str, str],
                 step_outputs: dict[str, dict[str, str]], workspace: Path) -> ArtifactUpload:
         uses = str(step["uses"])
+        if UPLOAD_SARIF.fullmatch(uses):
+            return self._upload_sarif(step_id, uses, step, inputs, step_outputs, workspace)
         if not UPLOAD_ARTIFACT.fullmatch(uses):
             raise AssertionError(f"step {step_id}: `uses: {uses}` is not emulated (only upload-artifact pinned to a SHA)")
         context = _Context(self, inputs, step_outputs)
@@ -326,6 +333,18 @@ class ActionRunner:
             shutil.rmtree(path)
         shutil.copytree(stored, path, symlinks=True)
         return {"cache-hit": "true", "cache-primary-key": given["key"], "cache-matched-key": given["key"]}
+
+    def _upload_sarif(self, step_id: str, uses: str, step: dict[str, Any], inputs: dict[str, str],
+                      step_outputs: dict[str, dict[str, str]], workspace: Path) -> ArtifactUpload:
+        given = {k: _Context(self, inputs, step_outputs).evaluate(str(v)) for k, v in (step.get("with") or {}).items()}
+        unknown = set(given) - UPLOAD_SARIF_INPUTS
+        if unknown:
+            raise AssertionError(f"step {step_id}: upload-sarif has no input {sorted(unknown)}")
+        path = Path(given.get("sarif_file", ""))
+        path = path if path.is_absolute() else workspace / path
+        if not path.is_file():  # the real action fails the step on a missing file
+            raise AssertionError(f"step {step_id}: upload-sarif: no SARIF file at {path}")
+        return ArtifactUpload(uses, given, {path.name: path.read_bytes()})
 
     # --- the job ----------------------------------------------------------------------------------
 

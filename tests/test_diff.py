@@ -253,7 +253,8 @@ def test_session_changes() -> None:
 
 
 def test_surface_added_removed_and_setting() -> None:
-    mul = dict(ADD, name="mul")
+    # Another schema and description: with either equal, `mul` would be `add` renamed (surface_review.py)
+    mul = dict(ADD, name="mul", description="Multiply.", inputSchema={"type": "object", "properties": {"x": {}}})
     g = TapeBuilder().call("tools/list", None, {"tools": [ADD]}).tape()
     f = TapeBuilder().call("tools/list", None, {"tools": [mul]}).tape()
     result = diff_tapes(g, f)
@@ -342,7 +343,8 @@ def test_annotation_changes(golden: dict[str, Any], fresh: dict[str, Any], kind:
     g = TapeBuilder().call("tools/list", None, {"tools": [dict(ADD, annotations=golden)]}).tape()
     f = TapeBuilder().call("tools/list", None, {"tools": [dict(ADD, annotations=fresh)]}).tape()
     result = diff_tapes(g, f)
-    assert {fd.kind for fd in result.drifts[0].findings} == {kind}
+    # the schema's view; a flip that widens the tool is also a security finding (test_surface_review.py)
+    assert {fd.kind for fd in result.drifts[0].findings if fd.category == "schema"} == {kind}
     assert getattr(result.surface, kind) == ["add"]
 
 

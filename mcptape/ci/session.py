@@ -40,6 +40,7 @@ from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Config, HttpServer, Session
 from mcptape.diff.engine import conformance_drifts, diff_tapes
+from mcptape.diff.surface_cost import add_budget_drift, surface_facts
 from mcptape.errors import (
     ConfigError,
     McptapeError,
@@ -235,6 +236,7 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
         if ctx.update:
             result.notes.append(f"golden tape {result.golden} left untouched: the session did not complete")
         return outcome
+    result.surface_facts = surface_facts(_fresh_tape(fresh.header, fresh.events), golden, session.server)
     if ctx.update:
         outcome.golden_change = _update_golden(ctx, session, result, golden, fresh, outlet)
         return outcome
@@ -243,9 +245,11 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
         result.verdict = "structural"
         result.diff = _no_golden(ctx, session)
         result.diff.drifts.extend(_conformance(fresh.header, fresh.redacted, cfg))
+        add_budget_drift(result.diff, result.surface_facts, cfg.drift)
         result.notes.append(f"no golden tape yet: run `{UPDATE_HINT} --session {session.name}`")
         return outcome
     diff = _compare(golden, fresh, cfg)
+    add_budget_drift(diff, result.surface_facts, cfg.drift)  # drift.budget: the surface's context cost
     diff.a = result.golden
     diff.b = result.fresh or "(live run; --out-dir DIR keeps it)"
     result.diff = diff

@@ -7,6 +7,7 @@ and config.semantics.check_config (the paths the config names). Exit 0 with
 fix. Files given as arguments (as the pre-commit hook passes them) are checked instead of -c's.
 `--allow-unset` (the hook's: a commit does not have the CI job's secrets) reads an unset `${VAR}`
 as a placeholder and names it instead of failing; without it, check needs what ci needs.
+`--surface` also starts each server and reviews its whole surface (commands/surface.py).
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcptape.commands.surface import run_surface
 from mcptape.commands.terminal import say
 from mcptape.config.load import load_config
 from mcptape.config.semantics import check_config
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, ConfigError
+from mcptape.report.model import worst_exit
 
 UNSET_PLACEHOLDER = "mcptape-unset-"  # + the name: a value no check mistakes for a URL part or a secret
 
@@ -64,13 +67,18 @@ class _Unset(Mapping[str, str]):
 class Options:
     configs: tuple[str, ...]
     allow_unset: bool = False
+    surface: bool = False  # --surface: commands/surface.py reviews each server's listed surface
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(configs=tuple(args.files or [args.config]), allow_unset=bool(args.allow_unset))
+        return cls(configs=tuple(args.files or [args.config]), allow_unset=bool(args.allow_unset),
+                   surface=bool(getattr(args, "surface", False)))
 
 
 def run(options: Options) -> int:
+    if options.surface:
+        _check(options.configs[0], options.allow_unset)
+        return worst_exit([run_surface(load_config(path)) for path in options.configs])
     if len(options.configs) == 1:
         _check(options.configs[0], options.allow_unset)  # its ConfigError is the command's: cli.py prints it, exit 3
         return EXIT_OK

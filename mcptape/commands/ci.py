@@ -35,6 +35,7 @@ from mcptape.report.json_report import report_bytes
 from mcptape.report.junit import junit_xml
 from mcptape.report.markdown import render_summary
 from mcptape.report.model import RunReport, worst_exit
+from mcptape.report.sarif import sarif_bytes
 from mcptape.report.terminal import render_run_text
 
 # -- the command ----------------------------------------------------------------------------------
@@ -56,6 +57,7 @@ class Options:
     baseline: str | None = None  # --baseline REF: no goldens, REF's run is the reference (ci/baseline.py)
     against: str | None = None  # --against SERVER: another implementation is the reference
     latency: int | None = None
+    sarif: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -65,6 +67,7 @@ class Options:
             json_report=args.json_report, junit=args.junit, summary=args.summary, out_dir=args.out_dir,
             baseline=getattr(args, "baseline", None), against=getattr(args, "against", None),
             latency=getattr(args, "latency", None),
+            sarif=getattr(args, "sarif", None),
         )
 
     def jobs_for(self, sessions: Sequence[Session]) -> int:
@@ -90,7 +93,7 @@ def run(options: Options) -> int:
     loaded = load_config(options.config)
     sessions = select_sessions(loaded, options.sessions, options.shard)
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
-                                                  ("--summary", options.summary)))
+                                                  ("--summary", options.summary), ("--sarif", options.sarif)))
     out_dir = Path(options.out_dir).resolve() if options.out_dir else None
     ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir)
 
@@ -138,6 +141,9 @@ def _finish(options: Options, loaded: LoadedConfig, report: RunReport, extra: Se
             text += "".join(f"{line}\n" for line in [f"\ncompared {report.compared}", *report.comparison])
         outlet.show(text, "terminal report", file=report_stream(options.json_report))
         _write_reports(options, report, outlet)
+        if options.sarif:
+            data = sarif_bytes(report, config_dir=loaded.base_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."))
+            outlet.write(options.sarif, data, what="SARIF report", where=f"SARIF report {options.sarif}")
     except SecretLeak as e:
         print(f"mcptape ci: {e}", file=sys.stderr)
         return EXIT_SECRET

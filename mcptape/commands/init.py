@@ -40,6 +40,7 @@ from pydantic import ValidationError
 from mcptape.ci.repeat import repeat_session
 from mcptape.ci.session import RunContext
 from mcptape.client import LIST_METHODS, record_session, schema_violation
+from mcptape.commands.surface import first_contact_text
 from mcptape.commands.terminal import say
 from mcptape.config.interpolate import VAR_NAME, Interpolator, escape_refs
 from mcptape.config.load import LoadedConfig, load_config
@@ -140,6 +141,8 @@ def run(options: Options) -> int:
     for error in trial.errors if trial is not None else []:
         say(f"mcptape init: warning: a trial run of the session failed: {error}")
     sys.stdout.write(_next_steps(out, name, surface, trial))
+    sys.stdout.write(first_contact_text(tools=surface.tools, prompts=surface.prompts, resources=surface.resources,
+                                        resource_templates=surface.resource_templates))
     return 0
 
 

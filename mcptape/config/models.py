@@ -558,6 +558,11 @@ class DriftSettings(_Strict):
     conformance: Severity = Field(
         default="structural", description="severity of protocol conformance findings"
     )
+    budget: int | None = Field(
+        default=None, ge=1,
+        description="most bytes the listed tools and the instructions may cost every agent that loads them "
+        "(UTF-8 JSON as sent); more is a `context.budget` finding, structural unless `fail_on` says otherwise",
+    )
 
     @field_validator("fail_on")
     @classmethod

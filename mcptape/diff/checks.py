@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcptape.diff import classify, protocol, side_effects
+from mcptape.diff import classify, protocol, side_effects, surface_review
 from mcptape.diff.classify import CallCheck, ResultClassifier, SessionCheck
 
 
@@ -31,8 +31,8 @@ class Checks:
 def default_checks() -> Checks:
     """A new registry holding mcptape's built-in checks."""
     checks = Checks()
-    for method in classify.SURFACE_LISTS:
-        checks.result_classifiers[method] = classify.classify_surface
+    for method in classify.SURFACE_LISTS:  # classify_surface, a renamed item as one finding
+        checks.result_classifiers[method] = surface_review.classify_surface_renames
     for method in ("initialize", "server/discover"):
         checks.result_classifiers[method] = classify.classify_session
     checks.call_checks.update(
@@ -40,6 +40,8 @@ def default_checks() -> Checks:
         answer=classify.check_answer,
         notifications=classify.check_notifications,
         garbage=classify.check_garbage,
+        agent_text=surface_review.check_agent_text,  # security: what an agent reads, added text only
+        widening=surface_review.check_widening,  # security: what a tool may now do
     )
     checks.session_checks.update(
         server_requests=classify.check_server_requests,

@@ -26,7 +26,9 @@ report.model.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked aga
                   exit | garbage | note (output)
 and from the checks beside this module: protocol changed (diff/protocol.py, structural) ·
 side_effect added | removed | changed (diff/side_effects.py, structural) · conformance schema |
-output_schema | version (conformance.py, DriftSettings.conformance).
+output_schema | version (conformance.py, DriftSettings.conformance) · security <rule id> | widened |
+output_dropped and surface renamed (diff/surface_review.py, structural) · context budget
+(diff/surface_cost.py, applied by ci/session.py, structural).
 Every Finding carries golden_line/fresh_line: the tape line of the event it is about.
 """
 

@@ -45,6 +45,7 @@ from urllib.parse import quote
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls
 from mcptape.redact.redactor import Redactor, builtin_redactor
+from mcptape.report import surface_notes
 from mcptape.report.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
 from mcptape.tape.view import view_path
 
@@ -549,7 +550,44 @@ def comparison_section(report: RunReport, limits: Limits) -> str | None:
 
 
 def _title(report: RunReport, ctx: Context) -> str:
-    return f"mcptape: {_headline(report)} · {code_span(ctx.config_shown(report), max_chars=120)}"
+    security = " · ⚠️ security review" if surface_notes.security_findings(report) else ""
+    return f"mcptape: {_headline(report)}{security} · {code_span(ctx.config_shown(report), max_chars=120)}"
+
+
+def _surface_lines(report: RunReport, limits: Limits) -> tuple[list[str], list[str]]:
+    """(the security review, under the title; the context cost and coverage, per server), from
+    report/surface_notes.py: untrusted names and words only ever in code spans."""
+    head: list[str] = []
+    found = surface_notes.security_findings(report)
+    if found:
+        first = found[0][1]
+        head.append(f"**Security review: {len(found)} finding{'s' * (len(found) != 1)}** in what agents read or may do: "
+                    f"{code_span(first.message, max_chars=240)} ({code_span(f'security.{first.kind}')})"
+                    + "".join(f"\n- {code_span(f.message, max_chars=240)} ({code_span(f'security.{f.kind}')})"
+                              for _, f in found[1:limits.causes]))
+    lines: list[str] = []
+    for cost in surface_notes.costs(report):
+        said = f"Context cost of {code_span(cost.server, max_chars=80)}: {surface_notes.group_number(cost.total)} bytes " \
+               "of tools and instructions for every agent that loads them"
+        if cost.delta:
+            parts = [f"{'new ' if k in cost.added else 'removed ' if k in cost.removed else ''}"
+                     f"{code_span(surface_notes.tool_label(k), max_chars=80)} {d:+}" for k, d in cost.changes[:5]]
+            said += f" ({cost.delta:+} bytes: {', '.join(parts)})"
+        lines.append(said)
+    added = set(merged_surface(report).added)
+    for cov in surface_notes.coverage(report):
+        counts = ", ".join(f"{len(cov.listed[k]) - len(cov.uncalled[k])} of {len(cov.listed[k])} {k}" for k in cov.listed)
+        names = [n for k in cov.uncalled for n in cov.uncalled[k]]
+        said = f"Coverage of {code_span(cov.server, max_chars=80)}: {counts} called by a session"
+        if names:
+            shown = ", ".join(code_span(n, max_chars=80) for n in names[:10])
+            said += f"; not called: {shown}" + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        lines.append(said)
+        for name in cov.uncalled.get("tools", []):
+            if name in added:
+                lines.append(f"New tool {code_span(name, max_chars=80)} is called by no session: add a "
+                             f"{code_span(f'call: {name}', max_chars=100)} step to a session of mcptape.yml")
+    return head, lines
 
 
 def session_details(s: SessionResult, ctx: Context, limits: Limits, *, compact: bool = False,
@@ -703,11 +741,14 @@ def _assemble(head: list[str], blocks: list[tuple[str, str]], tail: list[str], l
 def _document(report: RunReport, ctx: Context, limits: Limits, *, level: str, summary: bool) -> tuple[list[str], list[tuple[str, str]], list[str]]:
     """Head, per-session blocks and tail of either document: the same design, with more room in the summary."""
     head = [f"{level} {_title(report, ctx)}", _reflects(report, ctx)]
+    security, surface_lines = _surface_lines(report, limits)
+    head += security
     head += _cause_lines(causes(report), ctx, limits)
     head += _failed_lines(report, limits)
     redacted = report.redaction_summary()
     if redacted:  # kinds and counts only: the values never reach a report
         head.append(f"Redaction: {code_span(redacted, max_chars=500)}")
+    head += surface_lines
     surface = merged_surface(report)
     # One changed tool is the headline already; a table earns its place when several changed.
     if sum(len(getattr(surface, a)) for a in ("added", "removed", "breaking", "compatible", "cosmetic")) > (0 if summary else 1):

@@ -33,7 +33,7 @@ VERDICT_EXIT: dict[str, int] = {
 # checks that every Finding the code builds is named here.
 FINDING_KINDS: dict[str, tuple[str, ...]] = {
     "call": ("added", "removed", "arguments", "server_request_added", "server_request_removed"),
-    "surface": ("added", "removed"),
+    "surface": ("added", "removed", "renamed"),
     "schema": ("breaking", "compatible", "cosmetic"),
     "session": ("protocol", "capability_removed", "capability_added", "capability_changed", "server_info", "changed"),
     "protocol": ("changed",),
@@ -46,6 +46,10 @@ FINDING_KINDS: dict[str, tuple[str, ...]] = {
     # Only when two live sides are compared (ci/baseline.py): off the exit code unless fail_on says so.
     "latency": ("regression",),
     "release": ("patch", "minor"),  # a structural drift under a semver patch or minor bump
+    # diff/surface_review.py: the rule ids of diff/text_rules.py, then what a tool may do
+    "security": ("instruction", "invisible", "homoglyph", "url", "encoded", "sensitive", "oversize", "widened",
+                 "output_dropped"),
+    "context": ("budget",),  # diff/surface_cost.py: drift.budget exceeded
 }
 # The keys of a `drift.ignore` rule: what of a finding and its call the rule matches (diff/engine.py).
 IGNORE_KEYS = ("path", "category", "method", "name")
@@ -178,6 +182,23 @@ class DiffResult:
 
 
 @dataclass
+class SurfaceFacts:
+    """What one session's tapes say about its server's surface (diff/surface_cost.py): the bytes each
+    tool (and the instructions) costs every agent that loads it, and which items the session called."""
+
+    server: str | None = None
+    unit: str = "bytes"  # of UTF-8 JSON as listed; not tokens (diff/surface_cost.py says why)
+    size: dict[str, int] = field(default_factory=dict)  # "tool:NAME" | "instructions" -> size in the fresh tape
+    golden_size: dict[str, int] | None = None  # the same in the golden tape, when both list tools
+    listed: dict[str, list[str]] = field(default_factory=dict)  # "tools" | "prompts" | "resources" -> names
+    called: dict[str, list[str]] = field(default_factory=dict)  # the same: called, got, read by the session
+
+    def total(self, golden: bool = False) -> int:
+        sizes = self.golden_size if golden else self.size
+        return sum((sizes or {}).values())
+
+
+@dataclass
 class SessionResult:
     """One session of a ci run: its verdict, the diff behind it, or the error that stopped it."""
 
@@ -190,6 +211,7 @@ class SessionResult:
     duration_s: float | None = None
     redactions: dict[str, int] = field(default_factory=dict)  # kind -> count, never values
     notes: list[str] = field(default_factory=list)  # e.g. "no golden tape: run mcptape ci --update-golden"
+    surface_facts: SurfaceFacts | None = None  # context cost and coverage (diff/surface_cost.py)
 
     @property
     def exit_code(self) -> int:
@@ -215,8 +237,9 @@ class SessionResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionResult:
-        fields = {k: v for k, v in data.items() if k not in ("exit_code", "diff")}
-        return cls(diff=DiffResult.from_dict(data["diff"]) if data.get("diff") else None, **fields)
+        fields = {k: v for k, v in data.items() if k not in ("exit_code", "diff", "surface_facts")}
+        facts = SurfaceFacts(**data["surface_facts"]) if data.get("surface_facts") else None
+        return cls(diff=DiffResult.from_dict(data["diff"]) if data.get("diff") else None, surface_facts=facts, **fields)
 
 
 @dataclass
@@ -296,5 +319,6 @@ __all__ = [
     "RunReport",
     "SessionResult",
     "SurfaceChanges",
+    "SurfaceFacts",
     "worst_exit",
 ]

@@ -270,3 +270,21 @@ def test_capability_changes_are_named_under_a_protocol_change(upgrades: Upgrades
     assert ("protocol", "changed") in kinds
     capabilities = [f["message"] for f in findings(s) if f["category"] == "session" and "capabilit" in (f["kind"] or "")]
     assert any("prompts" in m for m in capabilities) and any("resources" in m for m in capabilities), capabilities
+
+
+# Issue 31: the security review on real upgrades. The reference servers reword descriptions,
+# add tools and annotations between releases: none of that may read as poisoning. What it does
+# report is listed here with the reason, (session, kind, path) -> why.
+SECURITY_EXPECTED: dict[tuple[str, str, str], str] = {
+    ("everything-2025.9.25", "url", "result.tools[gzip-file-as-resource].inputSchema.properties.data.default"):
+        "a new tool whose `data` defaults to a raw.githubusercontent.com URL the server fetches: a host the "
+        "surface never named before, which is what a reviewer should see (relax with security.url)",
+}
+
+
+def test_real_upgrades_raise_no_security_finding_but_the_justified_ones(upgrades: Upgrades) -> None:
+    found = {(name, f["kind"], f["path"]): f["message"]
+             for name in NAMES for f in findings(upgrades.new_vs_old.session(name)) if f["category"] == "security"}
+    assert set(found) == set(SECURITY_EXPECTED), "\n".join(f"{k}: {m}" for k, m in sorted(found.items()))
+    # the review ran: today's releases checked against themselves have no finding of any kind
+    assert all(not findings(upgrades.self_check.session(f"current-{n}")) for n in NAMES)

@@ -1,0 +1,84 @@
+"""SARIF 2.1.0 of a run's security findings, for GitHub's code-scanning view (`mcptape ci --sarif FILE`).
+
+One result per `security` finding (diff/surface_review.py) that fails the run or is reported
+(severity structural → level error, output → warning, info → note), located at the golden
+tape's line of the answer it is about — the file a reviewer would change back — and one rule
+per kind, with the explanation surface_review.SECURITY_RULES gives it. Other drift is not a
+code-scanning alert: it is the PR comment's. A partial fingerprint (session, kind, path, the
+words) lets code scanning follow an alert across commits even when the tape's lines move.
+Where paths are relative to: the caller's `root` (the checkout, GITHUB_WORKSPACE in a job).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from mcptape import __version__
+from mcptape.diff.surface_review import SECURITY_RULES
+from mcptape.report.model import RunReport
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = {"structural": "error", "output": "warning", "info": "note"}
+INFORMATION_URI = "https://github.com/mcptape/mcptape"
+
+
+def sarif_log(report: RunReport, *, config_dir: Path, root: Path) -> dict[str, Any]:
+    """The SARIF log of `report`: golden tapes (relative to `config_dir`) named relative to `root`."""
+    kinds = list(SECURITY_RULES)
+    rules = [{
+        "id": f"mcptape/security.{kind}",
+        "name": f"security.{kind}",
+        "shortDescription": {"text": explanation},
+        "fullDescription": {"text": f"{explanation}. mcptape reviews only what a change adds to the text agents read; "
+                                    f"relax it with `drift.fail_on: {{security.{kind}: info}}` in mcptape.yml."},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": ["security", "mcp"]},
+    } for kind, explanation in SECURITY_RULES.items()]
+    results: list[dict[str, Any]] = []
+    for session in report.sessions:
+        for drift in session.diff.drifts if session.diff is not None else []:
+            for finding in drift.findings:
+                if finding.category != "security" or finding.kind not in SECURITY_RULES:
+                    continue
+                location: dict[str, Any] = {"physicalLocation": {
+                    "artifactLocation": {"uri": _uri(session.golden, config_dir, root)},
+                    "region": {"startLine": finding.golden_line or 1},
+                }}
+                digest = hashlib.sha256("\0".join(
+                    (session.name, str(finding.kind), finding.path, json.dumps(finding.after, sort_keys=True))
+                ).encode("utf-8")).hexdigest()
+                results.append({
+                    "ruleId": f"mcptape/security.{finding.kind}",
+                    "ruleIndex": kinds.index(finding.kind),
+                    "level": LEVEL[finding.severity],
+                    "message": {"text": f"{session.name}: {finding.message}"},
+                    "locations": [location],
+                    "partialFingerprints": {"mcptapeFinding/v1": digest[:32]},
+                })
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "mcptape", "version": __version__, "informationUri": INFORMATION_URI,
+                                "rules": rules}},
+            "results": results,
+        }],
+    }
+
+
+def _uri(golden: str | None, config_dir: Path, root: Path) -> str:
+    """A golden tape as a URI relative to `root` (forward slashes); the config itself if it has none."""
+    path = (config_dir / golden) if golden else config_dir
+    try:
+        return Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
+    except ValueError:  # another drive (Windows): absolute is all there is
+        return path.resolve().as_uri()
+
+
+def sarif_bytes(report: RunReport, *, config_dir: Path, root: Path) -> bytes:
+    return (json.dumps(sarif_log(report, config_dir=config_dir, root=root), indent=2, ensure_ascii=False) + "\n").encode(
+        "utf-8")
