@@ -90,7 +90,7 @@ def test_every_step_kind_is_sent_with_deterministic_ids_and_recorded_under_its_s
     ]
     rec = run(calc_in_memory(), steps)
     assert rec.error is None, rec.error
-    assert rec.protocol == "2025-06-18"
+    assert rec.protocol == "2025-11-25"  # what current clients ask (mcp.LEGACY_DEFAULT_PROTOCOL)
     assert rec.server_info == {"name": "calc-fixture", "version": "1.0.0"}
     sent = [e for e in messages(rec) if e["dir"] == "c2s"]
     assert [e["msg"].get("method") for e in sent] == [

@@ -104,6 +104,11 @@ def session(**changes: Any) -> Build:
     return lambda: base(init_result=result).tape()
 
 
+def client_asked(asked: str, answered: str) -> Build:
+    """The handshake of a client that asked `asked` in `initialize`, answered `answered`."""
+    return lambda: base(init_result={**INIT_RESULT, "protocolVersion": answered}, asked=asked).tape()
+
+
 def no_handshake(protocol: str) -> Build:
     """A legacy tape whose recording began after the handshake (its header still names the version)."""
     def build() -> Tape:
@@ -188,6 +193,15 @@ ROWS = [
     pytest.param(session(), session(instructions="Be nice."), {("session", "changed", OUTPUT)}, OUTPUT, id="instructions"),
     pytest.param(no_handshake("2025-06-18"), no_handshake("2025-03-26"), {("session", "protocol", STRUCT)}, STRUCT,
                  id="protocol in the header"),
+    # the client asked another version: the server accepting each is the same server (info)
+    pytest.param(client_asked("2025-06-18", "2025-06-18"), client_asked("2025-11-25", "2025-11-25"),
+                 {("session", "client_protocol", "info")}, "same", id="client asked another version, server accepted each"),
+    pytest.param(client_asked("2025-11-25", "2025-06-18"), client_asked("2025-06-18", "2025-06-18"),
+                 {("session", "client_protocol", "info")}, "same", id="client asked another version, same answer"),
+    pytest.param(client_asked("2025-06-18", "2025-06-18"), client_asked("2025-11-25", "2025-03-26"),
+                 {("session", "client_protocol", OUTPUT)}, OUTPUT, id="client asked another version, server refused it"),
+    pytest.param(client_asked("2025-11-25", "2025-11-25"), client_asked("2025-11-25", "2025-06-18"),
+                 {("session", "protocol", STRUCT)}, STRUCT, id="same question, another answer: the server's"),
     # server requests, process, garbage, notes
     pytest.param(roots_request(1), roots_request(2), {("call", "server_request_added", OUTPUT)}, OUTPUT, id="server request added"),
     pytest.param(roots_request(1), roots_request(0), {("call", "server_request_removed", OUTPUT)}, OUTPUT, id="server request removed"),

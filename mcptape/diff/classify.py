@@ -14,7 +14,9 @@ report.model.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked aga
                   server_request_added | server_request_removed (output)
     surface       added (DriftSettings.added_surface, default structural) | removed (structural)
     schema        breaking (structural) | compatible (output) | cosmetic (output)
-    session       protocol (structural) · capability_removed (structural) · capability_added (output) ·
+    session       protocol (structural) · client_protocol (the client asked another version in
+                  `initialize`: info when the server accepted each, else output, ranked as the
+                  client's change) · capability_removed (structural) · capability_added (output) ·
                   capability_changed (structural if a feature went from true to false, else output) ·
                   server_info | changed (output)
     result        changed | added | removed (output)
@@ -45,7 +47,7 @@ from mcptape.diff.schema import (
     prompt_argument_changes,
     schema_changes,
 )
-from mcptape.diff.values import MAX_DIFFS, Change, changes, clip, describe, fast_same, join, show
+from mcptape.diff.values import MAX_DIFFS, Change, changes, clip, contrast, describe, fast_same, join, show
 from mcptape.jsonrpc import canonical
 from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
 from mcptape.normalize import FLOATING_NOTIFICATIONS
@@ -124,14 +126,46 @@ def check_arguments(pair: Pair) -> list[Finding]:
     found = changes(_params(pair.golden), _params(pair.fresh), "params")
     out = [pair.finding("call", "output", c.path, describe(c), c.before, c.after, "arguments",
                         g_event=pair.golden.request_event, f_event=pair.fresh.request_event) for c in found]
-    return _more(pair, found, "call", "arguments", out)
+    return [*client_protocol(pair), *_more(pair, found, "call", "arguments", out)]
 
 
 def _params(call: Call) -> Any:
     params = strip_meta(call.params)
     if call.method in HANDSHAKE_METHODS and isinstance(params, dict):
-        params = {k: v for k, v in params.items() if k != "clientInfo"}
+        # clientInfo is who the client is; protocolVersion is client_protocol's
+        params = {k: v for k, v in params.items() if k not in ("clientInfo", "protocolVersion")}
     return params
+
+
+def _asked_version(call: Call) -> Any:
+    return call.params.get("protocolVersion") if call.method == "initialize" and isinstance(call.params, dict) else None
+
+
+def _answered_version(call: Call) -> Any:
+    result = call.answer.get("result") if isinstance(call.answer, dict) else None
+    return result.get("protocolVersion") if isinstance(result, dict) else None
+
+
+def client_protocol(pair: Pair) -> list[Finding]:
+    """`initialize` asked another protocol version: the client's change, never the server's.
+
+    Current clients ask 2025-11-25, older ones (and mcptape before 0.2) 2025-06-18: a golden and
+    a tape of the same steps recorded behind another client differ in that alone. When the
+    server accepted what each client asked (answered the version asked), or answered both the
+    same, it behaved the same: info. When its answer changed otherwise (it no longer accepts
+    the version asked), output, ranked as the client's own change (after every server drift).
+    """
+    asked_g, asked_f = _asked_version(pair.golden), _asked_version(pair.fresh)
+    if fast_same(asked_g, asked_f):
+        return []
+    got_g, got_f = _answered_version(pair.golden), _answered_version(pair.fresh)
+    same = fast_same(got_g, got_f) or (fast_same(got_g, asked_g) and fast_same(got_f, asked_f))
+    answer = f"answered {show(got_g)} → {show(got_f)}" if not fast_same(got_g, got_f) else f"answered {show(got_f)}"
+    message = f"the client asked protocol {show(asked_g)} → {show(asked_f)}; the server {answer}" + (
+        " (it accepted each: the client's change, not the server's)" if same else "")
+    return [pair.finding("session", "info" if same else "output", "params.protocolVersion", message,
+                         {"asked": asked_g, "answered": got_g}, {"asked": asked_f, "answered": got_f},
+                         "client_protocol", g_event=pair.golden.request_event, f_event=pair.fresh.request_event)]
 
 
 def check_answer(pair: Pair) -> list[Finding]:
@@ -311,7 +345,7 @@ def _item_changes(method: str, a: dict[str, Any], b: dict[str, Any], path: str) 
         elif method == "prompts/list" and key == "arguments":
             yield from prompt_argument_changes(va, vb, p)
         elif key in ("description", "title", "icons", "_meta"):
-            yield SchemaChange(p, "cosmetic", f"{key} {show(va)} → {show(vb)}", va, vb)
+            yield SchemaChange(p, "cosmetic", f"{key} {contrast(va, vb)}", va, vb)
         else:
             # name/uri never differ here (they are the key); mimeType, size, execution, ...
             yield SchemaChange(p, "compatible", f"{key} {show(va)} → {show(vb)}", va, vb)
@@ -325,7 +359,10 @@ def classify_session(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
     ra = ra if isinstance(ra, dict) else {}
     rb = rb if isinstance(rb, dict) else {}
     out: list[Finding] = []
+    client_asked = not fast_same(_asked_version(pair.golden), _asked_version(pair.fresh))
     for key in ("protocolVersion", "supportedVersions"):
+        if key == "protocolVersion" and client_asked:
+            continue  # the answer follows the question: client_protocol says both
         if not fast_same(ra.get(key), rb.get(key)):
             out.append(pair.finding("session", "structural", f"result.{key}",
                                     f"protocol version {show(ra.get(key))} → {show(rb.get(key))}",

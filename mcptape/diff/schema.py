@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
-from mcptape.diff.values import fast_same, join, show
+from mcptape.diff.values import contrast, fast_same, join, show
 from mcptape.jsonrpc import canonical
 
 SchemaKind = Literal["breaking", "compatible", "cosmetic"]
@@ -132,7 +132,7 @@ def _schema(a: Any, b: Any, path: str, role: Role) -> Iterator[SchemaChange]:
 def _cosmetic(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
     for key in sorted(COSMETIC_KEYWORDS):
         if not fast_same(a.get(key), b.get(key)):
-            yield SchemaChange(join(path, key), "cosmetic", f"{key} {show(a.get(key))} → {show(b.get(key))}",
+            yield SchemaChange(join(path, key), "cosmetic", f"{key} {contrast(a.get(key), b.get(key))}",
                                a.get(key), b.get(key))
 
 
@@ -381,7 +381,7 @@ def annotation_changes(a: Any, b: Any, path: str) -> list[SchemaChange]:
         elif key == "destructiveHint" and eb["destructiveHint"] is True and ea["destructiveHint"] is not True:
             out.append(SchemaChange(p, "breaking", "became destructive (destructiveHint)", va, vb))
         elif key == "title" or isinstance(va, str) or isinstance(vb, str):
-            out.append(SchemaChange(p, "cosmetic", f"{key} {show(va)} → {show(vb)}", va, vb))
+            out.append(SchemaChange(p, "cosmetic", f"{key} {contrast(va, vb)}", va, vb))
         else:
             out.append(SchemaChange(p, "compatible", f"{key} {show(va)} → {show(vb)}", va, vb))
     return out
@@ -413,6 +413,6 @@ def prompt_argument_changes(a: Any, b: Any, path: str) -> list[SchemaChange]:
         for key in sorted((set(arg_a) | set(arg_b)) - {"name", "required"}):
             if not fast_same(arg_a.get(key), arg_b.get(key)):
                 kind: SchemaKind = "cosmetic" if key in COSMETIC_KEYWORDS else "compatible"
-                out.append(SchemaChange(join(p, key), kind, f"{key} {show(arg_a.get(key))} → {show(arg_b.get(key))}",
+                out.append(SchemaChange(join(p, key), kind, f"{key} {contrast(arg_a.get(key), arg_b.get(key))}",
                                         arg_a.get(key), arg_b.get(key)))
     return out
