@@ -22,7 +22,9 @@ report.model.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked aga
     result        changed | added | removed (output)
     error         result_to_error | error_to_result (an isError result counts as a result: a JSON-RPC
                   error that became one, or back, names both forms, since the call still fails,
-                  reported another way) | is_error | code (structural) · message | data (output)
+                  reported another way) | is_error | code (structural; info when the revision
+                  changed and moved the code with it, e.g. resource not found -32002 → -32602,
+                  said once) · message | data (output)
     notification  added | removed | changed | order (output)
     process       no_answer | answered | crash (structural: crashed, or fresh tape cut short) ·
                   exit | garbage | note (output)
@@ -232,11 +234,33 @@ def _answer_summary(answer: dict[str, Any] | None) -> Any:
     return {"error": answer["error"]} if "error" in answer else {"result": clip(answer.get("result"), 200)}
 
 
+# Codes a revision change moved for the same condition: resource not found was -32002 and is
+# -32602 (invalid params) in the current revisions; -32002 is retired, never reused.
+_MOVED_CODES = {("resources/read", frozenset({-32002, -32602})): "resource not found"}
+
+
+def _moved_code(pair: Pair, ca: Any, cb: Any) -> str | None:
+    """What condition changed its code with the protocol revision (None: the server's change)."""
+    if pair.g.protocol == pair.f.protocol or pair.g.protocol is None or pair.f.protocol is None:
+        return None
+    return _MOVED_CODES.get((pair.golden.method, frozenset({ca, cb}))) if ca != cb else None
+
+
 def _error_changes(pair: Pair, ea: Any, eb: Any) -> list[Finding]:
     ea = ea if isinstance(ea, dict) else {}
     eb = eb if isinstance(eb, dict) else {}
     out: list[Finding] = []
-    if not fast_same(ea.get("code"), eb.get("code")):
+    moved = _moved_code(pair, ea.get("code"), eb.get("code"))
+    if moved is not None:
+        # The protocol's change, said once per pair of tapes (the protocol finding names the revisions).
+        said = pair.f.said
+        if moved not in said:
+            said.add(moved)
+            out.append(pair.finding("error", "info", "error.code",
+                                    f"{show(ea.get('code'))} → {show(eb.get('code'))}: {moved}, as protocol "
+                                    f"{pair.f.protocol} says it (was {pair.g.protocol}): the protocol's change",
+                                    ea.get("code"), eb.get("code"), "code"))
+    elif not fast_same(ea.get("code"), eb.get("code")):
         out.append(pair.finding("error", "structural", "error.code", f"{show(ea.get('code'))} → {show(eb.get('code'))}",
                                 ea.get("code"), eb.get("code"), "code"))
     if not fast_same(ea.get("message"), eb.get("message")):
@@ -344,11 +368,42 @@ def _item_changes(method: str, a: dict[str, Any], b: dict[str, Any], path: str) 
             yield from annotation_changes(va, vb, p)
         elif method == "prompts/list" and key == "arguments":
             yield from prompt_argument_changes(va, vb, p)
-        elif key in ("description", "title", "icons", "_meta"):
+        elif key == "_meta":
+            yield from _item_meta_changes(va, vb, p)
+        elif key in ("description", "title", "icons"):
             yield SchemaChange(p, "cosmetic", f"{key} {contrast(va, vb)}", va, vb)
         else:
             # name/uri never differ here (they are the key); mimeType, size, execution, ...
             yield SchemaChange(p, "compatible", f"{key} {show(va)} → {show(vb)}", va, vb)
+
+
+# `_meta` keys of a tool (resource, prompt) that are behaviour: MCP Apps' `ui` (the UI resource
+# a host renders for the tool, and who may call it), in its current and its first spelling.
+_BEHAVIOUR_META = ("ui", "ui/resourceUri")
+
+
+def _item_meta_changes(a: Any, b: Any, path: str) -> Iterable[SchemaChange]:
+    """An item's `_meta`: notes for clients (cosmetic), except what a host does with it (MCP
+    Apps' `ui`): a UI lost is breaking (hosts no longer show the app), gained or changed compatible."""
+    a = a if isinstance(a, dict) else {}
+    b = b if isinstance(b, dict) else {}
+    rest_a = {k: v for k, v in a.items() if k not in _BEHAVIOUR_META}
+    rest_b = {k: v for k, v in b.items() if k not in _BEHAVIOUR_META}
+    for key in _BEHAVIOUR_META:
+        va, vb = a.get(key), b.get(key)
+        if fast_same(va, vb):
+            continue
+        p = join(path, key)
+        if vb is None:
+            yield SchemaChange(p, "breaking", f"MCP Apps UI removed {show(va)}", va, None)
+        elif va is None:
+            yield SchemaChange(p, "compatible", f"MCP Apps UI added {show(vb)}", None, vb)
+        else:
+            for c in changes(va, vb, p):
+                yield SchemaChange(c.path, "compatible", f"MCP Apps UI {describe(c)}", c.before, c.after)
+    if not fast_same(rest_a, rest_b):
+        yield SchemaChange(path, "cosmetic", f"_meta {contrast(rest_a or None, rest_b or None)}", rest_a or None,
+                           rest_b or None)
 
 
 # --- session ---------------------------------------------------------------------------------

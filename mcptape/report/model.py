@@ -36,7 +36,7 @@ FINDING_KINDS: dict[str, tuple[str, ...]] = {
     "surface": ("added", "removed"),
     "schema": ("breaking", "compatible", "cosmetic"),
     "session": ("protocol", "client_protocol", "capability_removed", "capability_added", "capability_changed", "server_info", "changed"),
-    "protocol": ("changed",),
+    "protocol": ("changed", "deprecated"),
     "result": ("changed", "added", "removed"),
     "error": ("result_to_error", "error_to_result", "is_error", "code", "message", "data"),
     "notification": ("added", "removed", "changed", "order"),
