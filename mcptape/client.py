@@ -3,7 +3,8 @@
 Owns the client side of the protocol as mcptape.yml scripts it: the handshake and the choice of
 protocol revision (see "Protocol revisions" below), deterministic request ids (1, 2, 3, ...),
 the step kinds of config.Step, answering server-initiated requests as the config says
-(roots, sampling, elicitation, ping; anything else -32601), per-step and per-session
+(roots, sampling, elicitation — one answer, or a scripted conversation whose answer for each
+request conversation.py chooses —, ping; anything else -32601), per-step and per-session
 timeouts, checking `call` arguments against the tool's inputSchema, and shutting the server
 down. Every event goes through one EventBuilder and carries `"step": n` (1-based; absent on
 handshake events). Bytes and framing are the transport's (transports/); comparing is diff/'s;
@@ -48,6 +49,7 @@ import jsonschema
 
 from mcptape import __version__
 from mcptape.config.models import ClientSettings, Step
+from mcptape.conversation import NoAnswer, Script
 from mcptape.errors import ConfigError, McptapeError, RequestRefused, ServerError, ServerTimeout
 from mcptape.jsonrpc import dumps, id_key
 from mcptape.mcp import (
@@ -173,6 +175,9 @@ class ScriptedClient:
         self._step_deadline = 0.0
         self._step_budget = step_timeout
         self._session_deadline = clock() + session_timeout
+        # The session's scripted answers, in use order (conversation.py)
+        self._scripts = {method: Script(method, given) for method, given in
+                         (("sampling/createMessage", settings.sampling), ("elicitation/create", settings.elicitation))}
 
     # -- recording ---------------------------------------------------------------------------
 
@@ -346,11 +351,22 @@ class ScriptedClient:
         s = self.settings
         if method == "roots/list":
             return {"roots": list(s.roots)}
-        if method == "elicitation/create":
-            return s.elicitation if isinstance(s.elicitation, dict) else {"action": "decline"}
-        if method == "sampling/createMessage" and isinstance(s.sampling, dict):
-            return s.sampling
+        if method in self._scripts:
+            chosen = self._scripted(str(method), req.get("params"))
+            if isinstance(chosen, dict):
+                return chosen
+            if method == "elicitation/create":
+                return {"action": "decline"}
         return None
+
+    def _scripted(self, method: str, params: Any) -> Any:
+        """The scripted answer to one server request (conversation.py); none fitting is the config's error."""
+        try:
+            return self._scripts[method].answer(params)
+        except NoAnswer as e:
+            raise ConfigError(f"{self._where()}: {e}",
+                              hint=f"add an answer to `client.{method.split('/')[0]}` in mcptape.yml, in order "
+                              "or with `when:`/`contains:` that this request holds") from e
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -369,15 +385,17 @@ class ScriptedClient:
         elif method == "ping":
             reply["result"] = {}
         elif method == "sampling/createMessage":
-            if isinstance(s.sampling, dict):
-                reply["result"] = s.sampling
+            chosen = self._scripted(method, msg.get("params"))
+            if isinstance(chosen, dict):
+                reply["result"] = chosen
             else:
                 reply["error"] = {
                     "code": SAMPLING_DECLINED,
                     "message": "sampling declined by mcptape (set `client.sampling` in mcptape.yml to answer)",
                 }
         elif method == "elicitation/create":
-            reply["result"] = s.elicitation if isinstance(s.elicitation, dict) else {"action": "decline"}
+            chosen = self._scripted(method, msg.get("params"))
+            reply["result"] = chosen if isinstance(chosen, dict) else {"action": "decline"}
         else:
             reply["error"] = {"code": -32601, "message": f"Method not found: {method}"}
         self._send(reply)
