@@ -32,7 +32,10 @@ On 2026-07-28 every request carries `_meta` with the protocol version, the confi
 capabilities and clientInfo. A result with `resultType: "input_required"` is answered from
 the config's canned roots/sampling/elicitation answers and the request is sent again with
 `inputResponses` and the echoed `requestState`, under the same step (every round trip is
-recorded); a sampling request with no canned answer ends the step with a note. `listen` is
+recorded); a sampling request with no canned answer ends the step with a note. A -32042
+(URLElicitationRequired, 2025-11-25) answer lists URL-mode elicitations: answered from
+`client.elicitation` like an `elicitation/create` of mode url, and when all are accepted the
+request is sent again under the same step (`_url_elicitations`). `listen` is
 `subscriptions/listen` (all list-changed kinds), ended by `notifications/cancelled` after
 `count`/`duration`; `set_log_level` sets `io.modelcontextprotocol/logLevel` on later requests
 (2026-07-28 has no logging/setLevel).
@@ -77,6 +80,7 @@ LIST_METHODS: dict[str, tuple[str, str]] = {
 MAX_PAGES = 1000  # a server that hands out cursors forever must not hang the gate
 DEFAULT_LISTEN_SECONDS = 1.0
 SAMPLING_DECLINED = -1  # the spec's "user rejected sampling request"
+URL_ELICITATION_REQUIRED = -32042  # 2025-11-25: visit these URLs (data.elicitations), then ask again
 
 DISCOVER_ID = 0  # the probe comes before the session's 1, 2, 3: a legacy fallback keeps its old ids
 MAX_INPUT_ROUNDS = 10  # a server that keeps asking must not hang the gate
@@ -277,6 +281,7 @@ class ScriptedClient:
         answer = self._request_once(method, params)
         if self.modern:
             answer = self._input_rounds(method, params, answer)
+        answer = self._url_elicitations(method, params, answer)
         if method == "tools/list":
             self._note_tools(params, answer)
         return answer
@@ -344,6 +349,27 @@ class ScriptedClient:
             hint="the server never completes this request with the answers mcptape.yml gives (client.elicitation, "
             "client.sampling, client.roots)",
         )
+
+    def _url_elicitations(self, method: str, params: dict[str, Any] | None, answer: dict[str, Any]) -> dict[str, Any]:
+        """-32042 URLElicitationRequired (2025-11-25): the server needs the user to visit URLs
+        first. Each listed elicitation is answered from `client.elicitation` as an
+        `elicitation/create` of mode url would be; when every one is accepted (the user went
+        there), the request is sent again, under the same step; else the error is the answer."""
+        for _ in range(MAX_INPUT_ROUNDS):
+            error = answer.get("error")
+            data = error.get("data") if isinstance(error, dict) and error.get("code") == URL_ELICITATION_REQUIRED else None
+            asked = data.get("elicitations") if isinstance(data, dict) else None
+            if not isinstance(asked, list) or not asked:
+                return answer
+            for elicitation in asked:
+                chosen = self._scripted("elicitation/create", elicitation)
+                if not (isinstance(chosen, dict) and chosen.get("action") == "accept"):
+                    self._record(note_event("url_elicitation", f"{method}: the server asks the user to visit "
+                                            f"{len(asked)} URL(s); mcptape.yml's client.elicitation does not accept "
+                                            "them, so the request is not sent again"))
+                    return answer
+            answer = self._request_once(method, params)
+        return answer
 
     def _input_response(self, req: Any) -> dict[str, Any] | None:
         """The canned answer to one embedded request, as for the legacy server-initiated request; None: none."""

@@ -157,7 +157,7 @@ def test_unconfigured_sampling_and_elicitation_are_declined() -> None:
 def test_pagination_follows_next_cursor_and_records_every_page() -> None:
     rec = run(ASKING, [Step(action="list_tools")])
     pages = [e for e in rec.events if e["kind"] == "response" and e["method"] == "tools/list"]
-    assert [len(p["msg"]["result"]["tools"]) for p in pages] == [2, 2]  # page 2: echo, agent
+    assert [len(p["msg"]["result"]["tools"]) for p in pages] == [2, 3]  # page 2: echo, agent, connect
     assert pages[1]["params"] == {"cursor": "page2"}
 
 

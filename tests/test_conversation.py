@@ -97,3 +97,29 @@ def test_a_request_no_answer_fits_stops_the_session_naming_it() -> None:
         {"contains": "tool_result", "answer": FINAL}, {"contains": "What is", "answer": TOOL_USE}])
     done = agent_session(matched)
     assert done.error is None and answer_text(done.events) == "It is 5. (2 rounds)"
+
+
+def connect_session(settings: ClientSettings, *args: str) -> Any:
+    transport = StdioTransport([*ASKING, *args], env=minimal_env())
+    return record_session(transport, [Step(action="call", target="connect")], settings, session="connect", step_timeout=10.0)
+
+
+SIGN_IN = ClientSettings(capabilities={"elicitation": {"url": {}}},
+                         elicitation=[{"when": {"mode": "url"}, "answer": {"action": "accept"}}])
+
+
+def test_url_elicitation_required_is_answered_and_the_call_sent_again() -> None:
+    rec = connect_session(SIGN_IN)
+    assert rec.error is None, rec.error
+    answers = [e for e in rec.events if e.get("method") == "tools/call" and e.get("kind") in ("response", "error")]
+    assert [a["kind"] for a in answers] == ["error", "response"] and all(a.get("step") == 1 for a in answers)
+    assert answers[0]["msg"]["error"]["code"] == -32042 and answer_text(rec.events) == "connected"
+    assert diff_tapes(as_tape(rec), as_tape(connect_session(SIGN_IN))).verdict == "same"
+    # Another URL to visit is the server's change.
+    moved = diff_tapes(as_tape(rec), as_tape(connect_session(SIGN_IN, "--sign-in", "https://auth.example/other")))
+    assert moved.verdict != "same" and "auth.example/other" in json.dumps([d.one_line() for d in moved.drifts])
+    # Not accepted (no elicitation answer: declined): the -32042 is the step's answer, and a note says why.
+    declined = connect_session(ClientSettings())
+    assert declined.error is None
+    assert [e["kind"] for e in declined.events if e.get("method") == "tools/call" and e.get("kind") != "request"] == ["error"]
+    assert any(e.get("kind") == "note" and e.get("what") == "url_elicitation" for e in declined.events)
