@@ -277,3 +277,24 @@ def test_every_finding_the_code_builds_is_a_name_fail_on_accepts() -> None:
     # The kinds that come from a variable: schema changes and value changes.
     assert set(FINDING_KINDS["schema"]) == set(get_args(SchemaKind))
     assert {"changed", "added", "removed"} <= set(FINDING_KINDS["result"])
+
+
+@pytest.mark.parametrize(("before", "after", "kind"), [
+    (None, {"taskSupport": "forbidden"}, "cosmetic"),  # restates the default
+    ({"taskSupport": "forbidden"}, None, "cosmetic"),
+    (None, {"taskSupport": "optional"}, "compatible"),
+    ({"taskSupport": "optional"}, {"taskSupport": "required"}, "breaking"),  # task-only now
+    (None, {"taskSupport": "required"}, "breaking"),
+    ({"taskSupport": "optional"}, None, "breaking"),  # stopped supporting tasks
+    ({"taskSupport": "required"}, {"taskSupport": "forbidden"}, "breaking"),
+    ({"taskSupport": "required"}, {"taskSupport": "optional"}, "compatible"),
+])
+def test_task_support_is_compared_after_its_default(before: Any, after: Any, kind: str) -> None:
+    def tool(execution: Any) -> dict[str, Any]:
+        return dict(ADD, execution=execution) if execution is not None else ADD
+
+    result = diff_tapes(tools(tool(before))(), tools(tool(after))())
+    assert [(f.category, f.kind) for d in result.drifts for f in d.findings] == [("schema", kind)]
+    assert diff_tapes(tools(tool(before))(), tools(tool(before))()).verdict == "same"
+    if kind == "breaking":
+        assert "task" in result.drifts[0].one_line()

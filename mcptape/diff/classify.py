@@ -370,6 +370,8 @@ def _item_changes(method: str, a: dict[str, Any], b: dict[str, Any], path: str) 
             yield from prompt_argument_changes(va, vb, p)
         elif key == "_meta":
             yield from _item_meta_changes(va, vb, p)
+        elif method == "tools/list" and key == "execution":
+            yield from _execution_changes(va, vb, p)
         elif key in ("description", "title", "icons"):
             yield SchemaChange(p, "cosmetic", f"{key} {contrast(va, vb)}", va, vb)
         else:
@@ -404,6 +406,36 @@ def _item_meta_changes(a: Any, b: Any, path: str) -> Iterable[SchemaChange]:
     if not fast_same(rest_a, rest_b):
         yield SchemaChange(path, "cosmetic", f"_meta {contrast(rest_a or None, rest_b or None)}", rest_a or None,
                            rest_b or None)
+
+
+# A tool's `execution.taskSupport` (2025-11-25 tasks): how a caller may invoke it. Absent means
+# "forbidden" (the tool runs only as a plain call).
+_TASK_DEFAULT = "forbidden"
+
+
+def _execution_changes(a: Any, b: Any, path: str) -> Iterable[SchemaChange]:
+    """A tool's `execution`: task support compared after its default. Restating the default is
+    cosmetic; a tool that became task-only (`required`) breaks callers that do not use tasks,
+    one that stopped supporting tasks breaks callers that do: both breaking; a tool that now
+    also runs as a task (`optional`) is compatible."""
+    a = a if isinstance(a, dict) else {}
+    b = b if isinstance(b, dict) else {}
+    ta, tb = a.get("taskSupport", _TASK_DEFAULT), b.get("taskSupport", _TASK_DEFAULT)
+    p = join(path, "taskSupport")
+    if fast_same(ta, tb):
+        if not fast_same(a.get("taskSupport"), b.get("taskSupport")):
+            yield SchemaChange(p, "cosmetic", f"taskSupport {show(a.get('taskSupport'))} → {show(b.get('taskSupport'))} "
+                               f"(the same under the default {show(_TASK_DEFAULT)})", a.get("taskSupport"), b.get("taskSupport"))
+    elif tb == "required":
+        yield SchemaChange(p, "breaking", f"became task-only (taskSupport {show(ta)} → \"required\")", ta, tb)
+    elif tb == _TASK_DEFAULT:
+        yield SchemaChange(p, "breaking", f"stopped supporting tasks (taskSupport {show(ta)} → \"forbidden\")", ta, tb)
+    else:
+        yield SchemaChange(p, "compatible", f"taskSupport {show(ta)} → {show(tb)}", ta, tb)
+    rest_a = {k: v for k, v in a.items() if k != "taskSupport"}
+    rest_b = {k: v for k, v in b.items() if k != "taskSupport"}
+    for c in changes(rest_a, rest_b, path):
+        yield SchemaChange(c.path, "compatible", describe(c), c.before, c.after)
 
 
 # --- session ---------------------------------------------------------------------------------
