@@ -80,6 +80,8 @@ LIST_METHODS: dict[str, tuple[str, str]] = {
 MAX_PAGES = 1000  # a server that hands out cursors forever must not hang the gate
 DEFAULT_LISTEN_SECONDS = 1.0
 SAMPLING_DECLINED = -1  # the spec's "user rejected sampling request"
+TASK_ENDS = frozenset({"completed", "failed", "cancelled"})
+TASK_TTL_MS = 60000  # how long the server keeps a task the step made: longer than any step
 URL_ELICITATION_REQUIRED = -32042  # 2025-11-25: visit these URLs (data.elicitations), then ask again
 
 DISCOVER_ID = 0  # the probe comes before the session's 1, 2, 3: a legacy fallback keeps its old ids
@@ -180,6 +182,7 @@ class ScriptedClient:
         self._step_budget = step_timeout
         self._session_deadline = clock() + session_timeout
         # The session's scripted answers, in use order (conversation.py)
+        self._polls = 0  # tasks/get polls sent (their ids: mcptape-poll-N)
         self._scripts = {method: Script(method, given) for method, given in
                          (("sampling/createMessage", settings.sampling), ("elicitation/create", settings.elicitation))}
 
@@ -287,7 +290,7 @@ class ScriptedClient:
         return answer
 
     def _request_once(
-        self, method: str, params: dict[str, Any] | None, msg_id: int | None = None, *, probe: bool = False
+        self, method: str, params: dict[str, Any] | None, msg_id: int | str | None = None, *, probe: bool = False
     ) -> dict[str, Any]:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._new_id() if msg_id is None else msg_id, "method": method}
         if self.modern:
@@ -370,6 +373,41 @@ class ScriptedClient:
                     return answer
             answer = self._request_once(method, params)
         return answer
+
+    # -- tasks (2025-11-25) --------------------------------------------------------------------
+
+    def _call_as_task(self, params: dict[str, Any]) -> None:
+        """A `call` with `task: true`: tools/call with `params.task`; a CreateTaskResult is polled
+        with tasks/get (at the server's pollInterval, within the step's timeout) until the task
+        ends, then its result is fetched with tasks/result, all under this step.
+
+        The tape holds the status path, not the polls: a poll whose status is the one last
+        recorded leaves the events again (how many polls a task takes is timing, not
+        behaviour). Polls use their own ids, `mcptape-poll-N`, so the session's ids do not
+        depend on how many there were; normalize.py numbers the recorded ones 1, 2, ..."""
+        answer = self.request("tools/call", {**params, "task": {"ttl": TASK_TTL_MS}})
+        result = answer.get("result")
+        task = result.get("task") if isinstance(result, dict) else None
+        if not (isinstance(task, dict) and isinstance(task.get("taskId"), str)):
+            return  # the server ran it as a plain call (or refused): that answer is the step's
+        task_id, status = task["taskId"], task.get("status")
+        interval = task.get("pollInterval")
+        pause = min(max(float(interval) / 1000 if isinstance(interval, int | float) else 0.5, 0.05), 1.0)
+        while status not in TASK_ENDS:
+            time.sleep(max(0.0, min(pause, self._step_deadline - self.clock())))
+            self._polls += 1
+            poll_id = f"mcptape-poll-{self._polls}"
+            start = len(self.events)
+            polled = self._request_once("tasks/get", {"taskId": task_id}, poll_id)
+            got = polled.get("result")
+            now = got.get("status") if isinstance(got, dict) else None
+            if "error" in polled or now is None:
+                return  # the error (or an answer without a status) is recorded: the step ends on it
+            if now == status:  # the same status again: timing, not behaviour
+                self.events[start:] = [e for e in self.events[start:] if e.get("id") != poll_id]
+            status = now
+        if status in ("completed", "failed"):
+            self.request("tasks/result", {"taskId": task_id})
 
     def _input_response(self, req: Any) -> dict[str, Any] | None:
         """The canned answer to one embedded request, as for the legacy server-initiated request; None: none."""
@@ -613,7 +651,10 @@ class ScriptedClient:
         elif action == "call":
             arguments = dict(step.arguments or {})
             self._check_arguments(step, arguments)
-            self.request("tools/call", {"name": step.target, "arguments": arguments})
+            if step.task:
+                self._call_as_task({"name": step.target, "arguments": arguments})
+            else:
+                self.request("tools/call", {"name": step.target, "arguments": arguments})
         elif action == "read_resource":
             self.request("resources/read", {"uri": step.target})
         elif action == "get_prompt":

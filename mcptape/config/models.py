@@ -51,7 +51,7 @@ StepAction = Literal[
     "listen",
 ]
 STEP_ACTIONS: tuple[str, ...] = get_args(StepAction)
-STEP_OPTIONS = ("arguments", "params", "timeout", "count", "duration")
+STEP_OPTIONS = ("arguments", "params", "timeout", "count", "duration", "task")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,8 @@ class ActionSpec:
 
 ACTIONS: dict[str, ActionSpec] = {
     "list_tools": ActionSpec("tools/list: record the tools the server offers"),
-    "call": ActionSpec("tools/call: call a tool with `arguments`", "tool name", ("arguments", "timeout")),
+    "call": ActionSpec("tools/call: call a tool with `arguments` (`task: true`: as a task, polled to its end)",
+                       "tool name", ("arguments", "timeout", "task")),
     "list_resources": ActionSpec("resources/list: record the resources the server offers"),
     "list_resource_templates": ActionSpec("resources/templates/list: record the resource templates"),
     "read_resource": ActionSpec("resources/read: read one resource", "resource URI"),
@@ -278,6 +279,7 @@ class Step(_Strict):
     timeout: float | None = Field(default=None, gt=0)
     count: int | None = Field(default=None, ge=1)  # listen: stop after this many notifications
     duration: float | None = Field(default=None, gt=0)  # listen: stop after this many seconds
+    task: bool | None = None  # call: as a 2025-11-25 task (params.task), polled to completion within the step timeout
 
     @model_validator(mode="before")
     @classmethod
