@@ -3,7 +3,8 @@
 Owns the client side of the protocol as mcptape.yml scripts it: the handshake and the choice of
 protocol revision (see "Protocol revisions" below), deterministic request ids (1, 2, 3, ...),
 the step kinds of config.Step, answering server-initiated requests as the config says
-(roots, sampling, elicitation, ping; anything else -32601), per-step and per-session
+(roots, sampling, elicitation — one answer, or a scripted conversation whose answer for each
+request conversation.py chooses —, ping; anything else -32601), per-step and per-session
 timeouts, checking `call` arguments against the tool's inputSchema, and shutting the server
 down. Every event goes through one EventBuilder and carries `"step": n` (1-based; absent on
 handshake events). Bytes and framing are the transport's (transports/); comparing is diff/'s;
@@ -31,7 +32,10 @@ On 2026-07-28 every request carries `_meta` with the protocol version, the confi
 capabilities and clientInfo. A result with `resultType: "input_required"` is answered from
 the config's canned roots/sampling/elicitation answers and the request is sent again with
 `inputResponses` and the echoed `requestState`, under the same step (every round trip is
-recorded); a sampling request with no canned answer ends the step with a note. `listen` is
+recorded); a sampling request with no canned answer ends the step with a note. A -32042
+(URLElicitationRequired, 2025-11-25) answer lists URL-mode elicitations: answered from
+`client.elicitation` like an `elicitation/create` of mode url, and when all are accepted the
+request is sent again under the same step (`_url_elicitations`). `listen` is
 `subscriptions/listen` (all list-changed kinds), ended by `notifications/cancelled` after
 `count`/`duration`; `set_log_level` sets `io.modelcontextprotocol/logLevel` on later requests
 (2026-07-28 has no logging/setLevel).
@@ -48,6 +52,7 @@ import jsonschema
 
 from mcptape import __version__
 from mcptape.config.models import ClientSettings, Step
+from mcptape.conversation import NoAnswer, Script
 from mcptape.errors import ConfigError, McptapeError, RequestRefused, ServerError, ServerTimeout
 from mcptape.jsonrpc import dumps, id_key
 from mcptape.mcp import (
@@ -84,6 +89,9 @@ LIST_METHODS: dict[str, tuple[str, str]] = {
 MAX_PAGES = 1000  # a server that hands out cursors forever must not hang the gate
 DEFAULT_LISTEN_SECONDS = 1.0
 SAMPLING_DECLINED = -1  # the spec's "user rejected sampling request"
+TASK_ENDS = frozenset({"completed", "failed", "cancelled"})
+TASK_TTL_MS = 60000  # how long the server keeps a task the step made: longer than any step
+URL_ELICITATION_REQUIRED = -32042  # 2025-11-25: visit these URLs (data.elicitations), then ask again
 
 DISCOVER_ID = 0  # the probe comes before the session's 1, 2, 3: a legacy fallback keeps its old ids
 MAX_INPUT_ROUNDS = 10  # a server that keeps asking must not hang the gate
@@ -189,6 +197,10 @@ class ScriptedClient:
         self._step_deadline = 0.0
         self._step_budget = step_timeout
         self._session_deadline = clock() + session_timeout
+        # The session's scripted answers, in use order (conversation.py)
+        self._polls = 0  # tasks/get polls sent (their ids: mcptape-poll-N)
+        self._scripts = {method: Script(method, given) for method, given in
+                         (("sampling/createMessage", settings.sampling), ("elicitation/create", settings.elicitation))}
 
     # -- recording ---------------------------------------------------------------------------
 
@@ -295,12 +307,13 @@ class ScriptedClient:
         answer = self._request_once(method, params)
         if self.modern:
             answer = self._input_rounds(method, params, answer)
+        answer = self._url_elicitations(method, params, answer)
         if method == "tools/list":
             self._note_tools(params, answer)
         return answer
 
     def _request_once(
-        self, method: str, params: dict[str, Any] | None, msg_id: int | None = None, *, probe: bool = False
+        self, method: str, params: dict[str, Any] | None, msg_id: int | str | None = None, *, probe: bool = False
     ) -> dict[str, Any]:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._new_id() if msg_id is None else msg_id, "method": method}
         if self.modern:
@@ -363,17 +376,84 @@ class ScriptedClient:
             "client.sampling, client.roots)",
         )
 
+    def _url_elicitations(self, method: str, params: dict[str, Any] | None, answer: dict[str, Any]) -> dict[str, Any]:
+        """-32042 URLElicitationRequired (2025-11-25): the server needs the user to visit URLs
+        first. Each listed elicitation is answered from `client.elicitation` as an
+        `elicitation/create` of mode url would be; when every one is accepted (the user went
+        there), the request is sent again, under the same step; else the error is the answer."""
+        for _ in range(MAX_INPUT_ROUNDS):
+            error = answer.get("error")
+            data = error.get("data") if isinstance(error, dict) and error.get("code") == URL_ELICITATION_REQUIRED else None
+            asked = data.get("elicitations") if isinstance(data, dict) else None
+            if not isinstance(asked, list) or not asked:
+                return answer
+            for elicitation in asked:
+                chosen = self._scripted("elicitation/create", elicitation)
+                if not (isinstance(chosen, dict) and chosen.get("action") == "accept"):
+                    self._record(note_event("url_elicitation", f"{method}: the server asks the user to visit "
+                                            f"{len(asked)} URL(s); mcptape.yml's client.elicitation does not accept "
+                                            "them, so the request is not sent again"))
+                    return answer
+            answer = self._request_once(method, params)
+        return answer
+
+    # -- tasks (2025-11-25) --------------------------------------------------------------------
+
+    def _call_as_task(self, params: dict[str, Any]) -> None:
+        """A `call` with `task: true`: tools/call with `params.task`; a CreateTaskResult is polled
+        with tasks/get (at the server's pollInterval, within the step's timeout) until the task
+        ends, then its result is fetched with tasks/result, all under this step.
+
+        The tape holds the status path, not the polls: a poll whose status is the one last
+        recorded leaves the events again (how many polls a task takes is timing, not
+        behaviour). Polls use their own ids, `mcptape-poll-N`, so the session's ids do not
+        depend on how many there were; normalize.py numbers the recorded ones 1, 2, ..."""
+        answer = self.request("tools/call", {**params, "task": {"ttl": TASK_TTL_MS}})
+        result = answer.get("result")
+        task = result.get("task") if isinstance(result, dict) else None
+        if not (isinstance(task, dict) and isinstance(task.get("taskId"), str)):
+            return  # the server ran it as a plain call (or refused): that answer is the step's
+        task_id, status = task["taskId"], task.get("status")
+        interval = task.get("pollInterval")
+        pause = min(max(float(interval) / 1000 if isinstance(interval, int | float) else 0.5, 0.05), 1.0)
+        while status not in TASK_ENDS:
+            time.sleep(max(0.0, min(pause, self._step_deadline - self.clock())))
+            self._polls += 1
+            poll_id = f"mcptape-poll-{self._polls}"
+            start = len(self.events)
+            polled = self._request_once("tasks/get", {"taskId": task_id}, poll_id)
+            got = polled.get("result")
+            now = got.get("status") if isinstance(got, dict) else None
+            if "error" in polled or now is None:
+                return  # the error (or an answer without a status) is recorded: the step ends on it
+            if now == status:  # the same status again: timing, not behaviour
+                self.events[start:] = [e for e in self.events[start:] if e.get("id") != poll_id]
+            status = now
+        if status in ("completed", "failed"):
+            self.request("tasks/result", {"taskId": task_id})
+
     def _input_response(self, req: Any) -> dict[str, Any] | None:
         """The canned answer to one embedded request, as for the legacy server-initiated request; None: none."""
         method = req.get("method") if isinstance(req, dict) else None
         s = self.settings
         if method == "roots/list":
             return {"roots": list(s.roots)}
-        if method == "elicitation/create":
-            return s.elicitation if isinstance(s.elicitation, dict) else {"action": "decline"}
-        if method == "sampling/createMessage" and isinstance(s.sampling, dict):
-            return s.sampling
+        if method in self._scripts:
+            chosen = self._scripted(str(method), req.get("params"))
+            if isinstance(chosen, dict):
+                return chosen
+            if method == "elicitation/create":
+                return {"action": "decline"}
         return None
+
+    def _scripted(self, method: str, params: Any) -> Any:
+        """The scripted answer to one server request (conversation.py); none fitting is the config's error."""
+        try:
+            return self._scripts[method].answer(params)
+        except NoAnswer as e:
+            raise ConfigError(f"{self._where()}: {e}",
+                              hint=f"add an answer to `client.{method.split('/')[0]}` in mcptape.yml, in order "
+                              "or with `when:`/`contains:` that this request holds") from e
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -392,15 +472,17 @@ class ScriptedClient:
         elif method == "ping":
             reply["result"] = {}
         elif method == "sampling/createMessage":
-            if isinstance(s.sampling, dict):
-                reply["result"] = s.sampling
+            chosen = self._scripted(method, msg.get("params"))
+            if isinstance(chosen, dict):
+                reply["result"] = chosen
             else:
                 reply["error"] = {
                     "code": SAMPLING_DECLINED,
                     "message": "sampling declined by mcptape (set `client.sampling` in mcptape.yml to answer)",
                 }
         elif method == "elicitation/create":
-            reply["result"] = s.elicitation if isinstance(s.elicitation, dict) else {"action": "decline"}
+            chosen = self._scripted(method, msg.get("params"))
+            reply["result"] = chosen if isinstance(chosen, dict) else {"action": "decline"}
         else:
             reply["error"] = {"code": -32601, "message": f"Method not found: {method}"}
         self._send(reply)
@@ -592,7 +674,10 @@ class ScriptedClient:
         elif action == "call":
             arguments = dict(step.arguments or {})
             self._check_arguments(step, arguments)
-            self.request("tools/call", {"name": step.target, "arguments": arguments})
+            if step.task:
+                self._call_as_task({"name": step.target, "arguments": arguments})
+            else:
+                self.request("tools/call", {"name": step.target, "arguments": arguments})
         elif action == "read_resource":
             self.request("resources/read", {"uri": step.target})
         elif action == "get_prompt":

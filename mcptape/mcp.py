@@ -17,7 +17,9 @@ from typing import Any
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 MODERN_PROTOCOL = "2026-07-28"  # the first stateless revision: server/discover, per-request _meta
 LEGACY_NEWEST = "2025-11-25"  # the newest session-based revision
-LEGACY_DEFAULT_PROTOCOL = "2025-06-18"  # what mcptape's client asks in `initialize`: every reference server accepts it
+# What mcptape's client asks in `initialize` (auto's fallback): what current clients ask (the official
+# SDK, FastMCP, the Inspector), so a `ci` golden and a tape recorded behind any of them agree.
+LEGACY_DEFAULT_PROTOCOL = "2025-11-25"
 
 HANDSHAKE_METHODS = frozenset({"initialize", "server/discover"})
 

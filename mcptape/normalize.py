@@ -10,8 +10,9 @@ through, in this order:
      `$.a[*].b`, `$..a.b`, `['quoted key']`), evaluated with the JSON-RPC message as `$`
      (`$.result.structuredContent.datetime`); the `params` echo of a response is evaluated
      as `{"params": ...}` so the same rule covers a request and the echo of it;
-  2. the built-in path rules `$..progressToken` -> `<PROGRESS_TOKEN>` and `$..requestState` ->
-     `<REQUEST_STATE>` (2026-07-28 input-required state, sealed afresh by the server each run);
+  2. the built-in path rules `$..progressToken` -> `<PROGRESS_TOKEN>`, `$..requestState` ->
+     `<REQUEST_STATE>` (2026-07-28 input-required state, sealed afresh by the server each run)
+     and `$..taskId` -> `<TASK_ID>` (a task's id is the server's pick, its call is what it is);
   3. the user's regex rules (each match replaced by the literal placeholder);
   4. the built-in string rules: the session's known paths (config directory, repository
      checkout, $HOME, extra directories such as a server's sandbox) -> `<CONFIG_DIR>`,
@@ -47,13 +48,16 @@ Order. The protocol does not fix when a server's timer-driven traffic lands rela
 steps: server-everything's `roots/list` fires on a ~350 ms timer, log messages and
 `*/list_changed` notifications race responses. So in a fresh tape these "floating" events —
 server notifications `notifications/message`, `notifications/*/list_changed`,
-`notifications/resources/updated`, and server requests `roots/list` and `ping` together with
+`notifications/resources/updated`, `notifications/tasks/status`, and server requests `roots/list`
+and `ping` together with
 mcptape's answer to each — are taken out of whatever step they landed in, lose their `step`,
 and are placed after the last step, sorted by (method, content without ids). Everything else
 keeps its arrival order, which a single server stream fixes (progress notifications stay
 before their response, a sampling request stays inside the tool call that caused it).
 Server request ids are then renumbered 0, 1, 2, ... in that canonical order (a timer's
-request and a tool's request may swap ids between runs), on the request and on our answer.
+request and a tool's request may swap ids between runs), on the request and on our answer;
+so are the ids of the task polls the scripted client kept (`mcptape-poll-N`: it keeps only a
+poll whose status changed, and how many polls a task took is timing), 1, 2, ... in tape order.
 stderr lines come from their own pipe, so they go after the floating block, then notes, then
 the process exit. Their content and number are still compared; only their position is not.
 """
@@ -84,6 +88,8 @@ FLOATING_NOTIFICATIONS = frozenset(
         "notifications/prompts/list_changed",
         "notifications/roots/list_changed",
         "notifications/resources/updated",
+        # a task's status pushes race the client's polls of it (2025-11-25 tasks)
+        "notifications/tasks/status",
     }
 )
 FLOATING_SERVER_REQUESTS = frozenset({"roots/list", "ping"})
@@ -260,6 +266,9 @@ class Normalizer:
         # 2026-07-28 input-required rounds: the server seals its state afresh each run (the SDK with a
         # per-process key), and the client echoes it back, so request and result agree after this.
         self.path_rules.append(_PathRule([(True, ("key", "requestState"))], "<REQUEST_STATE>", True))
+        # Tasks (2025-11-25): the server names each task afresh (server-everything: random hex); a
+        # task's identity is the call that made it, not its id.
+        self.path_rules.append(_PathRule([(True, ("key", "taskId"))], "<TASK_ID>", True))
         # `$..key` rules at the end of the list (the built-ins, and the user's just before them) are
         # applied in the string walk itself: one pass over each message instead of one per rule.
         # Taken from the end, so the order rules apply in stays: for one key the last rule wins.
@@ -509,7 +518,7 @@ def canonical_order(
     if not any(_may_move(event) for event in events):  # the usual tape: nothing moves, nothing renumbered
         if positions is not None:
             positions[:] = range(len(events))
-        return [dict(e) if copy or not isinstance(e, dict) else e for e in events]
+        return _renumber_polls([dict(e) if copy or not isinstance(e, dict) else e for e in events])
     Item = tuple[int, dict[str, Any]]
     main: list[Item] = []
     units: dict[str, list[Item]] = {}  # s2c request id key -> [request, our answer]
@@ -545,7 +554,31 @@ def canonical_order(
     ordered = main + [item for unit in floating for item in unit] + stderr + notes + exits
     if positions is not None:
         positions[:] = [index for index, _ in ordered]
-    return _renumber_server_requests([event for _, event in ordered])
+    return _renumber_polls(_renumber_server_requests([event for _, event in ordered]))
+
+
+POLL_PREFIX = "mcptape-poll-"  # client.py's ids of tasks/get polls
+
+
+def _renumber_polls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    mapping: dict[str, str] = {}
+    for event in events:
+        msg_id = event.get("id")
+        if type(msg_id) is str and msg_id.startswith(POLL_PREFIX) and event.get("kind") == "request":
+            mapping.setdefault(msg_id, f"{POLL_PREFIX}{len(mapping) + 1}")
+    if all(k == v for k, v in mapping.items()):
+        return events
+    out = []
+    for event in events:
+        new_id = mapping.get(event["id"]) if type(event.get("id")) is str else None
+        if new_id is not None:
+            event = dict(event)
+            event["id"] = new_id
+            if isinstance(event.get("msg"), dict):
+                event["msg"] = {**event["msg"], "id": new_id}
+            _message_changed(event)
+        out.append(event)
+    return out
 
 
 def _renumber_server_requests(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

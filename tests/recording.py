@@ -123,11 +123,11 @@ ADD: dict[str, Any] = {"name": "add", "description": "Add.", "inputSchema": {
 class TapeBuilder:
     """Builds a tape the way rec does: wire messages through EventBuilder."""
 
-    def __init__(self, init_result: dict[str, Any] | None = None, client: str = "tests") -> None:
+    def __init__(self, init_result: dict[str, Any] | None = None, client: str = "tests", asked: str = "2025-06-18") -> None:
         self.b = EventBuilder()
         self.events: list[dict[str, Any]] = []
         self.next_id = 0
-        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+        self.call("initialize", {"protocolVersion": asked, "capabilities": {},
                                  "clientInfo": {"name": client, "version": "1"}}, init_result or INIT_RESULT)
         self.send(C2S, {"jsonrpc": "2.0", "method": "notifications/initialized"})
 

@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("formats and wires", ("mcptape.tape", "mcptape.transports", "mcptape.http_serve",
                            "mcptape.report.model", "mcptape.sandbox")),
     ("judging and scrubbing", ("mcptape.redact", "mcptape.normalize", "mcptape.scaffold", "mcptape.diff", "mcptape.conformance",
+                               "mcptape.conversation",
                                "mcptape.nondeterminism", "mcptape.latency", "mcptape.report", "mcptape.config")),
     ("the outlet", ("mcptape.outlet",)),
     ("sessions and servers", ("mcptape.client", "mcptape.transports.factory", "mcptape.record", "mcptape.replay",

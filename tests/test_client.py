@@ -90,7 +90,7 @@ def test_every_step_kind_is_sent_with_deterministic_ids_and_recorded_under_its_s
     ]
     rec = run(calc_in_memory(), steps)
     assert rec.error is None, rec.error
-    assert rec.protocol == "2025-06-18"
+    assert rec.protocol == "2025-11-25"  # what current clients ask (mcp.LEGACY_DEFAULT_PROTOCOL)
     assert rec.server_info == {"name": "calc-fixture", "version": "1.0.0"}
     sent = [e for e in messages(rec) if e["dir"] == "c2s"]
     assert [e["msg"].get("method") for e in sent] == [
@@ -157,7 +157,7 @@ def test_unconfigured_sampling_and_elicitation_are_declined() -> None:
 def test_pagination_follows_next_cursor_and_records_every_page() -> None:
     rec = run(ASKING, [Step(action="list_tools")])
     pages = [e for e in rec.events if e["kind"] == "response" and e["method"] == "tools/list"]
-    assert [len(p["msg"]["result"]["tools"]) for p in pages] == [2, 1]
+    assert [len(p["msg"]["result"]["tools"]) for p in pages] == [2, 3]  # page 2: echo, agent, connect
     assert pages[1]["params"] == {"cursor": "page2"}
 
 

@@ -373,7 +373,7 @@ def test_schema_describes_steps_as_users_write_them() -> None:
     }
     by_action = {next(iter(m["required"])): m for m in mappings}
     assert set(by_action) == set(STEP_ACTIONS)
-    assert set(by_action["call"]["properties"]) == {"call", "arguments", "timeout"}
+    assert set(by_action["call"]["properties"]) == {"call", "arguments", "timeout", "task"}
     assert by_action["set_log_level"]["properties"]["set_log_level"]["enum"][:2] == ["debug", "info"]
     assert all(m["additionalProperties"] is False and m["description"] for m in mappings)
     # The internal fields never leak into the published shape.

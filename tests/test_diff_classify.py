@@ -104,6 +104,11 @@ def session(**changes: Any) -> Build:
     return lambda: base(init_result=result).tape()
 
 
+def client_asked(asked: str, answered: str) -> Build:
+    """The handshake of a client that asked `asked` in `initialize`, answered `answered`."""
+    return lambda: base(init_result={**INIT_RESULT, "protocolVersion": answered}, asked=asked).tape()
+
+
 def no_handshake(protocol: str) -> Build:
     """A legacy tape whose recording began after the handshake (its header still names the version)."""
     def build() -> Tape:
@@ -189,6 +194,15 @@ ROWS = [
     pytest.param(session(), session(instructions="Be nice."), {("session", "changed", OUTPUT)}, OUTPUT, id="instructions"),
     pytest.param(no_handshake("2025-06-18"), no_handshake("2025-03-26"), {("session", "protocol", STRUCT)}, STRUCT,
                  id="protocol in the header"),
+    # the client asked another version: the server accepting each is the same server (info)
+    pytest.param(client_asked("2025-06-18", "2025-06-18"), client_asked("2025-11-25", "2025-11-25"),
+                 {("session", "client_protocol", "info")}, "same", id="client asked another version, server accepted each"),
+    pytest.param(client_asked("2025-11-25", "2025-06-18"), client_asked("2025-06-18", "2025-06-18"),
+                 {("session", "client_protocol", "info")}, "same", id="client asked another version, same answer"),
+    pytest.param(client_asked("2025-06-18", "2025-06-18"), client_asked("2025-11-25", "2025-03-26"),
+                 {("session", "client_protocol", OUTPUT)}, OUTPUT, id="client asked another version, server refused it"),
+    pytest.param(client_asked("2025-11-25", "2025-11-25"), client_asked("2025-11-25", "2025-06-18"),
+                 {("session", "protocol", STRUCT)}, STRUCT, id="same question, another answer: the server's"),
     # server requests, process, garbage, notes
     pytest.param(roots_request(1), roots_request(2), {("call", "server_request_added", OUTPUT)}, OUTPUT, id="server request added"),
     pytest.param(roots_request(1), roots_request(0), {("call", "server_request_removed", OUTPUT)}, OUTPUT, id="server request removed"),
@@ -264,3 +278,24 @@ def test_every_finding_the_code_builds_is_a_name_fail_on_accepts() -> None:
     # The kinds that come from a variable: schema changes and value changes.
     assert set(FINDING_KINDS["schema"]) == set(get_args(SchemaKind))
     assert {"changed", "added", "removed"} <= set(FINDING_KINDS["result"])
+
+
+@pytest.mark.parametrize(("before", "after", "kind"), [
+    (None, {"taskSupport": "forbidden"}, "cosmetic"),  # restates the default
+    ({"taskSupport": "forbidden"}, None, "cosmetic"),
+    (None, {"taskSupport": "optional"}, "compatible"),
+    ({"taskSupport": "optional"}, {"taskSupport": "required"}, "breaking"),  # task-only now
+    (None, {"taskSupport": "required"}, "breaking"),
+    ({"taskSupport": "optional"}, None, "breaking"),  # stopped supporting tasks
+    ({"taskSupport": "required"}, {"taskSupport": "forbidden"}, "breaking"),
+    ({"taskSupport": "required"}, {"taskSupport": "optional"}, "compatible"),
+])
+def test_task_support_is_compared_after_its_default(before: Any, after: Any, kind: str) -> None:
+    def tool(execution: Any) -> dict[str, Any]:
+        return dict(ADD, execution=execution) if execution is not None else ADD
+
+    result = diff_tapes(tools(tool(before))(), tools(tool(after))())
+    assert [(f.category, f.kind) for d in result.drifts for f in d.findings] == [("schema", kind)]
+    assert diff_tapes(tools(tool(before))(), tools(tool(before))()).verdict == "same"
+    if kind == "breaking":
+        assert "task" in result.drifts[0].one_line()

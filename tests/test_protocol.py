@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from mcptape.diff.engine import diff_tapes
 from mcptape.diff.protocol import (
     collapse_input_rounds,
@@ -85,10 +87,12 @@ def test_era_and_tape_protocol_of_a_2026_tape_without_header_field() -> None:
 def test_envelope_fields_are_stripped_and_other_meta_kept() -> None:
     result = {"content": [], "resultType": "complete", "cacheScope": "public", "ttlMs": 5,
               "_meta": {"io.modelcontextprotocol/serverInfo": INFO, "com.example/trace": 1}}
-    assert strip_result(result) == {"content": [], "_meta": {"com.example/trace": 1}}
+    assert strip_result(result, cross=True) == {"content": [], "_meta": {"com.example/trace": 1}}
+    # Within 2026-07-28, cacheScope is behaviour (who may see a cached answer): kept, compared.
+    assert strip_result(result) == {"content": [], "cacheScope": "public", "_meta": {"com.example/trace": 1}}
     assert strip_result({"resultType": "input_required", "requestState": "s"}) == {
         "resultType": "input_required", "requestState": "s"}  # not the envelope: a different answer
-    assert strip_result({"supportedVersions": ["2026-07-28"], **ENVELOPE}, "server/discover") == {
+    assert strip_result({"supportedVersions": ["2026-07-28"], **ENVELOPE}, "server/discover", cross=True) == {
         "supportedVersions": ["2026-07-28"], "serverInfo": INFO}
     assert strip_request_params({"_meta": META}) is None  # as a legacy request without params
     assert strip_request_params({"_meta": {**META, "progressToken": 7}, "name": "add"}) == {
@@ -128,12 +132,13 @@ def test_a_new_server_version_across_eras_is_reported_and_same_era_tapes_compare
 
 
 def test_envelope_changes_alone_are_not_drift_between_two_2026_tapes() -> None:
-    def envelope_changed(tape: Tape) -> Tape:
+    def envelope_changed(tape: Tape, scope: str | None = None) -> Tape:
         for ev in tape.events:
             result = (ev.get("msg") or {}).get("result")
             if isinstance(result, dict) and "ttlMs" in result:
                 result["ttlMs"] = 60000
-                result["cacheScope"] = "public"
+                if scope is not None:
+                    result["cacheScope"] = scope
         return tape
 
     assert diff_tapes(modern(), envelope_changed(modern())).verdict == "same"
@@ -141,6 +146,14 @@ def test_envelope_changes_alone_are_not_drift_between_two_2026_tapes() -> None:
     changed = diff_tapes(modern(), envelope_changed(modern(add=6.0)))
     assert changed.verdict == "output"
     assert {f.path for d in changed.drifts for f in d.findings} == {"result.content[0].text", "result.structuredContent.result"}
+    # Issue 29: cacheScope is who may see a cached answer — behaviour, not envelope.
+    private = envelope_changed(modern(), "private")
+    assert diff_tapes(private, envelope_changed(modern(), "private")).verdict == "same"
+    scoped = diff_tapes(private, envelope_changed(modern(), "public"))
+    assert scoped.verdict == "output"
+    assert {(f.path, f.message) for d in scoped.drifts for f in d.findings} >= {("result.cacheScope", '"private" → "public"')}
+    # Across eras it is still envelope: a legacy answer has no cache scope to compare with.
+    assert "result.cacheScope" not in {f.path for d in diff_tapes(legacy(), private).drifts for f in d.findings}
 
 
 def test_prepare_returns_untouched_legacy_tapes_as_they_are() -> None:
@@ -210,3 +223,70 @@ def test_across_eras_a_feature_gained_or_lost_is_named_under_the_protocol_findin
     fewer.events[1]["msg"]["result"]["capabilities"] = {}
     lost = [(f.severity, f.kind) for d in diff_tapes(legacy(), fewer).drifts for f in d.findings if f.category == "session"]
     assert lost == [("structural", "capability_removed")]
+
+
+# --- issue 29 item 4: across revisions, the same behaviour reads the same ----------------------
+
+
+def reads(protocol: str, code: int, uris: tuple[str, ...] = ("file:///gone", "file:///lost")) -> Tape:
+    messages = [req(1, "initialize", {"protocolVersion": protocol, "capabilities": {}, "clientInfo": {"name": "x"}}),
+                res(1, {"protocolVersion": protocol, "capabilities": {"resources": {}}, "serverInfo": INFO}),
+                (C2S, {"jsonrpc": "2.0", "method": "notifications/initialized"})]
+    for n, uri in enumerate(uris, start=2):
+        messages += [req(n, "resources/read", {"uri": uri}),
+                     (S2C, {"jsonrpc": "2.0", "id": n, "error": {"code": code, "message": "Resource not found"}})]
+    return tape(messages, protocol)
+
+
+def test_resource_not_found_moving_to_32602_with_the_revision_is_said_once() -> None:
+    result = diff_tapes(reads("2025-06-18", -32002), reads("2025-11-25", -32602))
+    assert result.verdict == "same", [d.one_line() for d in result.drifts]
+    moved = [f for d in result.drifts for f in d.findings if f.category == "error"]
+    assert len(moved) == 1 and moved[0].severity == "info" and "the protocol's change" in moved[0].message, moved
+    # Control: the same code change under one revision is the server's, structural, on each call.
+    same_revision = diff_tapes(reads("2025-11-25", -32002), reads("2025-11-25", -32602))
+    assert same_revision.verdict == "structural"
+    assert [f.kind for d in same_revision.drifts for f in d.findings if f.category == "error"] == ["code", "code"]
+    # And another code across the revision change is still the server's.
+    assert diff_tapes(reads("2025-06-18", -32002), reads("2025-11-25", -32603)).verdict == "structural"
+
+
+def with_tools(tools: list[dict[str, Any]]) -> Tape:
+    return tape([req(1, "tools/list"), res(1, {"tools": tools})], "2025-11-25")
+
+
+UI = {"ui": {"resourceUri": "ui://calc/app.html"}}
+
+
+@pytest.mark.parametrize(("before", "after", "expected"), [
+    ({}, UI, ("schema", "compatible", "output")),
+    (UI, {}, ("schema", "breaking", "structural")),
+    (UI, {"ui": {"resourceUri": "ui://calc/other.html"}}, ("schema", "compatible", "output")),
+    ({**UI, "com.example/note": 1}, {**UI, "com.example/note": 2}, ("schema", "cosmetic", "output")),
+])
+def test_the_ui_of_mcp_apps_is_behaviour(before: dict[str, Any], after: dict[str, Any],
+                                         expected: tuple[str, str, str]) -> None:
+    old = with_tools([{**TOOLS[0], "_meta": before}])
+    assert diff_tapes(old, with_tools([{**TOOLS[0], "_meta": before}])).verdict == "same"
+    result = diff_tapes(old, with_tools([{**TOOLS[0], "_meta": after}]))
+    assert [(f.category, f.kind, f.severity) for d in result.drifts for f in d.findings] == [expected]
+
+
+def logging_modern() -> Tape:
+    t = modern()
+    log = EventBuilder().message(S2C, {"jsonrpc": "2.0", "method": "notifications/message",
+                                       "params": {"level": "info", "data": "hi"}})
+    events = [*t.events, log]
+    return Tape(t.header, events, make_footer(len(events)), event_lines=[i + 2 for i in range(len(events))])
+
+
+def test_deprecations_a_server_still_relies_on_are_info() -> None:
+    result = diff_tapes(logging_modern(), logging_modern())
+    assert result.verdict == "same"
+    deprecated = [f for d in result.drifts for f in d.findings if f.kind == "deprecated"]
+    assert [(f.path, f.severity) for f in deprecated] == [("deprecated.logging", "info")], deprecated
+    assert "SEP-2577" in deprecated[0].message
+    # Control: a 2026-07-28 server without logging, and a legacy server with it, rely on nothing deprecated.
+    assert not [f for d in diff_tapes(modern(), modern()).drifts for f in d.findings]
+    sse = Tape({**legacy().header, "transport": "sse"}, legacy().events, legacy().footer, event_lines=legacy().event_lines)
+    assert [f.path for d in diff_tapes(legacy(), sse).drifts for f in d.findings if f.kind == "deprecated"] == ["deprecated.sse"]

@@ -770,22 +770,49 @@ DISCOVER_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.mo
 DISCOVERED = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"}
 
 
-def test_a_2026_tape_refuses_initialize_as_its_server_would_and_answers_discover() -> None:
-    tape = make_tape(
+def modern_tape() -> Tape:
+    return make_tape(
         ("c2s", req(1, "server/discover", {"_meta": DISCOVER_META})),
-        ("s2c", res(1, DISCOVERED)),
+        ("s2c", res(1, {**DISCOVERED, "cacheScope": "private", "ttlMs": 0,
+                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "calc", "version": "2"}}})),
         ("c2s", req(2, "tools/list", {"_meta": DISCOVER_META})),
-        ("s2c", res(2, {"tools": [], "resultType": "complete"})),
+        ("s2c", res(2, {"tools": [], "resultType": "complete", "cacheScope": "private", "ttlMs": 0})),
     )
-    engine = ReplayEngine(tape)
+
+
+def test_a_2026_tape_serves_a_legacy_client_and_refuses_initialize_once_discover_was_answered() -> None:
+    # Issue 29: as the SDK 2.x server answers a fresh connection's initialize 2025-11-25.
+    engine = ReplayEngine(modern_tape())
+    [init] = ask(engine, req(0, "initialize", {**INIT_RECORDED, "protocolVersion": "2025-11-25"}))
+    assert init == res(0, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "calc", "version": "2"}})
+    assert ask(engine, {"jsonrpc": "2.0", "method": "notifications/initialized"}) == []
+    assert ask(engine, req(1, "tools/list")) == [res(1, {"tools": []})]  # without the 2026-07-28 envelope
+    report = engine.report()
+    assert report.exit_code == 0 and report.unused == []
+    assert any("answered this legacy client" in w for w in report.warnings)
+    # An old client asking 2025-06-18 gets it, as the live server answers.
+    [old] = ask(ReplayEngine(modern_tape()), req(0, "initialize", INIT_RECORDED))
+    assert old["result"]["protocolVersion"] == "2025-06-18"
+    # Once the connection speaks 2026-07-28, initialize is refused with -32022, as its server does,
+    # and the 2026-07-28 client gets the recorded answers as they were.
+    engine = ReplayEngine(modern_tape())
+    [discovered] = ask(engine, req(1, "server/discover", {"_meta": {**DISCOVER_META, "x": 1}}))
+    assert discovered["result"]["resultType"] == "complete"
     [refused] = ask(engine, req(0, "initialize", {**INIT_RECORDED, "protocolVersion": "2025-11-25"}))
     assert refused["error"]["code"] == -32022
     assert refused["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
-    assert ask(engine, req(1, "server/discover", {"_meta": {**DISCOVER_META, "x": 1}})) == [res(1, DISCOVERED)]
-    assert ask(engine, req(2, "tools/list", {"_meta": DISCOVER_META})) == [res(2, {"tools": [], "resultType": "complete"})]
-    assert engine.report().exit_code == 0
-    # A legacy tape answers the probe with -32601, the way its server did.
+    assert ask(engine, req(2, "tools/list", {"_meta": DISCOVER_META})) == [
+        res(2, {"tools": [], "resultType": "complete", "cacheScope": "private", "ttlMs": 0})]
+    assert engine.report().exit_code == 0  # the refusal came after a session the tape answered
+
+
+def test_play_exits_1_when_a_handshake_was_answered_only_by_a_made_up_refusal() -> None:
     legacy = ReplayEngine(make_tape(("c2s", req(1, "initialize", INIT_RECORDED)), ("s2c", res(1, INIT_ANSWER))))
     [probe] = ask(legacy, req(0, "server/discover", {"_meta": DISCOVER_META}))
     assert probe["error"]["code"] == -32601
+    report = legacy.report()
+    assert report.exit_code == 1 and "answered only by a refusal play made up" in report.render()
+    # Control: the client falls back to initialize, answered from the tape: the refusal was negotiation.
     assert ask(legacy, req(1, "initialize", INIT_RECORDED)) == [res(1, INIT_ANSWER)]
+    assert legacy.report().exit_code == 0 and "clean" in legacy.report().render()

@@ -186,6 +186,11 @@ def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
         return EXIT_OK
     code = EXIT_OK
     reports = [engine.report() for engine in engines]
+    if any(report.handshake_answered for report in reports):
+        # A refused probe and the handshake that followed it are separate HTTP sessions (engines):
+        # a session followed the refusal, so it was negotiation (ReplayReport.only_refused).
+        for report in reports:
+            report.handshake_answered = True
     for report in reports:
         say(report.render())
         code = max(code, report.exit_code)

@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from mcptape.config.interpolate import VAR_NAME
 from mcptape.config.locations import describe, suggest
+from mcptape.conversation import SCRIPT_KEYS, is_matched_item
 from mcptape.jsonpath import PATH_SCHEMA_PATTERN, SUPPORTED_PATHS, PathSegment, parse_json_path
 from mcptape.mcp import PROTOCOL_VERSIONS
 from mcptape.report.model import FINDING_KINDS, IGNORE_KEYS, Severity, drift_classes
@@ -50,7 +51,7 @@ StepAction = Literal[
     "listen",
 ]
 STEP_ACTIONS: tuple[str, ...] = get_args(StepAction)
-STEP_OPTIONS = ("arguments", "params", "timeout", "count", "duration")
+STEP_OPTIONS = ("arguments", "params", "timeout", "count", "duration", "task")
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,8 @@ class ActionSpec:
 
 ACTIONS: dict[str, ActionSpec] = {
     "list_tools": ActionSpec("tools/list: record the tools the server offers"),
-    "call": ActionSpec("tools/call: call a tool with `arguments`", "tool name", ("arguments", "timeout")),
+    "call": ActionSpec("tools/call: call a tool with `arguments` (`task: true`: as a task, polled to its end)",
+                       "tool name", ("arguments", "timeout", "task")),
     "list_resources": ActionSpec("resources/list: record the resources the server offers"),
     "list_resource_templates": ActionSpec("resources/templates/list: record the resource templates"),
     "read_resource": ActionSpec("resources/read: read one resource", "resource URI"),
@@ -277,6 +279,7 @@ class Step(_Strict):
     timeout: float | None = Field(default=None, gt=0)
     count: int | None = Field(default=None, ge=1)  # listen: stop after this many notifications
     duration: float | None = Field(default=None, gt=0)  # listen: stop after this many seconds
+    task: bool | None = None  # call: as a 2025-11-25 task (params.task), polled to completion within the step timeout
 
     @model_validator(mode="before")
     @classmethod
@@ -403,17 +406,42 @@ class ClientSettings(_Strict):
     roots: list[dict[str, str]] = Field(
         default_factory=list, description="answer to roots/list: [{uri, name}]"
     )
-    sampling: dict[str, Any] | Literal["decline"] | None = Field(
-        default=None, description="canned sampling/createMessage result, or decline"
+    sampling: dict[str, Any] | Literal["decline"] | list[dict[str, Any] | Literal["decline"]] | None = Field(
+        default=None,
+        description="canned sampling/createMessage result, or decline; or a list for a conversation: answers "
+        "used in order, and {when, contains, answer|decline} items matched on the request (mcptape/conversation.py)",
     )
-    elicitation: dict[str, Any] | Literal["decline"] | None = Field(
-        default=None, description="canned elicitation/create result, or decline"
+    elicitation: dict[str, Any] | Literal["decline"] | list[dict[str, Any] | Literal["decline"]] | None = Field(
+        default=None,
+        description="canned elicitation/create result, or decline; or a list, as for sampling",
     )
 
     @field_validator("protocol")
     @classmethod
     def _protocol(cls, v: str) -> str:
         return _check_protocol(v) or v
+
+    @field_validator("sampling", "elicitation")
+    @classmethod
+    def _script(cls, v: Any) -> Any:
+        if not isinstance(v, list):
+            return v
+        if not v:
+            raise ValueError("an empty list answers nothing: give answers, or leave the key out")
+        for n, item in enumerate(v):
+            if not is_matched_item(item):
+                continue
+            unknown = sorted(set(item) - SCRIPT_KEYS)
+            if unknown:
+                raise ValueError(f"item {n}: unknown key {unknown[0]!r} in a matched answer; "
+                                 f"keys: {', '.join(sorted(SCRIPT_KEYS))}")
+            if ("answer" in item) == bool(item.get("decline")):
+                raise ValueError(f"item {n}: a matched answer needs `answer: {{...}}` or `decline: true` (one of them)")
+            if "answer" in item and not isinstance(item["answer"], dict):
+                raise ValueError(f"item {n}: `answer` is the result object the request gets")
+            if "when" in item and not isinstance(item["when"], dict):
+                raise ValueError(f"item {n}: `when` is an object the request's params must hold")
+        return v
 
 
 class Session(_Strict):

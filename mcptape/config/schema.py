@@ -34,6 +34,7 @@ _OPTION_SCHEMAS: dict[str, dict[str, Any]] = {
     "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "seconds for this step"},
     "count": {"type": "integer", "minimum": 1, "description": "stop after this many notifications"},
     "duration": {"type": "number", "exclusiveMinimum": 0, "description": "stop after this many seconds"},
+    "task": {"type": "boolean", "description": "call the tool as a task (2025-11-25), polled to its end"},
 }
 
 

@@ -163,6 +163,8 @@ class TapeCalls:
     last_ordinal: int = 0  # the ordinal the calls after the ones built here count on from
     # The protocol session checks should see, computed on first use (engine.py); else the tape's.
     protocol_of: Callable[[], str | None] | None = None
+    # What a check said once for the whole pair of tapes (classify._moved_code)
+    said: set[str] = field(default_factory=set)
 
     def line(self, event_index: int | None) -> int | None:
         return None if event_index is None else self.tape.line_of(event_index)

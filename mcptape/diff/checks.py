@@ -47,6 +47,7 @@ def default_checks() -> Checks:
         server_requests=classify.check_server_requests,
         process=classify.check_process,
         protocol=protocol.check_protocol,  # a change of era; within one, classify.check_protocol_version
+        deprecations=protocol.check_deprecations,
         complete=classify.check_complete,
         side_effects=side_effects.check_side_effects,
     )

@@ -14,13 +14,17 @@ report.model.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked aga
                   server_request_added | server_request_removed (output)
     surface       added (DriftSettings.added_surface, default structural) | removed (structural)
     schema        breaking (structural) | compatible (output) | cosmetic (output)
-    session       protocol (structural) · capability_removed (structural) · capability_added (output) ·
+    session       protocol (structural) · client_protocol (the client asked another version in
+                  `initialize`: info when the server accepted each, else output, ranked as the
+                  client's change) · capability_removed (structural) · capability_added (output) ·
                   capability_changed (structural if a feature went from true to false, else output) ·
                   server_info | changed (output)
     result        changed | added | removed (output)
     error         result_to_error | error_to_result (an isError result counts as a result: a JSON-RPC
                   error that became one, or back, names both forms, since the call still fails,
-                  reported another way) | is_error | code (structural) · message | data (output)
+                  reported another way) | is_error | code (structural; info when the revision
+                  changed and moved the code with it, e.g. resource not found -32002 → -32602,
+                  said once) · message | data (output)
     notification  added | removed | changed | order (output)
     process       no_answer | answered | crash (structural: crashed, or fresh tape cut short) ·
                   exit | garbage | note (output)
@@ -47,7 +51,7 @@ from mcptape.diff.schema import (
     prompt_argument_changes,
     schema_changes,
 )
-from mcptape.diff.values import MAX_DIFFS, Change, changes, clip, describe, fast_same, join, show
+from mcptape.diff.values import MAX_DIFFS, Change, changes, clip, contrast, describe, fast_same, join, show
 from mcptape.jsonrpc import canonical
 from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
 from mcptape.normalize import FLOATING_NOTIFICATIONS
@@ -126,14 +130,46 @@ def check_arguments(pair: Pair) -> list[Finding]:
     found = changes(_params(pair.golden), _params(pair.fresh), "params")
     out = [pair.finding("call", "output", c.path, describe(c), c.before, c.after, "arguments",
                         g_event=pair.golden.request_event, f_event=pair.fresh.request_event) for c in found]
-    return _more(pair, found, "call", "arguments", out)
+    return [*client_protocol(pair), *_more(pair, found, "call", "arguments", out)]
 
 
 def _params(call: Call) -> Any:
     params = strip_meta(call.params)
     if call.method in HANDSHAKE_METHODS and isinstance(params, dict):
-        params = {k: v for k, v in params.items() if k != "clientInfo"}
+        # clientInfo is who the client is; protocolVersion is client_protocol's
+        params = {k: v for k, v in params.items() if k not in ("clientInfo", "protocolVersion")}
     return params
+
+
+def _asked_version(call: Call) -> Any:
+    return call.params.get("protocolVersion") if call.method == "initialize" and isinstance(call.params, dict) else None
+
+
+def _answered_version(call: Call) -> Any:
+    result = call.answer.get("result") if isinstance(call.answer, dict) else None
+    return result.get("protocolVersion") if isinstance(result, dict) else None
+
+
+def client_protocol(pair: Pair) -> list[Finding]:
+    """`initialize` asked another protocol version: the client's change, never the server's.
+
+    Current clients ask 2025-11-25, older ones (and mcptape before 0.2) 2025-06-18: a golden and
+    a tape of the same steps recorded behind another client differ in that alone. When the
+    server accepted what each client asked (answered the version asked), or answered both the
+    same, it behaved the same: info. When its answer changed otherwise (it no longer accepts
+    the version asked), output, ranked as the client's own change (after every server drift).
+    """
+    asked_g, asked_f = _asked_version(pair.golden), _asked_version(pair.fresh)
+    if fast_same(asked_g, asked_f):
+        return []
+    got_g, got_f = _answered_version(pair.golden), _answered_version(pair.fresh)
+    same = fast_same(got_g, got_f) or (fast_same(got_g, asked_g) and fast_same(got_f, asked_f))
+    answer = f"answered {show(got_g)} → {show(got_f)}" if not fast_same(got_g, got_f) else f"answered {show(got_f)}"
+    message = f"the client asked protocol {show(asked_g)} → {show(asked_f)}; the server {answer}" + (
+        " (it accepted each: the client's change, not the server's)" if same else "")
+    return [pair.finding("session", "info" if same else "output", "params.protocolVersion", message,
+                         {"asked": asked_g, "answered": got_g}, {"asked": asked_f, "answered": got_f},
+                         "client_protocol", g_event=pair.golden.request_event, f_event=pair.fresh.request_event)]
 
 
 def check_answer(pair: Pair) -> list[Finding]:
@@ -200,11 +236,33 @@ def _answer_summary(answer: dict[str, Any] | None) -> Any:
     return {"error": answer["error"]} if "error" in answer else {"result": clip(answer.get("result"), 200)}
 
 
+# Codes a revision change moved for the same condition: resource not found was -32002 and is
+# -32602 (invalid params) in the current revisions; -32002 is retired, never reused.
+_MOVED_CODES = {("resources/read", frozenset({-32002, -32602})): "resource not found"}
+
+
+def _moved_code(pair: Pair, ca: Any, cb: Any) -> str | None:
+    """What condition changed its code with the protocol revision (None: the server's change)."""
+    if pair.g.protocol == pair.f.protocol or pair.g.protocol is None or pair.f.protocol is None:
+        return None
+    return _MOVED_CODES.get((pair.golden.method, frozenset({ca, cb}))) if ca != cb else None
+
+
 def _error_changes(pair: Pair, ea: Any, eb: Any) -> list[Finding]:
     ea = ea if isinstance(ea, dict) else {}
     eb = eb if isinstance(eb, dict) else {}
     out: list[Finding] = []
-    if not fast_same(ea.get("code"), eb.get("code")):
+    moved = _moved_code(pair, ea.get("code"), eb.get("code"))
+    if moved is not None:
+        # The protocol's change, said once per pair of tapes (the protocol finding names the revisions).
+        said = pair.f.said
+        if moved not in said:
+            said.add(moved)
+            out.append(pair.finding("error", "info", "error.code",
+                                    f"{show(ea.get('code'))} → {show(eb.get('code'))}: {moved}, as protocol "
+                                    f"{pair.f.protocol} says it (was {pair.g.protocol}): the protocol's change",
+                                    ea.get("code"), eb.get("code"), "code"))
+    elif not fast_same(ea.get("code"), eb.get("code")):
         out.append(pair.finding("error", "structural", "error.code", f"{show(ea.get('code'))} → {show(eb.get('code'))}",
                                 ea.get("code"), eb.get("code"), "code"))
     if not fast_same(ea.get("message"), eb.get("message")):
@@ -312,11 +370,74 @@ def _item_changes(method: str, a: dict[str, Any], b: dict[str, Any], path: str) 
             yield from annotation_changes(va, vb, p)
         elif method == "prompts/list" and key == "arguments":
             yield from prompt_argument_changes(va, vb, p)
-        elif key in ("description", "title", "icons", "_meta"):
-            yield SchemaChange(p, "cosmetic", f"{key} {show(va)} → {show(vb)}", va, vb)
+        elif key == "_meta":
+            yield from _item_meta_changes(va, vb, p)
+        elif method == "tools/list" and key == "execution":
+            yield from _execution_changes(va, vb, p)
+        elif key in ("description", "title", "icons"):
+            yield SchemaChange(p, "cosmetic", f"{key} {contrast(va, vb)}", va, vb)
         else:
             # name/uri never differ here (they are the key); mimeType, size, execution, ...
             yield SchemaChange(p, "compatible", f"{key} {show(va)} → {show(vb)}", va, vb)
+
+
+# `_meta` keys of a tool (resource, prompt) that are behaviour: MCP Apps' `ui` (the UI resource
+# a host renders for the tool, and who may call it), in its current and its first spelling.
+_BEHAVIOUR_META = ("ui", "ui/resourceUri")
+
+
+def _item_meta_changes(a: Any, b: Any, path: str) -> Iterable[SchemaChange]:
+    """An item's `_meta`: notes for clients (cosmetic), except what a host does with it (MCP
+    Apps' `ui`): a UI lost is breaking (hosts no longer show the app), gained or changed compatible."""
+    a = a if isinstance(a, dict) else {}
+    b = b if isinstance(b, dict) else {}
+    rest_a = {k: v for k, v in a.items() if k not in _BEHAVIOUR_META}
+    rest_b = {k: v for k, v in b.items() if k not in _BEHAVIOUR_META}
+    for key in _BEHAVIOUR_META:
+        va, vb = a.get(key), b.get(key)
+        if fast_same(va, vb):
+            continue
+        p = join(path, key)
+        if vb is None:
+            yield SchemaChange(p, "breaking", f"MCP Apps UI removed {show(va)}", va, None)
+        elif va is None:
+            yield SchemaChange(p, "compatible", f"MCP Apps UI added {show(vb)}", None, vb)
+        else:
+            for c in changes(va, vb, p):
+                yield SchemaChange(c.path, "compatible", f"MCP Apps UI {describe(c)}", c.before, c.after)
+    if not fast_same(rest_a, rest_b):
+        yield SchemaChange(path, "cosmetic", f"_meta {contrast(rest_a or None, rest_b or None)}", rest_a or None,
+                           rest_b or None)
+
+
+# A tool's `execution.taskSupport` (2025-11-25 tasks): how a caller may invoke it. Absent means
+# "forbidden" (the tool runs only as a plain call).
+_TASK_DEFAULT = "forbidden"
+
+
+def _execution_changes(a: Any, b: Any, path: str) -> Iterable[SchemaChange]:
+    """A tool's `execution`: task support compared after its default. Restating the default is
+    cosmetic; a tool that became task-only (`required`) breaks callers that do not use tasks,
+    one that stopped supporting tasks breaks callers that do: both breaking; a tool that now
+    also runs as a task (`optional`) is compatible."""
+    a = a if isinstance(a, dict) else {}
+    b = b if isinstance(b, dict) else {}
+    ta, tb = a.get("taskSupport", _TASK_DEFAULT), b.get("taskSupport", _TASK_DEFAULT)
+    p = join(path, "taskSupport")
+    if fast_same(ta, tb):
+        if not fast_same(a.get("taskSupport"), b.get("taskSupport")):
+            yield SchemaChange(p, "cosmetic", f"taskSupport {show(a.get('taskSupport'))} → {show(b.get('taskSupport'))} "
+                               f"(the same under the default {show(_TASK_DEFAULT)})", a.get("taskSupport"), b.get("taskSupport"))
+    elif tb == "required":
+        yield SchemaChange(p, "breaking", f"became task-only (taskSupport {show(ta)} → \"required\")", ta, tb)
+    elif tb == _TASK_DEFAULT:
+        yield SchemaChange(p, "breaking", f"stopped supporting tasks (taskSupport {show(ta)} → \"forbidden\")", ta, tb)
+    else:
+        yield SchemaChange(p, "compatible", f"taskSupport {show(ta)} → {show(tb)}", ta, tb)
+    rest_a = {k: v for k, v in a.items() if k != "taskSupport"}
+    rest_b = {k: v for k, v in b.items() if k != "taskSupport"}
+    for c in changes(rest_a, rest_b, path):
+        yield SchemaChange(c.path, "compatible", describe(c), c.before, c.after)
 
 
 # --- session ---------------------------------------------------------------------------------
@@ -327,7 +448,10 @@ def classify_session(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
     ra = ra if isinstance(ra, dict) else {}
     rb = rb if isinstance(rb, dict) else {}
     out: list[Finding] = []
+    client_asked = not fast_same(_asked_version(pair.golden), _asked_version(pair.fresh))
     for key in ("protocolVersion", "supportedVersions"):
+        if key == "protocolVersion" and client_asked:
+            continue  # the answer follows the question: client_protocol says both
         if not fast_same(ra.get(key), rb.get(key)):
             out.append(pair.finding("session", "structural", f"result.{key}",
                                     f"protocol version {show(ra.get(key))} → {show(rb.get(key))}",

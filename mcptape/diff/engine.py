@@ -43,7 +43,15 @@ from mcptape.diff.checks import Checks, default_checks
 from mcptape.diff.classify import Pair, SurfaceNote
 from mcptape.diff.pages import merged_pages
 from mcptape.diff.values import clip
-from mcptape.report.model import CallRef, DiffResult, Drift, Finding, Severity, SurfaceChanges
+from mcptape.report.model import (
+    CallRef,
+    DiffResult,
+    Drift,
+    Finding,
+    Severity,
+    SurfaceChanges,
+    headline_priority,
+)
 from mcptape.tape.format import Tape
 
 if TYPE_CHECKING:
@@ -259,29 +267,18 @@ def _diff(
     )
 
 
-_METADATA_KINDS = frozenset({"server_info", "changed", "capability_added", "capability_removed", "capability_changed"})
-
-
 def headline_rank(drift: Drift) -> tuple[int, int]:
     """Which drift heads the report: the least key (the first in fresh-tape order among equals).
 
-    First the worst severity (structural, then output); then what it is about: 0 the protocol
-    (version or era: it explains what changes with it), 1 a call of the session, 2 handshake
-    metadata only (serverInfo, capabilities, instructions), 3 only what the client itself sent
-    differently (request `params`: what mcptape.yml scripted, such as the client capabilities
-    declared in `initialize`).
+    First the worst severity (structural, then output); then what a reviewer most needs to read
+    (report.model.headline_priority of the drift's own headline finding): the protocol (version
+    or era: it explains what changes with it), a call that now fails, what callers lose (a tool
+    removed, a breaking schema), a changed answer, what callers may use or read (a tool added, a
+    changed hint or description), handshake metadata (serverInfo, capabilities, instructions),
+    and last what the client itself sent differently (request `params`: what mcptape.yml
+    scripted, such as the client capabilities declared in `initialize`).
     """
-    worst = max(_RANK[f.severity] for f in drift.findings)
-    top = [f for f in drift.findings if _RANK[f.severity] == worst]
-    if any(f.category == "protocol" or (f.category == "session" and f.kind == "protocol") for f in top):
-        about = 0
-    elif all(f.path == "params" or f.path.startswith(("params.", "params[")) for f in top):
-        about = 3
-    elif all(f.category == "session" and f.kind in _METADATA_KINDS for f in top):
-        about = 2
-    else:
-        about = 1
-    return -worst, about
+    return -_RANK[drift.severity], headline_priority(drift.headline_finding)
 
 
 def _call_drifts(
@@ -398,6 +395,9 @@ def conformance_drifts(
 
 
 _LINE_PREFIX = re.compile(r"\A\d+:")
+# The revision a rule is quoted from ("(MCP 2025-06-18, tools/call result)"): the same rule broken
+# at the same place is the same violation when the client asked another revision (docs/diff.md).
+_REVISION = re.compile(r"\bMCP \d{4}-\d{2}-\d{2}\b")
 
 
 def _conformance_key(tape: Tape, pos: int, finding: Finding) -> tuple[Any, ...]:
@@ -406,7 +406,7 @@ def _conformance_key(tape: Tape, pos: int, finding: Finding) -> tuple[Any, ...]:
     ev = tape.events[pos] if 0 <= pos < len(tape.events) else {}
     call = _message_call(tape, pos)
     return (ev.get("dir"), ev.get("kind"), ev.get("method"), call.name if call is not None else None,
-            _LINE_PREFIX.sub("", finding.path), finding.message, finding.kind)
+            _LINE_PREFIX.sub("", finding.path), _REVISION.sub("MCP", finding.message), finding.kind)
 
 
 def _conformance_keys(tape: Tape, placed: list[tuple[int, Finding]]) -> set[tuple[Any, ...]]:

@@ -5,7 +5,9 @@ Owns what changes when a server moves between the legacy MCP revisions (2024-11-
 per-request `_meta`, input-required round trips): pure functions over plain data, applied to
 both tapes before diff/engine.py pairs their calls (`prepare`), and the one session check that
 reports the change (`check_protocol`, which checks.py registers as "protocol"; it asks
-classify.check_protocol_version about everything that is not a change of era). Pairing and
+classify.check_protocol_version about everything that is not a change of era), and the
+deprecations of its revision the fresh tape's server still relies on (`check_deprecations`,
+info findings: logging, sampling and roots in 2026-07-28 terms, the HTTP+SSE transport). Pairing and
 classifying stay calls.py's, align.py's and classify.py's.
 
 Negotiation (in any pair of tapes): a `server/discover` probe refused before `initialize` (an
@@ -13,7 +15,9 @@ error of any code, an error with id null, an HTTP refusal noted by `rec --listen
 tape before anything is compared (`without_refused_probe`): it is how client and server agreed.
 
 Envelope (never behaviour, in any pair of tapes):
-- results: `resultType: "complete"`, `cacheScope`, `ttlMs`, `_meta["io.modelcontextprotocol/serverInfo"]`
+- results: `resultType: "complete"`, `ttlMs`, `_meta["io.modelcontextprotocol/serverInfo"]`, and
+  `cacheScope` across eras only (a legacy answer has none): between two 2026-07-28 tapes
+  `public` ↔ `private` is behaviour (who may see a cached answer) and is compared;
   (a `server/discover` result's serverInfo moves to `result.serverInfo`, where classify.py's
   session classifier reports a changed one, as it does for `initialize`);
 - requests: `_meta` keys `io.modelcontextprotocol/protocolVersion`, `clientCapabilities`,
@@ -99,13 +103,15 @@ def strip_request_params(params: Any, method: Any = None) -> Any:
     return out or None
 
 
-def strip_result(result: Any, method: str | None = None) -> Any:
-    """A result without its envelope; a discover result's serverInfo moves to `result.serverInfo`."""
+def strip_result(result: Any, method: str | None = None, *, cross: bool = False) -> Any:
+    """A result without its envelope; a discover result's serverInfo moves to `result.serverInfo`.
+    `cacheScope` leaves only `cross` eras (within 2026-07-28 it is behaviour: module docstring)."""
     if not isinstance(result, dict):
         return result
-    if not ("resultType" in result or "cacheScope" in result or "ttlMs" in result or "_meta" in result):
+    if not ("resultType" in result or (cross and "cacheScope" in result) or "ttlMs" in result or "_meta" in result):
         return result
-    out = {k: v for k, v in result.items() if k not in ("cacheScope", "ttlMs", "_meta")}
+    envelope = ("cacheScope", "ttlMs", "_meta") if cross else ("ttlMs", "_meta")
+    out = {k: v for k, v in result.items() if k not in envelope}
     if out.get("resultType") == "complete":
         del out["resultType"]
     meta = result.get("_meta")
@@ -121,8 +127,9 @@ def strip_result(result: Any, method: str | None = None) -> Any:
     return out
 
 
-def strip_event(event: Event) -> Event:
-    """One event without envelope fields; the same object when it has none (big tapes stay cheap)."""
+def strip_event(event: Event, cross: bool = False) -> Event:
+    """One event without envelope fields; the same object when it has none (big tapes stay cheap).
+    `cross`: the two tapes are of different eras (strip_result)."""
     kind = event.get("kind")
     msg = event.get("msg")
     if not isinstance(msg, dict) or kind not in ("request", "response", "notification"):
@@ -136,7 +143,7 @@ def strip_event(event: Event) -> Event:
             out["msg"] = _with(msg, "params", new)
     elif kind == "response" and event.get("dir") == "s2c":
         result = msg.get("result")
-        new = strip_result(result, event.get("method"))
+        new = strip_result(result, event.get("method"), cross=cross)
         echo = event.get("params")
         new_echo = strip_request_params(echo, event.get("method"))
         if new is not result or new_echo is not echo:
@@ -426,7 +433,7 @@ def _prepare(tape: Tape, cross: bool, protocol: Any = None) -> Tape:
         lines = [lines[i] for i in keep]
         events, lines = collapse_input_rounds(events, lines)
         changed = True
-    stripped = [strip_event(ev) for ev in events]
+    stripped = [strip_event(ev, cross) for ev in events]
     if not changed and all(a is b for a, b in zip(stripped, events, strict=True)):
         return tape
     return Tape(header=header, events=stripped, footer=tape.footer, path=tape.path, event_lines=lines)
@@ -478,3 +485,55 @@ def check_protocol(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
     if _SESSION_KEY in g.tape.header and _SESSION_KEY in f.tape.header:
         return [(0, finding) for finding in protocol_findings(g.tape.header, f.tape.header)]
     return classify.check_protocol_version(g, f)
+
+
+# --- deprecations the server still relies on (info) --------------------------------------------
+
+# What the current revision deprecates (SEP-2577: roots, sampling, logging, still carried on the
+# wire) and the HTTP+SSE transport (deprecated since 2025-03-26 for streamable HTTP).
+_DEPRECATED_IN_MODERN = {
+    "logging": "logging (notifications/message, the logging capability)",
+    "sampling": "sampling (sampling/createMessage)",
+    "roots": "roots (roots/list)",
+}
+_FEATURE_OF_METHOD = {"notifications/message": "logging", "sampling/createMessage": "sampling", "roots/list": "roots"}
+
+
+def deprecated_features(tape: Tape, protocol: str | None) -> list[str]:
+    """Deprecated features the server of `tape` relies on, in _DEPRECATED_IN_MODERN's order (+ "sse")."""
+    used: set[str] = set()
+    if era(protocol) == "modern":
+        session = tape.header.get(_SESSION_KEY) or handshake_summary(tape.events)
+        capabilities = session.get("capabilities")
+        if isinstance(capabilities, dict) and "logging" in capabilities:
+            used.add("logging")
+        for ev in tape.events:
+            if ev.get("dir") != "s2c":
+                continue
+            feature = _FEATURE_OF_METHOD.get(str(ev.get("method")))
+            if feature is not None and ev.get("kind") in ("request", "notification"):
+                used.add(feature)
+            result = (ev.get("msg") or {}).get("result") if ev.get("kind") == "response" else None
+            if isinstance(result, dict) and result.get("resultType") == "input_required":
+                for req in (result.get("inputRequests") or {}).values():
+                    if isinstance(req, dict) and req.get("method") in _FEATURE_OF_METHOD:
+                        used.add(_FEATURE_OF_METHOD[req["method"]])
+    out = [name for name in _DEPRECATED_IN_MODERN if name in used]
+    if tape.header.get("transport") == "sse":
+        out.append("sse")
+    return out
+
+
+def check_deprecations(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
+    """What the fresh tape's server still relies on that its revision deprecates: info findings
+    (never a failure; a reviewer learns what the next revision may take away)."""
+    end = len(f.tape.events)
+    out: list[tuple[int, Finding]] = []
+    protocol = f.protocol or f.tape.protocol  # within an era the tape still has its `_meta` versions
+    for name in deprecated_features(f.tape, protocol):
+        if name == "sse":
+            message = "the server speaks HTTP+SSE, deprecated since 2025-03-26 (streamable HTTP replaces it)"
+        else:
+            message = f"the server relies on {_DEPRECATED_IN_MODERN[name]}, deprecated in {protocol} (SEP-2577)"
+        out.append((end, Finding("protocol", "info", f"deprecated.{name}", message, None, name, "deprecated")))
+    return out

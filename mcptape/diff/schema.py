@@ -13,6 +13,23 @@ string → number, a `multipleOf` 2 → 3) is breaking either way. Descriptions,
 and comments are cosmetic. A keyword this module does not know that changed is called
 breaking: a gate should err towards asking a human.
 
+Schemas as servers write them (pydantic, zod, the SDKs):
+- `$ref` into `$defs`/`definitions` of the same schema is followed (`inline_refs`): a change
+  is judged where the definition is used, and a definition nothing uses is not compared. A
+  recursive definition stays a `$ref` beneath its first use.
+- `anyOf` is a union: an alternative added accepts more, one removed accepts less, one changed
+  is judged as that alternative's change. Alternatives are paired by content (a `const`
+  alternative by its value), so titles reworded and alternatives reordered are cosmetic.
+- `oneOf` is the same when its alternatives cannot overlap (distinct `const`s — the titled
+  enums of SEP-1330 —, distinct types, or a required property with distinct `const`s);
+  otherwise any change of its alternatives is breaking, since a value may come to match two.
+- `allOf` is an intersection: a member added accepts less, one removed more.
+- A schema without alternatives against one that is only alternatives (`type: string` →
+  `anyOf: [{type: string}, {type: null}]`, pydantic's Optional) is compared as a union of one;
+  an `enum` against a `oneOf`/`anyOf` of `const`s (titled values) as the two lists of values.
+- `prefixItems` are compared position by position; a position added where `items` said
+  nothing accepts less, one removed where the new `items` says nothing accepts more.
+
 Pure functions over plain dicts; classify.py turns the results into Findings.
 """
 
@@ -23,7 +40,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
-from mcptape.diff.values import fast_same, join, show
+from mcptape.diff.values import contrast, fast_same, join, show
 from mcptape.jsonrpc import canonical
 
 SchemaKind = Literal["breaking", "compatible", "cosmetic"]
@@ -46,10 +63,15 @@ _BOUNDS = {
 }
 # Keywords whose value either is there (accepting less) or is not; a different value is neither narrower nor wider.
 _RESTRICTIONS = ("const", "pattern", "format")
+_ALTERNATIVES = ("anyOf", "oneOf")
 _HANDLED = frozenset(
     {"type", "enum", "properties", "required", "additionalProperties", "items", "default", "$defs",
-     "definitions", "multipleOf", *_RESTRICTIONS, *_BOUNDS, *COSMETIC_KEYWORDS}
+     "definitions", "multipleOf", "allOf", "prefixItems", *_ALTERNATIVES, *_RESTRICTIONS, *_BOUNDS,
+     *COSMETIC_KEYWORDS}
 )
+# Keywords whose values are data, not schemas: inline_refs does not look inside them.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "required"})
+_MAX_INLINE = 64  # inlined definitions per schema: a schema that references itself widely stays small
 # What a value of a missing (or `true`) schema may be: anything.
 _ANYTHING: dict[str, Any] = {}
 Direction = Literal["narrower", "wider", "same", "other"]
@@ -114,7 +136,53 @@ def _value(v: Any) -> Any:
 
 
 def schema_changes(a: Any, b: Any, path: str, role: Role) -> list[SchemaChange]:
-    return list(_schema(a, b, path, role))
+    if fast_same(a, b):
+        return []
+    return list(_schema(inline_refs(a), inline_refs(b), path, role))
+
+
+def _local_ref(ref: Any) -> tuple[str, str] | None:
+    """("$defs" or "definitions", name) of a `#/$defs/name` reference; None for any other."""
+    if isinstance(ref, str):
+        for defs in ("$defs", "definitions"):
+            prefix = f"#/{defs}/"
+            if ref.startswith(prefix) and "/" not in ref[len(prefix):]:
+                return defs, ref[len(prefix):].replace("~1", "/").replace("~0", "~")
+    return None
+
+
+def inline_refs(schema: Any) -> Any:
+    """`schema` with each `$ref` into its own `$defs`/`definitions` replaced by the definition
+    (siblings of the `$ref` kept beside it); a reference inside its own definition stays a
+    `$ref`. The definitions leave the schema unless a `$ref` still needs them."""
+    if not isinstance(schema, dict) or "$ref" not in canonical(schema):
+        return schema
+    budget = [_MAX_INLINE]
+    left: list[bool] = []
+
+    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(x, stack) for x in node]
+        if not isinstance(node, dict):
+            return node
+        target = _local_ref(node.get("$ref"))
+        if target is not None:
+            defs = schema.get(target[0])
+            found = defs.get(target[1]) if isinstance(defs, dict) else None
+            key = "/".join(target)
+            if found is not None and key not in stack and budget[0] > 0:
+                budget[0] -= 1
+                siblings = {k: v for k, v in node.items() if k != "$ref"}
+                merged = {**found, **siblings} if isinstance(found, dict) else found
+                return walk(merged, (*stack, key))
+            left.append(True)
+        return {k: v if k in _DATA_KEYWORDS or k in ("$defs", "definitions") else walk(v, stack)
+                for k, v in node.items()}
+
+    out = walk(schema, ())
+    if not left and isinstance(out, dict):
+        out = {k: v for k, v in out.items() if k not in ("$defs", "definitions")}
+    return out
 
 
 def _schema(a: Any, b: Any, path: str, role: Role) -> Iterator[SchemaChange]:
@@ -123,16 +191,198 @@ def _schema(a: Any, b: Any, path: str, role: Role) -> Iterator[SchemaChange]:
     if not isinstance(a, dict) or not isinstance(b, dict):
         yield from _not_objects(a, b, path, role)
         return
+    a, b = _as_alternatives(a, b)
+    titled = _as_enum(a, b)
+    if titled is not None:
+        a, b, note = titled
+        yield SchemaChange(path, "cosmetic", note, None, None)
     # Keyword by keyword, in an order a reader follows: what it says, what it accepts, its limits.
-    for keywords in (_cosmetic, _type, _enum, _properties, _additional_properties, _items, _definitions, _default,
-                     _limits, _unknown_keywords):
+    for keywords in (_cosmetic, _type, _enum, _alternatives, _all_of, _properties, _additional_properties, _items,
+                     _prefix_items, _definitions, _default, _limits, _unknown_keywords):
         yield from keywords(a, b, path, role)
+
+
+# --- alternatives: anyOf, oneOf, allOf ---------------------------------------------------------
+
+_BESIDE_ALTERNATIVES = COSMETIC_KEYWORDS | {"default"}
+
+
+def _core(schema: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in schema.items() if k not in _BESIDE_ALTERNATIVES}
+
+
+def _only_alternatives(schema: dict[str, Any]) -> str | None:
+    """The keyword (anyOf/oneOf) of a schema that says nothing but its alternatives."""
+    keys = [k for k in _ALTERNATIVES if isinstance(schema.get(k), list)]
+    if len(keys) == 1 and set(schema) - _BESIDE_ALTERNATIVES == {keys[0]}:
+        return keys[0]
+    return None
+
+
+def _as_alternatives(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A schema without alternatives against one that is only alternatives: the first as a
+    union of one (`type: string` → `anyOf: [{type: string}, {type: null}]` adds an alternative)."""
+    ka, kb = _only_alternatives(a), _only_alternatives(b)
+    has_a = any(k in a for k in _ALTERNATIVES)
+    has_b = any(k in b for k in _ALTERNATIVES)
+    if kb is not None and not has_a and _core(a) and not _const_list(b[kb]):
+        a = {**{k: v for k, v in a.items() if k in _BESIDE_ALTERNATIVES}, kb: [_core(a)]}
+    elif ka is not None and not has_b and _core(b) and not _const_list(a[ka]):
+        b = {**{k: v for k, v in b.items() if k in _BESIDE_ALTERNATIVES}, ka: [_core(b)]}
+    return a, b
+
+
+def _const_list(alternatives: Any) -> list[Any] | None:
+    """The values of alternatives that are each a `const` (with a title or description at most)."""
+    if not isinstance(alternatives, list) or not alternatives:
+        return None
+    if all(isinstance(x, dict) and "const" in x and set(x) <= COSMETIC_KEYWORDS | {"const"} for x in alternatives):
+        return [x["const"] for x in alternatives]
+    return None
+
+
+def _as_enum(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], str] | None:
+    """An `enum` against titled values (a oneOf/anyOf of `const`s): both as `enum` lists, and
+    what changed in the writing; None when the two are not such a pair."""
+    def titled(s: dict[str, Any]) -> tuple[str, list[Any]] | None:
+        for key in _ALTERNATIVES:
+            values = _const_list(s.get(key))
+            if values is not None and "enum" not in s:
+                return key, values
+        return None
+
+    ta, tb = titled(a), titled(b)
+    if ta is not None and "enum" in b and tb is None:
+        return {**{k: v for k, v in a.items() if k != ta[0]}, "enum": ta[1]}, b, f"titled values ({ta[0]} of const) → enum"
+    if tb is not None and "enum" in a and ta is None:
+        return a, {**{k: v for k, v in b.items() if k != tb[0]}, "enum": tb[1]}, f"enum → titled values ({tb[0]} of const)"
+    return None
+
+
+def _alt_key(schema: Any) -> str:
+    """What pairs an alternative with its counterpart: a `const`'s value, else its content
+    without titles and descriptions."""
+    if isinstance(schema, dict):
+        if "const" in schema:
+            return "const " + canonical(schema["const"])
+        return canonical({k: v for k, v in schema.items() if k not in COSMETIC_KEYWORDS})
+    return canonical(schema)
+
+
+def _disjoint(alternatives: list[Any]) -> bool:
+    """Can no value match two of these? Distinct consts, distinct single types (integer is a
+    number), or one required property holding distinct consts in each (a discriminator)."""
+    if len(alternatives) < 2:
+        return True
+    if not all(isinstance(x, dict) for x in alternatives):
+        return False
+    consts = [canonical(x["const"]) for x in alternatives if "const" in x]
+    if len(consts) == len(alternatives):
+        return len(set(consts)) == len(consts)
+    types = [x.get("type") for x in alternatives]
+    if all(isinstance(t, str) for t in types):
+        norm = ["number" if t == "integer" else t for t in types]
+        if len(set(norm)) == len(norm):
+            return True
+    first = alternatives[0].get("properties")
+    for name in first if isinstance(first, dict) else {}:
+        values = []
+        for x in alternatives:
+            prop = (x.get("properties") or {}).get(name) if isinstance(x.get("properties"), dict) else None
+            if not (isinstance(prop, dict) and "const" in prop and name in (x.get("required") or [])):
+                break
+            values.append(canonical(prop["const"]))
+        else:
+            if len(set(values)) == len(values):
+                return True
+    return False
+
+
+def _alternatives(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
+    for key in _ALTERNATIVES:
+        la, lb = _get(a, key), _get(b, key)
+        if fast_same(la, lb):
+            continue
+        p = join(path, key)
+        if la is _ABSENT:
+            yield SchemaChange(p, _narrower(role), f"restricted to {key} {show(lb)}", None, lb)
+        elif lb is _ABSENT:
+            yield SchemaChange(p, _wider(role), f"{key} restriction removed", la, None)
+        elif not isinstance(la, list) or not isinstance(lb, list):
+            yield SchemaChange(p, "breaking", f"{key} {show(la)} → {show(lb)}", la, lb)
+        else:
+            exclusive = key == "oneOf" and not (_disjoint(la) and _disjoint(lb))
+            yield from _members(la, lb, p, role, union=True, exclusive=exclusive)
+
+
+def _all_of(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
+    la, lb = _get(a, "allOf"), _get(b, "allOf")
+    if fast_same(la, lb):
+        return
+    p = join(path, "allOf")
+    if isinstance(la, list) and isinstance(lb, list):
+        yield from _members(la, lb, p, role, union=False, exclusive=False)
+    elif la is _ABSENT and isinstance(lb, list):
+        yield from _members([], lb, p, role, union=False, exclusive=False)
+    elif lb is _ABSENT and isinstance(la, list):
+        yield from _members(la, [], p, role, union=False, exclusive=False)
+    else:
+        yield SchemaChange(p, "breaking", f"allOf {show(_value(la))} → {show(_value(lb))}", _value(la), _value(lb))
+
+
+def _members(la: list[Any], lb: list[Any], path: str, role: Role, *, union: bool, exclusive: bool) -> Iterator[SchemaChange]:
+    """Alternatives (union) or members (intersection) paired by _alt_key; what is left unpaired
+    is added or removed, one left on each side is one member changed."""
+    ka, kb = [_alt_key(x) for x in la], [_alt_key(x) for x in lb]
+    if len(set(ka)) != len(ka) or len(set(kb)) != len(kb):
+        yield SchemaChange(path, "breaking", f"{show(la)} → {show(lb)}", la, lb)
+        return
+    where_b = {k: j for j, k in enumerate(kb)}
+    found: list[SchemaChange] = []
+    for i, k in enumerate(ka):
+        if k in where_b:
+            found.extend(_schema(la[i], lb[where_b[k]], join(path, where_b[k]), role))
+    removed = [i for i, k in enumerate(ka) if k not in where_b]
+    added = [j for j, k in enumerate(kb) if k not in set(ka)]
+    more, less = (_wider(role), _narrower(role)) if union else (_narrower(role), _wider(role))
+    noun = "alternative" if union else "member"
+    if len(removed) == 1 and len(added) == 1:
+        found.extend(_schema(la[removed[0]], lb[added[0]], join(path, added[0]), role))
+    else:
+        found.extend(SchemaChange(join(path, i), less, f"{noun} removed: {show(la[i])}", la[i], None) for i in removed)
+        found.extend(SchemaChange(join(path, j), more, f"{noun} added: {show(lb[j])}", None, lb[j]) for j in added)
+    if not found and [k for k in ka] != [k for k in kb if k in set(ka)]:
+        found.append(SchemaChange(path, "cosmetic", f"{noun}s reordered", la, lb))
+    for change in found:
+        if exclusive and change.kind == "compatible":
+            # oneOf whose alternatives may overlap: a value that matched one may now match two
+            change = SchemaChange(change.path, "breaking", f"{change.message} (oneOf alternatives that may overlap)",
+                                  change.before, change.after)
+        yield change
+
+
+def _prefix_items(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
+    la, lb = a.get("prefixItems"), b.get("prefixItems")
+    if fast_same(la, lb):
+        return
+    la = la if isinstance(la, list) else []
+    lb = lb if isinstance(lb, list) else []
+    p = join(path, "prefixItems")
+    for i in range(min(len(la), len(lb))):
+        yield from _schema(la[i], lb[i], join(p, i), role)
+    rest_a, rest_b = a.get("items", True), b.get("items", True)
+    for i in range(len(la), len(lb)):  # the position was the old `items`' (or anything's)
+        kind = _narrower(role) if rest_a in (True, {}) else "breaking"
+        yield SchemaChange(join(p, i), kind, f"item {i} now has a schema: {show(lb[i])}", None, lb[i])
+    for i in range(len(lb), len(la)):  # the position is the new `items`' now
+        kind = _wider(role) if rest_b in (True, {}) else "breaking"
+        yield SchemaChange(join(p, i), kind, f"item {i} no longer has a schema of its own", la[i], None)
 
 
 def _cosmetic(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
     for key in sorted(COSMETIC_KEYWORDS):
         if not fast_same(a.get(key), b.get(key)):
-            yield SchemaChange(join(path, key), "cosmetic", f"{key} {show(a.get(key))} → {show(b.get(key))}",
+            yield SchemaChange(join(path, key), "cosmetic", f"{key} {contrast(a.get(key), b.get(key))}",
                                a.get(key), b.get(key))
 
 
@@ -172,8 +422,9 @@ def _definitions(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) ->
 def _default(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
     va, vb = _get(a, "default"), _get(b, "default")
     if not fast_same(va, vb):
-        yield SchemaChange(join(path, "default"), "compatible", f"default {show(_value(va))} → {show(_value(vb))}",
-                           _value(va), _value(vb))
+        said = (f"default {show(vb)} added" if va is _ABSENT else f"default {show(va)} removed" if vb is _ABSENT
+                else f"default {show(va)} → {show(vb)}")
+        yield SchemaChange(join(path, "default"), "compatible", said, _value(va), _value(vb))
 
 
 def _limits(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:
@@ -381,7 +632,7 @@ def annotation_changes(a: Any, b: Any, path: str) -> list[SchemaChange]:
         elif key == "destructiveHint" and eb["destructiveHint"] is True and ea["destructiveHint"] is not True:
             out.append(SchemaChange(p, "breaking", "became destructive (destructiveHint)", va, vb))
         elif key == "title" or isinstance(va, str) or isinstance(vb, str):
-            out.append(SchemaChange(p, "cosmetic", f"{key} {show(va)} → {show(vb)}", va, vb))
+            out.append(SchemaChange(p, "cosmetic", f"{key} {contrast(va, vb)}", va, vb))
         else:
             out.append(SchemaChange(p, "compatible", f"{key} {show(va)} → {show(vb)}", va, vb))
     return out
@@ -413,6 +664,6 @@ def prompt_argument_changes(a: Any, b: Any, path: str) -> list[SchemaChange]:
         for key in sorted((set(arg_a) | set(arg_b)) - {"name", "required"}):
             if not fast_same(arg_a.get(key), arg_b.get(key)):
                 kind: SchemaKind = "cosmetic" if key in COSMETIC_KEYWORDS else "compatible"
-                out.append(SchemaChange(join(p, key), kind, f"{key} {show(arg_a.get(key))} → {show(arg_b.get(key))}",
+                out.append(SchemaChange(join(p, key), kind, f"{key} {contrast(arg_a.get(key), arg_b.get(key))}",
                                         arg_a.get(key), arg_b.get(key)))
     return out

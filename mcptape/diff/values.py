@@ -222,7 +222,12 @@ def _describe(change: Change) -> str:
         return f"added {show(change.after)}"
     if change.kind == "removed":
         return f"removed {show(change.before)}"
-    a, b = change.before, change.after
+    return contrast(change.before, change.after)
+
+
+def contrast(a: Any, b: Any) -> str:
+    """`a → b` in one line; two long texts are shown where they first differ (cut to the same
+    prefix, both would read alike and the line would show no difference)."""
     if isinstance(a, str) and isinstance(b, str) and (len(a) > _SHOW or len(b) > _SHOW):
         at = common_prefix(a, b)
         start = max(0, at - 10)

@@ -58,15 +58,21 @@ How a tape is served:
   A `server/discover` asked of a legacy tape (one with `initialize` and no discover) gets
   -32601, as the recorded server would have answered, so a client that probes first
   (fastmcp, the SDK's `mode="auto"`) falls back to `initialize`; it is not a miss. An
-  `initialize` asked of a 2026-07-28 tape (discover, no initialize) gets -32022 naming the
-  versions the recorded discover served, as a 2026-07-28 server answers it.
+  `initialize` asked first of a 2026-07-28 tape (discover, no initialize) is answered as the SDK
+  2.x server answers a legacy client on a fresh connection: the handshake built from the
+  recorded discover answer, and every later result without the 2026-07-28 envelope (eras.py;
+  play's report says so). Asked after a `server/discover` was answered (the connection speaks
+  2026-07-28), it gets -32022 naming the versions the recorded discover served, as such a
+  server refuses it.
 * A server exit is replayed (the wire is closed) only when the server died in the middle of a
   call; an exit after the session ended is what happens when the client hangs up.
 * A tape cut short (no footer) replays what it holds; a call whose response was lost answers
   with a miss error instead of hanging.
 
 Exit codes of `mcptape play`: 0 every request answered by its recording, 1 misses or
---lenient substitutions, 3 the tape cannot be replayed (missing, unreadable, unknown format,
+--lenient substitutions, or a handshake answered only by a refusal play made up (-32601 to a
+`server/discover`, -32022 to an `initialize`) with no handshake answered from the tape after it
+(the client never got a session: the refusal was not negotiation), 3 the tape cannot be replayed (missing, unreadable, unknown format,
 nothing to replay, server requests that cannot be keyed).
 """
 
@@ -82,6 +88,7 @@ from typing import Any, Protocol
 
 from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
 from mcptape.jsonrpc import canonical, classify, dumps, id_key, loads, top_level_span
+from mcptape.replay.eras import legacy_initialize, legacy_result_line
 from mcptape.replay.matching import (
     DEFAULT_MATCH_ON,
     HIDDEN,
@@ -204,16 +211,25 @@ class ReplayReport:
         self.forwarded: list[str] = []  # --fallback: calls answered live (and recorded)
         self.unused: list[str] = []
         self.warnings: list[str] = []
+        self.refused: list[str] = []  # handshakes answered by a refusal play made up, not the tape
+        self.handshake_answered = False  # an initialize or server/discover answered from the tape
+
+    @property
+    def only_refused(self) -> bool:
+        """The client was refused a handshake by play and never got one from the tape after."""
+        return bool(self.refused) and not self.handshake_answered
 
     @property
     def exit_code(self) -> int:
-        """0 every request answered by its own recording; 1 a miss, or a --lenient substitution
-        (the client got an answer, but one recorded for other arguments)."""
-        return EXIT_OUTPUT_DRIFT if self.misses or self.substitutions else EXIT_OK
+        """0 every request answered by its own recording; 1 a miss, a --lenient substitution
+        (the client got an answer, but one recorded for other arguments), or only a made-up refusal."""
+        return EXIT_OUTPUT_DRIFT if self.misses or self.substitutions or self.only_refused else EXIT_OK
 
     def render(self) -> str:
         """A short plain-text report for stderr."""
         verdict = "clean" if not self.misses else f"{len(self.misses)} miss(es)"
+        if self.only_refused:
+            verdict += f"; {', '.join(self.refused)} answered only by a refusal play made up (no session followed)"
         lines = [f"mcptape play: {self.tape}: {self.answered} request(s) answered from the tape, {verdict}"]
         lines += [f"  warning: {w}" for w in self.warnings]
         for m in self.misses:
@@ -237,6 +253,7 @@ class ReplayReport:
             "forwarded": list(self.forwarded),
             "unused": list(self.unused),
             "warnings": list(self.warnings),
+            "refused": list(self.refused),
         }
 
 
@@ -366,6 +383,10 @@ class ReplayEngine:
         self._lock = threading.Lock()
         self.closed = False  # the recorded server died: the transport should close the wire
         self.last_answered: RecordedCall | None = None  # the call the last request matched (lab.py's pace)
+        # A 2026-07-28 tape: a discover was answered (initialize is refused from then on), or a
+        # legacy client opened with initialize (results go out in the legacy form: eras.py).
+        self._discovered = False
+        self._legacy_client = False
         self._report = ReplayReport(tape=str(tape.path) if tape.path else tape.name)
         self._index(len(self.events))
         if stream is None and not self.calls:
@@ -635,9 +656,10 @@ class ReplayEngine:
                 # have, and a 2026-07-28 client (fastmcp, the SDK's auto mode) falls back to initialize.
                 out.append(_error_line(msg["id"], METHOD_NOT_FOUND, "Method not found: server/discover"))
                 self._report.answered += 1
+                self._report.refused.append("server/discover")
                 return
             if method == "initialize" and method not in self._by_method and "server/discover" in self._by_method:
-                out.append(self._refuse_initialize(msg["id"], params))
+                out.append(self._initialize_on_modern_tape(msg["id"], params))
                 self._report.answered += 1
                 return
             why, nearest, live = self._explain(method, params)
@@ -678,6 +700,9 @@ class ReplayEngine:
         self._answer(call, msg["id"], live_token, out)
 
     def _answer(self, call: RecordedCall, live_id: Any, live_token: Any, out: list[str]) -> None:
+        if call.method in ("initialize", "server/discover"):
+            self._report.handshake_answered = True
+            self._discovered = self._discovered or call.method == "server/discover"
         call.consumed = True
         self.last_answered = call
         call.live_id = live_id
@@ -842,6 +867,25 @@ class ReplayEngine:
 
         return builtin_redactor().redact_text(text)
 
+    def _initialize_on_modern_tape(self, msg_id: Any, params: Any) -> str:
+        """A legacy client's `initialize` on a 2026-07-28 tape: first on the connection, the
+        handshake from the recorded discover answer (eras.py); after a discover, refused."""
+        discover = next((c for c in self._by_method["server/discover"] if c.response is not None), None)
+        response = discover.response if discover is not None else None
+        result = self.events[response].get("msg", {}).get("result") if response is not None else None
+        if self._discovered or discover is None or not isinstance(result, dict):
+            return self._refuse_initialize(msg_id, params)
+        answer = legacy_initialize(result, params.get("protocolVersion") if isinstance(params, dict) else None)
+        discover.consumed = True
+        self._legacy_client = True
+        self._report.handshake_answered = True
+        self._report.warnings.append(
+            f"initialize: the tape is a 2026-07-28 session; answered this legacy client (protocol "
+            f"{short(answer['protocolVersion'])}) from the recorded server/discover, and its results "
+            "without the 2026-07-28 envelope (resultType, cacheScope, ttlMs, _meta serverInfo)"
+        )
+        return dumps({"jsonrpc": "2.0", "id": msg_id, "result": answer})
+
     def _refuse_initialize(self, msg_id: Any, params: Any) -> str:
         """A 2026-07-28 tape asked for `initialize`: the recorded server spoke 2026-07-28 on this
         session, and such a server refuses the handshake with -32022 naming the versions it serves
@@ -854,6 +898,7 @@ class ReplayEngine:
                     supported = result["supportedVersions"]
                     break
         requested = params.get("protocolVersion") if isinstance(params, dict) else None
+        self._report.refused.append("initialize")
         self._report.warnings.append(
             f"initialize: the tape is a 2026-07-28 session (server/discover, no initialize); answered -32022 "
             f"as its server would, naming the versions it serves {short(supported)}"
@@ -974,11 +1019,11 @@ class ReplayEngine:
         if kind in ("response", "error"):
             call = self._call_of_response.get(index)
             if call is None or ev.get("id") is None:  # an answer for no id stays one (see _index)
-                out.append(wire_text(ev))
+                out.append(self._for_client(wire_text(ev)))
                 if call is not None and index in self._recorded_status:
                     self._live_status[_idk(call.live_id)] = self._recorded_status[index]
             else:
-                out.append(self._with_id(index, call.live_id))
+                out.append(self._for_client(self._with_id(index, call.live_id)))
                 status = self._recorded_status.get(index)
                 if status is not None:
                     self._live_status[_idk(call.live_id)] = status
@@ -1001,6 +1046,10 @@ class ReplayEngine:
                 out.append(base64.b64decode(ev.get("b64", "")).decode("utf-8", "surrogateescape"))
         elif kind == "exit" and index in self._replayable_exits:
             self.closed = True
+
+    def _for_client(self, line: str) -> str:
+        """A recorded answer as this client's era reads it (eras.py); as recorded for most."""
+        return legacy_result_line(line) if self._legacy_client else line
 
     def _with_id(self, index: int, live_id: Any) -> str:
         ev = self.events[index]

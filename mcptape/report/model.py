@@ -35,8 +35,8 @@ FINDING_KINDS: dict[str, tuple[str, ...]] = {
     "call": ("added", "removed", "arguments", "server_request_added", "server_request_removed"),
     "surface": ("added", "removed", "renamed"),
     "schema": ("breaking", "compatible", "cosmetic"),
-    "session": ("protocol", "capability_removed", "capability_added", "capability_changed", "server_info", "changed"),
-    "protocol": ("changed",),
+    "session": ("protocol", "client_protocol", "capability_removed", "capability_added", "capability_changed", "server_info", "changed"),
+    "protocol": ("changed", "deprecated"),
     "result": ("changed", "added", "removed"),
     "error": ("result_to_error", "error_to_result", "is_error", "code", "message", "data"),
     "notification": ("added", "removed", "changed", "order"),
@@ -63,6 +63,36 @@ def drift_classes() -> list[str]:
 def worst_exit(codes: list[int]) -> int:
     """4 > 3 > 2 > 1 > 0: a leaked secret outranks a crash, a crash outranks drift."""
     return max(codes, default=EXIT_OK)
+
+
+# What a reviewer most needs to read first, among findings of one severity (lower first): the
+# protocol; a call that now fails; what callers lose (a tool removed, a breaking schema, a call
+# gone); a changed answer; what callers merely may use or read (a tool added, a compatible or
+# cosmetic schema: a description, a hint); the handshake's metadata; the client's own change.
+_FAILS = frozenset({("error", "result_to_error"), ("process", "no_answer"), ("process", "crash")})
+_LOST = frozenset({("surface", "removed"), ("schema", "breaking"), ("call", "removed")})
+_MAY_USE = frozenset({("surface", "added"), ("schema", "compatible"), ("schema", "cosmetic")})
+_METADATA = frozenset({"server_info", "changed", "capability_added", "capability_removed", "capability_changed"})
+
+
+def headline_priority(f: Finding) -> int:
+    """0 protocol · 1 a call now fails · 2 callers lose something · 3 a changed answer (anything
+    else) · 4 callers may use something new or read another text · 5 handshake metadata ·
+    6 the client's own change (its request `params`, the version it asked)."""
+    key = (f.category, f.kind)
+    if f.category == "protocol" or key == ("session", "protocol"):
+        return 0
+    if key in _FAILS or (key == ("error", "is_error") and f.after is True):
+        return 1
+    if key in _LOST:
+        return 2
+    if f.path == "params" or f.path.startswith(("params.", "params[")) or key == ("session", "client_protocol"):
+        return 6
+    if f.category == "session" and f.kind in _METADATA:
+        return 5
+    if key in _MAY_USE:
+        return 4
+    return 3
 
 
 @dataclass
@@ -113,8 +143,10 @@ class Drift:
 
     @property
     def headline_finding(self) -> Finding:
-        """The finding that names this drift: the first of its own severity."""
-        return next((f for f in self.findings if f.severity == self.severity), self.findings[0])
+        """The finding that names this drift: of its own severity, the one a reviewer most needs
+        (headline_priority), the first of those."""
+        top = [f for f in self.findings if f.severity == self.severity] or self.findings
+        return min(top, key=headline_priority)
 
     def one_line(self, session: str | None = None) -> str:
         """`arith · step 3 · tools/call add {"a":2,"b":3} · result.content[0].text "5" → "6" (output)`."""

@@ -4,8 +4,9 @@ An agent builder's path: a `ci` golden (recorded by `mcptape ci --update-golden`
 2025-06-18 against the calc fixture), then the official SDK 2.x `ClientSession` (which asks
 `initialize` 2025-11-25) and FastMCP's `Client` (which probes `server/discover` first), over
 stdio and over streamable HTTP (`play --listen`), each get the same answers from play as from the
-live server. A 2026-07-28 tape (the SDK 2.x fixture server) refuses `initialize` with -32022 as
-its server does and answers `server/discover`. `--fallback` sends what the tape lacks to the live
+live server. A 2026-07-28 tape (the SDK 2.x fixture server) answers `server/discover`, refuses
+`initialize` with -32022 once the connection speaks 2026-07-28 as its server does, and on a fresh
+connection answers the SDK's `initialize()` as that server does (issue 29). `--fallback` sends what the tape lacks to the live
 server through rec and appends it to the tape; without it, the same request is a miss.
 """
 
@@ -150,7 +151,7 @@ def test_the_sdk_session_sees_the_version_the_recorded_server_negotiated(goldens
     assert 'asked protocol "2025-11-25"; answered with the recorded server\'s "2025-06-18"' in report
 
 
-def test_a_2026_tape_refuses_the_sdk_handshake_as_its_server_does_and_serves_discover(goldens: Path) -> None:
+def test_a_2026_tape_serves_the_sdk_handshake_and_discover_as_its_server_does(goldens: Path) -> None:
     import anyio
     from mcp import ClientSession, MCPError, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -179,17 +180,23 @@ def test_a_2026_tape_refuses_the_sdk_handshake_as_its_server_does_and_serves_dis
                 return session.protocol_version, ([t.name for t in tools.tools], result.structured_content)
 
     async def fresh_initialize(params: StdioServerParameters) -> Any:
+        # The README's pytest example: the SDK's legacy handshake, then the session's calls.
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             with anyio.fail_after(60):
-                try:
-                    await session.initialize()
-                except MCPError as e:
-                    return e.code, e.error.data
-                return "accepted"
+                init = await session.initialize()
+                tools = await session.list_tools()
+                result = await session.call_tool("add", {"a": 2, "b": 3})
+                dumped = result.model_dump(mode="json", exclude_none=True)
+                return (init.protocol_version, init.server_info.name, [t.name for t in tools.tools],
+                        result.structured_content, sorted(dumped))
 
-    # The live server refuses initialize once its connection speaks 2026-07-28; the tape is such a session.
+    # The live server refuses initialize once its connection speaks 2026-07-28, and so does play.
     assert anyio.run(handshake, live) == -32022
-    assert anyio.run(fresh_initialize, played) == (-32022, {"supported": ["2026-07-28"], "requested": "2025-11-25"})
+    assert anyio.run(handshake, played) == -32022
+    # Issue 29: on a fresh connection it accepts the legacy handshake; play of its 2026-07-28 tape
+    # answers the same, results without the 2026-07-28 envelope, as the live server's.
+    assert anyio.run(fresh_initialize, played) == anyio.run(fresh_initialize, live)
+    assert anyio.run(fresh_initialize, played)[0] == "2025-11-25"
     assert anyio.run(discover, played) == anyio.run(discover, live)
     assert anyio.run(discover, played)[1][1] == {"result": 5.0}
 

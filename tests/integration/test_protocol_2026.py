@@ -279,7 +279,7 @@ sessions:
     for name in ("everything", "memory"):
         header, evs = events(tmp_path / "tapes" / f"{name}.tape.jsonl")
         assert header["negotiation"] == "fallback: initialize after -32601"
-        assert header["protocol"] == "2025-06-18"
+        assert header["protocol"] == "2025-11-25"  # auto's fallback asks what current clients ask
         assert sent(evs)[0]["method"] == "initialize"  # the refused probe is not part of the tape
         assert sent(evs)[0]["id"] == 1
 

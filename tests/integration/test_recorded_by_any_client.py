@@ -10,8 +10,10 @@ against ci's golden of the same transport and protocol version must say "same" (
 The clients differ in what issue 18 says must not matter: `params` absent or `{}`, a
 `server/discover` probe refused before `initialize` (FastMCP; ci's own `auto`), where racing
 notifications land. What they ask is the same: the SDK and FastMCP open with `initialize`
-2025-11-25, so their golden is ci's with `protocol: "2025-11-25"`; the raw client asks what ci's
-`auto` asks after its fallback (2025-06-18, no capabilities), so its golden is ci's with `auto`.
+2025-11-25, as ci's `auto` does after its fallback (issue 29), so their golden is ci's with
+`protocol: "2025-11-25"` or with `auto`; the raw client asks 2025-06-18 (no capabilities), what
+mcptape 0.1 asked, and its golden is ci's with `auto`: a server that answers each client the
+version it asked is the same server (docs/diff.md).
 A positive control shows diff still sees a changed call among such recordings.
 """
 
@@ -144,12 +146,23 @@ def test_rec_behind_the_sdk_client_is_the_same_as_ci(recordings: Recordings) -> 
     assert_same(diff(recordings.stdio_pinned, recordings.tape("sdk-stdio")))
 
 
+def test_rec_behind_the_sdk_client_is_the_same_as_ci_auto(recordings: Recordings) -> None:
+    # Issue 29: ci's auto falls back to initialize 2025-11-25, what the SDK asks: same, to the byte of the version.
+    run = diff(recordings.stdio_auto, recordings.tape("sdk-stdio"))
+    assert_same(run)
+    assert "client asked protocol" not in run.text()
+
+
 def test_rec_behind_fastmcp_is_the_same_as_ci(recordings: Recordings) -> None:
     assert_same(diff(recordings.stdio_pinned, recordings.tape("fastmcp-stdio")))
 
 
 def test_rec_behind_a_raw_client_is_the_same_as_ci(recordings: Recordings) -> None:
+    # The raw client asks 2025-06-18, ci 2025-11-25: the server accepted each, so the same server.
     assert_same(diff(recordings.stdio_auto, recordings.tape("raw-stdio")))
+    report = json.loads(diff(recordings.stdio_auto, recordings.tape("raw-stdio"), "--json", "-").stdout)
+    [info] = [f for d in report["drifts"] for f in d["findings"] if f["kind"] == "client_protocol"]
+    assert info["severity"] == "info" and '"2025-11-25" → "2025-06-18"' in info["message"], info
 
 
 def test_rec_listen_behind_the_sdk_client_is_the_same_as_ci(recordings: Recordings) -> None:
