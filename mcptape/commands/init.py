@@ -6,7 +6,18 @@ Writes a first mcptape.yml from a live server: it connects with the scripted cli
 resources, resource templates and prompts, and writes one session that lists the surface and
 calls each tool with arguments built from its inputSchema (scaffold.py), reads each listed
 resource (the first MAX_RESOURCES) and gets each prompt. Calls that may change something
-(scaffold.tool_safety) are written commented out, so the first `ci` is safe to run anywhere.
+(scaffold.tool_safety) are written commented out, so the first `ci` is safe to run anywhere; so are
+calls that reach the outside world (`openWorldHint`), which a CI runner may not.
+
+Probing: a tool annotated read-only, or not annotated but named like a query (scaffold's "query": get,
+list, search...), is called once by init (probe.py) before the file is written; it stays active only if
+it answered, and is commented out with the reason seen otherwise (an error on the example arguments, a
+timeout, the network). `--safe` probes nothing: unannotated tools stay commented out, read-only ones
+active unchecked. A tool that may write is never called. The summary says how much the gate covers.
+
+Isolation: a stdio server is written with `private_home: true` (a fresh HOME and temp dir per run, so
+what it keeps between runs is not drift), and an `npx pkg` / `uvx pkg` command gets the package's
+version pinned (`pkg@x.y.z`, from the local install or the registry), so a release is not drift either.
 
 Before writing, the session runs twice as ci runs it (ci/repeat.py's repeat_session), and the
 normalize rules nondeterminism.py suggests for what differed go into the file: otherwise a clock
@@ -46,10 +57,13 @@ from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import ClientSettings, HttpServer, StdioServer, Step
 from mcptape.config.schema import SCHEMA_ID
 from mcptape.config.semantics import check_config
-from mcptape.errors import ConfigError, McptapeError, WriteError
+from mcptape.errors import ConfigError, McptapeError, ServerError, WriteError
 from mcptape.nondeterminism import find_volatile, suggest_rules, unfixed
+from mcptape.pinning import pin_packages
+from mcptape.probe import probe_calls
 from mcptape.record.stdio import default_name
 from mcptape.redact.policy import argv_secrets, secret_reason
+from mcptape.refusal import looks_like_version_refusal, refused_everything
 from mcptape.scaffold import Hints, example_arguments, path_hints, prompt_arguments, tool_safety
 from mcptape.tape.format import Tape
 from mcptape.transports.factory import open_transport
@@ -72,6 +86,7 @@ class Options:
     trial: bool = True
     protocol: str | None = None
     headers: tuple[str, ...] = ()  # --header 'Name: value' (HTTP only)
+    probe: bool = True  # --safe: call nothing that is not annotated read-only
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -79,7 +94,8 @@ class Options:
         if server and server[0] == "--":
             server = server[1:]
         return cls(server=tuple(server), url=args.url, out=args.out, name=args.name, env=tuple(args.env or ()),
-                   trial=not args.no_trial, protocol=args.protocol, headers=tuple(args.header or ()))
+                   trial=not args.no_trial, protocol=args.protocol, headers=tuple(args.header or ()),
+                   probe=not getattr(args, "safe", False))
 
 
 @dataclass
@@ -92,6 +108,16 @@ class Surface:
     prompts: list[dict[str, Any]] | None = None
     server_name: str | None = None
     refused: dict[str, str] = field(default_factory=dict)  # list step -> the error it got
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the file says about one tool: its arguments, whether it runs, and why not."""
+
+    arguments: dict[str, Any] | None
+    active: bool
+    why: str = ""  # why it is commented out (or, for a probed tool, why it runs)
+    category: str = ""  # for the coverage line: may write | need the network | failed on example arguments | ...
 
 
 @dataclass
@@ -115,31 +141,57 @@ def run(options: Options) -> int:
         raise WriteError(f"{out}: cannot write the config: {directory} is not a directory",
                          hint="create the directory first, or pass -o with an existing directory")
     env_entries, env_values = _env_options(options.env)
+    command, pinned = pin_packages(list(options.server), Path.cwd())
+    options = Options(**{**options.__dict__, "server": tuple(command)})
     server = _server_entry(options, out, env_entries)
+    say(f"mcptape init: starting {_one_line(shlex.join(options.server) if options.server else options.url, 120)}")
+    for line in pinned:
+        say(f"mcptape init: {line}")
     surface = _list_surface(server, base_dir=directory, env=env_values)
     name = _name(options, surface)
-    hints = path_hints(options.server, Path.cwd())
-    text = render_config(name, server, surface, hints=hints)
+    hints = path_hints(options.server, Path.cwd()) + listed_hints(surface)
+    plans = plan_calls(surface, hints, file_hint=_a_file(hints))
+    if plans and any(p.active or p.category == "query" for p in plans.values()):
+        plans = _probed(server, surface, plans, directory, env_values, probe=options.probe)
+    config_arg = "" if out == Path(DEFAULT_OUT) else f" -c {shlex.quote(str(out))}"
+    text = render_config(name, server, surface, hints=hints, plans=plans, config_arg=config_arg)
     trial = None
     try:
+        loaded = None
+        if options.trial:
+            # The trial's config lives outside the directory: a server that lists the repository must
+            # not see a file that exists only while init runs (its name is random, too).
+            with tempfile.TemporaryDirectory(prefix="mcptape-init-") as scratch:
+                draft = Path(scratch) / "mcptape.yml"
+                loaded = _verified(draft, render_config(name, _absolute(server, directory), surface, hints=hints,
+                                                        plans=plans, config_arg=config_arg), env_values)
+                trial = _trial(loaded, http_unmanaged="url" in server and "start" not in server)
+            text = render_config(name, server, surface, trial, hints=hints, plans=plans, config_arg=config_arg)
         fd, temp_name = tempfile.mkstemp(prefix=".mcptape-init-", suffix=".yml", dir=directory)
         os.close(fd)
     except OSError as e:
         raise WriteError(f"{out}: cannot write the config: {e.strerror or e}") from e
     temp = Path(temp_name)
     try:
-        loaded = _verified(temp, text, env_values)
-        if options.trial:
-            trial = _trial(loaded)
-            text = render_config(name, server, surface, trial, hints=hints)
-            _verified(temp, text, env_values)
+        _verified(temp, text, env_values)
         _link(temp, out)
     finally:
         temp.unlink(missing_ok=True)
     for error in trial.errors if trial is not None else []:
         say(f"mcptape init: warning: a trial run of the session failed: {error}")
-    sys.stdout.write(_next_steps(out, name, surface, trial))
+    coverage, called = _coverage(surface, plans)
+    if surface.tools and not called:
+        say(f"mcptape init: WARNING: the gate calls no tool at all ({coverage}): it checks only what the server "
+            "lists. Uncomment the calls that are safe to run (see the reasons in the file)")
+    sys.stdout.write(_next_steps(out, name, surface, trial, coverage))
     return 0
+
+
+def _absolute(server: Mapping[str, Any], directory: Path) -> dict[str, Any]:
+    """The entry as the trial's draft (elsewhere) needs it: its working directory absolute."""
+    if "url" in server:
+        return dict(server)
+    return {**server, "cwd": str((directory / str(server.get("cwd", "."))).resolve())}
 
 
 # -- the server -------------------------------------------------------------------------------------
@@ -189,7 +241,8 @@ def _server_entry(options: Options, out: Path, env: Mapping[str, str]) -> dict[s
     here, there = Path.cwd().resolve(), out.resolve().parent
     if here != there:
         entry["cwd"] = os.path.relpath(here, there)
-    return {**entry, **pinned}
+    # A fresh HOME per run: a usage counter or cache the server keeps there is not drift.
+    return {**entry, **pinned, "private_home": True}
 
 
 def _headers(raw: Sequence[str]) -> dict[str, str]:
@@ -210,24 +263,35 @@ def _headers(raw: Sequence[str]) -> dict[str, str]:
     return headers
 
 
-def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str]) -> Surface:
+def _model(entry: Mapping[str, Any]) -> StdioServer | HttpServer:
+    """The entry as ci will read it (its `env` is passed apart, as values)."""
     fields = {k: v for k, v in entry.items() if k != "env"}
     if "headers" in fields:  # `${VAR}` as ci reads it (config/interpolate.py), for this listing
         fields["headers"] = Interpolator(os.environ, "--header", {}).walk(fields["headers"], ("headers",))
     try:
-        model = HttpServer(**fields) if "url" in entry else StdioServer(**fields)
+        return HttpServer(**fields) if "url" in entry else StdioServer(**fields)
     except ValidationError as e:  # what the options say, checked by the models the config is checked by
         first = e.errors()[0]
         where = {"url": "--url", "protocol": "--protocol"}.get(str(first["loc"][0]), "the server command")
         raise ConfigError(f"{where}: {first['msg']}") from None
+
+
+def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str]) -> Surface:
+    model = _model(entry)
     transport = open_transport(model, base_dir=base_dir, env=env)
     steps = [Step(action=a) for a in LIST_STEPS]  # type: ignore[arg-type]
     recording = record_session(transport, steps, ClientSettings(), session="init", protocol=model.protocol,
                                step_timeout=INIT_STEP_TIMEOUT, session_timeout=INIT_SESSION_TIMEOUT)
     if recording.error is not None:
-        hint = recording.error.hint or (None if model.protocol else
-                                        "a server that refuses server/discover may need --protocol 2025-11-25")
+        # --protocol is the fix only when the failure reads as a refused version (refusal.py).
+        hint = recording.error.hint or (
+            "the server may speak only the legacy handshake: try --protocol 2025-11-25"
+            if not model.protocol and looks_like_version_refusal(f"{recording.error.message} {transport.stderr_tail()}")
+            else None)
         raise type(recording.error)(f"listing the server failed: {recording.error.message}", hint=hint)
+    refusal = refused_everything(recording.events)
+    if refusal is not None:
+        raise ServerError(f"listing the server failed: {refusal[0]}", hint=refusal[1])
     surface = Surface()
     info = recording.server_info or {}
     surface.server_name = info.get("name") if isinstance(info.get("name"), str) else None
@@ -312,12 +376,16 @@ def _one_line(text: Any, limit: int = 90) -> str:
 
 
 def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial: Trial | None = None,
-                  *, hints: Hints = ()) -> str:
-    """The commented mcptape.yml for `surface` (see the module docstring)."""
+                  *, hints: Hints = (), plans: Mapping[str, Plan] | None = None, config_arg: str = "") -> str:
+    """The commented mcptape.yml for `surface` (see the module docstring). `config_arg`: ` -c FILE`
+    when the file is not the default one, for the commands its header gives."""
+    plans = plans if plans is not None else plan_calls(surface, hints)
     lines = [
         f"# yaml-language-server: $schema={SCHEMA_ID}",
         f"# Written by `mcptape init` from what {name} listed. Review it, then record the golden tapes:",
-        "#   mcptape ci --update-golden",
+        f"#   mcptape ci{config_arg} --update-golden",
+        f"# and gate: `mcptape ci{config_arg}`. Each golden tape gets a .tape.view.txt beside it: the same tape,",
+        "# one line per value, for reviewing its diff (see the README).",
         "version: 1",
         "golden_dir: tapes                # one golden tape per session; commit them",
         "servers:",
@@ -327,6 +395,9 @@ def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial:
         if key == "env":
             lines.append("    env:                         # the only variables the server gets (besides PATH, HOME, ...)")
             lines.extend(f"      {k}: {yaml_scalar(v)}" for k, v in value.items())
+        elif key == "private_home":
+            lines.append(f"    private_home: {yaml_scalar(value)}            # a fresh HOME and temp dir each run: "
+                         "what the server keeps there is not drift")
         else:
             lines.append(f"    {key}: {yaml_scalar(value)}")
     lines += ["sessions:", f"  - name: {name}", f"    server: {name}", "    steps:"]
@@ -338,7 +409,9 @@ def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial:
         else:
             lines.append(f"      - {action}")
     for tool in surface.tools or []:
-        lines += _call_lines(tool, hints)
+        plan = plans.get(str(tool.get("name")))
+        if plan is not None:
+            lines += _call_lines(tool, plan)
     resources = surface.resources or []
     for resource in resources[:MAX_RESOURCES]:
         uri = resource.get("uri")
@@ -389,24 +462,117 @@ def _normalize_lines(trial: Trial | None) -> list[str]:
     return lines
 
 
-def _call_lines(tool: Mapping[str, Any], hints: Hints) -> list[str]:
-    tname = tool.get("name")
-    if not isinstance(tname, str) or not tname:
-        return []
-    schema = tool.get("inputSchema")
-    arguments = example_arguments(schema, hints)
-    problem = "no valid arguments could be built from its inputSchema" if arguments is None else \
-        schema_violation(arguments, schema)
-    safety = tool_safety(tool)
+def plan_calls(surface: Surface, hints: Hints, file_hint: str | None = None) -> dict[str, Plan]:
+    """Each listed tool's plan before probing: read-only ones active, the rest commented out with why."""
+    plans: dict[str, Plan] = {}
+    for tool in surface.tools or []:
+        tname = tool.get("name")
+        if not isinstance(tname, str) or not tname or tname in plans:
+            continue
+        schema = tool.get("inputSchema")
+        own = (("path", file_hint), ("file", file_hint)) if file_hint and "file" in re.split(r"[^a-z]+", tname.lower()) else ()
+        arguments = example_arguments(schema, own + hints)
+        problem = "no valid arguments could be built from its inputSchema" if arguments is None else \
+            schema_violation(arguments, schema)
+        safety = tool_safety(tool)
+        if not safety.safe and not safety.probe:
+            category = "need the network" if safety.kind == "network" else "may write"
+            plans[tname] = Plan(arguments, False, safety.reason, category)
+        elif problem is not None:
+            plans[tname] = Plan(arguments, False, f"fill in its arguments ({_one_line(problem, 120)})",
+                                "need arguments filled in")
+        elif safety.probe:
+            plans[tname] = Plan(arguments, False, f"{safety.reason}: not probed (--safe)", "query")
+        else:
+            plans[tname] = Plan(arguments, True)
+    return plans
+
+
+def _probed(entry: Mapping[str, Any], surface: Surface, plans: dict[str, Plan], directory: Path,
+            env: Mapping[str, str], *, probe: bool) -> dict[str, Plan]:
+    """Call the read-only and (unless --safe) the query-named tools once; keep those that answered."""
+    wanted = [(n, p.arguments or {}) for n, p in plans.items() if p.active or (probe and p.category == "query")]
+    if not probe:  # --safe: nothing is called before the user says so; read-only ones run unchecked
+        return plans
+    if not wanted:
+        return plans
+    model = _model(entry)
+    outcomes = probe_calls(model, wanted, base_dir=directory, env=env, protocol=model.protocol,
+                           progress=lambda line: say(f"mcptape init: {line}"))
+    out = dict(plans)
+    for tname, _ in wanted:
+        outcome = outcomes.get(tname)
+        plan = plans[tname]
+        if outcome is None:
+            continue
+        if outcome.ok:
+            why = "" if plan.active else "not annotated readOnlyHint; named like a query, and init's call answered"
+            out[tname] = Plan(plan.arguments, True, why, "probed" if not plan.active else "")
+            continue
+        detail = _one_line(outcome.detail, 100)
+        if outcome.kind == "network":
+            out[tname] = Plan(plan.arguments, False, f"it needs the network (init's call answered: {detail})",
+                              "need the network")
+        elif outcome.kind == "timeout":
+            out[tname] = Plan(plan.arguments, False, f"init's call timed out ({detail})", "timed out")
+        else:
+            out[tname] = Plan(plan.arguments, False, f"init's call with these example arguments failed ({detail}); "
+                              "put real ones here", "failed on example arguments")
+    return out
+
+
+def _coverage(surface: Surface, plans: Mapping[str, Plan]) -> tuple[str, int]:
+    """"12 of 26 tools called; 14 commented out (8 may write, ...)", and how many are called."""
+    total = len(plans)
+    called = sum(1 for p in plans.values() if p.active)
+    probed = sum(1 for p in plans.values() if p.active and p.category == "probed")
+    counts: dict[str, int] = {}
+    for plan in plans.values():
+        if not plan.active:
+            label = "not annotated readOnlyHint, not probed (--safe)" if plan.category == "query" else plan.category
+            counts[label] = counts.get(label, 0) + 1
+    line = f"{called} of {total} tool{'s' * (total != 1)} called"
+    if probed:
+        line += f" ({probed} unannotated, kept because init's call answered)"
+    if counts:
+        why = ", ".join(f"{n} {label}" for label, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        line += f"; {total - called} commented out ({why})"
+    return line, called
+
+
+def _call_lines(tool: Mapping[str, Any], plan: Plan) -> list[str]:
+    tname = str(tool.get("name"))
     step = [f"- call: {yaml_scalar(tname)}"]
-    if arguments:
-        step.append(f"  arguments: {yaml_scalar(arguments)}")
+    if plan.arguments:
+        step.append(f"  arguments: {yaml_scalar(plan.arguments)}")
     about = _one_line(tool.get("description"))
     head = [f"      # {_one_line(tname, 60)}: {about}"] if about else []
-    if safety.safe and problem is None:
-        return head + [f"      {s}" for s in step]
-    why = safety.reason if not safety.safe else f"fill in its arguments ({_one_line(problem, 120)})"
-    return head + [f"      # not run: {why}; uncomment to record it"] + [f"      # {s}" for s in step]
+    if plan.active:
+        note = [f"      # runs: {plan.why}"] if plan.why else []
+        return head + note + [f"      {s}" for s in step]
+    return head + [f"      # not run: {plan.why}; uncomment to record it"] + [f"      # {s}" for s in step]
+
+
+def listed_hints(surface: Surface) -> Hints:
+    """Argument values the server's own lists offer: the first resource URI it listed."""
+    for resource in surface.resources or []:
+        uri = resource.get("uri")
+        if isinstance(uri, str) and uri:
+            return (("uri", uri),)
+    return ()
+
+
+def _a_file(hints: Hints) -> str | None:
+    """A file that exists under the directory the server was started on (or here): the likeliest path
+    argument of a tool named like `read_file` (a README first; hidden files never)."""
+    base = next((value for key, value in hints if key == "path"), None)
+    root = Path(base) if base else Path(".")
+    try:
+        files = sorted(p for p in root.iterdir() if p.is_file() and not p.name.startswith("."))
+    except OSError:
+        return None
+    files.sort(key=lambda p: (not p.name.lower().startswith("readme"), p.name))
+    return str(root / files[0].name) if files and base else (files[0].name if files else None)
 
 
 def _verified(temp: Path, text: str, env: Mapping[str, str]) -> LoadedConfig:
@@ -435,20 +601,27 @@ def _link(temp: Path, out: Path) -> None:
         raise WriteError(f"{out}: cannot write the config: {e.strerror or e}") from e
 
 
-def _trial(loaded: LoadedConfig) -> Trial:
+def _trial(loaded: LoadedConfig, *, http_unmanaged: bool = False) -> Trial:
     """Run the session twice, as ci runs it, and keep the normalize rules that make it stable.
 
     Two runs, the second starting at least TRIAL_GAP seconds after the first: a clock printed in
     seconds ("created at 12:58:40 AM") must tick between them, or it looks constant here and
-    drifts on the first `ci`.
+    drifts on the first `ci`. Each run starts the server afresh (a stdio process, an HTTP `start:`
+    command), so state one run leaves is seen as what it is; an HTTP server mcptape does not start
+    keeps its state between the runs, and init says so.
     """
     session = loaded.config.sessions[0]
     ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
+    if http_unmanaged:
+        say("mcptape init: warning: the trial runs reach the same HTTP server process (mcptape does not start it): "
+            "state it keeps between runs looks stable here; add `start:` to the server entry so each run starts it")
     started = time.monotonic()
+    say("mcptape init: trial run 1 of 2 (finding values that change from run to run)")
     first = repeat_session(ctx, session, 1)
     if first.errors:  # the second run would fail the same way: say it once
         return Trial(errors=[e.partition(": ")[2] or e for e in first.errors])
     time.sleep(max(0.0, TRIAL_GAP - (time.monotonic() - started)))
+    say("mcptape init: trial run 2 of 2")
     second = repeat_session(ctx, session, 1)
     trial = Trial(errors=[e.partition(": ")[2] or e for e in second.errors])
     if trial.errors:
@@ -459,7 +632,7 @@ def _trial(loaded: LoadedConfig) -> Trial:
     return trial
 
 
-def _next_steps(out: Path, name: str, surface: Surface, trial: Trial | None) -> str:
+def _next_steps(out: Path, name: str, surface: Surface, trial: Trial | None, coverage: str = "") -> str:
     config = "" if out == Path(DEFAULT_OUT) else f" -c {shlex.quote(str(out))}"
     tapes = shlex.quote(str(out.parent / "tapes")) + "/"  # golden_dir, relative to the config file
     tools = surface.tools or []
@@ -476,6 +649,7 @@ def _next_steps(out: Path, name: str, surface: Surface, trial: Trial | None) -> 
     lines = [f"  {command:<{width}}  # {why}" if why else f"  {command}" for command, why in steps]
     return (
         f"wrote {out}: session {name}, {len(tools)} tool{'s' * (len(tools) != 1)} listed{rules}; calls that may change "
-        "something are commented out (see the file)\nnext:\n" + "\n".join(lines) + "\n"
+        "something are commented out (see the file)\n" + (f"coverage: {coverage}\n" if tools else "")
+        + "next:\n" + "\n".join(lines) + "\n"
         "  then add the workflow (uses: mcptape/action@v1) so every pull request is gated: see the README\n"
     )

@@ -173,6 +173,11 @@ class StdioServer(_Strict):
     protocol: Annotated[str | None, WithJsonSchema(_PROTOCOL_SCHEMA)] = Field(
         default=None, description="protocol version for this server (default: the client block's)"
     )
+    private_home: bool = Field(
+        default=False,
+        description="give the server a fresh HOME and temp dir for each run, removed after it: what it keeps "
+        "between runs (usage counters, caches of its own) is not drift. Package caches (npm, uv) stay shared",
+    )
 
     @field_validator("command", mode="before")
     @classmethod
@@ -223,6 +228,11 @@ class HttpServer(_Strict):
     ready_timeout: float = Field(default=20.0, gt=0, description="seconds to wait for the URL to answer")
     protocol: Annotated[str | None, WithJsonSchema(_PROTOCOL_SCHEMA)] = Field(
         default=None, description="protocol version for this server (default: the client block's)"
+    )
+    private_home: bool = Field(
+        default=False,
+        description="give the `start` command a fresh HOME and temp dir for each run, removed after it: what it keeps "
+        "between runs (usage counters, caches of its own) is not drift. Package caches (npm, uv) stay shared",
     )
 
     @field_validator("url")
