@@ -352,7 +352,8 @@ def _event_advice(group: _Group) -> str:
 
 
 def _rule_obj(rule: dict[str, Any]) -> SimpleNamespace:
-    return SimpleNamespace(path=rule.get("path"), pattern=rule.get("pattern"), replace=rule["replace"])
+    return SimpleNamespace(path=rule.get("path"), pattern=rule.get("pattern"), replace=rule.get("replace", "<NORMALIZED>"),
+                           order=rule.get("order"))
 
 
 def _normalizer(rules: Sequence[dict[str, Any]]) -> Any:
@@ -659,7 +660,7 @@ def _described(rule: dict[str, Any], extra: int, cov: list[Volatile]) -> dict[st
 
 def unfixed(volatiles: Sequence[Volatile], rules: Sequence[dict[str, Any]]) -> list[Volatile]:
     """The "value" volatiles the rules do not make stable (carried state aside: it is not volatile)."""
-    clean: list[dict[str, Any]] = [{k: r[k] for k in ("path", "pattern", "replace") if k in r} for r in rules]
+    clean: list[dict[str, Any]] = [{k: r[k] for k in ("path", "pattern", "replace", "order") if k in r} for r in rules]
     return [v for v in volatiles if v.kind == "value" and not carried_state(v) and not fixed_by(v, clean)]
 
 

@@ -13,11 +13,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 HANDSHAKE = frozenset({"initialize", "server/discover", "ping"})
-# JSON-RPC codes that refuse the request itself, not its arguments: invalid request, method not
-# found, and the 2026-07-28 "unsupported protocol version".
-REFUSING_CODES = {-32600: "Invalid Request", -32601: "Method not found", -32022: "Unsupported protocol version"}
+# JSON-RPC codes that refuse the request itself, whatever it asks: invalid request, and the 2026-07-28
+# "unsupported protocol version". Not -32601: a server that offers no lists at all answers it honestly.
+REFUSING_CODES = {-32600: "Invalid Request", -32022: "Unsupported protocol version"}
+# A refused version names it ("Unsupported protocol version", -32022, "supportedVersions"); a server
+# that merely died during server/discover does not, and --protocol would not help it.
 _VERSION_REFUSAL = re.compile(r"(?i)protocol.?version|unsupported.{0,20}version|version.{0,40}(?:not supported|"
-                              r"unsupported|mismatch)|-32022|server/discover|supportedVersions")
+                              r"unsupported|mismatch)|-32022|supportedVersions|unknown method.{0,20}server/discover")
 
 
 def refused_everything(events: Iterable[Mapping[str, Any]]) -> tuple[str, str] | None:

@@ -43,6 +43,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import yaml
@@ -58,7 +59,8 @@ from mcptape.config.models import ClientSettings, HttpServer, StdioServer, Step
 from mcptape.config.schema import SCHEMA_ID
 from mcptape.config.semantics import check_config
 from mcptape.errors import ConfigError, McptapeError, ServerError, WriteError
-from mcptape.nondeterminism import find_volatile, suggest_rules, unfixed
+from mcptape.nondeterminism import Volatile, find_volatile, fixed_by, suggest_rules, unfixed
+from mcptape.normalize import Normalizer
 from mcptape.pinning import pin_packages
 from mcptape.probe import probe_calls
 from mcptape.record.stdio import default_name
@@ -144,10 +146,7 @@ def run(options: Options) -> int:
     command, pinned = pin_packages(list(options.server), Path.cwd())
     options = Options(**{**options.__dict__, "server": tuple(command)})
     server = _server_entry(options, out, env_entries)
-    say(f"mcptape init: starting {_one_line(shlex.join(options.server) if options.server else options.url, 120)}")
-    for line in pinned:
-        say(f"mcptape init: {line}")
-    surface = _list_surface(server, base_dir=directory, env=env_values)
+    surface = _list_surface(server, base_dir=directory, env=env_values, pinned=pinned)
     name = _name(options, surface)
     hints = path_hints(options.server, Path.cwd()) + listed_hints(surface)
     plans = plan_calls(surface, hints, file_hint=_a_file(hints))
@@ -276,8 +275,13 @@ def _model(entry: Mapping[str, Any]) -> StdioServer | HttpServer:
         raise ConfigError(f"{where}: {first['msg']}") from None
 
 
-def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str]) -> Surface:
+def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str],
+                  pinned: Sequence[str] = ()) -> Surface:
     model = _model(entry)
+    what = model.url if isinstance(model, HttpServer) else shlex.join(model.command)
+    say(f"mcptape init: starting {_one_line(what, 120)}")
+    for line in pinned:
+        say(f"mcptape init: {line}")
     transport = open_transport(model, base_dir=base_dir, env=env)
     steps = [Step(action=a) for a in LIST_STEPS]  # type: ignore[arg-type]
     recording = record_session(transport, steps, ClientSettings(), session="init", protocol=model.protocol,
@@ -285,7 +289,7 @@ def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str,
     if recording.error is not None:
         # --protocol is the fix only when the failure reads as a refused version (refusal.py).
         hint = recording.error.hint or (
-            "the server may speak only the legacy handshake: try --protocol 2025-11-25"
+            "the server refused the protocol version: pin one it speaks with --protocol (--protocol 2025-11-25 for the legacy handshake)"
             if not model.protocol and looks_like_version_refusal(f"{recording.error.message} {transport.stderr_tail()}")
             else None)
         raise type(recording.error)(f"listing the server failed: {recording.error.message}", hint=hint)
@@ -456,7 +460,10 @@ def _normalize_lines(trial: Trial | None) -> list[str]:
     for rule in trial.rules:
         key = "path" if rule.get("path") else "pattern"
         lines.append(f"  - {key}: {json.dumps(rule[key], ensure_ascii=False)}")
-        lines.append(f"    replace: {json.dumps(rule['replace'], ensure_ascii=False)}")
+        if rule.get("order"):
+            lines.append(f"    order: {rule['order']}")
+        else:
+            lines.append(f"    replace: {json.dumps(rule['replace'], ensure_ascii=False)}")
         if rule.get("reason"):
             lines.append(f"    reason: {json.dumps(_one_line(rule['reason'], 200), ensure_ascii=False)}")
     return lines
@@ -627,9 +634,41 @@ def _trial(loaded: LoadedConfig, *, http_unmanaged: bool = False) -> Trial:
     if trial.errors:
         return trial
     volatiles = find_volatile([Tape(header={}, events=events) for events in first.normalized + second.normalized])
-    trial.rules = suggest_rules(volatiles)
+    trial.rules = narrow_rules(suggest_rules(volatiles), volatiles)
     trial.unfixable = [v.line() for v in unfixed(volatiles, trial.rules)]
     return trial
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and len(value.split()) >= 4
+
+
+def narrow_rules(rules: Sequence[dict[str, Any]], volatiles: Sequence[Volatile]) -> list[dict[str, Any]]:
+    """The rules, each checked to keep a real change visible: a rule that would also hide a change the
+    trial did not see (its placeholder swallows a whole text: an item added to a listed text) becomes a
+    canonical order when the runs differ only in the order of the same items, and is dropped otherwise
+    (the difference is then reported as one no rule fixes)."""
+    out: list[dict[str, Any]] = []
+    for rule in rules:
+        clean: dict[str, Any] = {k: rule[k] for k in ("path", "pattern", "replace") if k in rule}
+        covered = [v for v in volatiles if v.kind == "value" and fixed_by(v, [clean])]
+        texts = [x for v in covered for x in v.values if _is_text(x)]
+        if not texts:
+            out.append(rule)
+            continue
+        if "pattern" in clean:
+            probe = Normalizer([SimpleNamespace(**clean)])
+            if all(probe.text(t + " and one more") != probe.text(t) for t in texts):
+                out.append(rule)  # the placeholder covers a token inside the text: a change elsewhere shows
+                continue
+        ordered: dict[str, Any] = {k: clean[k] for k in ("path", "pattern") if k in clean}
+        ordered["order"] = "sorted"
+        if covered and all(fixed_by(v, [ordered]) for v in covered):
+            first = covered[0]
+            out.append({**ordered, "reason": f"the same items in {first.distinct} different orders in {first.runs} runs "
+                        f"at {first.where} · {first.path}: put in a canonical order (an item added or removed still "
+                        "drifts)"})
+    return out
 
 
 def _next_steps(out: Path, name: str, surface: Surface, trial: Trial | None, coverage: str = "") -> str:

@@ -471,6 +471,12 @@ class NormalizeRule(_Strict):
         json_schema_extra={"format": "regex"},
     )
     replace: str = Field(default="<NORMALIZED>", description="the placeholder written instead")
+    order: Literal["sorted"] | None = Field(
+        default=None,
+        description="`sorted`: instead of a placeholder, put the items of what the rule selects in a canonical "
+        "order (a list's items; a text's lines, or its comma- or space-separated items): for a server that lists "
+        "the same things in random order. An item added, removed or changed still drifts",
+    )
     reason: str | None = Field(default=None, description="why the value is volatile (for reviewers)")
 
     @field_validator("path")
