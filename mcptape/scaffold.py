@@ -173,7 +173,7 @@ def _number(schema: Mapping[str, Any], integer: bool) -> int | float:
 
 # "e.g. 'America/New_York'", "for example: `main`", "(example: 42)": the value a description suggests.
 _DESCRIBED_EXAMPLE = re.compile(
-    r"""(?i)(?:\be\.g\.|\bfor example|\bexample|\bsuch as)[,:]?\s*(?:["'`]([^"'`\n]{1,80})["'`]|([\w./:@+-]{1,80}))""")
+    r"""(?i)(?:(?:\be\.g\.|\bfor example|\bsuch as)[,:]?|\bexamples?:)\s*(?:["'`]([^"'`\n]{1,80})["'`]|([\w./:@+-]{1,80}))""")
 
 
 def described_example(description: Any) -> str | None:

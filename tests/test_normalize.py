@@ -368,3 +368,14 @@ def test_lines_no_rule_could_change_are_the_ones_it_leaves_unchanged() -> None:
     escaped = plain.replace(b'"text":"5"', b'"text":"2026\\u002d12\\u002d02T00:57:14Z"')  # JSON escapes hide the date
     assert json.loads(escaped)["msg"]["result"]["content"][0]["text"] == "2026-12-02T00:57:14Z"
     assert Normalizer(now=NOW).lines_it_may_change(escaped) == {1}
+
+
+def test_an_order_sorted_rule_makes_the_same_items_equal_and_keeps_a_removed_item_visible() -> None:
+    from types import SimpleNamespace
+
+    norm = Normalizer([SimpleNamespace(path=None, pattern="(?<=Allowed commands: ).+", replace="x", order="sorted")])
+    a = norm.text("Allowed commands: ls, cat, pwd.")
+    assert a == norm.text("Allowed commands: pwd, ls, cat.") == "Allowed commands: cat, ls, pwd."
+    assert norm.text("Allowed commands: pwd, ls.") != a
+    by_path = Normalizer([SimpleNamespace(path="$.result.items", pattern=None, replace="x", order="sorted")])
+    assert by_path.value({"result": {"items": [3, 1, 2]}}) == {"result": {"items": [1, 2, 3]}}
