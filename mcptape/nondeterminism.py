@@ -478,6 +478,13 @@ def _path_candidates(v: Volatile) -> list[dict[str, Any]]:
     return out
 
 
+def path_candidates(v: Volatile) -> list[dict[str, Any]]:
+    """The path rules that select this place by key, shortest first (`$..format.description`, then
+    longer ones); none with a list index, which another run may give to another item (a tool list
+    in random order). init turns one into an `order: sorted` rule when the runs differ in order only."""
+    return [c for c in _path_candidates(v) if "[" not in c["path"]]
+
+
 def _shape(text: str) -> str:
     """`3f2a-19` -> `[A-Za-z0-9]+\\-\\d+`: character-class runs, punctuation literal."""
     out: list[str] = []

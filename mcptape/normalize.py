@@ -181,18 +181,38 @@ RULE_DEPTH = MAX_DEPTH + 4
 
 
 def sorted_items(value: Any) -> Any:
-    """A value in canonical order (`order: sorted` rules): a list's items sorted by their JSON, a text's
-    lines, or else its comma- or space-separated items, sorted (trailing punctuation stays at the end)."""
+    """A value in canonical order (`order: sorted` rules): a list's items sorted by their JSON; in a text,
+    the comma-separated items of each line that has them (a Go map or a Python set printed into a
+    description), else its lines, else its space-separated words. Trailing punctuation stays at the end."""
     if isinstance(value, list):
         return sorted(value, key=lambda v: json.dumps(v, sort_keys=True, ensure_ascii=False))
     if not isinstance(value, str):
         return value
-    body = value.rstrip(".;:!?) \n")
-    tail = value[len(body):]
-    for sep in ("\n", ", ", ",", " "):
-        if sep in body:
-            return sep.join(sorted(body.split(sep))) + tail
-    return value
+    lines = value.split("\n")
+    if any("," in line for line in lines):
+        return "\n".join(_sorted_line(line) for line in lines)
+    if len(lines) > 1:
+        return "\n".join(sorted(lines))
+    return _sorted_line(value, " ")
+
+
+def _sorted_line(line: str, sep: str = ",") -> str:
+    """One line's items sorted; what precedes the list up to a ": " ("Allowed commands: ") stays in front.
+    Idempotent (a golden is normalized again before it is compared): the head and the set of items
+    come out the same from the sorted line."""
+    body = line.rstrip(".;:!?) ")
+    tail = line[len(body):]
+    if sep not in body:
+        return line
+    head, colon, rest = body.partition(": ")
+    if not colon or sep in head:
+        head, rest = "", body
+    else:
+        head += colon
+    items = rest.split(sep)
+    if sep == "," and all(item.startswith(" ") for item in items[1:]):
+        return head + ", ".join(sorted(item.strip(" ") for item in items)) + tail
+    return head + sep.join(sorted(items)) + tail
 
 
 def _sorted_match(match: re.Match[str]) -> str:

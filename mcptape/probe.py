@@ -58,7 +58,8 @@ def _text_of(result: Mapping[str, Any]) -> str:
 
 def _outcome(events: Sequence[Mapping[str, Any]], step: int) -> Outcome | None:
     for event in events:
-        if event.get("step") != step or event.get("dir") != "s2c" or event.get("kind") not in ("response", "error"):
+        if event.get("step") != step or event.get("dir") != "s2c" or event.get("kind") not in ("response", "error") \
+                or event.get("method") != "tools/call":  # a step may list the tools first (to check arguments)
             continue
         msg = event.get("msg")
         if not isinstance(msg, dict):

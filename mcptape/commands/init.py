@@ -59,7 +59,7 @@ from mcptape.config.models import ClientSettings, HttpServer, StdioServer, Step
 from mcptape.config.schema import SCHEMA_ID
 from mcptape.config.semantics import check_config
 from mcptape.errors import ConfigError, McptapeError, ServerError, WriteError
-from mcptape.nondeterminism import Volatile, find_volatile, fixed_by, suggest_rules, unfixed
+from mcptape.nondeterminism import Volatile, find_volatile, fixed_by, path_candidates, suggest_rules, unfixed
 from mcptape.normalize import Normalizer
 from mcptape.pinning import pin_packages
 from mcptape.probe import probe_calls
@@ -75,6 +75,7 @@ LIST_STEPS = ("list_tools", "list_resources", "list_resource_templates", "list_p
 INIT_STEP_TIMEOUT = 30.0
 INIT_SESSION_TIMEOUT = 120.0
 DEFAULT_OUT = "mcptape.yml"
+LEGACY_PROTOCOL = "2025-11-25"  # pinned for a server that dies on server/discover
 TRIAL_GAP = 1.1  # seconds from the start of one trial run to the next (see _trial)
 
 
@@ -110,6 +111,7 @@ class Surface:
     prompts: list[dict[str, Any]] | None = None
     server_name: str | None = None
     refused: dict[str, str] = field(default_factory=dict)  # list step -> the error it got
+    legacy_protocol: str | None = None  # the server died on server/discover and answered initialize at this
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,8 @@ def run(options: Options) -> int:
     options = Options(**{**options.__dict__, "server": tuple(command)})
     server = _server_entry(options, out, env_entries)
     surface = _list_surface(server, base_dir=directory, env=env_values, pinned=pinned)
+    if surface.legacy_protocol:
+        server = {**server, "protocol": surface.legacy_protocol}
     name = _name(options, surface)
     hints = path_hints(options.server, Path.cwd()) + listed_hints(surface)
     plans = plan_calls(surface, hints, file_hint=_a_file(hints))
@@ -286,6 +290,19 @@ def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str,
     steps = [Step(action=a) for a in LIST_STEPS]  # type: ignore[arg-type]
     recording = record_session(transport, steps, ClientSettings(), session="init", protocol=model.protocol,
                                step_timeout=INIT_STEP_TIMEOUT, session_timeout=INIT_SESSION_TIMEOUT)
+    legacy = None
+    if recording.error is not None and not model.protocol and recording.negotiation is None \
+            and "server/discover" in recording.error.message:
+        # Some servers (rmcp 1.x among them) exit on a first request that is not `initialize`, so auto
+        # negotiation never reaches its fallback: ci would fail the same way. The legacy handshake,
+        # pinned in the file, is what such a server speaks.
+        say("mcptape init: the server failed on server/discover (the 2026-07-28 handshake); trying initialize")
+        retry = open_transport(model.model_copy(update={"protocol": LEGACY_PROTOCOL}), base_dir=base_dir, env=env)
+        again = record_session(retry, steps, ClientSettings(), session="init", protocol=LEGACY_PROTOCOL,
+                               step_timeout=INIT_STEP_TIMEOUT, session_timeout=INIT_SESSION_TIMEOUT)
+        if again.error is None:
+            recording, transport, legacy = again, retry, LEGACY_PROTOCOL
+            say(f"mcptape init: it answered initialize: the file pins `protocol: {LEGACY_PROTOCOL}` for it")
     if recording.error is not None:
         # --protocol is the fix only when the failure reads as a refused version (refusal.py).
         hint = recording.error.hint or (
@@ -296,7 +313,7 @@ def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str,
     refusal = refused_everything(recording.events)
     if refusal is not None:
         raise ServerError(f"listing the server failed: {refusal[0]}", hint=refusal[1])
-    surface = Surface()
+    surface = Surface(legacy_protocol=legacy)
     info = recording.server_info or {}
     surface.server_name = info.get("name") if isinstance(info.get("name"), str) else None
     for number, action in enumerate(LIST_STEPS, start=1):
@@ -635,8 +652,24 @@ def _trial(loaded: LoadedConfig, *, http_unmanaged: bool = False) -> Trial:
         return trial
     volatiles = find_volatile([Tape(header={}, events=events) for events in first.normalized + second.normalized])
     trial.rules = narrow_rules(suggest_rules(volatiles), volatiles)
+    for v in unfixed(volatiles, trial.rules):  # a text or list in random order: no placeholder fits it
+        ordered = _order_rule(v)
+        if ordered is not None and not fixed_by(v, trial.rules):
+            trial.rules.append(ordered)
     trial.unfixable = [v.line() for v in unfixed(volatiles, trial.rules)]
     return trial
+
+
+def _order_rule(v: Volatile) -> dict[str, Any] | None:
+    """An `order: sorted` rule for a place whose runs hold the same items in another order, or None."""
+    if not all(_is_text(x) or isinstance(x, list) for x in v.values):
+        return None
+    for candidate in path_candidates(v):
+        rule: dict[str, Any] = {"path": candidate["path"], "order": "sorted"}
+        if fixed_by(v, [rule]):
+            rule["reason"] = _order_reason(v)
+            return rule
+    return None
 
 
 def _is_text(value: Any) -> bool:
@@ -661,14 +694,18 @@ def narrow_rules(rules: Sequence[dict[str, Any]], volatiles: Sequence[Volatile])
             if all(probe.text(t + " and one more") != probe.text(t) for t in texts):
                 out.append(rule)  # the placeholder covers a token inside the text: a change elsewhere shows
                 continue
-        ordered: dict[str, Any] = {k: clean[k] for k in ("path", "pattern") if k in clean}
-        ordered["order"] = "sorted"
-        if covered and all(fixed_by(v, [ordered]) for v in covered):
-            first = covered[0]
-            out.append({**ordered, "reason": f"the same items in {first.distinct} different orders in {first.runs} runs "
-                        f"at {first.where} · {first.path}: put in a canonical order (an item added or removed still "
-                        "drifts)"})
+        if "pattern" in clean:
+            ordered: dict[str, Any] | None = {"pattern": clean["pattern"], "order": "sorted"}
+        else:  # by key, not by the list index the trial saw (a list in random order moves its items)
+            ordered = next((r for r in map(_order_rule, covered) if r is not None), None)
+        if ordered is not None and covered and all(fixed_by(v, [ordered]) for v in covered):
+            out.append({**ordered, "reason": _order_reason(covered[0])})
     return out
+
+
+def _order_reason(v: Volatile) -> str:
+    return (f"the same items in {v.distinct} different orders in {v.runs} runs at {v.where} · {v.path}: put in a "
+            "canonical order (an item added or removed still drifts)")
 
 
 def _next_steps(out: Path, name: str, surface: Surface, trial: Trial | None, coverage: str = "") -> str:

@@ -245,7 +245,9 @@ def test_init_over_http_negotiates_or_pins_the_protocol_it_was_given_and_gates_t
         ok(mcptape(auto, "init", "--no-trial", "--url", url))
         server = yaml.safe_load((auto / "mcptape.yml").read_text(encoding="utf-8"))["servers"]
         assert list(server.values()) == [{"url": url}]  # negotiated each run, as ci does
-        ok(mcptape(tmp_path, "init", "--protocol", "2025-11-25", "--url", url))
+        pinned = ok(mcptape(tmp_path, "init", "--protocol", "2025-11-25", "--url", url))
+        # Its trial runs reach the one process mcptape did not start: state kept between them looks stable.
+        assert "the trial runs reach the same HTTP server process (mcptape does not start it)" in pinned.stderr
         server = yaml.safe_load((tmp_path / "mcptape.yml").read_text(encoding="utf-8"))["servers"]
         assert list(server.values()) == [{"url": url, "protocol": "2025-11-25"}]
         ok(mcptape(tmp_path, "ci", "-u"))
