@@ -34,6 +34,11 @@ _NETWORK = re.compile(
     r"max retries exceeded|ssl|certificate|dns|network|internet|offline|socket hang up|proxy")
 
 
+# Servers that catch an exception and answer its text without isError ("Error: no such table: example"):
+# on example arguments, that is a failed call as much as an isError one.
+_ERROR_TEXT = re.compile(r"(?i)\s*(?:error\b|exception\b|traceback\b|failed\b)")
+
+
 @dataclass(frozen=True)
 class Outcome:
     """One probe call: `kind` is "ok", "error", "network", "timeout" or "refused"; `detail` one line."""
@@ -53,7 +58,7 @@ def needs_network(text: str) -> bool:
 
 def _text_of(result: Mapping[str, Any]) -> str:
     parts = [c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict)]
-    return " ".join(str(p) for p in parts if p) or "isError with no text"
+    return " ".join(str(p) for p in parts if p) or "no text"
 
 
 def _outcome(events: Sequence[Mapping[str, Any]], step: int) -> Outcome | None:
@@ -72,7 +77,7 @@ def _outcome(events: Sequence[Mapping[str, Any]], step: int) -> Outcome | None:
                 return Outcome("refused", text)
             return Outcome("network" if needs_network(text) else "error", text)
         result = msg.get("result")
-        if isinstance(result, dict) and result.get("isError") is True:
+        if isinstance(result, dict) and (result.get("isError") is True or _ERROR_TEXT.match(_text_of(result))):
             text = _text_of(result)
             return Outcome("network" if needs_network(text) else "error", text)
         return Outcome("ok")

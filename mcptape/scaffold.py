@@ -54,6 +54,7 @@ NAME_HINTS: tuple[tuple[str, str], ...] = (
     ("dir", "."),
     ("language", "en"),
     ("locale", "en"),
+    ("expr", "1 + 1"),  # a calculator's `expression`
 )
 FORMATS = {
     "date-time": "2025-01-01T00:00:00Z",

@@ -142,3 +142,5 @@ def test_a_property_description_s_example_is_used_before_a_guess_from_its_name()
         "query": {"type": "string", "description": "What to find (for example: install)."}}}
     assert example_arguments(schema) == {"timezone": "America/New_York", "query": "install"}
     assert described_example("no example given here") is None
+    calculator = {"type": "object", "required": ["expression"], "properties": {"expression": {"type": "string"}}}
+    assert example_arguments(calculator) == {"expression": "1 + 1"}  # not "example", which no calculator takes

@@ -10,6 +10,7 @@ a server that refuses every call after server/discover is named, with the fix.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -51,13 +52,14 @@ def test_unannotated_query_tools_are_probed_and_kept_and_the_write_tool_is_never
     assert calls == ["get_status", "list_items", "search_docs"]
     assert "arguments: {query: install}" in text  # the description's example, not "example"
     assert "# - call: save_item" in text
+    assert re.search(r"# not run: init's call with these example arguments failed \(Error: no record 'example'\)", text)
     assert not writes.exists()  # neither init's probe nor its trial runs nor ci called the write tool
     assert _changed(tmp_path, env) == 1
 
 
 def test_safe_mode_probes_nothing_and_the_summary_warns_that_the_gate_calls_nothing(tmp_path: Path) -> None:
     proc = ok(mcptape(tmp_path, "init", "--safe", "--", sys.executable, str(LONGTAIL), "--kind", "query"))
-    assert "coverage: 0 of 4 tools called; 4 commented out (3 not annotated readOnlyHint, not probed (--safe), " \
+    assert "coverage: 0 of 5 tools called; 5 commented out (4 not annotated readOnlyHint, not probed (--safe), " \
            "1 may write)" in proc.stdout
     assert "WARNING: the gate calls no tool at all" in proc.stderr
     assert "probing" not in proc.stderr
