@@ -87,7 +87,7 @@ def pin_packages(command: list[str], cwd: Path) -> tuple[list[str], list[str]]:
         found = _npm_version(spec, cwd)
         if found is None:
             return command, [f"could not find the version of {spec} (npm view did not answer): the command runs "
-                             "whatever is newest; pin it as {spec}@x.y.z in mcptape.yml"]
+                             f"whatever is newest; pin it as {spec}@x.y.z in mcptape.yml"]
         pinned = f"{spec}@{found[0]}"
     elif program == "uvx" or command[:3] in (["uv", "tool", "run"], ["uv", "x"]):
         start = 1 if program == "uvx" else 3

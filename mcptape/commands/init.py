@@ -33,6 +33,7 @@ with the fix. Environment values that are secrets (redact/policy.py's rule) are 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -146,12 +147,13 @@ def run(options: Options) -> int:
                          hint="create the directory first, or pass -o with an existing directory")
     env_entries, env_values = _env_options(options.env)
     command, pinned = pin_packages(list(options.server), Path.cwd())
-    options = Options(**{**options.__dict__, "server": tuple(command)})
+    named = options  # the session is named after the package, not its pinned version
+    options = dataclasses.replace(options, server=tuple(command))
     server = _server_entry(options, out, env_entries)
     surface = _list_surface(server, base_dir=directory, env=env_values, pinned=pinned)
     if surface.legacy_protocol:
         server = {**server, "protocol": surface.legacy_protocol}
-    name = _name(options, surface)
+    name = _name(named, surface)
     hints = path_hints(options.server, Path.cwd()) + listed_hints(surface)
     plans = plan_calls(surface, hints, file_hint=_a_file(hints))
     if plans and any(p.active or p.category == "query" for p in plans.values()):
