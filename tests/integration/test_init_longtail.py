@@ -115,6 +115,14 @@ def test_a_server_that_refuses_every_call_after_discover_is_named_with_the_fix(t
     assert "answered server/discover and then refused every request" in proc.stderr
     assert "--protocol 2025-11-25" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+    # A config written by hand records the refusals: ci gates them, and says what they are.
+    (tmp_path / "mcptape.yml").write_text(
+        f"version: 1\nservers:\n  r:\n    command: [{sys.executable}, {LONGTAIL}, --kind, refuse]\n"
+        "sessions:\n  - name: r\n    server: r\n    steps: [list_tools, {call: get_status}]\n", encoding="utf-8")
+    ok(mcptape(tmp_path, "ci", "-u"))
+    gate = ok(mcptape(tmp_path, "ci"))
+    assert "refused every request (3) with -32600 Invalid Request: likely a protocol or transport mismatch" in gate.stdout
+    assert "--protocol 2025-11-25" in gate.stdout
 
 
 @pytest.mark.parametrize(("argv", "hinted"), [
