@@ -299,7 +299,9 @@ def test_a_config_written_elsewhere_starts_the_server_where_init_did(tmp_path: P
     (tmp_path / "gate").mkdir()
     proc = ok(mcptape(tmp_path, "init", "-o", "gate/mcptape.yml", "--", sys.executable, "server.py"))
     assert "mcptape ci -c gate/mcptape.yml --update-golden" in proc.stdout and "git add gate/mcptape.yml gate/tapes/" in proc.stdout
-    assert yaml.safe_load((tmp_path / "gate" / "mcptape.yml").read_text(encoding="utf-8"))["servers"]["server"]["cwd"] == ".."
+    written = (tmp_path / "gate" / "mcptape.yml").read_text(encoding="utf-8")
+    assert yaml.safe_load(written)["servers"]["server"]["cwd"] == ".."
+    assert "#   mcptape ci -c gate/mcptape.yml --update-golden\n" in written  # the header's commands name the file too
     ok(mcptape(tmp_path, "ci", "-c", "gate/mcptape.yml", "-u"))
     assert (tmp_path / "gate" / "tapes" / "server.tape.jsonl").is_file()
     ok(mcptape(tmp_path / "gate", "ci"))
