@@ -217,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="an HTTP header for --url (repeatable); write a secret as ${VAR}, which ci interpolates")
     init.add_argument("--protocol", metavar="VERSION",
                       help="pin the protocol version (written to the server entry; default: auto, as ci)")
+    init.add_argument("--safe", "--no-probe", dest="safe", action="store_true",
+                      help="never probe: tools not annotated readOnlyHint are written commented out without being "
+                      "called (by default init calls each one named like a query once, and keeps those that answer)")
     init.add_argument("--no-trial", action="store_true",
                       help="do not run the written session twice to find volatile values (normalize rules)")
     init.add_argument("server", nargs=argparse.REMAINDER, help="-- <server command...>")

@@ -352,7 +352,8 @@ def _event_advice(group: _Group) -> str:
 
 
 def _rule_obj(rule: dict[str, Any]) -> SimpleNamespace:
-    return SimpleNamespace(path=rule.get("path"), pattern=rule.get("pattern"), replace=rule["replace"])
+    return SimpleNamespace(path=rule.get("path"), pattern=rule.get("pattern"), replace=rule.get("replace", "<NORMALIZED>"),
+                           order=rule.get("order"))
 
 
 def _normalizer(rules: Sequence[dict[str, Any]]) -> Any:
@@ -475,6 +476,13 @@ def _path_candidates(v: Volatile) -> list[dict[str, Any]]:
         if path and all(path != c["path"] for c in out):
             out.append({"path": path, "replace": _placeholder(last_key)})
     return out
+
+
+def path_candidates(v: Volatile) -> list[dict[str, Any]]:
+    """The path rules that select this place by key, shortest first (`$..format.description`, then
+    longer ones); none with a list index, which another run may give to another item (a tool list
+    in random order). init turns one into an `order: sorted` rule when the runs differ in order only."""
+    return [c for c in _path_candidates(v) if "[" not in c["path"]]
 
 
 def _shape(text: str) -> str:
@@ -659,7 +667,7 @@ def _described(rule: dict[str, Any], extra: int, cov: list[Volatile]) -> dict[st
 
 def unfixed(volatiles: Sequence[Volatile], rules: Sequence[dict[str, Any]]) -> list[Volatile]:
     """The "value" volatiles the rules do not make stable (carried state aside: it is not volatile)."""
-    clean: list[dict[str, Any]] = [{k: r[k] for k in ("path", "pattern", "replace") if k in r} for r in rules]
+    clean: list[dict[str, Any]] = [{k: r[k] for k in ("path", "pattern", "replace", "order") if k in r} for r in rules]
     return [v for v in volatiles if v.kind == "value" and not carried_state(v) and not fixed_by(v, clean)]
 
 

@@ -186,10 +186,50 @@ def _selects(sel: Selector, key: Any) -> bool:
 RULE_DEPTH = MAX_DEPTH + 4
 
 
+def sorted_items(value: Any) -> Any:
+    """A value in canonical order (`order: sorted` rules): a list's items sorted by their JSON; in a text,
+    the comma-separated items of each line that has them (a Go map or a Python set printed into a
+    description), else its lines, else its space-separated words. Trailing punctuation stays at the end."""
+    if isinstance(value, list):
+        return sorted(value, key=lambda v: json.dumps(v, sort_keys=True, ensure_ascii=False))
+    if not isinstance(value, str):
+        return value
+    lines = value.split("\n")
+    if any("," in line for line in lines):
+        return "\n".join(_sorted_line(line) for line in lines)
+    if len(lines) > 1:
+        return "\n".join(sorted(lines))
+    return _sorted_line(value, " ")
+
+
+def _sorted_line(line: str, sep: str = ",") -> str:
+    """One line's items sorted; what precedes the list up to a ": " ("Allowed commands: ") stays in front.
+    Idempotent (a golden is normalized again before it is compared): the head and the set of items
+    come out the same from the sorted line."""
+    body = line.rstrip(".;:!?) ")
+    tail = line[len(body):]
+    if sep not in body:
+        return line
+    head, colon, rest = body.partition(": ")
+    if not colon or sep in head:
+        head, rest = "", body
+    else:
+        head += colon
+    items = rest.split(sep)
+    if sep == "," and all(item.startswith(" ") for item in items[1:]):
+        return head + ", ".join(sorted(item.strip(" ") for item in items)) + tail
+    return head + sep.join(sorted(items)) + tail
+
+
+def _sorted_match(match: re.Match[str]) -> str:
+    return str(sorted_items(match.group(0)))
+
+
 def apply_path(node: Any, segs: Sequence[Segment], placeholder: Any, i: int = 0, depth: int = 0) -> Any:
-    """`node` with every value the path selects replaced by `placeholder` (a new object; input untouched)."""
+    """`node` with every value the path selects replaced by `placeholder` (a new object; input untouched);
+    a callable placeholder maps the value instead (`order: sorted`)."""
     if i == len(segs):
-        return placeholder
+        return placeholder(node) if callable(placeholder) else placeholder
     if depth > RULE_DEPTH:
         return node
     descend, sel = segs[i]
@@ -230,7 +270,7 @@ def _literal(placeholder: str) -> Callable[[re.Match[str]], str]:
 @dataclass(frozen=True)
 class _PathRule:
     segs: list[Segment]
-    placeholder: str
+    placeholder: str | Callable[[Any], Any]
     descendant_only: bool
 
 
@@ -255,13 +295,14 @@ class Normalizer:
         self.now = time.time() if now is None else now
         self.moments = (self.now, *recorded)
         self.path_rules: list[_PathRule] = []
-        self.regex_rules: list[tuple[re.Pattern[str], str]] = []
+        self.regex_rules: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = []
         for rule in rules:
+            ordered = getattr(rule, "order", None) == "sorted"
             if getattr(rule, "path", None):
                 segs = parse_path(rule.path)
-                self.path_rules.append(_PathRule(segs, rule.replace, segs[0][0]))
+                self.path_rules.append(_PathRule(segs, sorted_items if ordered else rule.replace, segs[0][0]))
             elif getattr(rule, "pattern", None):
-                self.regex_rules.append((re.compile(rule.pattern), rule.replace))
+                self.regex_rules.append((re.compile(rule.pattern), _sorted_match if ordered else rule.replace))
         self.path_rules.append(_PathRule([(True, ("key", "progressToken"))], "<PROGRESS_TOKEN>", True))
         # 2026-07-28 input-required rounds: the server seals its state afresh each run (the SDK with a
         # per-process key), and the client echoes it back, so request and result agree after this.
@@ -274,9 +315,9 @@ class Normalizer:
         # Taken from the end, so the order rules apply in stays: for one key the last rule wins.
         self.deep_keys: dict[str, str] = {}
         while self.path_rules and len(self.path_rules[-1].segs) == 1 and self.path_rules[-1].segs[0][0] \
-                and self.path_rules[-1].segs[0][1][0] == "key":
+                and self.path_rules[-1].segs[0][1][0] == "key" and isinstance(self.path_rules[-1].placeholder, str):
             folded = self.path_rules.pop()
-            self.deep_keys.setdefault(folded.segs[0][1][1], folded.placeholder)
+            self.deep_keys.setdefault(folded.segs[0][1][1], str(folded.placeholder))
         known: dict[str, str] = {}
         for directory, placeholder in (paths or {}).items():
             for variant in {directory, os.path.realpath(directory)}:
@@ -316,7 +357,7 @@ class Normalizer:
     def text(self, s: str) -> str:
         """A free-standing string (stderr line, garbage text) through the regex and built-in rules."""
         for pattern, placeholder in self.regex_rules:
-            s = pattern.sub(_literal(placeholder), s)
+            s = pattern.sub(placeholder if callable(placeholder) else _literal(placeholder), s)
         if "/" in s:
             for pattern, placeholder in self.known_paths:
                 s = pattern.sub(_literal(placeholder), s)

@@ -14,6 +14,10 @@ Tape event (an optional kind, format v1 readers keep it like any other event):
 `deleted` entries carry no size or hash. With several sandbox roots, paths are prefixed with
 `sandbox[i]/` (i: position in the config, 0-based).
 
+`PrivateHome` is the other isolation a session may ask for (`private_home: true` on a server): a
+fresh HOME and temp dir per run, removed after it, so a server's own state (a usage counter in
+~/.config, a cache) does not carry from one run into the next.
+
 Recording the event in a step is client.py's hook, wiring it into a session is ci.py's, and
 judging a new, missing or different side effect is diff/side_effects.py's. Writes outside the
 declared directories are not detected (that would need tracing the server process).
@@ -167,3 +171,32 @@ class Sandbox:
         finally:
             shutil.rmtree(self._backup, ignore_errors=True)
             self._backup = None
+
+
+# Package managers keep their download caches under HOME: a private HOME keeps pointing at the real
+# ones, or `npx -y pkg` / `uvx pkg` would download the package again on every run (and fail offline).
+_PACKAGE_CACHES = (("npm_config_cache", ".npm"), ("UV_CACHE_DIR", ".cache/uv"),
+                   ("UV_PYTHON_INSTALL_DIR", ".local/share/uv/python"), ("PIP_CACHE_DIR", ".cache/pip"))
+
+
+class PrivateHome:
+    """A fresh HOME and temp dir for one server run (`private_home: true`); `remove()` after it."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="mcptape-home-"))
+        (self.root / "home").mkdir()
+        (self.root / "tmp").mkdir()
+
+    def env(self, base: Mapping[str, str]) -> dict[str, str]:
+        """`base` (the server's environment) with HOME and the temp variables moved here."""
+        env = dict(base)
+        real_home = Path(base.get("HOME") or os.path.expanduser("~"))
+        for name, rel in _PACKAGE_CACHES:
+            if name not in env and (real_home / rel).is_dir():
+                env[name] = str(real_home / rel)
+        home, tmp = str(self.root / "home"), str(self.root / "tmp")
+        env.update({"HOME": home, "USERPROFILE": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
+        return env
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -29,6 +29,16 @@ DESTRUCTIVE_WORDS = frozenset({
     "patch", "post", "insert", "append", "save", "upload", "send", "publish", "commit", "push", "merge",
     "checkout", "apply", "install", "uninstall", "deploy", "execute", "exec", "run",
 })
+# Words in an unannotated tool's name that read as a question: such a tool may be probed by init (run
+# once; kept only if it answered). "add" is not one: git_add is as common as add(a, b).
+QUERY_WORDS = frozenset({
+    "get", "list", "ls", "read", "search", "find", "query", "lookup", "describe", "count", "status", "version",
+    "echo", "ping", "health", "calculate", "calc", "compute", "convert", "show", "view", "info", "stats",
+    "explain", "validate", "check", "parse", "format", "current", "now", "time", "whoami", "tree", "diff", "log",
+    "sum", "multiply", "divide", "subtract", "sqrt", "hello", "greet", "resolve", "inspect",
+})
+# Argument names that say a query-named tool changes something after all (`get_or_create(overwrite)`).
+CHANGE_ARGUMENT_WORDS = frozenset({"overwrite", "force", "confirm", "content", "body", "payload", "new"})
 # An optional number named like a wait is given its smallest value (1, inside its bounds) instead of
 # being left to its default: a demo tool's `duration: 10` must not make every gate run 10 s longer.
 WAIT_WORDS = frozenset({"duration", "delay", "sleep", "wait", "timeout", "interval", "seconds", "ms", "millis"})
@@ -44,6 +54,7 @@ NAME_HINTS: tuple[tuple[str, str], ...] = (
     ("dir", "."),
     ("language", "en"),
     ("locale", "en"),
+    ("expr", "1 + 1"),  # a calculator's `expression`
 )
 FORMATS = {
     "date-time": "2025-01-01T00:00:00Z",
@@ -71,10 +82,21 @@ def path_hints(command: Sequence[str], cwd: Path) -> Hints:
 
 @dataclass(frozen=True)
 class Safety:
-    """Whether a tool's call runs on the first `ci`, and why not."""
+    """Whether a tool's call runs on the first `ci`, and why not.
+
+    `kind` is what the coverage line counts: "read-only" (annotated so: runs), "query" (not annotated,
+    but its name and arguments read as a question: init may probe it), "network" (reaches the outside
+    world: commented out), "write" (may change something: commented out, never probed).
+    """
 
     safe: bool
     reason: str = ""
+    kind: str = "write"
+
+    @property
+    def probe(self) -> bool:
+        """init may call it once to see whether it answers (module docstring of commands/init.py)."""
+        return self.kind == "query"
 
 
 def _words(name: str) -> list[str]:
@@ -82,19 +104,33 @@ def _words(name: str) -> list[str]:
     return [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
 
 
+def _argument_words(schema: Any) -> set[str]:
+    """Words in a tool's argument names (top level): `overwrite`, `new_content`, `target_id`..."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    return {w for key in (properties if isinstance(properties, dict) else {}) for w in _words(str(key))}
+
+
 def tool_safety(tool: Mapping[str, Any]) -> Safety:
-    """A tool is called on the first run only if annotated read-only, not destructive, and not
-    named like a change (DESTRUCTIVE_WORDS)."""
+    """A tool is called on the first run only if annotated read-only, not destructive, not reaching the
+    outside world and not named like a change (DESTRUCTIVE_WORDS). An unannotated tool named like a
+    question (QUERY_WORDS), with no argument named like a change, is a "query": init may probe it."""
     annotations = tool.get("annotations")
     hints = annotations if isinstance(annotations, dict) else {}
-    changing = sorted(set(_words(str(tool.get("name", "")))) & DESTRUCTIVE_WORDS)
+    words = _words(str(tool.get("name", "")))
+    changing = sorted(set(words) & DESTRUCTIVE_WORDS)
     if hints.get("destructiveHint") is True:
         return Safety(False, "annotated destructiveHint")
     if changing:
         return Safety(False, f"its name says it may change something ({', '.join(changing)})")
-    if hints.get("readOnlyHint") is not True:
-        return Safety(False, "not annotated readOnlyHint: it may change something")
-    return Safety(True)
+    if hints.get("openWorldHint") is True:
+        return Safety(False, "annotated openWorldHint: it reaches the outside world, and CI may have no network",
+                      "network")
+    if hints.get("readOnlyHint") is True:
+        return Safety(True, kind="read-only")
+    changing_args = sorted(_argument_words(tool.get("inputSchema")) & (DESTRUCTIVE_WORDS | CHANGE_ARGUMENT_WORDS))
+    if "readOnlyHint" not in hints and set(words) & QUERY_WORDS and not changing_args:
+        return Safety(False, "not annotated readOnlyHint, named like a query", "query")
+    return Safety(False, "not annotated readOnlyHint: it may change something")
 
 
 def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
@@ -136,12 +172,31 @@ def _number(schema: Mapping[str, Any], integer: bool) -> int | float:
     return int(value) if integer else value
 
 
+# "e.g. 'America/New_York'", "for example: `main`", "(example: 42)": the value a description suggests.
+_DESCRIBED_EXAMPLE = re.compile(
+    r"""(?i)(?:(?:\be\.g\.|\bfor example|\bsuch as)[,:]?|\bexamples?:)\s*(?:["'`]([^"'`\n]{1,80})["'`]|([\w./:@+-]{1,80}))""")
+
+
+def described_example(description: Any) -> str | None:
+    """The first example value a property's description gives ("e.g. 'UTC'"), or None."""
+    if not isinstance(description, str):
+        return None
+    match = _DESCRIBED_EXAMPLE.search(description)
+    if match is None:
+        return None
+    value = (match.group(1) or match.group(2) or "").strip().rstrip(".,;)")
+    return value or None
+
+
 def _string(schema: Mapping[str, Any], name: str, hints: Hints = ()) -> str:
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt in FORMATS:
         return FORMATS[fmt]
     lowered = name.lower()
-    value = next((hint for key, hint in (*hints, *NAME_HINTS) if key in lowered), "example")
+    # A hint from the server's own command or lists (a directory it was started on, a URI it listed)
+    # beats the description's example, which beats a guess from the property's name.
+    value = next((hint for key, hint in hints if key in lowered), None) or described_example(schema.get("description")) \
+        or next((hint for key, hint in NAME_HINTS if key in lowered), "example")
     low = schema.get("minLength")
     high = schema.get("maxLength")
     if isinstance(low, int) and len(value) < low:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mcptape.config.models import NormalizeRule
-from mcptape.normalize import Normalizer, apply_path, canonical_order, parse_path, session_paths
+from mcptape.normalize import Normalizer, apply_path, canonical_order, parse_path, session_paths, sorted_items
 
 
 def rule(**kw: str) -> NormalizeRule:
@@ -368,3 +368,18 @@ def test_lines_no_rule_could_change_are_the_ones_it_leaves_unchanged() -> None:
     escaped = plain.replace(b'"text":"5"', b'"text":"2026\\u002d12\\u002d02T00:57:14Z"')  # JSON escapes hide the date
     assert json.loads(escaped)["msg"]["result"]["content"][0]["text"] == "2026-12-02T00:57:14Z"
     assert Normalizer(now=NOW).lines_it_may_change(escaped) == {1}
+
+
+def test_an_order_sorted_rule_makes_the_same_items_equal_and_keeps_a_removed_item_visible() -> None:
+    from types import SimpleNamespace
+
+    norm = Normalizer([SimpleNamespace(path=None, pattern="(?<=Allowed commands: ).+", replace="x", order="sorted")])
+    a = norm.text("Allowed commands: ls, cat, pwd.")
+    assert a == norm.text("Allowed commands: pwd, ls, cat.") == "Allowed commands: cat, ls, pwd."
+    assert norm.text("Allowed commands: pwd, ls.") != a
+    # Idempotent: a golden tape is normalized again before it is compared with a fresh one.
+    for text in ("Head: z, b y, c", "Intro.\n\n`B`, `A`\n- Hour: \"03\" (PM or AM, \"15\", \"3\")", "b\na", "x y a"):
+        once = sorted_items(text)
+        assert sorted_items(once) == once
+    by_path = Normalizer([SimpleNamespace(path="$.result.items", pattern=None, replace="x", order="sorted")])
+    assert by_path.value({"result": {"items": [3, 1, 2]}}) == {"result": {"items": [1, 2, 3]}}

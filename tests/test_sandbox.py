@@ -73,3 +73,31 @@ def test_several_roots_are_told_apart_and_labels_apply(tmp_path: Path) -> None:
     finally:
         box.restore()
     assert list(two.iterdir()) == []
+
+
+def test_a_private_home_is_fresh_for_each_server_run_and_removed_after_it(tmp_path: Path) -> None:
+    import json
+    import sys
+
+    from mcptape.config.models import StdioServer
+    from mcptape.transports.factory import open_transport
+
+    script = ("import json, os, tempfile; print(json.dumps([os.environ['HOME'], tempfile.gettempdir(), "
+              "os.path.isdir(os.environ['HOME'])]), flush=True); input()")
+    server = StdioServer(command=[sys.executable, "-c", script], private_home=True)
+    homes = []
+    for _ in range(2):
+        transport = open_transport(server, base_dir=tmp_path, env={})
+        line = transport.receive(timeout=30)
+        assert line is not None
+        home, tmp, existed = json.loads(line)
+        assert existed and home != str(Path.home()) and Path(tmp).parent == Path(home).parent
+        transport.close()
+        assert not Path(home).exists()  # removed with the run
+        homes.append(home)
+    assert homes[0] != homes[1]
+    # Without it, the server gets this HOME, as before.
+    transport = open_transport(server.model_copy(update={"private_home": False}), base_dir=tmp_path, env={})
+    line = transport.receive(timeout=30)
+    transport.close()
+    assert line is not None and json.loads(line)[0] == str(Path.home())

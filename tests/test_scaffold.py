@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mcptape.client import schema_violation
-from mcptape.scaffold import example_arguments, path_hints, prompt_arguments, tool_safety
+from mcptape.scaffold import described_example, example_arguments, path_hints, prompt_arguments, tool_safety
 
 CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("no properties", {"type": "object", "properties": {}}, {}),
@@ -112,3 +112,35 @@ def test_only_read_only_tools_not_named_like_a_change_run_first(tool: dict[str, 
     got = tool_safety(tool)
     assert got.safe is safe
     assert reason in got.reason
+
+
+@pytest.mark.parametrize(
+    ("tool", "kind"),
+    [
+        ({"name": "get_status"}, "query"),
+        ({"name": "listItems"}, "query"),
+        ({"name": "search_docs", "inputSchema": {"properties": {"query": {}}}}, "query"),
+        # a query name with an argument named like a change is not probed
+        ({"name": "get_or_make", "inputSchema": {"properties": {"overwrite": {}}}}, "write"),
+        ({"name": "get_status", "annotations": {"readOnlyHint": False}}, "write"),  # said so: not probed
+        ({"name": "save_item"}, "write"),
+        ({"name": "frobnicate"}, "write"),  # not named like a query: may write
+        ({"name": "fetch", "annotations": {"readOnlyHint": True, "openWorldHint": True}}, "network"),
+        ({"name": "get_status", "annotations": {"readOnlyHint": True}}, "read-only"),
+    ],
+)
+def test_unannotated_tools_named_like_a_query_are_offered_as_probes_and_open_world_ones_are_not(
+        tool: dict[str, Any], kind: str) -> None:
+    got = tool_safety(tool)
+    assert got.kind == kind
+    assert got.probe is (kind == "query") and got.safe is (kind == "read-only")
+
+
+def test_a_property_description_s_example_is_used_before_a_guess_from_its_name() -> None:
+    schema = {"type": "object", "required": ["timezone", "query"], "properties": {
+        "timezone": {"type": "string", "description": "IANA name, e.g. 'America/New_York'"},
+        "query": {"type": "string", "description": "What to find (for example: install)."}}}
+    assert example_arguments(schema) == {"timezone": "America/New_York", "query": "install"}
+    assert described_example("no example given here") is None
+    calculator = {"type": "object", "required": ["expression"], "properties": {"expression": {"type": "string"}}}
+    assert example_arguments(calculator) == {"expression": "1 + 1"}  # not "example", which no calculator takes

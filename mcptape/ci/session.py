@@ -50,6 +50,7 @@ from mcptape.errors import (
 )
 from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.outlet import Outlet, config_redactor
+from mcptape.refusal import refused_everything
 from mcptape.report.model import DiffResult, Drift, Finding, SessionResult
 from mcptape.sandbox import Sandbox
 from mcptape.tape.events import recording_notes
@@ -225,6 +226,9 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
         _write_view(fresh_path, fresh, outlet, f"review view of the fresh tape of session {session.name}")
     outcome = SessionOutcome(result, fresh_bytes=fresh.data)
     recording = fresh.recording
+    refusal = refused_everything(recording.events)
+    if refusal is not None:  # a golden tape of refusals gates nothing: say so, with the fix
+        result.notes.append(f"{refusal[0]}; {refusal[1]}")
     result.duration_s = round(recording.duration_s, 3)
     if recording.error is not None:
         result.verdict = "error"

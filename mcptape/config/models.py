@@ -175,6 +175,11 @@ class StdioServer(_Strict):
     protocol: Annotated[str | None, WithJsonSchema(_PROTOCOL_SCHEMA)] = Field(
         default=None, description="protocol version for this server (default: the client block's)"
     )
+    private_home: bool = Field(
+        default=False,
+        description="give the server a fresh HOME and temp dir for each run, removed after it: what it keeps "
+        "between runs (usage counters, caches of its own) is not drift. Package caches (npm, uv) stay shared",
+    )
 
     @field_validator("command", mode="before")
     @classmethod
@@ -225,6 +230,11 @@ class HttpServer(_Strict):
     ready_timeout: float = Field(default=20.0, gt=0, description="seconds to wait for the URL to answer")
     protocol: Annotated[str | None, WithJsonSchema(_PROTOCOL_SCHEMA)] = Field(
         default=None, description="protocol version for this server (default: the client block's)"
+    )
+    private_home: bool = Field(
+        default=False,
+        description="give the `start` command a fresh HOME and temp dir for each run, removed after it: what it keeps "
+        "between runs (usage counters, caches of its own) is not drift. Package caches (npm, uv) stay shared",
     )
 
     @field_validator("url")
@@ -489,6 +499,12 @@ class NormalizeRule(_Strict):
         json_schema_extra={"format": "regex"},
     )
     replace: str = Field(default="<NORMALIZED>", description="the placeholder written instead")
+    order: Literal["sorted"] | None = Field(
+        default=None,
+        description="`sorted`: instead of a placeholder, put the items of what the rule selects in a canonical "
+        "order (a list's items; a text's lines, or its comma- or space-separated items): for a server that lists "
+        "the same things in random order. An item added, removed or changed still drifts",
+    )
     reason: str | None = Field(default=None, description="why the value is volatile (for reviewers)")
 
     @field_validator("path")

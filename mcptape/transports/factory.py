@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mcptape.config.models import HttpServer, StdioServer
 from mcptape.errors import ServerError
+from mcptape.sandbox import PrivateHome
 from mcptape.transports.base import Transport
 from mcptape.transports.http import SseTransport, StartedServer, StreamableHttpTransport
 from mcptape.transports.http import Transport as HttpTransport
@@ -19,7 +20,45 @@ from mcptape.transports.stdio import StdioTransport, minimal_env
 
 
 def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str]) -> Transport:
-    """Start/connect to `server`. `env` is the entry's interpolated `env:`; nothing else leaks through."""
+    """Start/connect to `server`. `env` is the entry's interpolated `env:`; nothing else leaks through.
+    With `private_home`, the server runs with a fresh HOME and temp dir, removed when it is closed."""
+    if not server.private_home:
+        return _open(server, base_dir=base_dir, env=env)
+    home = PrivateHome()
+    try:
+        return _HomeRemoved(_open(server, base_dir=base_dir, env=home.env(minimal_env(env))), home)
+    except BaseException:
+        home.remove()
+        raise
+
+
+class _HomeRemoved:
+    """A transport whose private HOME goes when it closes (everything else is the transport's)."""
+
+    def __init__(self, inner: Transport, home: PrivateHome) -> None:
+        self._inner = inner
+        self._home = home
+
+    def __getattr__(self, name: str) -> object:  # stderr_lines, spawned, ...: the transport's own
+        return getattr(self._inner, name)
+
+    def send(self, line: bytes) -> None:
+        self._inner.send(line)
+
+    def receive(self, timeout: float | None = None) -> bytes | None:
+        return self._inner.receive(timeout)
+
+    def stderr_tail(self) -> str:
+        return self._inner.stderr_tail()
+
+    def close(self) -> int | None:
+        try:
+            return self._inner.close()
+        finally:
+            self._home.remove()
+
+
+def _open(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str]) -> Transport:
     if isinstance(server, StdioServer):
         cwd = base_dir / server.cwd if server.cwd else base_dir
         if not cwd.is_dir():

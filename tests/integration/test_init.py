@@ -245,7 +245,9 @@ def test_init_over_http_negotiates_or_pins_the_protocol_it_was_given_and_gates_t
         ok(mcptape(auto, "init", "--no-trial", "--url", url))
         server = yaml.safe_load((auto / "mcptape.yml").read_text(encoding="utf-8"))["servers"]
         assert list(server.values()) == [{"url": url}]  # negotiated each run, as ci does
-        ok(mcptape(tmp_path, "init", "--protocol", "2025-11-25", "--url", url))
+        pinned = ok(mcptape(tmp_path, "init", "--protocol", "2025-11-25", "--url", url))
+        # Its trial runs reach the one process mcptape did not start: state kept between them looks stable.
+        assert "the trial runs reach the same HTTP server process (mcptape does not start it)" in pinned.stderr
         server = yaml.safe_load((tmp_path / "mcptape.yml").read_text(encoding="utf-8"))["servers"]
         assert list(server.values()) == [{"url": url, "protocol": "2025-11-25"}]
         ok(mcptape(tmp_path, "ci", "-u"))
@@ -297,7 +299,9 @@ def test_a_config_written_elsewhere_starts_the_server_where_init_did(tmp_path: P
     (tmp_path / "gate").mkdir()
     proc = ok(mcptape(tmp_path, "init", "-o", "gate/mcptape.yml", "--", sys.executable, "server.py"))
     assert "mcptape ci -c gate/mcptape.yml --update-golden" in proc.stdout and "git add gate/mcptape.yml gate/tapes/" in proc.stdout
-    assert yaml.safe_load((tmp_path / "gate" / "mcptape.yml").read_text(encoding="utf-8"))["servers"]["server"]["cwd"] == ".."
+    written = (tmp_path / "gate" / "mcptape.yml").read_text(encoding="utf-8")
+    assert yaml.safe_load(written)["servers"]["server"]["cwd"] == ".."
+    assert "#   mcptape ci -c gate/mcptape.yml --update-golden\n" in written  # the header's commands name the file too
     ok(mcptape(tmp_path, "ci", "-c", "gate/mcptape.yml", "-u"))
     assert (tmp_path / "gate" / "tapes" / "server.tape.jsonl").is_file()
     ok(mcptape(tmp_path / "gate", "ci"))
@@ -315,7 +319,14 @@ def test_a_trial_run_that_fails_is_said_and_written_into_the_file(tmp_path: Path
         sys.exit(3)
     elif msg["method"] == "ping":''')
     (tmp_path / "explode.py").write_text(server, encoding="utf-8")
-    proc = ok(mcptape(tmp_path, "init", "--", sys.executable, "explode.py"))
+    # By default init's probe calls it first, and it is written commented out with what happened.
+    probed = tmp_path / "probed"
+    probed.mkdir()
+    ok(mcptape(probed, "init", "--", sys.executable, "../explode.py"))
+    assert re.search(r"# not run: init's call with these example arguments failed .*\n\s+# - call: explode\n",
+                     (probed / "mcptape.yml").read_text(encoding="utf-8"))
+    # --safe calls nothing before the user says so: the read-only tool is written active, unchecked.
+    proc = ok(mcptape(tmp_path, "init", "--safe", "--", sys.executable, "explode.py"))
     assert proc.stderr.count("warning: a trial run of the session failed") == 1
     assert "the trial run failed (see the warning)" in proc.stdout
     text = (tmp_path / "mcptape.yml").read_text(encoding="utf-8")
