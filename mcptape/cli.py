@@ -36,7 +36,7 @@ SUPPORTED_PLATFORMS = "Linux and macOS"
 # Each command is a module of mcptape/commands/, imported only when chosen, so `mcptape --version`
 # and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. A command module has
 # `Options.from_args(namespace)`, its typed options, and `run(options) -> exit code`.
-COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge")}
+COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge", "verify")}
 
 
 def unsupported_platform(os_name: str | None = None, sys_platform: str | None = None) -> str | None:
@@ -81,6 +81,10 @@ def _document(parsers: Mapping[str, argparse.ArgumentParser]) -> None:
         sub_parser.formatter_class = _HelpFormatter
         sub_parser.description = USAGE[name].description
         sub_parser.epilog = render_epilog(name)
+
+
+_ALLOW_EDITED_HELP = ("read a tape that does not match its seal (edited by hand on purpose): the check that it "
+                      "is what mcptape wrote is skipped, and said")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--fallback-url", metavar="URL",
         help="like --fallback, for a live streamable HTTP server at URL (recorded through rec --listen)",
     )
+    play.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
     play.add_argument("--report", metavar="FILE", help="also write the replay report (misses, unused recordings) here as JSON")
     play.epilog = "live fallback: mcptape play TAPE [options] --fallback -- <server command...>"
     play.set_defaults(server=[])  # the words after `--` (see main: argparse cannot take them after options)
@@ -139,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--json", metavar="FILE", help="write the verdict as JSON here (- for stdout, instead of the report)")
     diff.add_argument("-c", "--config", metavar="FILE",
                       help="apply this mcptape.yml's normalize: rules and drift: settings, as `mcptape ci` does")
+    diff.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
     diff.add_argument("--raw", action="store_true",
                       help="compare without normalization (no built-in or config rules, notifications where they landed)")
     diff.add_argument(
@@ -157,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--full", action="store_true", help="do not shorten payloads")
     show.add_argument("--json", metavar="FILE", help="write the events as JSON here (- for stdout, instead of the table)")
 
+    verify = sub.add_parser("verify", help="check that tapes are what mcptape wrote (their seals): exit 0, or 3")
+    verify.add_argument("tapes", nargs="+", metavar="TAPE", help="tape files")
+
     # --- ci --------------------------------------------------------------------------------
     ci = sub.add_parser("ci", help="run the sessions of mcptape.yml and compare with the golden tapes")
     ci.add_argument("-c", "--config", default="mcptape.yml", help="config file (default: mcptape.yml)")
@@ -170,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     ci.add_argument("--summary", metavar="FILE", help="write the markdown summary here")
     ci.add_argument("--out-dir", metavar="DIR", help="keep the fresh tapes here")
+    ci.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
 
     # --- init / check ----------------------------------------------------------------------
     init = sub.add_parser("init", help="write a first mcptape.yml from what a live server lists")

@@ -52,6 +52,7 @@ from mcptape.sandbox import Sandbox
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
 from mcptape.tape.reader import read_tape
+from mcptape.tape.seal import require as require_sealed
 from mcptape.tape.view import render_view, view_path
 from mcptape.transports.factory import open_transport
 
@@ -75,6 +76,7 @@ class RunContext:
     out_dir: Path | None
     golden_dir: Path
     messages: list[str] = field(default_factory=list)
+    allow_edited: bool = False  # --allow-edited: goldens that do not match their seal are read anyway
 
 
 def golden_path(ctx: RunContext, session: Session) -> Path:
@@ -202,7 +204,7 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
 
 
 def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet) -> SessionOutcome:
-    golden = _read_golden(ctx, session)
+    golden = _read_golden(ctx, session, result)
     fresh = _fresh(ctx, session, _record(ctx, session, golden), outlet, result)
     result.redactions = dict(outlet.redactor.counts)
     if ctx.out_dir is not None:
@@ -244,13 +246,17 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
     return outcome
 
 
-def _read_golden(ctx: RunContext, session: Session) -> Tape | None:
-    """The session's golden tape, None if there is none; one that cannot be read fails the session,
-    except in update mode, which replaces it."""
+def _read_golden(ctx: RunContext, session: Session, result: SessionResult) -> Tape | None:
+    """The session's golden tape, None if there is none; one that cannot be read or does not match
+    its seal (tape/seal.py) fails the session, except in update mode, which replaces it."""
     gpath = golden_path(ctx, session)
     if not gpath.exists():
         return None
     try:
+        if not ctx.update:
+            note = require_sealed(gpath, allow_edited=ctx.allow_edited)
+            if note is not None:
+                result.notes.append(note)
         return read_tape(gpath)
     except TapeError as e:
         if not ctx.update:

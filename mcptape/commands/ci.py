@@ -53,6 +53,7 @@ class Options:
     junit: str | None
     summary: str | None
     out_dir: str | None
+    allow_edited: bool = False  # --allow-edited: read goldens that do not match their seal
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -60,6 +61,7 @@ class Options:
             config=args.config, update_golden=bool(args.update_golden), allow_update_in_ci=bool(args.allow_update_in_ci),
             sessions=tuple(args.session or ()), jobs=args.jobs, shard=args.shard, repeat=args.repeat,
             json_report=args.json_report, junit=args.junit, summary=args.summary, out_dir=args.out_dir,
+            allow_edited=bool(getattr(args, "allow_edited", False)),
         )
 
     def jobs_for(self, sessions: Sequence[Session]) -> int:
@@ -81,7 +83,8 @@ def run(options: Options) -> int:
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
                                                   ("--summary", options.summary)))
     out_dir = Path(options.out_dir).resolve() if options.out_dir else None
-    ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir)
+    ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir,
+                     allow_edited=options.allow_edited)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs_for(sessions), thread_name_prefix="session") as pool:
         outcomes = list(pool.map(lambda s: run_session(ctx, s), sessions))

@@ -26,6 +26,7 @@ from mcptape.logsafe import safe_log
 from mcptape.replay.engine import Fallback, ReplayEngine, ReplayReport, load_tape, stream_tape
 from mcptape.replay.matching import match_on_name_only
 from mcptape.replay.stdio import hang_up, serve
+from mcptape.tape.seal import require as require_sealed
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Options:
     server: tuple[str, ...] = ()  # the live server's command, after `--` (with --fallback)
     fallback_url: str | None = None
     report: str | None = None  # --report FILE: the report as JSON too (the pytest plugin reads it)
+    allow_edited: bool = False  # play a tape that does not match its seal (tape/seal.py), and say so
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -55,6 +57,7 @@ class Options:
             server=tuple(server),
             fallback_url=args.fallback_url,
             report=args.report,
+            allow_edited=bool(getattr(args, "allow_edited", False)),
         )
 
     def engine_options(self) -> dict[str, Any]:
@@ -80,6 +83,8 @@ def run(options: Options) -> int:
         return _play_http(options, options.listen)
     fallback = _new_fallback(options)() if options.fallback or options.fallback_url else None
     stream = stream_tape(options.tape)
+    if not stream.verbatim:  # else its digest matched already, computed by the stream
+        _require_sealed(options)
     if stream.streamable:
         tape = stream.tape
         engine = ReplayEngine(tape, stream=stream, fallback=fallback, **options.engine_options())
@@ -113,6 +118,7 @@ def _play_http(options: Options, listen: str) -> int:
     from mcptape.replay.http import serve_http  # http.server, the HTTP transport's framing: --listen only
 
     tape = load_tape(options.tape)
+    _require_sealed(options)
     live = _new_fallback(options) if options.fallback or options.fallback_url else None
     # Built before serving, so a tape that cannot be replayed fails early; each session gets its own live side.
     first = ReplayEngine(tape, new_fallback=live, **options.engine_options())
@@ -138,6 +144,13 @@ def _play_http(options: Options, listen: str) -> int:
         if engine.fallback is not None:
             code = max(code, engine.fallback.finish())
     return code
+
+
+def _require_sealed(options: Options) -> None:
+    """Refuse a tape that does not match its seal (a TapeError, exit 3), unless --allow-edited: said."""
+    note = require_sealed(options.tape, allow_edited=options.allow_edited)
+    if note is not None:
+        say(f"mcptape play: {note}")
 
 
 def _new_fallback(options: Options) -> Callable[[], Fallback]:

@@ -49,8 +49,14 @@ USAGE: dict[str, Usage] = {
         "Compare two tapes and name the first call that drifted, then the details.",
         (("0", "no drift"), ("1", "output drift: same calls, different results or messages"),
          ("2", "structural drift: surface, breaking schema, calls or error codes changed"),
-         ("3", "could not run: a tape is missing or unreadable")),
+         ("3", "could not run: a tape is missing, unreadable, or does not match its seal (--allow-edited)")),
         (("COLUMNS", "width of the report when stdout is not a terminal (default 160)"),),
+    ),
+    "verify": Usage(
+        "Check that each tape is what mcptape wrote: its footer's SHA-256 (and a rec tape's seal lines) over "
+        "every line before it. A tape cut short verifies up to its last complete event.",
+        (("0", "every tape is sealed, cut short and verified, or an unedited format-1 tape"),
+         ("3", "a tape does not match its seal (the first line that does not is named), or cannot be read")),
     ),
     "ls": Usage(
         "List the tapes under the paths: name, events, calls, protocol, whether complete, size.",

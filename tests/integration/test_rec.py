@@ -220,8 +220,9 @@ def test_sdk_client_gets_the_same_results_through_rec(tmp_path: Path) -> None:
     assert msgs[10]["params"] == {"uri": "calc://constants"}
     assert t.events[-1] == {"kind": "exit", "code": 0}
     assert t.footer is not None
-    assert t.footer == {"mcptape": "end", "events": len(t.events), "crc32": t.footer["crc32"]}
-    assert written_verbatim(tape.read_bytes())  # the crc32 covers what rec wrote: play may trust its bytes
+    assert t.footer == {"mcptape": "end", "events": len(t.events), "sha256": t.footer["sha256"],
+                        "lines": t.footer["lines"]}
+    assert written_verbatim(tape.read_bytes())  # the digest covers what rec wrote: play may trust its bytes
 
 
 # --------------------------------------------------------------------------------------------

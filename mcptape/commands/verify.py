@@ -1,0 +1,42 @@
+"""`mcptape verify TAPE...`: check that each tape is what mcptape wrote (its seal, tape/seal.py).
+
+One line per tape on stdout: sealed; cut short and verified up to its last complete event; format 1
+(a crc32 only, not a seal); or the first line that does not match. Exit 0 when every tape passes,
+3 when one does not or cannot be read (each tape is still checked and reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, TapeError
+from mcptape.logsafe import safe_log
+from mcptape.tape.reader import read_tape
+from mcptape.tape.seal import check
+
+
+@dataclass(frozen=True)
+class Options:
+    tapes: tuple[str, ...]
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(tapes=tuple(args.tapes))
+
+
+def run(options: Options) -> int:
+    code = EXIT_OK
+    for path in options.tapes:
+        try:
+            read_tape(path)  # a file that is no tape this mcptape reads: the reader's message
+            verdict = check(Path(path).read_bytes())
+        except (TapeError, OSError) as e:
+            print(safe_log(f"{path}: cannot verify: {e}"))
+            code = EXIT_COULD_NOT_RUN
+            continue
+        print(safe_log(verdict.describe(path)))
+        if not verdict.ok:
+            code = EXIT_COULD_NOT_RUN
+    return code
