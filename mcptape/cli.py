@@ -87,6 +87,14 @@ _ALLOW_EDITED_HELP = ("read a tape that does not match its seal (edited by hand 
                       "is what mcptape wrote is skipped, and said")
 
 
+def _otel_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--otel", action="store_true",
+                        help="export the session(s) as OpenTelemetry traces over OTLP/HTTP, configured by the "
+                        "OTEL_* variables (needs `pip install 'mcptape[otel]'`)")
+    parser.add_argument("--otel-payloads", action="store_true",
+                        help="--otel with the messages on the spans, redacted as the tapes are")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcptape",
@@ -103,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--name", help="session name stored in the tape header")
     rec.add_argument("--listen", metavar="HOST:PORT", help="record over HTTP: listen here (with --upstream)")
     rec.add_argument("--upstream", metavar="URL", help="record over HTTP: the server's MCP endpoint")
+    _otel_options(rec)
     rec.add_argument("server", nargs=argparse.REMAINDER, help="-- <server command...>")
 
     # --- play ------------------------------------------------------------------------------
@@ -133,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="like --fallback, for a live streamable HTTP server at URL (recorded through rec --listen)",
     )
     play.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
+    _otel_options(play)
     play.add_argument("--report", metavar="FILE", help="also write the replay report (misses, unused recordings) here as JSON")
     play.epilog = "live fallback: mcptape play TAPE [options] --fallback -- <server command...>"
     play.set_defaults(server=[])  # the words after `--` (see main: argparse cannot take them after options)
@@ -180,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--summary", metavar="FILE", help="write the markdown summary here")
     ci.add_argument("--out-dir", metavar="DIR", help="keep the fresh tapes here")
     ci.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
+    _otel_options(ci)
 
     # --- init / check ----------------------------------------------------------------------
     init = sub.add_parser("init", help="write a first mcptape.yml from what a live server lists")

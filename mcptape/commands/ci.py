@@ -36,6 +36,7 @@ from mcptape.report.junit import junit_xml
 from mcptape.report.markdown import render_summary
 from mcptape.report.model import RunReport, worst_exit
 from mcptape.report.terminal import render_run_text
+from mcptape.telemetry import open_telemetry
 
 # -- the command ----------------------------------------------------------------------------------
 
@@ -54,6 +55,8 @@ class Options:
     summary: str | None
     out_dir: str | None
     allow_edited: bool = False  # --allow-edited: read goldens that do not match their seal
+    otel: bool = False  # --otel: export each session as a trace (telemetry.py)
+    otel_payloads: bool = False  # --otel-payloads: with the messages, redacted
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -62,6 +65,7 @@ class Options:
             sessions=tuple(args.session or ()), jobs=args.jobs, shard=args.shard, repeat=args.repeat,
             json_report=args.json_report, junit=args.junit, summary=args.summary, out_dir=args.out_dir,
             allow_edited=bool(getattr(args, "allow_edited", False)),
+            otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
         )
 
     def jobs_for(self, sessions: Sequence[Session]) -> int:
@@ -83,11 +87,17 @@ def run(options: Options) -> int:
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
                                                   ("--summary", options.summary)))
     out_dir = Path(options.out_dir).resolve() if options.out_dir else None
+    telemetry = open_telemetry(options.otel, options.otel_payloads)
     ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir,
-                     allow_edited=options.allow_edited)
+                     allow_edited=options.allow_edited, telemetry=telemetry)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs_for(sessions), thread_name_prefix="session") as pool:
-        outcomes = list(pool.map(lambda s: run_session(ctx, s), sessions))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs_for(sessions),
+                                                   thread_name_prefix="session") as pool:
+            outcomes = list(pool.map(lambda s: run_session(ctx, s), sessions))
+    finally:
+        if telemetry is not None:
+            telemetry.close()
 
     report = RunReport(
         config=os.path.basename(loaded.path),

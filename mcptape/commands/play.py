@@ -17,10 +17,11 @@ import gc
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mcptape.commands.terminal import say
-from mcptape.errors import EXIT_OK, ConfigError
+from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log
 from mcptape.replay.engine import Fallback, ReplayEngine, ReplayReport, load_tape, stream_tape
@@ -42,6 +43,8 @@ class Options:
     fallback_url: str | None = None
     report: str | None = None  # --report FILE: the report as JSON too (the pytest plugin reads it)
     allow_edited: bool = False  # play a tape that does not match its seal (tape/seal.py), and say so
+    otel: bool = False  # --otel: export the session as a trace at the end (telemetry.py)
+    otel_payloads: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -58,6 +61,7 @@ class Options:
             fallback_url=args.fallback_url,
             report=args.report,
             allow_edited=bool(getattr(args, "allow_edited", False)),
+            otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
         )
 
     def engine_options(self) -> dict[str, Any]:
@@ -80,7 +84,14 @@ def run(options: Options) -> int:
     if options.fallback and options.fallback_url:
         raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
     if options.listen:
+        if options.otel or options.otel_payloads:
+            raise ConfigError("--otel traces stdio play only; play --listen does not export traces yet")
         return _play_http(options, options.listen)
+    telemetry = None
+    if options.otel or options.otel_payloads:
+        from mcptape.telemetry import open_telemetry  # the SDK: only a traced play pays for it
+
+        telemetry = open_telemetry(options.otel, options.otel_payloads)
     fallback = _new_fallback(options)() if options.fallback or options.fallback_url else None
     stream = stream_tape(options.tape)
     if not stream.verbatim:  # else its digest matched already, computed by the stream
@@ -101,16 +112,41 @@ def run(options: Options) -> int:
         )
     sys.stdout.flush()
     out = sys.stdout.fileno()
-    serve(engine, sys.stdin.fileno(), out)
+    log = None
+    if telemetry is not None:
+        from mcptape.telemetry import WireLog
+
+        log = WireLog()
+    serve(engine, sys.stdin.fileno(), out, log)
     if engine.closed:
         print("mcptape play: the recorded server exited here; closing the connection", file=sys.stderr)
         hang_up(out)
     report = engine.report()
     print(safe_log(report.render()), file=sys.stderr)  # quotes the client's requests and the tape
     _save_report(options, [report])
+    if telemetry is not None and log is not None:
+        _export(options, telemetry, log, tape.protocol, report.exit_code)
     if fallback is not None:
         return max(report.exit_code, fallback.finish())
     return report.exit_code
+
+
+def _export(options: Options, telemetry: Any, log: Any, protocol: str | None, code: int) -> None:
+    """--otel: the session as play served it. The client's lines are scrubbed as the tape was
+    recorded (the built-in detectors) and, with payloads, verified before anything is sent."""
+    from mcptape.outlet import Outlet
+    from mcptape.telemetry import SessionMeta
+
+    outlet = Outlet.for_config(None)
+    events = [(at, outlet.redactor.redact_event(ev)) for at, ev in log.events]
+    name = str(Path(options.tape).name).removesuffix(".tape.jsonl")
+    try:
+        telemetry.export(SessionMeta("play", name, protocol=protocol, attributes={"mcptape.exit_code": code}),
+                         events, outlet)
+    except McptapeError as e:  # a payload that leaked: nothing was sent
+        say(f"mcptape play: --otel: {e}")
+    finally:
+        telemetry.close()
 
 
 def _play_http(options: Options, listen: str) -> int:

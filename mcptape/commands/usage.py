@@ -31,19 +31,22 @@ class Usage:
 
 
 COULD_NOT_RUN = ("3", "could not run: a bad option or path, an unreadable file")
+OTEL = ("OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_*",
+        "with --otel: where the traces go (OTLP/HTTP), how the service is named, the SDK's other settings")
 USAGE: dict[str, Usage] = {
     "rec": Usage(
         "Record a live session: a transparent stdio proxy (or an HTTP one with --listen/--upstream) between "
         "an MCP client and a server. stdout is the MCP wire; everything human goes to stderr.",
         (("0", "the client ended the session"), ("3", "the server exited mid-session, or rec could not record"),
          ("4", "a secret survived redaction: nothing was written"), ("129, 130, 143", "rec was interrupted")),
-        (("(all)", "the server gets rec's whole environment; secret values in it are scrubbed from the tape"),),
+        (("(all)", "the server gets rec's whole environment; secret values in it are scrubbed from the tape"), OTEL),
     ),
     "play": Usage(
         "Serve a tape as an MCP server over stdio (or HTTP with --listen), offline: requests are answered "
         "by content from the tape, strictly unless --lenient.",
         (("0", "every request was answered from the tape"), ("1", "some requests had no recorded answer (misses)"),
          ("2", "the tape cannot be replayed"), COULD_NOT_RUN),
+        (OTEL,),
     ),
     "diff": Usage(
         "Compare two tapes and name the first call that drifted, then the details.",
@@ -76,7 +79,7 @@ USAGE: dict[str, Usage] = {
          ("4", "a secret survived redaction: nothing was written, nothing posted")),
         (("CI", "=true: --update-golden is refused unless --allow-update-in-ci"),
          ("${VAR} of the config", "interpolated in servers, sessions, client and golden_dir"),
-         ("(servers)", SERVER_ENV), *GITHUB_JOB,
+         ("(servers)", SERVER_ENV), *GITHUB_JOB, OTEL,
          ("COLUMNS", "width of the report when stdout is not a terminal (default 160)")),
     ),
     "init": Usage(
