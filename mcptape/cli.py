@@ -37,6 +37,7 @@ SUPPORTED_PLATFORMS = "Linux and macOS"
 # and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. A command module has
 # `Options.from_args(namespace)`, its typed options, and `run(options) -> exit code`.
 COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge", "verify")}
+COMMANDS["import"] = "mcptape.commands.import_"  # `import` is a Python keyword: no module can be called that
 
 
 def unsupported_platform(os_name: str | None = None, sys_platform: str | None = None) -> str | None:
@@ -175,6 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="check that tapes are what mcptape wrote (their seals): exit 0, or 3")
     verify.add_argument("tapes", nargs="+", metavar="TAPE", help="tape files")
+
+    imp = sub.add_parser("import", help="turn an OTLP/JSON trace of an MCP session (--otel-payloads) into a tape")
+    imp.add_argument("trace", help="OTLP/JSON file (one document, or JSON lines as a collector's file exporter writes)")
+    imp.add_argument("--out", "-o", metavar="TAPE", help="tape file to write (default: tapes/SESSION.tape.jsonl)")
+    imp.add_argument("--name", help="session name stored in the tape header (default: the trace's)")
+    imp.add_argument("--session", metavar="NAME", help="the session to import when the trace holds several")
 
     # --- ci --------------------------------------------------------------------------------
     ci = sub.add_parser("ci", help="run the sessions of mcptape.yml and compare with the golden tapes")

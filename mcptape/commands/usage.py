@@ -55,6 +55,13 @@ USAGE: dict[str, Usage] = {
          ("3", "could not run: a tape is missing, unreadable, or does not match its seal (--allow-edited)")),
         (("COLUMNS", "width of the report when stdout is not a terminal (default 160)"),),
     ),
+    "import": Usage(
+        "Turn an OTLP/JSON trace of an MCP session that carries its messages (exported with --otel-payloads) "
+        "into a tape, redacted as rec redacts, so an incident becomes a replayable test.",
+        (("0", "the tape was written"), ("3", "not such a trace, no messages in it, or several sessions and no --session"),
+         ("4", "a secret survived redaction: nothing was written")),
+        (("(all)", "secret values in the environment are scrubbed from the tape, as rec does"),),
+    ),
     "verify": Usage(
         "Check that each tape is what mcptape wrote: its footer's SHA-256 (and a rec tape's seal lines) over "
         "every line before it. A tape cut short verifies up to its last complete event.",
