@@ -36,7 +36,7 @@ SUPPORTED_PLATFORMS = "Linux and macOS"
 # Each command is a module of mcptape/commands/, imported only when chosen, so `mcptape --version`
 # and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. A command module has
 # `Options.from_args(namespace)`, its typed options, and `run(options) -> exit code`.
-COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge", "verify")}
+COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge", "verify", "sign")}
 COMMANDS["import"] = "mcptape.commands.import_"  # `import` is a Python keyword: no module can be called that
 
 
@@ -176,6 +176,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="check that tapes are what mcptape wrote (their seals): exit 0, or 3")
     verify.add_argument("tapes", nargs="+", metavar="TAPE", help="tape files")
+    verify.add_argument("--signature", action="store_true",
+                        help="also check each tape's SSH signature (TAPE.sig, from `mcptape sign`) against allowed signers")
+    verify.add_argument("--allowed-signers", metavar="FILE",
+                        help="allowed_signers file as git's (default: git config gpg.ssh.allowedSignersFile)")
+    sign = sub.add_parser("sign", help="sign tapes with an SSH key, as git signs commits (TAPE.sig beside each)")
+    sign.add_argument("tapes", nargs="+", metavar="TAPE", help="tape files (each must match its seal)")
+    sign.add_argument("--key", metavar="FILE", help="SSH private key (default: git config user.signingkey)")
 
     imp = sub.add_parser("import", help="turn an OTLP/JSON trace of an MCP session (--otel-payloads) into a tape")
     imp.add_argument("trace", help="OTLP/JSON file (one document, or JSON lines as a collector's file exporter writes)")

@@ -62,11 +62,19 @@ USAGE: dict[str, Usage] = {
          ("4", "a secret survived redaction: nothing was written")),
         (("(all)", "secret values in the environment are scrubbed from the tape, as rec does"),),
     ),
+    "sign": Usage(
+        "Sign tapes with an SSH key as git signs commits (ssh-keygen -Y sign, namespace mcptape): "
+        "TAPE.sig beside each, checked by `mcptape verify --signature`.",
+        (("0", "every tape was signed"), ("3", "a tape does not match its seal, no key, or ssh-keygen failed")),
+        (("(git config) user.signingkey", "the key when --key is not given"),),
+    ),
     "verify": Usage(
         "Check that each tape is what mcptape wrote: its footer's SHA-256 (and a rec tape's seal lines) over "
         "every line before it. A tape cut short verifies up to its last complete event.",
         (("0", "every tape is sealed, cut short and verified, or an unedited format-1 tape"),
-         ("3", "a tape does not match its seal (the first line that does not is named), or cannot be read")),
+         ("3", "a tape does not match its seal (the first line that does not is named), or cannot be read; "
+               "with --signature, or is not signed by an allowed signer")),
+        (("(git config) gpg.ssh.allowedSignersFile", "the allowed signers when --allowed-signers is not given"),),
     ),
     "ls": Usage(
         "List the tapes under the paths: name, events, calls, protocol, whether complete, size.",
