@@ -63,6 +63,8 @@ def test_a_golden_is_sealed_and_each_kind_of_edit_names_its_line(tmp_path: Path)
     header = lines.copy()
     header[0] = header[0].replace(b'"name":"g"', b'"name":"h"')
     assert check(_join(header)).line == 1
+    header[0] = lines[0].replace(b'"format":2', b'"format":1')  # passing for a format 1 tape: still sealed
+    assert (check(_join(header)).ok, check(_join(header)).line) == (False, 1)
 
     footer = lines.copy()
     footer[7] = footer[7].replace(b'"sha256":"', b'"sha256":"0')
