@@ -299,8 +299,8 @@ class ActionRunner:
         if not files:
             raise AssertionError(f"step {step_id}: subject-path {given.get('subject-path')!r} matches no file "
                                  "(the real action fails the job)")
-        subjects = [{"name": Path(f).name, "digest": {"sha256": hashlib.sha256(Path(f).read_bytes()).hexdigest()}}
-                    for f in files]
+        digests = {Path(f).name: hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files}
+        subjects = [{"name": name, "digest": {"sha256": digest}} for name, digest in digests.items()]
         statement = {"_type": "https://in-toto.io/Statement/v1", "subject": subjects,
                      "predicateType": "https://slsa.dev/provenance/v1", "predicate": {}}
         bundle = {"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
@@ -316,7 +316,7 @@ class ActionRunner:
                 pass
         except OSError:
             return False
-        attested.update({s["name"]: s["digest"]["sha256"] for s in subjects})  # type: ignore[index]
+        attested.update(digests)
         return True
 
     def _upload(self, step_id: str, step: dict[str, Any], inputs: dict[str, str],

@@ -208,8 +208,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(201, {"id": len(stored)})
             m = re.fullmatch(r"/repos/([^/]+/[^/]+)/attestations/sha256:([0-9a-f]{64})", path)
             if m and method == "GET":
-                found = [a for a in gh.attestations.get(m.group(1), []) if m.group(2) in _subject_digests(a["bundle"])]
-                return self._send(200, {"attestations": found}) if found else self._send(404, {"message": "Not Found"})
+                listed = [a for a in gh.attestations.get(m.group(1), []) if m.group(2) in _subject_digests(a["bundle"])]
+                return self._send(200, {"attestations": listed}) if listed else self._send(404, {"message": "Not Found"})
             m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)", path)
             if m and method == "GET":
                 pr = gh.pulls.get((m.group(1), int(m.group(2))))

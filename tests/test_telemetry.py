@@ -97,8 +97,8 @@ redact:
     telemetry.close()
     echo = _by_name(exporter.get_finished_spans())["tools/call echo"]
     attrs = dict(echo.attributes or {})
-    assert json.loads(attrs["mcptape.request"])["params"]["name"] == "echo"
-    assert json.loads(attrs["gen_ai.tool.call.result"])["content"][0]["text"].startswith("token <REDACTED")
+    assert json.loads(str(attrs["mcptape.request"]))["params"]["name"] == "echo"
+    assert json.loads(str(attrs["gen_ai.tool.call.result"]))["content"][0]["text"].startswith("token <REDACTED")
     assert not any(secret in str(v) for span in exporter.get_finished_spans() for v in (span.attributes or {}).values())
 
 
