@@ -10,9 +10,9 @@ from pathlib import Path
 
 from mcptape.tape.reader import read_tape
 from mcptape.tape.seal import check
-from tests.conftest import FIXTURES, ROOT, calc_command, mcptape_command, user_env
+from tests.conftest import FIXTURES, ROOT, mcptape_command, user_env
 from tests.otlp_receiver import OtlpReceiver
-from tests.test_telemetry import _client_lines
+from tests.test_telemetry import _client_lines, echo_config
 
 EXAMPLE = FIXTURES / "example" / "mcptape.yml"
 
@@ -73,20 +73,7 @@ def test_a_trace_without_payloads_is_refused_with_what_to_do(tmp_path: Path) -> 
 def test_import_redacts_as_rec_does(tmp_path: Path) -> None:
     """A secret of the environment (rec's rule) in a production trace never reaches the tape."""
     secret = "hunter2-" + "Zq9" * 8
-    config = tmp_path / "mcptape.yml"
-    config.write_text(f"""\
-version: 1
-golden_dir: tapes
-servers:
-  calc:
-    command: {json.dumps(calc_command())}
-sessions:
-  - name: incident
-    server: calc
-    steps:
-      - call: echo
-        arguments: {{text: "{secret}"}}
-""", encoding="utf-8")
+    config = echo_config(tmp_path, "incident", secret)
     trace = _export(config, tmp_path, "--otel-payloads")
     assert secret in trace.read_text(encoding="utf-8")  # the control: ci did not know it was one
     out = tmp_path / "incident.tape.jsonl"

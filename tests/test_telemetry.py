@@ -44,6 +44,25 @@ def _run_ci(config: Path, telemetry: Telemetry, session: str) -> str:
     return str(run_session(ctx, chosen).result.verdict)
 
 
+def echo_config(directory: Path, session: str, text: str, extra: str = "") -> Path:
+    """A mcptape.yml whose one session calls the calc fixture's echo with `text` (and `extra` config)."""
+    config = directory / "mcptape.yml"
+    config.write_text(f"""\
+version: 1
+golden_dir: tapes
+servers:
+  calc:
+    command: {json.dumps(calc_command())}
+sessions:
+  - name: {session}
+    server: calc
+    steps:
+      - call: echo
+        arguments: {{text: {json.dumps(text)}}}
+""" + extra, encoding="utf-8")
+    return config
+
+
 def _by_name(spans: Any) -> dict[str, ReadableSpan]:
     return {s.name: s for s in spans}
 
@@ -76,22 +95,7 @@ def test_a_ci_session_is_a_trace_of_steps_and_exchanges_with_the_conventions_att
 
 def test_payloads_only_when_asked_and_redacted_as_the_tape_is(tmp_path: Path) -> None:
     secret = "ACME-" + "K" * 24
-    config = tmp_path / "mcptape.yml"
-    config.write_text(f"""\
-version: 1
-golden_dir: tapes
-servers:
-  calc:
-    command: {json.dumps(calc_command())}
-sessions:
-  - name: echo
-    server: calc
-    steps:
-      - call: echo
-        arguments: {{text: "token {secret}"}}
-redact:
-  patterns: ["ACME-[A-Z0-9]{{24}}"]
-""", encoding="utf-8")
+    config = echo_config(tmp_path, "echo", f"token {secret}", 'redact:\n  patterns: ["ACME-[A-Z0-9]{24}"]\n')
     telemetry, exporter = _traced(payloads=True)
     _run_ci(config, telemetry, "echo")
     telemetry.close()

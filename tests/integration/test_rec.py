@@ -399,12 +399,17 @@ def wait_for_bytes(tape: Path, needle: bytes) -> None:
         time.sleep(0.05)
 
 
-def test_rec_killed_leaves_a_readable_tape(tmp_path: Path) -> None:
-    tape = tmp_path / "killed.tape.jsonl"
+def killed_rec(tape: Path) -> None:
+    """A live rec session of three `add` calls killed with SIGKILL, its writer done with the tape."""
     client = three_adds_through_rec(tape)
     client.proc.send_signal(signal.SIGKILL)
     assert client.wait() == -signal.SIGKILL
     wait_for_bytes(tape, b"recorder_killed")  # the orphaned writer finishes on its own
+
+
+def test_rec_killed_leaves_a_readable_tape(tmp_path: Path) -> None:
+    tape = tmp_path / "killed.tape.jsonl"
+    killed_rec(tape)
     t = read_tape(tape)
     assert not t.complete
     answered = [e["id"] for e in t.events if e["kind"] == "response"]

@@ -5,14 +5,13 @@ last complete event and still plays."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 from pathlib import Path
 
 from mcptape.tape.reader import read_tape
 from tests.conftest import ROOT, mcptape_command, user_env
 from tests.integration.test_ci import ci, write_config
-from tests.integration.test_rec import three_adds_through_rec, wait_for_bytes
+from tests.integration.test_rec import killed_rec
 
 
 def verify(*tapes: Path) -> subprocess.CompletedProcess[str]:
@@ -54,10 +53,7 @@ def test_ci_refuses_a_tampered_golden_naming_its_line(tmp_path: Path) -> None:
 
 def test_rec_killed_mid_session_verifies_up_to_its_last_complete_event_and_plays(tmp_path: Path) -> None:
     tape = tmp_path / "killed.tape.jsonl"
-    client = three_adds_through_rec(tape)
-    client.proc.send_signal(signal.SIGKILL)
-    assert client.wait() == -signal.SIGKILL
-    wait_for_bytes(tape, b"recorder_killed")  # the orphaned writer finishes on its own
+    killed_rec(tape)
     t = read_tape(tape)
     assert not t.complete and b'{"mcptape":"seal"' in tape.read_bytes()
     checked = verify(tape)
