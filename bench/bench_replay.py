@@ -8,8 +8,8 @@ so drift in machine load hits both sides alike. Low-priority spinners keep the c
 idle, or wake-up latency from idle swamps sub-millisecond round trips.
 Run: `python bench/bench_replay.py [--calls N] [--rounds R]`.
 
-A third side, `play_parsed`, plays the same tape with its footer's crc32 removed, as a tape
-edited by hand is: play then parses every line and every request (no verbatim shortcut, see
+A third side, `play_parsed`, plays the same tape with its footer's sha256 removed, as a tape
+edited by hand is (played with --allow-edited): play then parses every line and every request (no verbatim shortcut, see
 mcptape/replay/engine.py), which is also what a client whose lines differ from the recording's gets.
 
 `--baseline DIR` adds a fourth side, `play_before`: `python -m mcptape play` run from DIR, a
@@ -109,8 +109,8 @@ def bench(calls: int = 2000, rounds: int = 7, baseline: Path | None = None) -> d
             writer.close()
             plays[n] = [sys.executable, "-m", "mcptape", "play", str(tape_path)]
             edited = Path(tmp) / f"bench{n}.edited.tape.jsonl"
-            edited.write_bytes(re.sub(rb',"crc32":"[0-9a-f]+"', b"", tape_path.read_bytes()))
-            parsed[n] = [sys.executable, "-m", "mcptape", "play", str(edited)]
+            edited.write_bytes(re.sub(rb',"sha256":"[0-9a-f]+"', b"", tape_path.read_bytes()))
+            parsed[n] = [sys.executable, "-m", "mcptape", "play", str(edited), "--allow-edited"]
         sides = [
             ("live", CALC, CALC, ROOT),
             ("play", plays[calls], plays[small], ROOT),

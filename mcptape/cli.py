@@ -36,7 +36,8 @@ SUPPORTED_PLATFORMS = "Linux and macOS"
 # Each command is a module of mcptape/commands/, imported only when chosen, so `mcptape --version`
 # and `mcptape play` never pay for rich, ghapi, jsonschema or pydantic. A command module has
 # `Options.from_args(namespace)`, its typed options, and `run(options) -> exit code`.
-COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge", "fork")}
+COMMANDS = {name: f"mcptape.commands.{name}" for name in ("rec", "play", "diff", "ls", "show", "ci", "init", "check", "schema", "comment", "merge", "fork", "verify", "sign")}
+COMMANDS["import"] = "mcptape.commands.import_"  # `import` is a Python keyword: no module can be called that
 
 
 def unsupported_platform(os_name: str | None = None, sys_platform: str | None = None) -> str | None:
@@ -86,6 +87,18 @@ def _document(parsers: Mapping[str, argparse.ArgumentParser]) -> None:
         sub_parser.epilog = render_epilog(name)
 
 
+_ALLOW_EDITED_HELP = ("read a tape that does not match its seal (edited by hand on purpose): the check that it "
+                      "is what mcptape wrote is skipped, and said")
+
+
+def _otel_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--otel", action="store_true",
+                        help="export the session(s) as OpenTelemetry traces over OTLP/HTTP, configured by the "
+                        "OTEL_* variables (needs `pip install 'mcptape[otel]'`)")
+    parser.add_argument("--otel-payloads", action="store_true",
+                        help="--otel with the messages on the spans, redacted as the tapes are")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcptape",
@@ -101,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--name", help="session name stored in the tape header")
     rec.add_argument("--listen", metavar="HOST:PORT", help="record over HTTP: listen here (with --upstream)")
     rec.add_argument("--upstream", metavar="URL", help="record over HTTP: the server's MCP endpoint")
+    _otel_options(rec)
     rec.add_argument("server", nargs=argparse.REMAINDER, help="-- <server command...>")
 
     # --- play ------------------------------------------------------------------------------
@@ -130,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--fallback-url", metavar="URL",
         help="like --fallback, for a live streamable HTTP server at URL (recorded through rec --listen)",
     )
+    play.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
+    _otel_options(play)
     play.add_argument("--report", metavar="FILE", help="also write the replay report (misses, unused recordings) here as JSON")
     # The agent lab (replay/lab.py): pace, faults, live tools, served values.
     play.add_argument("--pace", metavar="recorded|xN",
@@ -166,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--json", metavar="FILE", help="write the verdict as JSON here (- for stdout, instead of the report)")
     diff.add_argument("-c", "--config", metavar="FILE",
                       help="apply this mcptape.yml's normalize: rules and drift: settings, as `mcptape ci` does")
+    diff.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
     diff.add_argument("--raw", action="store_true",
                       help="compare without normalization (no built-in or config rules, notifications where they landed)")
     diff.add_argument(
@@ -183,6 +200,22 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("tape", help="tape file")
     show.add_argument("--full", action="store_true", help="do not shorten payloads")
     show.add_argument("--json", metavar="FILE", help="write the events as JSON here (- for stdout, instead of the table)")
+
+    verify = sub.add_parser("verify", help="check that tapes are what mcptape wrote (their seals): exit 0, or 3")
+    verify.add_argument("tapes", nargs="+", metavar="TAPE", help="tape files")
+    verify.add_argument("--signature", action="store_true",
+                        help="also check each tape's SSH signature (TAPE.sig, from `mcptape sign`) against allowed signers")
+    verify.add_argument("--allowed-signers", metavar="FILE",
+                        help="allowed_signers file as git's (default: git config gpg.ssh.allowedSignersFile)")
+    sign = sub.add_parser("sign", help="sign tapes with an SSH key, as git signs commits (TAPE.sig beside each)")
+    sign.add_argument("tapes", nargs="+", metavar="TAPE", help="tape files (each must match its seal)")
+    sign.add_argument("--key", metavar="FILE", help="SSH private key (default: git config user.signingkey)")
+
+    imp = sub.add_parser("import", help="turn an OTLP/JSON trace of an MCP session (--otel-payloads) into a tape")
+    imp.add_argument("trace", help="OTLP/JSON file (one document, or JSON lines as a collector's file exporter writes)")
+    imp.add_argument("--out", "-o", metavar="TAPE", help="tape file to write (default: tapes/SESSION.tape.jsonl)")
+    imp.add_argument("--name", help="session name stored in the tape header (default: the trace's)")
+    imp.add_argument("--session", metavar="NAME", help="the session to import when the trace holds several")
 
     # --- ci --------------------------------------------------------------------------------
     ci = sub.add_parser("ci", help="run the sessions of mcptape.yml and compare with the golden tapes")
@@ -204,6 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "reference (a `servers:` name, a command or a URL)")
     ci.add_argument("--latency", type=int, default=None, metavar="N",
                     help="with --baseline/--against: N interleaved runs a side, latency regressions reported")
+    ci.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
+    _otel_options(ci)
 
     # --- init / check ----------------------------------------------------------------------
     init = sub.add_parser("init", help="write a first mcptape.yml from what a live server lists")

@@ -29,6 +29,10 @@ its `key` (an existing key is kept, as the service keeps the first save), restor
 on an exact key match and sets `cache-hit` to `true` (on a miss the output stays unset).
 github/codeql-action/upload-sarif is not run either: what it was given and the SARIF file it
 names are recorded as an ArtifactUpload (its `files` hold that one file).
+actions/attest-build-provenance is stubbed at the GitHub boundary: its `subject-path` globs are
+resolved and each file's sha256 put in an in-toto statement, which is POSTed to the fake GitHub's
+attestations endpoint with the job token as the real action does (no Sigstore signing: no OIDC
+issuer here); without `id_token` (the job's `id-token: write`) the step fails as the real one does.
 
 Nothing here is mocked: the install step really creates a venv and pip-installs the checkout with
 no extras. GITHUB_ACTION_PATH is a copy of this checkout's sources under RUNNER_TEMP, as the
@@ -80,6 +84,10 @@ UPLOAD_SARIF_INPUTS = {"sarif_file", "category", "checkout_path", "ref", "sha", 
 # actions/upload-artifact v4's inputs (its action.yml).
 UPLOAD_ARTIFACT_INPUTS = {"name", "path", "if-no-files-found", "retention-days", "compression-level", "overwrite",
                           "include-hidden-files"}
+ATTEST = re.compile(r"actions/attest-build-provenance@[0-9a-f]{40}")
+# actions/attest-build-provenance's inputs (its action.yml).
+ATTEST_INPUTS = {"subject-path", "subject-digest", "subject-name", "subject-checksums", "push-to-registry",
+                 "show-summary", "github-token"}
 
 
 def load_action(path: Path = ACTION_FILE) -> dict[str, Any]:
@@ -208,6 +216,7 @@ class ActionRun:
     comments: list[dict[str, Any]]  # the PR's comment thread on the fake GitHub after the run
     result: str  # "success" or "failure", as the job would end
     artifacts: list[ArtifactUpload] = field(default_factory=list)
+    attested: dict[str, str] = field(default_factory=dict)  # subject name -> sha256, as the attest step stored them
 
     def step(self, step_id: str) -> StepRun:
         return next(s for s in self.steps if s.id == step_id)
@@ -233,6 +242,7 @@ class ActionRunner:
     action_repository: str = ""
     action_ref: str = ""
     cache_store: Path | None = None  # the Actions cache service; None: one of this runner's own
+    id_token: bool = True  # the job has `permissions: id-token: write` (the attestation step needs it)
 
     def __post_init__(self) -> None:
         if self.action_dir is None:
@@ -260,6 +270,7 @@ class ActionRunner:
         step_outputs: dict[str, dict[str, str]] = {k: dict(v) for k, v in (prior_outputs or {}).items()}
         runs: list[StepRun] = []
         uploads: list[ArtifactUpload] = []
+        attested: dict[str, str] = {}
         result = "success"
         for index, step in enumerate(self.action["runs"]["steps"]):
             step_id = str(step.get("id") or f"step{index}")
@@ -272,6 +283,10 @@ class ActionRunner:
                 continue
             if "uses" in step and CACHE_ACTION.fullmatch(str(step["uses"])):
                 step_outputs[step_id] = self._cache(step_id, step, inputs, step_outputs)
+                continue
+            if "uses" in step and ATTEST.fullmatch(str(step["uses"])):
+                ok = self._attest(step_id, step, inputs, step_outputs, workspace, attested)
+                result = result if ok else "failure"
                 continue
             if "uses" in step:
                 uploads.append(self._upload(step_id, step, inputs, step_outputs, workspace))
@@ -286,7 +301,47 @@ class ActionRunner:
         context = _Context(self, inputs, step_outputs)
         outputs = {name: context.evaluate(str(spec.get("value", ""))) for name, spec in (self.action.get("outputs") or {}).items()}
         comments = self.github.thread(self.repo, self.pr) if self.github is not None and self.pr is not None else []
-        return ActionRun(runs, outputs, "".join(r.summary for r in runs), comments, result, uploads)
+        return ActionRun(runs, outputs, "".join(r.summary for r in runs), comments, result, uploads, attested)
+
+    def _attest(self, step_id: str, step: dict[str, Any], inputs: dict[str, str],
+                step_outputs: dict[str, dict[str, str]], workspace: Path, attested: dict[str, str]) -> bool:
+        """actions/attest-build-provenance, stubbed at the GitHub boundary (module doc); False: it failed."""
+        import base64
+        import glob
+        import hashlib
+        import urllib.request
+
+        context = _Context(self, inputs, step_outputs)
+        given = {k: context.evaluate(str(v)) for k, v in (step.get("with") or {}).items()}
+        unknown = set(given) - ATTEST_INPUTS
+        if unknown:
+            raise AssertionError(f"step {step_id}: attest-build-provenance has no input {sorted(unknown)}")
+        if not self.id_token:
+            return False  # "Unable to get ACTIONS_ID_TOKEN_REQUEST_URL env variable"
+        patterns = [p.strip() for p in re.split(r"[\n,]", given.get("subject-path", "")) if p.strip()]
+        files = sorted({f for p in patterns for f in glob.glob(p if Path(p).is_absolute() else str(workspace / p))})
+        if not files:
+            raise AssertionError(f"step {step_id}: subject-path {given.get('subject-path')!r} matches no file "
+                                 "(the real action fails the job)")
+        digests = {Path(f).name: hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files}
+        subjects = [{"name": name, "digest": {"sha256": digest}} for name, digest in digests.items()]
+        statement = {"_type": "https://in-toto.io/Statement/v1", "subject": subjects,
+                     "predicateType": "https://slsa.dev/provenance/v1", "predicate": {}}
+        bundle = {"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+                  "dsseEnvelope": {"payload": base64.b64encode(json.dumps(statement).encode()).decode(),
+                                   "payloadType": "application/vnd.in-toto+json", "signatures": []}}
+        assert self.github is not None, "the attestation step posts to GitHub"
+        request = urllib.request.Request(f"{self.github.url}/repos/{self.repo}/attestations", method="POST",
+                                         data=json.dumps({"bundle": bundle}).encode(),
+                                         headers={"Authorization": f"token {given.get('github-token') or self.token}",
+                                                  "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30):
+                pass
+        except OSError:
+            return False
+        attested.update(digests)
+        return True
 
     def _upload(self, step_id: str, step: dict[str, Any], inputs: dict[str, str],
                 step_outputs: dict[str, dict[str, str]], workspace: Path) -> ArtifactUpload:

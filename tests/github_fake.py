@@ -3,7 +3,9 @@
 GitHub itself cannot be reached from tests, so this speaks real HTTP on 127.0.0.1 (port 0) in a
 thread: GET /user, GET/POST /repos/{o}/{r}/issues/{n}/comments (per_page/page pagination with
 Link headers, as GitHub sends them), PATCH and DELETE /repos/{o}/{r}/issues/comments/{id}, and
-GET /repos/{o}/{r}/pulls/{n}. Tokens decide who a caller is and whether it may write:
+GET /repos/{o}/{r}/pulls/{n}, and artifact attestations: POST /repos/{o}/{r}/attestations (what
+actions/attest-build-provenance stores) and GET /repos/{o}/{r}/attestations/sha256:{hex} (what
+`gh attestation verify` looks up by a file's digest). Tokens decide who a caller is and whether it may write:
 a workflow GITHUB_TOKEN (an app: GET /user is 403, comments by `github-actions[bot]`), a user's
 token, or a read-only token whose writes are 403 — as on a fork PR. Every request is recorded.
 Comment ids grow with creation, as GitHub's do, and each request is handled under one lock, so
@@ -44,6 +46,7 @@ class FakeGitHub:
     tokens: dict[str, Token] = field(default_factory=dict)
     comments: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    attestations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # repo -> stored bundles
     requests: list[Request] = field(default_factory=list)
     next_id: int = 1000
     # `hold_lists(n)`: the next n comment listings wait for each other, so n clients that list
@@ -196,6 +199,17 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._send(404, {"message": "Not Found"})
                 found[1]["body"] = body["body"]
                 return self._send(200, found[1])
+            m = re.fullmatch(r"/repos/([^/]+/[^/]+)/attestations", path)
+            if m and method == "POST":
+                if not who.write:
+                    return self._send(403, {"message": "Resource not accessible by integration"})
+                stored = gh.attestations.setdefault(m.group(1), [])
+                stored.append({"id": len(stored) + 1, "bundle": body["bundle"]})
+                return self._send(201, {"id": len(stored)})
+            m = re.fullmatch(r"/repos/([^/]+/[^/]+)/attestations/sha256:([0-9a-f]{64})", path)
+            if m and method == "GET":
+                listed = [a for a in gh.attestations.get(m.group(1), []) if m.group(2) in _subject_digests(a["bundle"])]
+                return self._send(200, {"attestations": listed}) if listed else self._send(404, {"message": "Not Found"})
             m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)", path)
             if m and method == "GET":
                 pr = gh.pulls.get((m.group(1), int(m.group(2))))
@@ -228,3 +242,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._handle("DELETE")
+
+
+def _subject_digests(bundle: dict[str, Any]) -> set[str]:
+    """The sha256 digests of the subjects of an attestation bundle's in-toto statement."""
+    import base64
+
+    statement = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))
+    return {subject["digest"]["sha256"] for subject in statement["subject"]}

@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                "mcptape.nondeterminism", "mcptape.latency", "mcptape.report", "mcptape.config", "mcptape.refusal")),
     ("the outlet", ("mcptape.outlet",)),
     ("sessions and servers", ("mcptape.client", "mcptape.probe", "mcptape.pinning", "mcptape.transports.factory", "mcptape.record", "mcptape.replay",
-                              "mcptape.github")),
+                              "mcptape.github", "mcptape.telemetry")),
     ("the gate", ("mcptape.ci",)),
     ("commands", ("mcptape.commands",)),
     ("the command line", ("mcptape.cli", "mcptape.__main__", "mcptape.pytest_plugin")),
@@ -60,6 +60,12 @@ LAZY = {
     ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
     ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",
     ("mcptape.replay.matching", "mcptape.normalize"): "the JSON path evaluator (dataclasses), for --ignore-arg only",
+    ("mcptape.commands.play", "mcptape.telemetry"): "the trace export, for --otel only",
+    ("mcptape.commands.play", "mcptape.outlet"): "the redactor, for --otel only (play's client lines on spans)",
+    **{("mcptape.telemetry", m): "the otel extra (OpenTelemetry SDK, OTLP exporter), only under --otel"
+       for m in ("opentelemetry", "opentelemetry.trace", "opentelemetry.trace.propagation.tracecontext",
+                 "opentelemetry.sdk.resources", "opentelemetry.sdk.trace", "opentelemetry.sdk.trace.export",
+                 "opentelemetry.exporter.otlp.proto.http.trace_exporter")},
 }
 
 

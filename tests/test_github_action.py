@@ -78,7 +78,8 @@ def test_inputs_never_reach_a_script_as_an_expression() -> None:
     for step in ACTION["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), step["name"]
         assert step.get("shell") == "bash" or step["uses"].startswith(("actions/upload-artifact@", "actions/cache/",
-                                                                       "github/codeql-action/upload-sarif@"))
+                                                                       "github/codeql-action/upload-sarif@",
+                                                                       "actions/attest-build-provenance@"))
     for name, out in ACTION["outputs"].items():
         assert out["value"].startswith("${{ steps.run.outputs."), name
     assert set(ACTION["outputs"]) >= {"result", "exit-code", "first-drift", "drifted-sessions", "comment-url", "report"}

@@ -49,6 +49,18 @@ def third_party_imports(source: str) -> set[str]:
 # Imports of a module that only its host loads: the pytest plugin runs inside pytest (its `pytest11`
 # entry point), and imports the official SDK only in `stdio_parameters()`, which says to install it.
 HOSTED = {"mcptape/pytest_plugin.py": {"pytest", "mcp"}}
+# Modules whose third-party imports an optional extra provides: telemetry.py imports the
+# OpenTelemetry SDK only under --otel, and says `pip install 'mcptape[otel]'` when it is missing
+# (tests/test_telemetry.py). Each such import must come from a distribution of that extra.
+OPTIONAL = {"mcptape/telemetry.py": "otel"}
+
+
+def extra_import_names(extra: str) -> set[str]:
+    """The top-level import names the distributions of an optional extra provide (as installed here)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    specs = project["optional-dependencies"][extra]
+    wanted = {_normal(re.match(r"[A-Za-z0-9._-]+", spec).group(0)) for spec in specs}  # type: ignore[union-attr]
+    return {name for name, dists in packages_distributions().items() if any(_normal(d) in wanted for d in dists)}
 
 
 def undeclared(sources: dict[str, str]) -> dict[str, list[str]]:
@@ -57,7 +69,8 @@ def undeclared(sources: dict[str, str]) -> dict[str, list[str]]:
     declared = declared_distributions()
     missing: dict[str, list[str]] = {}
     for where, source in sources.items():
-        for name in third_party_imports(source) - HOSTED.get(where, set()):
+        allowed = HOSTED.get(where, set()) | (extra_import_names(OPTIONAL[where]) if where in OPTIONAL else set())
+        for name in third_party_imports(source) - allowed:
             if not any(_normal(d) in declared for d in provided.get(name, [])):
                 missing.setdefault(name, []).append(where)
     return missing
@@ -75,3 +88,11 @@ def test_an_import_only_the_dev_extra_brings_is_caught() -> None:
     """The control: what the dev extra installs (pytest, the mcp SDK) is not a dependency."""
     source = "def f():\n    import pytest\n    from mcp.client import stdio\n    import json, mcptape.cli\n"
     assert undeclared({"example.py": source}) == {"pytest": ["example.py"], "mcp": ["example.py"]}
+
+
+def test_an_optional_extras_import_is_accepted_only_in_the_module_it_is_for() -> None:
+    """telemetry.py may import the OpenTelemetry SDK (the otel extra); another module may not."""
+    source = "def f():\n    from opentelemetry.sdk.trace import TracerProvider\n"
+    assert undeclared({"mcptape/telemetry.py": source}) == {}
+    assert undeclared({"mcptape/client.py": source}) == {"opentelemetry": ["mcptape/client.py"]}
+    assert undeclared({"mcptape/telemetry.py": source + "    import pytest\n"}) == {"pytest": ["mcptape/telemetry.py"]}

@@ -673,10 +673,19 @@ def test_play_of_a_tape_corrupt_in_the_middle_stops_with_exit_2_naming_the_line(
     path.write_bytes(b"\n".join(lines))
     init = json.dumps(req(0, "initialize", {"protocolVersion": "2025-06-18"})) + "\n"
     late = json.dumps(call(290, "add", a=290, b=1)) + "\n"
+    # The seal finds the changed line up front: nothing is answered from the tape.
     proc = subprocess.run(
         mcptape_command("play", str(path)), input=(init + late).encode(), capture_output=True, timeout=30
     )
+    assert proc.returncode == 3 and proc.stdout == b""
+    assert f"{path}:401: this line is not the one sealed".encode() in proc.stderr
+    # Read anyway (--allow-edited), the streamed reader meets the line only when it gets there.
+    proc = subprocess.run(
+        mcptape_command("play", str(path), "--allow-edited"), input=(init + late).encode(), capture_output=True,
+        timeout=30,
+    )
     assert proc.returncode == 3
+    assert b"--allow-edited: " in proc.stderr
     assert f"{path}:401: line is not a JSON object".encode() in proc.stderr
     assert json.loads(proc.stdout.splitlines()[0])["result"] == {"ok": 1}  # answered before it got there
 

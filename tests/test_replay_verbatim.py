@@ -229,13 +229,13 @@ def test_play_sends_the_same_bytes_whether_or_not_the_tape_is_verbatim(tmp_path:
     verbatim = tmp_path / "v.tape.jsonl"
     _write(verbatim, wire)
     edited = tmp_path / "e.tape.jsonl"
-    edited.write_bytes(verbatim.read_bytes().replace(b'"crc32":"', b'"crc32":"0'))
+    edited.write_bytes(verbatim.read_bytes().replace(b'"sha256":"', b'"sha256":"0'))
     assert written_verbatim(verbatim.read_bytes()) and not written_verbatim(edited.read_bytes())
     client = "".join(text + "\n" for d, text in wire if d == "c2s")
     outs = [
-        subprocess.run(mcptape_command("play", str(p)), input=client.encode("utf-8", "surrogatepass"),
+        subprocess.run(mcptape_command("play", str(p), *flags), input=client.encode("utf-8", "surrogatepass"),
                        capture_output=True, timeout=60)
-        for p in (verbatim, edited)
+        for p, flags in ((verbatim, ()), (edited, ("--allow-edited",)))
     ]
     assert [o.returncode for o in outs] == [0, 0], [o.stderr for o in outs]
     assert outs[0].stdout == outs[1].stdout

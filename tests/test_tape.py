@@ -1,4 +1,4 @@
-"""Tape format v1: deterministic bytes, cut-short tapes, versioning, events built from wire lines."""
+"""Tape format v2: deterministic bytes, cut-short tapes, versioning, events built from wire lines."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import EventBuilder, exit_event, wire_text
 from mcptape.tape.format import TapeWriter, make_header, serialize, tape_bytes
 from mcptape.tape.reader import read_tape
+from mcptape.tape.seal import check
 
 
 def _session(text: bytes = b"caf\xc3\xa9") -> list[dict]:
@@ -205,7 +206,8 @@ def test_cut_short_tape_is_readable_up_to_the_last_complete_line(tmp_path: Path)
 
 
 def test_held_lines_reach_the_file_whole_on_flush_close_or_abandon(tmp_path: Path) -> None:
-    """rec's writer holds a batch of lines and writes them in one go; the tape is the same."""
+    """rec's writer holds a batch of lines and writes them in one go; the tape reads the same (only
+    its seal lines, one per flush, sit elsewhere), and both are sealed."""
     header = make_header("calc")
     events = [*_session(), exit_event(0)]
     streamed, held = tmp_path / "streamed.tape.jsonl", tmp_path / "held.tape.jsonl"
@@ -222,7 +224,10 @@ def test_held_lines_reach_the_file_whole_on_flush_close_or_abandon(tmp_path: Pat
     for ev in events[2:]:
         writer.write_line(serialize(ev), flush=False)
     writer.close()  # writes what is held, then the footer over all of it
-    assert held.read_bytes() == streamed.read_bytes()
+    assert read_tape(held).events == read_tape(streamed).events == events
+    assert held.read_bytes().count(b'{"mcptape":"seal"') == 1  # one flush before close; close seals with the footer
+    assert streamed.read_bytes().count(b'{"mcptape":"seal"') == len(events)  # write() flushes
+    assert check(held.read_bytes()).state == check(streamed.read_bytes()).state == "sealed"
 
     cut = tmp_path / "cut.tape.jsonl"
     writer = TapeWriter(cut, header)

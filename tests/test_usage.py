@@ -120,12 +120,12 @@ def test_diff_json_is_a_file_or_dash_for_stdout_like_the_other_commands(
     changed.write_text(TAPE.read_text(encoding="utf-8").replace('"text":"5"', '"text":"6"'), encoding="utf-8")
     assert changed.read_text(encoding="utf-8") != TAPE.read_text(encoding="utf-8")  # a real change to find
 
-    assert main(["diff", str(TAPE), str(changed), "--json", "-"]) == 1
+    assert main(["diff", str(TAPE), str(changed), "--json", "-", "--allow-edited"]) == 1
     verdict = json.loads(capsys.readouterr().out)  # only JSON on stdout
     assert verdict["exit_code"] == 1 and "add" in verdict["first_drift"]
 
     out = tmp_path / "verdict.json"
-    assert main(["diff", str(TAPE), str(changed), "--json", str(out)]) == 1
+    assert main(["diff", str(TAPE), str(changed), "--json", str(out), "--allow-edited"]) == 1
     assert "drift" in capsys.readouterr().out  # with a file, the report still goes to stdout
     assert json.loads(out.read_text(encoding="utf-8")) == verdict
 
@@ -136,7 +136,8 @@ def test_diff_json_is_a_file_or_dash_for_stdout_like_the_other_commands(
 def test_diff_judges_a_rec_tapes_clock_dates_by_when_it_was_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Two rec tapes of a clock made a week ago: their dates are the clock's then, not pinned ones."""
+    """Two rec tapes of a clock made a week ago: their dates are the clock's then, not pinned ones.
+    (Made by editing a sealed tape, so read with --allow-edited.)"""
     week_ago = time.time() - 7 * 86400
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(week_ago))
     later = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(week_ago + 61))
@@ -145,13 +146,13 @@ def test_diff_judges_a_rec_tapes_clock_dates_by_when_it_was_written(
     b.write_text(TAPE.read_text(encoding="utf-8").replace('"text":"5"', f'"text":"{later}Z"'), encoding="utf-8")
 
     # Judged by today's clock alone, a week-old date looks pinned, so the two differ (the control).
-    assert main(["diff", str(a), str(b), "--json", "-"]) == 1
+    assert main(["diff", str(a), str(b), "--json", "-", "--allow-edited"]) == 1
     assert stamp in json.loads(capsys.readouterr().out)["first_drift"]
     for tape in (a, b):  # written when they were recorded
         os.utime(tape, (week_ago, week_ago))
-    assert main(["diff", str(a), str(b), "--json", "-"]) == 0
+    assert main(["diff", str(a), str(b), "--json", "-", "--allow-edited"]) == 0
     capsys.readouterr()
-    assert main(["diff", str(a), str(b), "--raw", "--json", "-"]) == 1  # the dates do differ
+    assert main(["diff", str(a), str(b), "--raw", "--json", "-", "--allow-edited"]) == 1  # the dates do differ
 
 
 # --- the exit-code table has one home: errors.py ------------------------------------------------

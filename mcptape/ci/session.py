@@ -56,8 +56,10 @@ from mcptape.sandbox import Sandbox
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
 from mcptape.tape.reader import read_tape
+from mcptape.tape.seal import require as require_sealed
 from mcptape.tape.timing import sidecar_bytes, sidecar_path, timing_footer
 from mcptape.tape.view import render_view, view_path
+from mcptape.telemetry import SessionMeta, Telemetry, TimedTransport, WireClock
 from mcptape.transports.factory import open_transport
 
 UPDATE_HINT = "mcptape ci --update-golden"
@@ -80,6 +82,8 @@ class RunContext:
     out_dir: Path | None
     golden_dir: Path
     messages: list[str] = field(default_factory=list)
+    allow_edited: bool = False  # --allow-edited: goldens that do not match their seal are read anyway
+    telemetry: Telemetry | None = None  # --otel: each session's trace is exported (telemetry.py)
 
 
 def golden_path(ctx: RunContext, session: Session) -> Path:
@@ -208,8 +212,31 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
 
 
 def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet) -> SessionOutcome:
-    golden = _read_golden(ctx, session)
-    fresh = _fresh(ctx, session, _record(ctx, session, golden), outlet, result)
+    golden = _read_golden(ctx, session, result)
+    clock = WireClock() if ctx.telemetry is not None else None
+    fresh = _fresh(ctx, session, _record(ctx, session, golden, clock), outlet, result)
+    try:
+        return _judge(ctx, session, result, outlet, golden, fresh)
+    finally:
+        if ctx.telemetry is not None and clock is not None:
+            _export(ctx.telemetry, ctx, session, result, fresh, clock, outlet)
+
+
+def _export(telemetry: Telemetry, ctx: RunContext, session: Session, result: SessionResult, fresh: _Fresh,
+            clock: WireClock, outlet: Outlet) -> None:
+    """--otel: the session's trace, from its redacted events and the times the client saw them."""
+    server = ctx.loaded.config.servers[session.server]
+    meta = SessionMeta("ci", session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
+                       protocol=fresh.recording.protocol,
+                       attributes={"mcptape.verdict": str(result.verdict), "mcptape.server": session.server})
+    try:
+        telemetry.export(meta, clock.timed(fresh.redacted), outlet)
+    except SecretLeak as e:  # a payload asked for (--otel-payloads) held a known secret: nothing sent
+        raise _Failed(str(e), "secret") from e
+
+
+def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet, golden: Tape | None,
+           fresh: _Fresh) -> SessionOutcome:
     result.redactions = dict(outlet.redactor.counts)
     if ctx.out_dir is not None:
         fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
@@ -261,13 +288,17 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
     return outcome
 
 
-def _read_golden(ctx: RunContext, session: Session) -> Tape | None:
-    """The session's golden tape, None if there is none; one that cannot be read fails the session,
-    except in update mode, which replaces it."""
+def _read_golden(ctx: RunContext, session: Session, result: SessionResult) -> Tape | None:
+    """The session's golden tape, None if there is none; one that cannot be read or does not match
+    its seal (tape/seal.py) fails the session, except in update mode, which replaces it."""
     gpath = golden_path(ctx, session)
     if not gpath.exists():
         return None
     try:
+        if not ctx.update:
+            note = require_sealed(gpath, allow_edited=ctx.allow_edited)
+            if note is not None:
+                result.notes.append(note)
         return read_tape(gpath)
     except TapeError as e:
         if not ctx.update:
@@ -275,8 +306,9 @@ def _read_golden(ctx: RunContext, session: Session) -> Tape | None:
         return None
 
 
-def _record(ctx: RunContext, session: Session, golden: Tape | None) -> Recording:
-    """Start the session's server in its sandbox and run the session's steps against it."""
+def _record(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None = None) -> Recording:
+    """Start the session's server in its sandbox and run the session's steps against it (telling
+    `clock` when each line crossed the wire, for --otel)."""
     loaded = ctx.loaded
     server = loaded.config.servers[session.server]
     try:
@@ -288,6 +320,8 @@ def _record(ctx: RunContext, session: Session, golden: Tape | None) -> Recording
             transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
         except McptapeError as e:
             raise _Failed(f"session {session.name}: server `{session.server}` failed to start: {e}") from e
+        if clock is not None:
+            transport = TimedTransport(transport, clock)
         recording = record_session(
             transport,
             session.steps,

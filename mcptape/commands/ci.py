@@ -37,6 +37,7 @@ from mcptape.report.markdown import render_summary
 from mcptape.report.model import RunReport, worst_exit
 from mcptape.report.sarif import sarif_bytes
 from mcptape.report.terminal import render_run_text
+from mcptape.telemetry import open_telemetry
 
 # -- the command ----------------------------------------------------------------------------------
 
@@ -58,6 +59,9 @@ class Options:
     against: str | None = None  # --against SERVER: another implementation is the reference
     latency: int | None = None
     sarif: str | None = None
+    allow_edited: bool = False  # --allow-edited: read goldens that do not match their seal
+    otel: bool = False  # --otel: export each session as a trace (telemetry.py)
+    otel_payloads: bool = False  # --otel-payloads: with the messages, redacted
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -68,6 +72,8 @@ class Options:
             baseline=getattr(args, "baseline", None), against=getattr(args, "against", None),
             latency=getattr(args, "latency", None),
             sarif=getattr(args, "sarif", None),
+            allow_edited=bool(getattr(args, "allow_edited", False)),
+            otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
         )
 
     def jobs_for(self, sessions: Sequence[Session]) -> int:
@@ -95,9 +101,15 @@ def run(options: Options) -> int:
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
                                                   ("--summary", options.summary), ("--sarif", options.sarif)))
     out_dir = Path(options.out_dir).resolve() if options.out_dir else None
-    ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir)
+    telemetry = open_telemetry(options.otel, options.otel_payloads)
+    ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir,
+                     allow_edited=options.allow_edited, telemetry=telemetry)
 
-    outcomes = run_in_pool(options.jobs_for(sessions), lambda s: run_session(ctx, s), sessions, "session")
+    try:
+        outcomes = run_in_pool(options.jobs_for(sessions), lambda s: run_session(ctx, s), sessions, "session")
+    finally:
+        if telemetry is not None:
+            telemetry.close()
 
     report = RunReport(
         config=os.path.basename(loaded.path),

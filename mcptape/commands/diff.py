@@ -34,6 +34,7 @@ from mcptape.tape.events import recording_notes
 from mcptape.tape.format import Tape
 from mcptape.tape.lineage import is_fork_of
 from mcptape.tape.reader import read_pair
+from mcptape.tape.seal import require as require_sealed
 
 if TYPE_CHECKING:
     from mcptape.config.models import DriftSettings
@@ -48,12 +49,13 @@ class Options:
     exiting: bool  # the process ends right after (the console script): see run
     raw: bool = False  # no normalization at all
     config: str | None = None  # mcptape.yml whose normalize/drift rules apply
+    allow_edited: bool = False  # read tapes that do not match their seal (tape/seal.py), and say so
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
         return cls(golden=args.a, fresh=args.b, json=args.json, conformance=bool(args.conformance),
                    exiting=bool(getattr(args, "exiting", False)), raw=bool(getattr(args, "raw", False)),
-                   config=getattr(args, "config", None))
+                   config=getattr(args, "config", None), allow_edited=bool(getattr(args, "allow_edited", False)))
 
 
 def run(options: Options) -> int:
@@ -71,6 +73,8 @@ def run(options: Options) -> int:
                                     recorded=_written_at(options))
     elif not options.raw:
         normalizer = Normalizer(recorded=_written_at(options))
+    sealed_notes = [note for path in (options.golden, options.fresh)
+                    if (note := require_sealed(path, allow_edited=options.allow_edited)) is not None]
     golden, fresh = read_pair(options.golden, options.fresh)  # TapeError -> exit 3 in cli.py
     fork = _fork(golden, fresh, options)
     if fork is not None:
@@ -86,8 +90,8 @@ def run(options: Options) -> int:
                         as_sent=_in_order_of(as_sent, fresh) if options.conformance else None)
     # A limit mcptape hit while recording either tape (a message nested too deep) shaped how it
     # was compared: said with the verdict, never left to the tapes alone.
-    notes = [f"{side} tape: {line}" for side, tape in (("golden", golden), ("fresh", fresh))
-             for line in recording_notes(tape.events)]
+    notes = [*sealed_notes, *(f"{side} tape: {line}" for side, tape in (("golden", golden), ("fresh", fresh))
+                              for line in recording_notes(tape.events))]
     if options.json is not None:
         data = result.to_dict()
         data["first_drift"] = result.first.one_line() if result.first is not None else None

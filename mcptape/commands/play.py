@@ -22,10 +22,11 @@ import gc
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mcptape.commands.terminal import say
-from mcptape.errors import EXIT_OK, ConfigError
+from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log
 from mcptape.replay.engine import Fallback, ReplayEngine, ReplayReport, load_tape, stream_tape
@@ -33,6 +34,7 @@ from mcptape.replay.lab import LabEngine, LabOptions
 from mcptape.replay.matching import match_on_name_only
 from mcptape.replay.pacing import parse_pace
 from mcptape.replay.stdio import hang_up, serve
+from mcptape.tape.seal import require as require_sealed
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class Options:
     fault_seed: int = 0
     live_tools: tuple[str, ...] = ()
     keep_placeholders: bool = False
+    allow_edited: bool = False  # play a tape that does not match its seal (tape/seal.py), and say so
+    otel: bool = False  # --otel: export the session as a trace at the end (telemetry.py)
+    otel_payloads: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -72,6 +77,8 @@ class Options:
             fault_seed=int(args.fault_seed or 0),
             live_tools=tuple(t.strip() for t in (args.live_tools or "").split(",") if t.strip()),
             keep_placeholders=bool(args.keep_placeholders),
+            allow_edited=bool(getattr(args, "allow_edited", False)),
+            otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
         )
 
     def engine_options(self) -> dict[str, Any]:
@@ -115,10 +122,19 @@ def run(options: Options) -> int:
         raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
     lab = _lab(options)
     if options.listen:
+        if options.otel or options.otel_payloads:
+            raise ConfigError("--otel traces stdio play only; play --listen does not export traces yet")
         return _play_http(options, options.listen, lab)
+    telemetry = None
+    if options.otel or options.otel_payloads:
+        from mcptape.telemetry import open_telemetry  # the SDK: only a traced play pays for it
+
+        telemetry = open_telemetry(options.otel, options.otel_payloads)
     live_fallback = options.fallback or (options.fallback_url is not None and not options.live_tools)
     fallback = _new_fallback(options)() if live_fallback else None
     stream = stream_tape(options.tape)
+    if not stream.verbatim:  # else its digest matched already, computed by the stream
+        _require_sealed(options)
     if stream.streamable:
         tape = stream.tape
         engine = ReplayEngine(tape, stream=stream, fallback=fallback, **options.engine_options())
@@ -137,7 +153,12 @@ def run(options: Options) -> int:
         )
     sys.stdout.flush()
     out = sys.stdout.fileno()
-    serve(served, sys.stdin.fileno(), out)
+    log = None
+    if telemetry is not None:
+        from mcptape.telemetry import WireLog
+
+        log = WireLog()
+    serve(served, sys.stdin.fileno(), out, log)
     if served.hung_up:
         print("mcptape play: --fault close: hanging up", file=sys.stderr)
         hang_up(out)
@@ -148,6 +169,8 @@ def run(options: Options) -> int:
     print(safe_log(report.render()), file=sys.stderr)  # quotes the client's requests and the tape
     _save_report(options, [report])
     code = report.exit_code
+    if telemetry is not None and log is not None:
+        _export(options, telemetry, log, tape.protocol, code)
     if fallback is not None:
         code = max(code, fallback.finish())
     live = served.own_live
@@ -162,11 +185,30 @@ def _say_unpaced(served: LabEngine) -> None:
             "(a golden, or recorded before timing); answering at once")
 
 
+def _export(options: Options, telemetry: Any, log: Any, protocol: str | None, code: int) -> None:
+    """--otel: the session as play served it. The client's lines are scrubbed as the tape was
+    recorded (the built-in detectors) and, with payloads, verified before anything is sent."""
+    from mcptape.outlet import Outlet
+    from mcptape.telemetry import SessionMeta
+
+    outlet = Outlet.for_config(None)
+    events = [(at, outlet.redactor.redact_event(ev)) for at, ev in log.events]
+    name = str(Path(options.tape).name).removesuffix(".tape.jsonl")
+    try:
+        telemetry.export(SessionMeta("play", name, protocol=protocol, attributes={"mcptape.exit_code": code}),
+                         events, outlet)
+    except McptapeError as e:  # a payload that leaked: nothing was sent
+        say(f"mcptape play: --otel: {e}")
+    finally:
+        telemetry.close()
+
+
 def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
     """Serve the tape over streamable HTTP until SIGINT/SIGTERM, then report like stdio play."""
     from mcptape.replay.http import serve_http  # http.server, the HTTP transport's framing: --listen only
 
     tape = load_tape(options.tape)
+    _require_sealed(options)
     go_live = options.fallback or (options.fallback_url is not None and not options.live_tools)
     live = _new_fallback(options) if go_live else None
     # Built before serving, so a tape that cannot be replayed fails early; each session gets its own live side.
@@ -202,6 +244,13 @@ def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
         if own is not None:
             code = max(code, own.finish())
     return code
+
+
+def _require_sealed(options: Options) -> None:
+    """Refuse a tape that does not match its seal (a TapeError, exit 3), unless --allow-edited: said."""
+    note = require_sealed(options.tape, allow_edited=options.allow_edited)
+    if note is not None:
+        say(f"mcptape play: {note}")
 
 
 def _new_fallback(options: Options) -> Callable[[], Fallback]:

@@ -22,6 +22,7 @@ from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.record.stdio import default_name, record, strip_command_secrets
 from mcptape.redact.policy import env_secrets, own_text_secrets
 from mcptape.tape.format import TAPE_SUFFIX, make_header
+from mcptape.telemetry import TapeTrace, require_sdk
 
 
 @dataclass(frozen=True)
@@ -31,17 +32,22 @@ class Options:
     listen: str | None
     upstream: str | None
     server: tuple[str, ...]  # the server command, after `--`
+    otel: bool = False  # --otel: export the session as a trace when the tape is written (telemetry.py)
+    otel_payloads: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
         server = list(args.server or [])
         if server and server[0] == "--":
             server = server[1:]
-        return cls(out=args.out, name=args.name, listen=args.listen, upstream=args.upstream, server=tuple(server))
+        return cls(out=args.out, name=args.name, listen=args.listen, upstream=args.upstream, server=tuple(server),
+                   otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)))
 
 
 def run(options: Options) -> int:
     if options.listen or options.upstream:
+        if options.otel or options.otel_payloads:
+            raise ConfigError("--otel records stdio sessions only; rec --listen does not export traces yet")
         return _rec_http(options)
     command = list(options.server)
     if not command:
@@ -57,7 +63,11 @@ def run(options: Options) -> int:
         say(f"mcptape rec: {source}: its value is also a word of MCP or of the tape format, so it is "
             "not scrubbed from the tape; give it a real secret value if it is one")
     header = make_header(name, transport="stdio", server={"command": clean_command})
-    return record(command, out, header, secrets=secrets, say=say)
+    otel = None
+    if options.otel or options.otel_payloads:
+        require_sdk()
+        otel = TapeTrace(name, payloads=options.otel_payloads)
+    return record(command, out, header, secrets=secrets, say=say, otel=otel)
 
 
 # `--upstream '${VAR}'`: the URL from the environment, so a password in it is not on the command

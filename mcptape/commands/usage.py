@@ -50,26 +50,50 @@ def exit_code_text(code: ExitCode) -> str:
 
 
 COULD_NOT_RUN = (EXIT_COULD_NOT_RUN, "could not run: a bad option or path, an unreadable file")
+OTEL = ("OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_*",
+        "with --otel: where the traces go (OTLP/HTTP), how the service is named, the SDK's other settings")
 USAGE: dict[str, Usage] = {
     "rec": Usage(
         "Record a live session: a transparent stdio proxy (or an HTTP one with --listen/--upstream) between "
         "an MCP client and a server. stdout is the MCP wire; everything human goes to stderr.",
         ((EXIT_OK, "the client ended the session"), (EXIT_COULD_NOT_RUN, "the server exited mid-session, or rec could not record"),
          (EXIT_SECRET, "a secret survived redaction: nothing was written"), ("129, 130, 143", "rec was interrupted")),
-        (("(all)", "the server gets rec's whole environment; secret values in it are scrubbed from the tape"),),
+        (("(all)", "the server gets rec's whole environment; secret values in it are scrubbed from the tape"), OTEL),
     ),
     "play": Usage(
         "Serve a tape as an MCP server over stdio (or HTTP with --listen), offline: requests are answered "
         "by content from the tape, strictly unless --lenient.",
         ((EXIT_OK, "every request was answered from the tape"), (EXIT_OUTPUT_DRIFT, "some requests had no recorded answer (misses)"),
          (ReplayError, "the tape cannot be replayed"), COULD_NOT_RUN),
+        (OTEL,),
     ),
     "diff": Usage(
         "Compare two tapes and name the first call that drifted, then the details.",
         ((EXIT_OK, "no drift"), (EXIT_OUTPUT_DRIFT, "output drift: same calls, different results or messages"),
          (EXIT_STRUCTURAL_DRIFT, "structural drift: surface, breaking schema, calls or error codes changed"),
-         (EXIT_COULD_NOT_RUN, "could not run: a tape is missing or unreadable")),
+         (EXIT_COULD_NOT_RUN, "could not run: a tape is missing, unreadable, or does not match its seal (--allow-edited)")),
         (("COLUMNS", "width of the report when stdout is not a terminal (default 160)"),),
+    ),
+    "import": Usage(
+        "Turn an OTLP/JSON trace of an MCP session that carries its messages (exported with --otel-payloads) "
+        "into a tape, redacted as rec redacts, so an incident becomes a replayable test.",
+        ((EXIT_OK, "the tape was written"), (EXIT_COULD_NOT_RUN, "not such a trace, no messages in it, or several sessions and no --session"),
+         (EXIT_SECRET, "a secret survived redaction: nothing was written")),
+        (("(all)", "secret values in the environment are scrubbed from the tape, as rec does"),),
+    ),
+    "sign": Usage(
+        "Sign tapes with an SSH key as git signs commits (ssh-keygen -Y sign, namespace mcptape): "
+        "TAPE.sig beside each, checked by `mcptape verify --signature`.",
+        ((EXIT_OK, "every tape was signed"), (EXIT_COULD_NOT_RUN, "a tape does not match its seal, no key, or ssh-keygen failed")),
+        (("(git config) user.signingkey", "the key when --key is not given"),),
+    ),
+    "verify": Usage(
+        "Check that each tape is what mcptape wrote: its footer's SHA-256 (and a rec tape's seal lines) over "
+        "every line before it. A tape cut short verifies up to its last complete event.",
+        ((EXIT_OK, "every tape is sealed, cut short and verified, or an unedited format-1 tape"),
+         (EXIT_COULD_NOT_RUN, "a tape does not match its seal (the first line that does not is named), or cannot be read; "
+               "with --signature, or is not signed by an allowed signer")),
+        (("(git config) gpg.ssh.allowedSignersFile", "the allowed signers when --allowed-signers is not given"),),
     ),
     "ls": Usage(
         "List the tapes under the paths: name, events, calls, protocol, whether complete, size.",
@@ -89,7 +113,7 @@ USAGE: dict[str, Usage] = {
          (EXIT_SECRET, "a secret survived redaction: nothing was written, nothing posted")),
         (("CI", "=true: --update-golden is refused unless --allow-update-in-ci"),
          ("${VAR} of the config", "interpolated in servers, sessions, client and golden_dir"),
-         ("(servers)", SERVER_ENV), *GITHUB_JOB,
+         ("(servers)", SERVER_ENV), *GITHUB_JOB, OTEL,
          ("COLUMNS", "width of the report when stdout is not a terminal (default 160)")),
     ),
     "init": Usage(

@@ -59,6 +59,7 @@ from mcptape.record.writer import run_writer
 from mcptape.redact.policy import argv_secrets
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.format import TapeWriter, serialize
+from mcptape.telemetry import TapeTrace
 from mcptape.transports.stdio import ServerProcess
 
 # The writer may need a while for a big backlog; past this we stop waiting for it.
@@ -135,6 +136,7 @@ def record(
     *,
     secrets: Mapping[str, str] | None = None,
     say: Callable[[str], None],
+    otel: TapeTrace | None = None,
 ) -> int:
     """Spawn `command`, relay stdio both ways, record to `out`. Returns rec's exit code.
 
@@ -171,7 +173,7 @@ def record(
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child, covered by the integration tests
         os.close(tee_w)
-        run_writer(tee_r, writer, server, outlet, str(out), header)
+        run_writer(tee_r, writer, server, outlet, str(out), header, otel)
     os.close(tee_r)
     writer.abandon()  # the child owns the tape now; this closes only our copy of the file
     say(f"mcptape rec: recording {' '.join(header['server']['command'])} -> {out}")

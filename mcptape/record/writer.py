@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, SecretLeak
+from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, SecretLeak
 from mcptape.logsafe import safe_log
 from mcptape.outlet import Outlet
 from mcptape.record.relay import EXIT_SIGNALS, FRAME, TAG_C2S, TAG_CTL, TAG_ERR, TAG_S2C, ChunkReader
@@ -37,6 +37,7 @@ from mcptape.tape.events import (
 )
 from mcptape.tape.format import Event, TapeWriter, serialize
 from mcptape.tape.timing import timing_footer
+from mcptape.telemetry import TapeTrace, WireClock
 from mcptape.transports.stdio import ServerProcess
 
 # The writer runs below the wire's processes so that on a busy box it yields the core to them:
@@ -137,7 +138,7 @@ def _step_aside() -> None:
 
 def run_writer(
     tee_r: int, writer: TapeWriter, server: ServerProcess, outlet: Outlet, where: str,
-    header: dict[str, Any] | None = None,
+    header: dict[str, Any] | None = None, otel: TapeTrace | None = None,
 ) -> None:
     """Body of the forked writer; never returns (os._exit), whatever happens.
 
@@ -178,7 +179,7 @@ def run_writer(
                 print(safe_log(f"mcptape rec: {e}"), file=sys.stderr, flush=True)
                 code = EXIT_SECRET
                 return
-        code = TapeRecorder(writer, where=where, outlet=outlet, stderr_fd=stderr_fd, say=say).run(tee_r)
+        code = TapeRecorder(writer, where=where, outlet=outlet, stderr_fd=stderr_fd, say=say, otel=otel).run(tee_r)
     except BaseException:  # noqa: BLE001 - a forked child must reach os._exit, never the parent's stack
         traceback.print_exc()
     finally:
@@ -296,8 +297,12 @@ class TapeRecorder:
         outlet: Outlet | None = None,
         stderr_fd: int | None = None,
         say: Callable[[str], None] | None = None,
+        otel: TapeTrace | None = None,
     ) -> None:
         self.writer = writer
+        # --otel: when each message was read off the tee (it trails the wire by up to WRITER_NAP).
+        self.otel = otel
+        self.otel_clock = WireClock() if otel is not None else None
         self.where = where
         self.builder = EventBuilder()
         self.lines = {TAG_C2S: LineAssembler(), TAG_S2C: LineAssembler(), TAG_ERR: LineAssembler()}
@@ -381,7 +386,10 @@ class TapeRecorder:
             return
         if not line.strip():
             return  # blank lines carry no message; peers skip them and so does the tape
-        self.emit(*self.builder.line_and_text(_TAG_DIR[tag], line))
+        event, text = self.builder.line_and_text(_TAG_DIR[tag], line)
+        if self.otel_clock is not None:
+            self.otel_clock.saw_event(event)
+        self.emit(event, text)
         for note in self.builder.take_notes():  # a deep message's cut, an answer that is not UTF-8
             self.emit(note)
             self._say(f"mcptape rec: noted {note['what']}: {note_detail(note)}")
@@ -470,6 +478,7 @@ class TapeRecorder:
             self._flush()
             self._summary("recorder killed; tape cut short")
             self.writer.abandon()
+            self._export()
             return
         for tag in (TAG_C2S, TAG_S2C, TAG_ERR):
             rest = self.lines[tag].finish()
@@ -494,6 +503,7 @@ class TapeRecorder:
         if self.overflowed:
             self.writer.abandon()  # events are missing: no footer, the tape is not a clean record
             self._summary("writer fell behind; tape incomplete")
+            self._export()
             return
         try:
             self.writer.close(timing=timing_footer(self.times))
@@ -505,6 +515,16 @@ class TapeRecorder:
             else f"by {exit_event(returncode).get('signal')}"
         )
         self._summary(status)
+        self._export()
+
+    def _export(self) -> None:
+        """--otel: the session's trace, from the tape as written (redacted) and the clock's times."""
+        if self.otel is None or self.otel_clock is None or self.failed:
+            return
+        try:
+            self.otel.export(self.writer.path, self.otel_clock, self.outlet)
+        except McptapeError as e:  # a payload that leaked (nothing sent), the tape unreadable
+            self._say(f"mcptape rec: --otel: {e}")
 
     def _summary(self, status: str) -> None:
         self._say(f"mcptape rec: {self.writer.count} events -> {self.writer.path} ({status})")

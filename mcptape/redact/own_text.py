@@ -43,7 +43,7 @@ _OWN_TEXT = {
         required items enum const default format pattern minimum maximum exclusiveMinimum exclusiveMaximum
         minLength maxLength minItems maxItems uniqueItems additionalProperties patternProperties anyOf oneOf allOf
         definitions examples enumNames""",
-    "tape format (tape/)": """mcptape tape end format events crc32 name transport server command protocol
+    "tape format (tape/)": """mcptape tape end seal format events crc32 sha256 lines name transport server command protocol
         negotiation kind dir c2s s2c msg raw bytes detail what request response notification stderr garbage note
         exit signal returncode side_effect http stdio streamable-http event_withheld dropped dropped_bytes
         overflow partial_bytes interrupted recorder_error server_exited stderr_dropped .tape.jsonl timing unit

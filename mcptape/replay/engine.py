@@ -30,8 +30,8 @@ How a tape is served:
   steps (`ReplayEngine.lookahead`), so reading the tape costs idle time, not round trips.
 * What is sent for a match is the recorded wire text with only the id rewritten (and, for
   `notifications/progress`, only the progress token), so replay is byte-identical.
-* A tape our writer wrote and nobody edited since (its footer's crc32 says so, see
-  tape/format.py) holds each message as its exact wire bytes. Its request and response lines
+* A tape our writer wrote and nobody edited since (its footer's digest says so, see
+  tape/seal.py) holds each message as its exact wire bytes. Its request and response lines
   are then not parsed until something needs more than their head (LazyEvent), and a client
   line byte-identical to a recorded request that is next in line anyway is answered without
   parsing either (`ReplayEngine._verbatim`): a deterministic client's replay then costs a

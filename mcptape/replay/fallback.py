@@ -42,6 +42,7 @@ from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import C2S
 from mcptape.tape.format import Event, tape_bytes
 from mcptape.tape.reader import read_tape
+from mcptape.tape.seal import FOOTER_FIELDS
 
 # The variable rec --listen reads its upstream URL from (`--upstream ${VAR}`): not its argv.
 UPSTREAM_VARIABLE = "MCPTAPE_FALLBACK_UPSTREAM"
@@ -299,7 +300,7 @@ def append_recording(tape: Path, live: Path, *, replayed_handshake: bool) -> int
         added.append(ev)
     if not added:
         return 0
-    footer = {k: v for k, v in (old.footer or {}).items() if k not in ("mcptape", "events", "crc32")}
+    footer = {k: v for k, v in (old.footer or {}).items() if k not in FOOTER_FIELDS}
     write_atomic(tape, tape_bytes(old.header, [*old.events, *added], **footer), what="tape")
     return len(added)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import select
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from mcptape.replay.lab import Served
+from mcptape.tape.events import C2S, S2C
 
 
 class ClientLines:
@@ -59,6 +60,16 @@ class ClientLines:
                 self.eof = True
 
 
+Observer = Callable[[str, bytes], None]
+
+
+def _seen(observe: Observer | None, direction: str, lines: list[str]) -> list[str]:
+    if observe is not None:
+        for line in lines:
+            observe(direction, line.encode("utf-8", "surrogateescape"))
+    return lines
+
+
 def _write(fd: int, lines: Iterable[str]) -> None:
     # One write per batch, straight to the fd: every line in it is a whole message that is due now.
     data = "".join(line + "\n" for line in lines)
@@ -68,12 +79,13 @@ def _write(fd: int, lines: Iterable[str]) -> None:
             view = view[os.write(fd, view) :]
 
 
-def serve(engine: Served, in_fd: int, out_fd: int) -> None:
+def serve(engine: Served, in_fd: int, out_fd: int, observe: Observer | None = None) -> None:
     """Answer the client's lines on `in_fd` on `out_fd` until it hangs up or the recorded server
-    died (engine.closed; then `hang_up`). Startup lines first; idle time reads the tape ahead."""
+    died (engine.closed; then `hang_up`). Startup lines first; idle time reads the tape ahead.
+    `observe(direction, line)` is told of every line after it was sent (--otel: telemetry.py)."""
     client = ClientLines(in_fd)
     try:
-        _write(out_fd, engine.pending_startup())
+        _write(out_fd, _seen(observe, S2C, engine.pending_startup()))
         while not engine.closed:
             # While the client thinks, read ahead in the tape (see ReplayEngine.lookahead).
             while not client.waiting() and engine.lookahead():
@@ -81,7 +93,9 @@ def serve(engine: Served, in_fd: int, out_fd: int) -> None:
             raw = client.readline()
             if not raw:
                 break
-            _write(out_fd, engine.handle(raw.decode("utf-8", "surrogateescape")))
+            if observe is not None:
+                observe(C2S, raw.rstrip(b"\n"))
+            _write(out_fd, _seen(observe, S2C, engine.handle(raw.decode("utf-8", "surrogateescape"))))
     except BrokenPipeError:
         pass  # the client hung up; the report still says what happened
 

@@ -179,6 +179,7 @@ class Context:
     action_repository: str = DEFAULT_ACTION_REPOSITORY
     action_ref: str = DEFAULT_ACTION_REF
     artifact: str | None = None  # name of the workflow artifact holding the fresh tapes and report
+    attested_repo: str | None = None  # owner/name whose artifact attestations cover the artifact's tapes
 
     def config_shown(self, report: RunReport) -> str:
         return self.config_path or report.config
@@ -674,6 +675,9 @@ def accept_instructions(report: RunReport, ctx: Context | None = None) -> str:
         fetch = _sh_lines(["gh", "run", "download", ctx.run_url.rsplit("/", 1)[-1] if ctx.run_url else "<run id>",
                            "-n", ctx.artifact, "-D", "mcptape-artifact"])
         copy = _sh_lines(["cp", *[f"mcptape-artifact/fresh/{n}" for n in names], dest.rstrip("/") + "/"])
+        if ctx.attested_repo:  # each file proven to be what this run recorded, or nothing is copied
+            copy = "\n".join(_sh_lines(["gh", "attestation", "verify", f"mcptape-artifact/fresh/{n}",
+                                         "--repo", ctx.attested_repo]) + " &&" for n in names) + "\n" + copy
         parts += [
             "",
             "If the server needs secrets only CI has, take the fresh tapes this run recorded "

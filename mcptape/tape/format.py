@@ -1,29 +1,28 @@
-"""Tape format v1: JSONL with a header line, one event per line, and a footer marking a clean end.
+"""Tape format v2: JSONL with a header line, one event per line, and a footer marking a clean end.
 
 Owns the bytes of a tape: serialization (deterministic: fixed key order, no wall-clock times,
 raw UTF-8), the header and footer, and writing (streamed and flushed per event or batch for
 rec, whole for golden tapes). Reading is reader.py's, atomic file writes atomic.py's, what an
 event *means* events.py's.
 
-    {"mcptape":"tape","format":1,"version":"0.1.0","name":"calc","transport":"stdio",...}  header
+    {"mcptape":"tape","format":2,"version":"0.1.0","name":"calc","transport":"stdio",...}  header
     {"kind":"request","dir":"c2s","id":1,"method":"tools/call","msg":{...}}               events
     {"kind":"response","dir":"s2c","id":1,"method":"tools/call","params":{...},"msg":{...}}
-    {"mcptape":"end","events":2,"crc32":"5d9c3a0e"}                                        footer
+    {"mcptape":"end","events":2,"sha256":"4a1c…","lines":"Qx3a…"}                          footer
 
 A tape without its footer was cut short (crash, kill); it is still readable up to the last
 complete line, and `Tape.complete` says so. Fields a reader does not know are kept.
 
-The footer's `crc32` covers every byte before the footer line. It is not a seal against
-tampering (anyone can recompute it) but a cheap proof that a file is, byte for byte, what our
-writer wrote: then every line is the compact serialization of its event, which lets play send
-a recorded message's bytes without parsing them (reader.written_verbatim, reader.TapeStream).
-A tape edited by hand keeps working; it is just parsed.
+The footer's `sha256` covers every byte before the footer line, and a streamed (rec) tape has
+a seal line after each flush: seal.py owns both and says what they prove. A tape whose digest
+matches is, byte for byte, what our writer wrote: then every line is the compact serialization
+of its event, which lets play send a recorded message's bytes without parsing them
+(reader.written_verbatim, reader.TapeStream). Format 1 tapes (a crc32 in the footer) still read.
 """
 
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +31,10 @@ from typing import IO, Any
 from mcptape import __version__
 from mcptape.jsonrpc import dumps
 from mcptape.mcp import meta_version
+from mcptape.tape.seal import Sealer
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, FORMAT_VERSION)  # format 1: the same lines, a crc32 footer, no seal lines
 TAPE_SUFFIX = ".tape.jsonl"
 
 Event = dict[str, Any]
@@ -52,12 +53,12 @@ def make_header(name: str, *, transport: str = "stdio", **fields: Any) -> dict[s
     return header
 
 
-def make_footer(event_count: int, crc: int | None = None, **fields: Any) -> dict[str, Any]:
-    """A footer line; `crc` is zlib.crc32 of every byte of the tape before it (see module doc)."""
+def make_footer(event_count: int, sealer: Sealer | None = None, **fields: Any) -> dict[str, Any]:
+    """A footer line; `sealer` has seen every byte of the tape before it (seal.py: sha256, lines)."""
     footer: dict[str, Any] = {"mcptape": "end", "events": event_count}
     footer.update({k: v for k, v in fields.items() if v is not None})
-    if crc is not None:
-        footer["crc32"] = f"{crc:08x}"
+    if sealer is not None:
+        footer.update(sealer.footer_fields())
     return footer
 
 
@@ -116,7 +117,8 @@ class Tape:
 
 class TapeWriter:
     """Streams a tape to disk in whole lines, flushed as they come (or a batch at a time, see
-    write_line), so a crash leaves a readable prefix."""
+    write_line), so a crash leaves a readable prefix; each flush ends with a seal line (seal.py)
+    written with the batch, so that prefix verifies up to its last complete event."""
 
     def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]) -> None:
         self.path = Path(path)
@@ -126,7 +128,8 @@ class TapeWriter:
         data = serialize(header)
         self._fh.write(data)
         self._fh.flush()
-        self._crc = zlib.crc32(data)  # of everything written so far, for the footer
+        self._sealer = Sealer()  # of everything written so far, for the seal lines and the footer
+        self._sealer.add(data)
         self._held: list[bytes] = []  # lines written with flush=False, not yet in the file
 
     def write(self, event: Event) -> None:
@@ -139,15 +142,17 @@ class TapeWriter:
         in one system call: rec's writer flushes once per batch read off the tee, not per line.
         """
         self._held.append(data)
-        self._crc = zlib.crc32(data, self._crc)
+        self._sealer.add(data)
         self.count += 1
         if flush:
             self.flush()
 
-    def flush(self) -> None:
+    def flush(self, *, seal: bool = True) -> None:
         if not self._held:
             return
-        data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+        if seal:  # the footer that follows a last flush seals it anyway
+            self._held.append(self._sealer.seal_line(self.count))
+        data = b"".join(self._held)
         self._held.clear()
         self._fh.write(data)
         self._fh.flush()
@@ -155,8 +160,8 @@ class TapeWriter:
     def close(self, **footer_fields: Any) -> None:
         if self._fh.closed:
             return
-        self.flush()
-        self._fh.write(serialize(make_footer(self.count, self._crc, **footer_fields)))
+        self.flush(seal=False)
+        self._fh.write(serialize(make_footer(self.count, self._sealer, **footer_fields)))
         self._fh.flush()
         self._fh.close()
 
@@ -172,9 +177,10 @@ class TapeWriter:
 def tape_bytes(header: dict[str, Any], events: Iterable[Event], **footer_fields: Any) -> bytes:
     """The whole tape as bytes: what write_tape_atomic writes and what redaction verifies."""
     parts = [serialize(header)]
-    crc = zlib.crc32(parts[0])
+    sealer = Sealer()
+    sealer.add(parts[0])
     for ev in events:
         parts.append(serialize(ev))
-        crc = zlib.crc32(parts[-1], crc)
-    parts.append(serialize(make_footer(len(parts) - 1, crc, **footer_fields)))
+        sealer.add(parts[-1])
+    parts.append(serialize(make_footer(len(parts) - 1, sealer, **footer_fields)))
     return b"".join(parts)  # one copy of a tape that may be large

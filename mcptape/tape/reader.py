@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -42,21 +41,14 @@ from mcptape.errors import TapeError
 from mcptape.jsonrpc import id_key
 from mcptape.sequences import common_prefix, common_suffix, equal_back
 from mcptape.tape.events import C2S, S2C
-from mcptape.tape.format import FORMAT_VERSION, Tape
+from mcptape.tape.format import FORMAT_VERSION, READABLE_FORMATS, Tape
+from mcptape.tape.seal import is_seal_line, sealed_verbatim
 
 
 def written_verbatim(data: bytes) -> bool:
     """The tape file `data` is exactly as our writer wrote it: its last line is a footer whose
-    crc32 matches every byte before that line (see module doc)."""
-    end = len(data) - 1
-    if end < 0 or data[end] != 0x0A:
-        return False
-    start = data.rfind(b"\n", 0, end) + 1
-    last = data[start:end]
-    if not last.startswith(b'{"mcptape":"end"') or b'"crc32":"' not in last:
-        return False
-    footer = _parse_line(last)
-    return footer is not None and footer.get("crc32") == f"{zlib.crc32(memoryview(data)[:start]):08x}"
+    digest matches every byte before that line (seal.py; see module doc)."""
+    return sealed_verbatim(data)
 
 
 @dataclass
@@ -87,11 +79,13 @@ def _split(p: Path, data: bytes) -> TapeLines:
     pieces = data.split(b"\n")
     cut_short = not data.endswith(b"\n")
     raws = [raw for raw in pieces if raw.strip()]
+    if b'{"mcptape":"seal"' in data:  # a rec tape's seal lines (seal.py) are no events
+        raws = [raw for raw in raws if not is_seal_line(raw)]
     numbers: Sequence[int]
     if raws == pieces[:len(raws)]:  # blank lines only at the end (the usual case): no list to build
         numbers = range(1, len(raws) + 1)
     else:
-        numbers = [n for n, raw in enumerate(pieces, start=1) if raw.strip()]
+        numbers = [n for n, raw in enumerate(pieces, start=1) if raw.strip() and not is_seal_line(raw)]
     return TapeLines(p, raws, numbers, cut_short)
 
 
@@ -202,7 +196,7 @@ def _check_header(p: Path, number: int, header: dict[str, Any] | None) -> dict[s
             hint="record one with `mcptape rec` or `mcptape ci --update-golden`",
         )
     fmt = header.get("format")
-    if fmt != FORMAT_VERSION:
+    if fmt not in READABLE_FORMATS:
         raise TapeError(
             f"{p}: tape format {fmt!r} is not one this mcptape ({__version__}) reads (format {FORMAT_VERSION})",
             hint=f"re-record it with mcptape {__version__}, or use the mcptape version "
@@ -223,7 +217,7 @@ def read_pair(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> tuple[Tap
     golden = parse_tape(golden_lines)
     lines = read_lines(b)
     header = _parse_line(lines.raws[0]) if lines.raws and not lines.cut_short else None
-    if header is None or header.get("mcptape") != "tape" or header.get("format") != FORMAT_VERSION:
+    if header is None or header.get("mcptape") != "tape" or header.get("format") not in READABLE_FORMATS:
         return golden, parse_tape(lines)  # empty, cut short while writing, not a tape: parse_tape says
     found, missing = _place(golden.events, golden_lines.raws[1:1 + len(golden.events)], lines.raws[1:])
     del golden_lines  # the golden's lines: parsing the rest of the fresh tape can reuse their memory
@@ -316,8 +310,8 @@ class LazyEvent(dict[str, Any]):
         if line is not None:
             try:
                 parsed = json.loads(line)
-            except (ValueError, RecursionError) as e:  # only if bytes changed under a matching crc32
-                raise TapeError(f"a tape line is not JSON although the tape's crc32 matches: {e}") from e
+            except (ValueError, RecursionError) as e:  # only if bytes changed under a matching digest
+                raise TapeError(f"a tape line is not JSON although the tape's digest matches: {e}") from e
             self.clear()
             self.update(parsed)
 
@@ -424,7 +418,7 @@ class TapeStream:
     loads it whole so the engine names the problem as before. A corrupt line in the middle is
     only found when its batch is parsed: a TapeError naming the line (play: exit 2). On a
     tape written verbatim (`verbatim`) request and answer lines are not parsed at all here but
-    become LazyEvents: no line of it can be corrupt unless its crc32 lies.
+    become LazyEvents: no line of it can be corrupt unless its digest lies.
     """
 
     FIRST_BATCH = 64

@@ -79,8 +79,8 @@ def diff(a: Path, b: Path, *extra: str) -> subprocess.CompletedProcess[str]:
                           encoding="utf-8", timeout=60, cwd=Path(__file__).resolve().parents[2], env=_BUFFERED_ENV)
 
 
-def diff_json(a: Path, b: Path) -> tuple[int, dict[str, Any]]:
-    proc = diff(a, b, "--json", "-")
+def diff_json(a: Path, b: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    proc = diff(a, b, "--json", "-", *extra)
     assert proc.stderr == ""
     return proc.returncode, json.loads(proc.stdout)
 
@@ -161,15 +161,16 @@ def test_conformance_is_opt_in_and_names_the_broken_field(tmp_path: Path) -> Non
 def test_a_fresh_tape_sharing_most_lines_reads_the_same(golden: Path, tmp_path: Path) -> None:
     # diff reads the fresh tape reusing the golden's parsed events for identical lines; a fresh
     # tape cut short, or with a line that is not JSON, is still read (or refused) as read_tape does.
+    # (Each is made by editing a sealed tape: read with --allow-edited, which tests/test_seal.py checks.)
     text = golden.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     cut = tmp_path / "cut.tape.jsonl"
     cut.write_text("".join(lines[:-1]), encoding="utf-8")  # no footer: the recorder died
-    rc, data = diff_json(golden, cut)
+    rc, data = diff_json(golden, cut, "--allow-edited")
     assert rc == 2 and ("process", "crash") in {(f["category"], f["kind"]) for d in data["drifts"] for f in d["findings"]}
     corrupt = tmp_path / "corrupt.tape.jsonl"
     corrupt.write_text("".join(lines[:3]) + "{not json\n" + "".join(lines[3:]), encoding="utf-8")
-    proc = diff(golden, corrupt)
+    proc = diff(golden, corrupt, "--allow-edited")
     assert proc.returncode == 3 and f"{corrupt}:4: line is not a JSON object" in proc.stderr
     same = tmp_path / "same.tape.jsonl"
     same.write_text(text, encoding="utf-8")
@@ -179,5 +180,5 @@ def test_a_fresh_tape_sharing_most_lines_reads_the_same(golden: Path, tmp_path: 
     changed = tmp_path / "changed.tape.jsonl"
     changed.write_text("".join(lines[:add_line]) + lines[add_line].replace('"text":"5"', '"text":"6"')
                        + "".join(lines[add_line + 1:]), encoding="utf-8")
-    rc, data = diff_json(golden, changed)
+    rc, data = diff_json(golden, changed, "--allow-edited")
     assert (rc, data["first_drift"]) == (1, EXPECTED["changed_result"][2])

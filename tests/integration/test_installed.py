@@ -109,8 +109,9 @@ def test_every_shipped_command_runs_installed(venv_bin: Path, example: Path, tmp
     rec = installed(venv_bin, "rec", "--out", str(tape), "--", *server, cwd=tmp_path, stdin=json.dumps(INITIALIZE) + "\n")
     assert rec.returncode == 0, rec.stderr
     assert json.loads(rec.stdout.splitlines()[0])["id"] == 1
-    assert [json.loads(line).get("method") for line in tape.read_text(encoding="utf-8").splitlines()[1:3]] == [
-        "initialize", "initialize"]
+    events = [json.loads(line) for line in tape.read_text(encoding="utf-8").splitlines()
+              if not line.startswith('{"mcptape"')]  # not the header, the footer, nor rec's seal lines
+    assert [e.get("method") for e in events[:2]] == ["initialize", "initialize"]
 
     merge = installed(venv_bin, "merge", str(tmp_path / "drift.json"), cwd=example)
     assert merge.returncode == 1, merge.stdout + merge.stderr

@@ -201,8 +201,8 @@ def test_play_serves_both_eras_to_the_sdk_client(
     assert got == expected
 
 
-def diff_json(project: Path, a: str, b: str) -> tuple[int, dict[str, Any]]:
-    done = mcptape("diff", "--json", "-", a, b, cwd=project)
+def diff_json(project: Path, a: str, b: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    done = mcptape("diff", "--json", "-", a, b, *extra, cwd=project)
     return done.returncode, json.loads(done.stdout)
 
 
@@ -231,7 +231,7 @@ def test_input_required_session_diffs_clean_against_itself_and_names_a_changed_a
     assert (code, result["verdict"]) == (0, "same")
     tampered = (project / "tapes" / "greet.tape.jsonl").read_text(encoding="utf-8").replace("Hello, Ada!", "Hi, Ada!")
     (project / "greet-tampered.tape.jsonl").write_text(tampered, encoding="utf-8")
-    code, result = diff_json(project, "tapes/greet.tape.jsonl", "greet-tampered.tape.jsonl")
+    code, result = diff_json(project, "tapes/greet.tape.jsonl", "greet-tampered.tape.jsonl", "--allow-edited")
     assert code == 1
     assert result["drifts"][0]["call"]["name"] == "greet" and result["drifts"][0]["call"]["step"] == 1
 

@@ -220,12 +220,13 @@ def test_sdk_client_gets_the_same_results_through_rec(tmp_path: Path) -> None:
     assert msgs[10]["params"] == {"uri": "calc://constants"}
     assert t.events[-1] == {"kind": "exit", "code": 0}
     assert t.footer is not None
-    assert t.footer == {"mcptape": "end", "events": len(t.events), "timing": t.footer["timing"], "crc32": t.footer["crc32"]}
+    assert t.footer == {"mcptape": "end", "events": len(t.events), "timing": t.footer["timing"],
+                        "sha256": t.footer["sha256"], "lines": t.footer["lines"]}
     # The timing (tape/timing.py): when each event crossed the wire, ms since the first; the exit did not.
     at = t.footer["timing"]["at"]
     assert len(at) == len(t.events) and at[0] == 0.0 and at[-1] is None
     assert all(isinstance(x, float) for x in at[:-1]) and at[:-1] == sorted(at[:-1])
-    assert written_verbatim(tape.read_bytes())  # the crc32 covers what rec wrote: play may trust its bytes
+    assert written_verbatim(tape.read_bytes())  # the digest covers what rec wrote: play may trust its bytes
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,12 +403,17 @@ def wait_for_bytes(tape: Path, needle: bytes) -> None:
         time.sleep(0.05)
 
 
-def test_rec_killed_leaves_a_readable_tape(tmp_path: Path) -> None:
-    tape = tmp_path / "killed.tape.jsonl"
+def killed_rec(tape: Path) -> None:
+    """A live rec session of three `add` calls killed with SIGKILL, its writer done with the tape."""
     client = three_adds_through_rec(tape)
     client.proc.send_signal(signal.SIGKILL)
     assert client.wait() == -signal.SIGKILL
     wait_for_bytes(tape, b"recorder_killed")  # the orphaned writer finishes on its own
+
+
+def test_rec_killed_leaves_a_readable_tape(tmp_path: Path) -> None:
+    tape = tmp_path / "killed.tape.jsonl"
+    killed_rec(tape)
     t = read_tape(tape)
     assert not t.complete
     answered = [e["id"] for e in t.events if e["kind"] == "response"]
