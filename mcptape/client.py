@@ -163,8 +163,12 @@ class ScriptedClient:
         session_timeout: float = 120.0,
         golden_tools: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        after_step: Callable[[int], list[Event]] | None = None,
     ) -> None:
         self.transport = transport
+        # Called after each step with its number; the events it returns are recorded under that
+        # step (ci's sandbox snapshot: a step's side effects go right after its traffic).
+        self.after_step = after_step
         self.settings = settings
         self.session = session
         requested = protocol or settings.protocol
@@ -702,10 +706,6 @@ class ScriptedClient:
         else:  # pragma: no cover - config.Step's Literal forbids it
             raise ConfigError(f"session {self.session}: step {number}: unknown action {action!r}")
 
-    # Called after each step with its number; the events it returns are recorded under that step
-    # (ci.py's sandbox snapshot: a step's side effects go right after its traffic).
-    after_step: Callable[[int], list[Event]] | None = None
-
     def run(self, steps: Sequence[Step]) -> None:
         self.handshake()
         for number, step in enumerate(steps, start=1):
@@ -743,8 +743,8 @@ def record_session(
         step_timeout=step_timeout,
         session_timeout=session_timeout,
         golden_tools=golden_tools,
+        after_step=after_step,
     )
-    client.after_step = after_step
     error: McptapeError | None = None
     try:
         client.run(steps)

@@ -418,12 +418,3 @@ def _value_end(text: str, start: int) -> int | None:
                 return m.start() + _bracket_at(token, depth - 1) + 1 if depth else None
             depth -= n
     return None
-
-
-def rewrite_id(raw: str, new_id: Any) -> str:
-    """`raw` with its top-level id replaced by `new_id`, every other byte unchanged."""
-    span = top_level_span(raw, "id")
-    if span is None:
-        return raw
-    start, end = span
-    return raw[:start] + json.dumps(new_id, ensure_ascii=False) + raw[end:]

@@ -90,9 +90,8 @@ def test_design_example_loads_verbatim_with_its_variables_set() -> None:
     assert cfg.redact.patterns == ["ACME-[A-Z0-9]{24}"]
 
     # Lines as a reader counts them in the file, for messages and annotations.
-    assert loaded.session_line(0) == 11
+    assert loaded.line_of("sessions", 0) == 11
     assert [loaded.step_line(0, i) for i in range(5)] == [14, 15, 17, 19, 20]
-    assert loaded.step_where(0, 2).endswith("design.yml:17: sessions[0].steps[2]")
 
     assert loaded.secrets == {
         "env.CALC_TOKEN": "calc-tok-1",
@@ -263,7 +262,7 @@ def test_anchors_and_merge_keys() -> None:
         ("two", 30.0, ["list_tools", "ping"]),
         ("three", 120.0, ["list_tools", "ping"]),
     ]
-    assert loaded.session_line(1) == 11
+    assert loaded.line_of("sessions", 1) == 11
 
 
 def test_line_of_falls_back_to_the_enclosing_place() -> None:

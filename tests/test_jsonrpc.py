@@ -19,7 +19,6 @@ from mcptape.jsonrpc import (
     is_deep,
     loads,
     loads_depth,
-    rewrite_id,
     top_level_span,
     wire_dumps,
 )
@@ -41,16 +40,16 @@ def test_classify(msg: object, kind: str) -> None:
     assert classify(msg) == kind
 
 
-def test_rewrite_id_changes_only_the_top_level_id() -> None:
+def test_the_top_level_id_span_skips_ids_nested_inside_and_the_spaces_around() -> None:
     raw = '{"result":{"id":7,"text":"id: 7"} , "jsonrpc":"2.0",  "id" :  7 }'
-    out = rewrite_id(raw, "req-42")
-    assert out == '{"result":{"id":7,"text":"id: 7"} , "jsonrpc":"2.0",  "id" :  "req-42" }'
-    assert json.loads(out)["result"]["id"] == 7
+    start, end = top_level_span(raw, "id") or (0, 0)
+    assert raw[start:end] == "7" and raw[:start].endswith('"id" :  ') and raw[end:] == " }"
 
 
-def test_rewrite_id_keeps_unicode_and_escapes_byte_exact() -> None:
-    raw = '{"id":1,"result":{"t":"caf\\u00e9 ☕ \\/"}}'
-    assert rewrite_id(raw, 99) == '{"id":99,"result":{"t":"caf\\u00e9 ☕ \\/"}}'
+def test_a_span_is_counted_in_characters_through_unicode_and_escapes() -> None:
+    raw = '{"result":{"t":"caf\\u00e9 ☕ \\/"},"id":1}'
+    start, end = top_level_span(raw, "id") or (0, 0)
+    assert raw[start:end] == "1" and end == len(raw) - 1
 
 
 def test_top_level_span_absent_and_malformed() -> None:
@@ -154,8 +153,7 @@ def test_a_string_that_mentions_the_marker_key_is_not_a_marker() -> None:
     assert holds_deep({"a": [{DEEP_KEY: "[[1]]"}]})
 
 
-def test_rewrite_id_finds_the_id_after_a_value_too_deep_for_the_c_scanner() -> None:
+def test_the_id_is_found_after_a_value_too_deep_for_the_c_scanner() -> None:
     raw = '{"result":{"v":' + _nested(100_000) + '},"jsonrpc":"2.0","id":7}'  # Node's key order
-    out = rewrite_id(raw, "live-1")
-    assert out == raw.replace('"id":7}', '"id":"live-1"}')
+    assert top_level_span(raw, "id") == (len(raw) - 2, len(raw) - 1)
     assert top_level_span(raw, "result") == (10, len(raw) - len(',"jsonrpc":"2.0","id":7}'))

@@ -40,14 +40,6 @@ class LoadedConfig:
     def step_line(self, session_index: int, step_index: int) -> int:
         return self.line_of("sessions", session_index, "steps", step_index)
 
-    def session_line(self, session_index: int) -> int:
-        return self.line_of("sessions", session_index)
-
-    def step_where(self, session_index: int, step_index: int) -> str:
-        """`mcptape.yml:14: sessions[0].steps[2]`, the prefix of a ConfigError about a step."""
-        line = self.step_line(session_index, step_index)
-        return f"{self.path}:{line}: sessions[{session_index}].steps[{step_index}]"
-
     @property
     def golden_dir(self) -> Path:
         return self.resolve(self.config.golden_dir)

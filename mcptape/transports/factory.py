@@ -14,8 +14,7 @@ from mcptape.config.models import HttpServer, StdioServer
 from mcptape.errors import ServerError
 from mcptape.sandbox import PrivateHome
 from mcptape.transports.base import Transport
-from mcptape.transports.http import SseTransport, StartedServer, StreamableHttpTransport
-from mcptape.transports.http import Transport as HttpTransport
+from mcptape.transports.http import HttpTransport, SseTransport, StartedServer, StreamableHttpTransport
 from mcptape.transports.stdio import StdioTransport, minimal_env
 
 

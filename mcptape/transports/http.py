@@ -591,4 +591,4 @@ class SseTransport(_HttpTransportBase):
             )
 
 
-Transport = StreamableHttpTransport | SseTransport
+HttpTransport = StreamableHttpTransport | SseTransport  # (transports/base.py's Transport is the interface)
