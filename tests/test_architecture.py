@@ -18,21 +18,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mcptape"
 
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("facts", ("mcptape.errors", "mcptape.mcp", "mcptape.jsonrpc", "mcptape.jsonvalue",
-               "mcptape.jsonpath", "mcptape.placeholders", "mcptape.logsafe", "mcptape.sequences")),
-    ("formats and wires", ("mcptape.tape", "mcptape.transports", "mcptape.http_serve",
-                           "mcptape.report.model", "mcptape.sandbox")),
-    ("judging and scrubbing", ("mcptape.redact", "mcptape.normalize", "mcptape.scaffold", "mcptape.diff", "mcptape.conformance",
-                               "mcptape.conversation",
-                               "mcptape.nondeterminism", "mcptape.latency", "mcptape.report", "mcptape.config", "mcptape.refusal")),
-    ("the outlet", ("mcptape.outlet",)),
-    ("sessions and servers", ("mcptape.client", "mcptape.probe", "mcptape.pinning", "mcptape.transports.factory", "mcptape.record", "mcptape.replay",
-                              "mcptape.github", "mcptape.telemetry")),
-    ("the gate", ("mcptape.ci",)),
-    ("commands", ("mcptape.commands",)),
-    ("the command line", ("mcptape.cli", "mcptape.__main__", "mcptape.pytest_plugin")),
-]
+DOC = ROOT / "docs" / "architecture.md"
+
+
+def read_layers(doc: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The layer table of docs/architecture.md (its first table), lowest first: the one home of the
+    layers, which this test reads. `tape/` names the package mcptape.tape, `report/model` a module."""
+    table = doc.split("| layer | modules | what they own |\n|---|---|---|\n", 1)[1].split("\n\n", 1)[0]
+    layers = []
+    for row in table.strip().splitlines():
+        name, modules, _ = (cell.strip() for cell in row.strip("|").split(" | ", 2))
+        layers.append((name, tuple("mcptape." + m.strip("` ").rstrip("/").replace("/", ".") for m in modules.split(","))))
+    return layers
+
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = read_layers(DOC.read_text(encoding="utf-8"))
 
 # Imports that stay inside a function, and why: each keeps a heavy import off a path that must
 # start fast (`mcptape --version`, `mcptape play`, `mcptape diff --json -`) or that most runs never take.
@@ -245,3 +245,14 @@ if __name__ == "__main__":
         print(f"{layer_of(module)} {module} -> {targets}")
     print("cycles:", cycles(edges))
     sys.exit(0)
+
+
+def test_the_layers_are_the_table_of_docs_architecture_md() -> None:
+    """The table is the one home of the layers: this test reads it, so a module the table leaves
+    out has no layer (test_every_module_has_a_layer fails), and a table that moves a module moves it."""
+    assert [name for name, _ in LAYERS] == ["facts", "formats and wires", "judging and scrubbing", "the outlet",
+                                          "sessions and servers", "the gate", "commands", "the command line"]
+    assert "mcptape.tape" in LAYERS[1][1] and "mcptape.report.model" in LAYERS[1][1]
+    doc = DOC.read_text(encoding="utf-8")
+    without = read_layers(doc.replace(", `refusal`", "", 1))
+    assert "mcptape.refusal" not in {m for _, mods in without for m in mods}
