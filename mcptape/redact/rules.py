@@ -52,6 +52,12 @@ def _scan_string() -> Any:
     return betterleaks.scan_string
 
 
+def preload() -> None:
+    """Load the library now: a process that runs sessions on worker threads loads it on the main
+    thread first (ci/session.py's run_in_pool), so no worker makes a first import."""
+    _scan_string()
+
+
 def spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, rule id) of every secret the rule set finds in `text`, in order."""
     if len(text) < MIN_LEN:

@@ -367,7 +367,9 @@ def test_a_forked_error_makes_a_scripted_agent_take_its_fallback_path(tape: Path
     # A fork edited beyond its declared change is drift again.
     edited = tmp_path / "edited.tape.jsonl"
     edited.write_text(fork.read_text(encoding="utf-8").replace("hello, tape", "hello, edited"), encoding="utf-8")
-    assert mcptape("diff", str(tape), str(edited), cwd=tmp_path).returncode in (1, 2)
+    # (An edit by hand breaks the fork's seal: diff refuses it, exit 3, unless told it was meant.)
+    assert mcptape("diff", str(tape), str(edited), cwd=tmp_path).returncode == 3
+    assert mcptape("diff", str(tape), str(edited), "--allow-edited", cwd=tmp_path).returncode in (1, 2)
 
 
 def test_fork_result_from_a_file_and_drop_and_cut(tape: Path, tmp_path: Path) -> None:
