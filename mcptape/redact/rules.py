@@ -60,6 +60,10 @@ def spans(text: str) -> list[tuple[int, int, str]]:
     if not _token_run(raw.translate(_MASK), raw):
         return []
     scanned = _blank_long_runs(text, raw) if len(raw) > LONG_RUN else text
+    if scanned is not text and _NEEDLE not in scanned.encode("ascii").translate(_MASK):
+        # The library only ever sees the blanked text: if its only token runs were the long
+        # ones (a line carrying an image, a 1 KB echo), no run of MIN_LEN is left for a rule.
+        return []
     # The library takes a C string: a NUL would end it early. Same length, so offsets hold.
     findings = _scan_string()(scanned.replace("\0", " ") if "\0" in scanned else scanned)
     out: set[tuple[int, int, str]] = set()

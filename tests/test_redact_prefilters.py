@@ -1,0 +1,69 @@
+"""The redaction engine's cheap prefilters are exact stand-ins for what they replaced.
+
+could_match reads a noisy name word (`pwd`, `pin`) as a key only where it ends one
+(engine._ends_a_key, read back from each `:` and `=`); rules.spans skips the library where the
+text it would be handed has no token run left. Each is compared here with its plain definition.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from mcptape.redact import engine, rules
+from mcptape.redact.redactor import make_redactor
+
+# The definition _ends_a_key stands in for: a word, then this, at the word's end.
+KEY_END = re.compile(r"(?:\\{0,3}[\"'])?[ \t]*[:=]")
+
+
+def _by_definition(low: str, words: tuple[str, ...]) -> bool:
+    for word in words:
+        i = low.find(word)
+        while i != -1:
+            if KEY_END.match(low, i + len(word)):
+                return True
+            i = low.find(word, i + 1)
+    return False
+
+
+def test_ends_a_key_agrees_with_its_definition() -> None:
+    words = make_redactor()._checker._noisy
+    assert "pwd" in words and "pin" in words
+    rng = random.Random(25)
+    alphabet = ["pwd", "pin", "otp", "pass", "x", "a", " ", "\t", '"', "'", "\\", ":", "=", "\\\\\\\\"]
+    found = 0
+    for _ in range(20_000):
+        low = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        expected = _by_definition(low, words)
+        assert engine._ends_a_key(low, words) == expected, repr(low)
+        found += expected
+    assert 1000 < found < 19_000  # both answers were exercised
+
+
+def test_ends_a_key_cases() -> None:
+    words = ("pwd", "pin")
+    assert engine._ends_a_key('{"db_pwd": "x"}', words)
+    assert engine._ends_a_key('{\\\\\\"pin\\\\\\": 1}', words)  # a raw message inside a tape line
+    assert engine._ends_a_key("pwd \t= x", words)
+    assert not engine._ends_a_key('{"spinner": "pwd"}', words)
+    assert not engine._ends_a_key('pwd \\\\\\\\": x', words)  # four backslashes: not a key's end
+    assert not engine._ends_a_key("pwd x: y", words)
+
+
+def test_rule_set_skipped_only_where_blanking_left_no_token_run(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    calls: list[str] = []
+    real = rules._scan_string()
+    monkeypatch.setattr(rules, "_scan_string", lambda: lambda text: calls.append(text) or real(text))
+    image = "iVBORw0KGgo" * 100  # one long run: blanked before the library sees the text
+    assert rules.spans('{"text":"' + image + '","method":"tools/call"}') == []
+    assert calls == []  # nothing left the library could match
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    text = '{"text":"' + image + '","note":"' + token + '"}'
+    assert [text[s:e] for s, e, _ in rules.spans(text)] == [token]  # the same line with a token: found
+    assert len(calls) == 1 and image not in calls[0]
+    calls.clear()
+    digitless = "abcdefghijklmnopqrstuvwxyzABCD"  # 30 characters, no digit: no token run alone...
+    assert rules.spans("see " + digitless) == [] and calls == []
+    rules.spans("see " + digitless + " " + image)  # ...but beside a long run, still handed over
+    assert len(calls) == 1
