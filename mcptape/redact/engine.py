@@ -94,27 +94,17 @@ def _prune(triggers: set[str] | frozenset[str]) -> list[str]:
 
 def _ends_a_key(low: str, words: tuple[str, ...]) -> bool:
     """Whether one of `words` (whole last words of secret names) ends a key in `low`: is followed
-    by `_KEY_END` (a quote after up to 3 backslashes, spaces, then `:` or `=`). Read back from
-    each `:` and `=` (a JSON line has one per key), not searched word by word: 19 searches of a
-    1 KB line cost ~20 µs, this ~1."""
-    for sep in ":=":
-        p = low.find(sep)
-        while p != -1:
-            q = p
-            while q > 0 and low[q - 1] in " \t":
-                q -= 1
-            if low.endswith(words, 0, q):
-                return True
-            if q > 0 and low[q - 1] in "\"'":
-                end = q - 1
-                for _ in range(4):  # the word, then 0 to 3 backslashes, then the quote
-                    if low.endswith(words, 0, end):
-                        return True
-                    if end == 0 or low[end - 1] != "\\":
-                        break
-                    end -= 1
-            p = low.find(sep, p + 1)
-    return False
+    by a quote after up to 3 backslashes, spaces, then `:` or `=`. Searched in the reversed text,
+    where the pattern starts at the `:` or `=`, which the regex engine skips to: 19 substring
+    searches of a 1 KB line cost ~17 µs, this ~8 (and ~3 for a short line)."""
+    return _reversed_key_end(words).search(low[::-1]) is not None
+
+
+@functools.lru_cache(maxsize=8)
+def _reversed_key_end(words: tuple[str, ...]) -> re.Pattern[str]:
+    """`(?:word|...)(?:\\{0,3}["'])?[ \t]*[:=]`, reversed (longest word first)."""
+    alternatives = "|".join(re.escape(w[::-1]) for w in sorted(words, key=lambda w: (-len(w), w)))
+    return re.compile(r"[:=][ \t]*(?:[\"']\\{0,3})?(?:" + alternatives + ")")
 
 
 def _gate(trigger: str) -> str:
