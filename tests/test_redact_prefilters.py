@@ -67,3 +67,15 @@ def test_rule_set_skipped_only_where_blanking_left_no_token_run(monkeypatch) -> 
     assert rules.spans("see " + digitless) == [] and calls == []
     rules.spans("see " + digitless + " " + image)  # ...but beside a long run, still handed over
     assert len(calls) == 1
+
+
+def test_the_rule_set_runs_without_its_generic_rules() -> None:
+    assert rules._CONFIG.is_file()  # shipped as package data (pyproject's package-data)
+    scan = rules._scan_string()
+    line = 'progressToken: 1, api_key = "Xk4vQ9zL2mW7rT5yPq8sN3"'
+    assert not [f for f in scan(line) if str(f.rule_id).startswith("generic-")]
+    import betterleaks  # the library's own default set does call it a secret: the config is what differs
+
+    assert [f for f in betterleaks.scan_string(line) if str(f.rule_id).startswith("generic-")]
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    assert [str(f.rule_id) for f in scan(line + " " + token)] == ["github-pat"]

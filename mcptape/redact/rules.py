@@ -9,8 +9,9 @@ that stand alone (not glued inside a longer base64 run, where a match is chance)
 Both engines of a Redactor call it (engine.py): the scrubber on each string it walks, the
 checker the same way, so a provider shape only these rules know is scrubbed, and if the scrubber
 misses it anyway the checker fails the run closed (exit 4). The `generic-*` rules (a keyword near
-any high-entropy word) are left out: they call `"password": "required"` a secret, and the
-secret-named-field rule of shapes.py, which tells prose from tokens, covers the same ground.
+any high-entropy word) are left out (disabled by betterleaks.toml, their findings skipped here):
+they call `"password": "required"` a secret, and the secret-named-field rule of shapes.py, which
+tells prose from tokens, covers the same ground.
 
 Loaded on first use, not on import: `mcptape --version` and `play` never pay for the library.
 And never before a `fork` without `exec`: the Go runtime starts threads when it loads, and a
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import string
+from pathlib import Path
 from typing import Any
 
 # Shorter than any value a rule of the set matches (the shortest provider tokens are ~20
@@ -45,11 +47,18 @@ _LONG = b"a" * (LONG_RUN + 1)
 _SKIPPED_PREFIXES = ("generic-",)
 
 
+# betterleaks' default rules without the ones whose findings are skipped (_SKIPPED_PREFIXES);
+# the library loads a config once and keeps it.
+_CONFIG = Path(__file__).with_name("betterleaks.toml")
+
+
 @functools.cache
 def _scan_string() -> Any:
     import betterleaks
 
-    return betterleaks.scan_string
+    if not _CONFIG.is_file():  # an install without its data file: the same findings, slower
+        return betterleaks.scan_string
+    return functools.partial(betterleaks.scan_string, config_path=str(_CONFIG))
 
 
 def spans(text: str) -> list[tuple[int, int, str]]:
