@@ -79,3 +79,25 @@ def test_the_rule_set_runs_without_its_generic_rules() -> None:
     assert [f for f in betterleaks.scan_string(line) if str(f.rule_id).startswith("generic-")]
     token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
     assert [str(f.rule_id) for f in scan(line + " " + token)] == ["github-pat"]
+
+
+def _random_text(rng: random.Random) -> str:
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    parts = ["api_key", "db_pwd", "session-id", "Set-Cookie", "cookie", "password", "PIN", "token", "keys", "otp",
+             "sig", "x", "the", " ", "\t", '"', "'", "\\", ":", "=", ": ", "=", "Xk4vQ9zL2mW7rT5yPq8sN3", token,
+             "Kq9-abcdefghijklmnopqrst", "s3cr3tVALUE99zz", "Bearer ", "a=b; c=Zk3vQ9zL2mW7rT5y", "{", "}", ",",
+             "iVBORw0KGgoAAAANSUhEUgAA" * 3, "/home/bench-user/x", "${{ secrets.X }}", "<REDACTED:x>"]
+    return "".join(rng.choice(parts) for _ in range(rng.randint(1, 30)))
+
+
+def test_scan_reads_keys_or_searches_alike(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    r = make_redactor({"env.X": "Kq9-abcdefghijklmnopqrst"})
+    rng = random.Random(7)
+    texts = [_random_text(rng) for _ in range(3000)]
+    monkeypatch.setattr(engine, "KEY_SPAN_RATIO", 10**9)  # search the whole text for every trigger
+    searched = [[(h.start, h.end, h.kind) for h in r._scrubber.scan(t)] for t in texts]
+    monkeypatch.setattr(engine, "KEY_SPAN_RATIO", 0)  # name triggers only in the keys
+    keyed = [[(h.start, h.end, h.kind) for h in r._scrubber.scan(t)] for t in texts]
+    assert keyed == searched
+    kinds = {k for hits in searched for _, _, k in hits}
+    assert {"api-key", "password", "cookie", "env.X", "github-token"} <= kinds, kinds  # the branches were hit

@@ -107,6 +107,36 @@ def _reversed_key_end(words: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"[:=][ \t]*(?:[\"']\\{0,3})?(?:" + alternatives + ")")
 
 
+# scan reads the keys of a text rather than search it for every name trigger when it has fewer
+# than one `:` or `=` per this many characters (prose, an image); else it searches (a JSON document).
+KEY_SPAN_RATIO = 64
+_NAME_CHARS = frozenset(string.ascii_lowercase + string.digits + "_-")
+
+
+def _key_spans(low: str) -> list[tuple[int, int]]:
+    """Where in `low` a key=value or cookie branch's name can lie: the run of name characters
+    that ends before each `:` and `=` (after spaces, and a quote after up to 3 backslashes)."""
+    spans = []
+    for sep in ":=":
+        q = low.find(sep)
+        while q != -1:
+            end = q
+            while end > 0 and low[end - 1] in " \t":
+                end -= 1
+            if end > 0 and low[end - 1] in "\"'":
+                end -= 1
+                for _ in range(3):
+                    if end > 0 and low[end - 1] == "\\":
+                        end -= 1
+            start = end
+            while start > 0 and low[start - 1] in _NAME_CHARS:
+                start -= 1
+            if start < end:
+                spans.append((start, end))
+            q = low.find(sep, q + 1)
+    return spans
+
+
 def _gate(trigger: str) -> str:
     """The character of `_TRIGGER_GATES` a trigger is grouped under ("" if it holds none)."""
     return next((c for c in _TRIGGER_GATES if c in trigger), "")
@@ -348,6 +378,15 @@ class Engine:
         for t in self.triggers:
             scan_groups.setdefault(_gate(t), []).append(t)
         self._scan_groups = tuple((gate, tuple(group)) for gate, group in sorted(scan_groups.items()))
+        # The triggers that start nothing but the key=value and cookie branches (no shape, known
+        # value or path starts with one): those branches need the name to end a key (a quote,
+        # spaces, `:` or `=`), so in a long text with few of those, scan looks for these triggers
+        # in its keys only (_key_spans), not through the whole text (an image: 64 KB each).
+        kv_sources = {*_KV_TRIGGERS, "cookie"}
+        others = triggers - kv_sources
+        self._kv_only = frozenset(
+            t for t in self.triggers if t in kv_sources and not any(o.startswith(t) for o in others)
+        )
         # MCP's `progressToken` is in most requests of clients that ask for progress (and in the
         # responses echoing them). It holds the trigger `token`, but it is not a secret's name
         # (_EXCLUDED_NAMES), so could_match passes over the exact JSON string `"progressToken"`;
@@ -412,10 +451,20 @@ class Engine:
         if len(low) != len(text):
             return self._scan_everywhere(text)  # lower() changed lengths (rare scripts): no position map
         candidates: set[int] = set()
+        key_spans = None
+        if self._kv_only and (low.count(":") + low.count("=")) * KEY_SPAN_RATIO < len(low):
+            key_spans = _key_spans(low)
         for gate, literals in self._scan_groups:
             if gate and gate not in low:
                 continue
             for lit in literals:
+                if key_spans is not None and lit in self._kv_only:
+                    for start, end in key_spans:
+                        i = low.find(lit, start, end)
+                        while i != -1:
+                            candidates.add(i)
+                            i = low.find(lit, i + 1, end)
+                    continue
                 back = self._back.get(lit, 0)
                 i = low.find(lit)
                 while i != -1:
