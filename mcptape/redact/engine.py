@@ -104,7 +104,9 @@ def _ends_a_key(low: str, words: tuple[str, ...]) -> bool:
 def _reversed_key_end(words: tuple[str, ...]) -> re.Pattern[str]:
     """`(?:word|...)(?:\\{0,3}["'])?[ \t]*[:=]`, reversed (longest word first)."""
     alternatives = "|".join(re.escape(w[::-1]) for w in sorted(words, key=lambda w: (-len(w), w)))
-    return re.compile(r"[:=][ \t]*(?:[\"']\\{0,3})?(?:" + alternatives + ")")
+    # Possessive (`*+`, `?+`): each word ends with a letter, so giving back a space, a quote or a
+    # backslash never lets one match; backtracking into them only retried every word.
+    return re.compile(r"[:=][ \t]*+(?:[\"']\\{0,3}+)?+(?:" + alternatives + ")")
 
 
 # scan reads the keys of a text rather than search it for every name trigger when it has fewer
