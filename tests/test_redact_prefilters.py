@@ -101,3 +101,19 @@ def test_scan_reads_keys_or_searches_alike(monkeypatch) -> None:  # type: ignore
     assert keyed == searched
     kinds = {k for hits in searched for _, _, k in hits}
     assert {"api-key", "password", "cookie", "env.X", "github-token"} <= kinds, kinds  # the branches were hit
+
+
+def test_blank_long_runs_blanks_exactly_the_long_base64_runs() -> None:
+    run = re.compile(r"[A-Za-z0-9+/=]{" + str(rules.LONG_RUN + 1) + r",}")
+    rng = random.Random(3)
+    pieces = ["a" * 60, "Zz09+/=" * 10, "QUJD" * 100, " ", "-", "_", "\n", "x" * 321, "y" * 320, "é"]
+    blanked = 0
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        expected = run.sub(lambda m: "\n" * len(m.group(0)), text) if text.isascii() else text
+        got = rules._blank_long_runs(text, text.encode("utf-8"))
+        assert got == expected
+        blanked += got != text
+        if got == text:
+            assert got is text  # spans tells "nothing blanked" by identity
+    assert 200 < blanked < 1900
