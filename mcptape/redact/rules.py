@@ -68,13 +68,19 @@ def spans(text: str) -> list[tuple[int, int, str]]:
     if len(text) < MIN_LEN:
         return []
     raw = text.encode("utf-8", "surrogatepass")
-    if not _token_run(raw.translate(_MASK), raw):
+    masked = raw.translate(_MASK)
+    if not _token_run(masked, raw):
         return []
-    scanned = _blank_long_runs(text, raw) if len(raw) > LONG_RUN else text
-    if scanned is not text and _NEEDLE not in scanned.encode("ascii").translate(_MASK):
+    scanned = text
+    if len(raw) > LONG_RUN and (runs := _long_runs(text, raw)):
+        scanned = _blanked(text, runs)
         # The library only ever sees the blanked text: if its only token runs were the long
         # ones (a line carrying an image, a 1 KB echo), no run of MIN_LEN is left for a rule.
-        return []
+        left = bytearray(masked)
+        for start, end in runs:
+            left[start:end] = b" " * (end - start)
+        if _NEEDLE not in left:
+            return []
     # The library takes a C string: a NUL would end it early. Same length, so offsets hold.
     findings = _scan_string()(scanned.replace("\0", " ") if "\0" in scanned else scanned)
     out: set[tuple[int, int, str]] = set()
@@ -107,23 +113,35 @@ def _token_run(masked: bytes, raw: bytes) -> bool:
 def _blank_long_runs(text: str, raw: bytes) -> str:
     """`text` with each base64 run longer than LONG_RUN replaced by as many newlines: no rule
     matches them, and the library takes 10-60x longer over a long run of spaces, letters or `#`
-    (measured: 1 KB of one letter ~600 µs, of newlines ~10). `text` itself if none is.
-    Runs are found with a short probe, then measured: a search for a LONG_RUN-byte needle
-    prepares the needle each time (~1 µs a call, three times the rest of this on a 1 KB line)."""
-    if not text.isascii():  # byte offsets are character offsets only in ASCII
-        return text
+    (measured: 1 KB of one letter ~600 µs, of newlines ~10). `text` itself if none is."""
+    return _blanked(text, _long_runs(text, raw))
+
+
+def _long_runs(text: str, raw: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each base64 run longer than LONG_RUN in `text` (ASCII text only: byte
+    offsets are character offsets there). Found with a short probe, then measured: a search for
+    a LONG_RUN-byte needle prepares the needle each time (~1 µs a call on a 1 KB line)."""
+    if not text.isascii():
+        return []
     masked = raw.translate(_B64_MASK)
-    parts: list[str] = []
-    last = pos = 0
+    runs = []
+    pos = 0
     while (start := masked.find(_PROBE, pos)) != -1:
         end = masked.find(b" ", start + len(_PROBE))
         end = len(masked) if end == -1 else end
         if end - start > LONG_RUN:
-            parts += [text[last:start], "\n" * (end - start)]
-            last = end
+            runs.append((start, end))
         pos = end
-    if not parts:
+    return runs
+
+
+def _blanked(text: str, runs: list[tuple[int, int]]) -> str:
+    if not runs:
         return text
+    parts, last = [], 0
+    for start, end in runs:
+        parts += [text[last:start], "\n" * (end - start)]
+        last = end
     parts.append(text[last:])
     return "".join(parts)
 
