@@ -9,8 +9,9 @@ that stand alone (not glued inside a longer base64 run, where a match is chance)
 Both engines of a Redactor call it (engine.py): the scrubber on each string it walks, the
 checker the same way, so a provider shape only these rules know is scrubbed, and if the scrubber
 misses it anyway the checker fails the run closed (exit 4). The `generic-*` rules (a keyword near
-any high-entropy word) are left out: they call `"password": "required"` a secret, and the
-secret-named-field rule of shapes.py, which tells prose from tokens, covers the same ground.
+any high-entropy word) are left out (disabled by betterleaks.toml, their findings skipped here):
+they call `"password": "required"` a secret, and the secret-named-field rule of shapes.py, which
+tells prose from tokens, covers the same ground.
 
 Loaded on first use, not on import: `mcptape --version` and `play` never pay for the library.
 And never before a `fork` without `exec`: the Go runtime starts threads when it loads, and a
@@ -23,33 +24,43 @@ from __future__ import annotations
 
 import functools
 import string
+from pathlib import Path
 from typing import Any
 
 # Shorter than any value a rule of the set matches (the shortest provider tokens are ~20
 # characters); a string below it is not handed to the library at all.
 MIN_LEN = 16
-# The library costs ~10 µs a call and 50-250 ns a byte (the rules' regexes; base64 is the slowest),
-# several times our own scan. So it is only handed text that holds a run of MIN_LEN characters
-# a token is made of, with a digit in it, or a run of twice that (bytes.translate finds them at
+# The library costs ~5 µs a call and ~4 ns a byte (without the generic rules, betterleaks.toml;
+# with them 100+ ns a byte on a line holding `token`), and ~60 ns a byte on base64. So it is
+# only handed text that holds a run of MIN_LEN characters a token is made of, with a digit in
+# it, or a run of twice that (bytes.translate finds them at
 # GB/s: prose and `notifications/progress` have none; 97% of random 20-character tokens and
 # all but 1 in 1000 of 40 have a digit), and a run longer than
 # LONG_RUN (an image, a bundle: no provider token is one whole run that long, and a match glued
-# inside a run is dropped anyway) is blanked out first, at the same length so offsets hold.
+# inside a run is dropped anyway) is blanked out first, at the same length so offsets hold;
+# if no run of MIN_LEN is left then, the library is not called (the line carried an image).
 _TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-.+/=~")
 _MASK = bytes(ord("a") if chr(i) in _TOKEN_CHARS else ord(" ") for i in range(256))
 _NEEDLE = b"a" * MIN_LEN
 _B64_MASK = bytes(ord("a") if chr(i) in (string.ascii_letters + string.digits + "+/=") else ord(" ") for i in range(256))
 LONG_RUN = 320
-_LONG = b"a" * (LONG_RUN + 1)
+_PROBE = b"a" * 64  # where a run that long may start (it holds this)
 
 _SKIPPED_PREFIXES = ("generic-",)
+
+
+# betterleaks' default rules without the ones whose findings are skipped (_SKIPPED_PREFIXES);
+# the library loads a config once and keeps it.
+_CONFIG = Path(__file__).with_name("betterleaks.toml")
 
 
 @functools.cache
 def _scan_string() -> Any:
     import betterleaks
 
-    return betterleaks.scan_string
+    if not _CONFIG.is_file():  # an install without its data file: the same findings, slower
+        return betterleaks.scan_string
+    return functools.partial(betterleaks.scan_string, config_path=str(_CONFIG))
 
 
 def preload() -> None:
@@ -63,9 +74,19 @@ def spans(text: str) -> list[tuple[int, int, str]]:
     if len(text) < MIN_LEN:
         return []
     raw = text.encode("utf-8", "surrogatepass")
-    if not _token_run(raw.translate(_MASK), raw):
+    masked = raw.translate(_MASK)
+    if not _token_run(masked, raw):
         return []
-    scanned = _blank_long_runs(text, raw) if len(raw) > LONG_RUN else text
+    scanned = text
+    if len(raw) > LONG_RUN and (runs := _long_runs(text, raw)):
+        scanned = _blanked(text, runs)
+        # The library only ever sees the blanked text: if its only token runs were the long
+        # ones (a line carrying an image, a 1 KB echo), no run of MIN_LEN is left for a rule.
+        left = bytearray(masked)
+        for start, end in runs:
+            left[start:end] = b" " * (end - start)
+        if _NEEDLE not in left:
+            return []
     # The library takes a C string: a NUL would end it early. Same length, so offsets hold.
     findings = _scan_string()(scanned.replace("\0", " ") if "\0" in scanned else scanned)
     out: set[tuple[int, int, str]] = set()
@@ -98,16 +119,35 @@ def _token_run(masked: bytes, raw: bytes) -> bool:
 def _blank_long_runs(text: str, raw: bytes) -> str:
     """`text` with each base64 run longer than LONG_RUN replaced by as many newlines: no rule
     matches them, and the library takes 10-60x longer over a long run of spaces, letters or `#`
-    (measured: 1 KB of one letter ~600 µs, of newlines ~10)."""
+    (measured: 1 KB of one letter ~600 µs, of newlines ~10). `text` itself if none is."""
+    return _blanked(text, _long_runs(text, raw))
+
+
+def _long_runs(text: str, raw: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each base64 run longer than LONG_RUN in `text` (ASCII text only: byte
+    offsets are character offsets there). Found with a short probe, then measured: a search for
+    a LONG_RUN-byte needle prepares the needle each time (~1 µs a call on a 1 KB line)."""
+    if not text.isascii():
+        return []
     masked = raw.translate(_B64_MASK)
-    if _LONG not in masked or not text.isascii():  # byte offsets are character offsets only in ASCII
-        return text
-    parts, last, pos = [], 0, 0
-    while (start := masked.find(_LONG, pos)) != -1:
-        end = masked.find(b" ", start)
+    runs = []
+    pos = 0
+    while (start := masked.find(_PROBE, pos)) != -1:
+        end = masked.find(b" ", start + len(_PROBE))
         end = len(masked) if end == -1 else end
+        if end - start > LONG_RUN:
+            runs.append((start, end))
+        pos = end
+    return runs
+
+
+def _blanked(text: str, runs: list[tuple[int, int]]) -> str:
+    if not runs:
+        return text
+    parts, last = [], 0
+    for start, end in runs:
         parts += [text[last:start], "\n" * (end - start)]
-        last = pos = end
+        last = end
     parts.append(text[last:])
     return "".join(parts)
 
