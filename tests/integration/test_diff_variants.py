@@ -53,13 +53,16 @@ SANDBOX_VARIANTS = {"notes", "side_effect", "side_effect_changed"}
 # Variants for hostile input (deep JSON, names that could act on a terminal) are recorded by
 # `mcptape ci` in tests/integration/test_hostile.py.
 HOSTILE_VARIANTS = {"deep", "deep_changed", "hostile_names"}
+# Variants whose drift is the surface review's (tool poisoning, a rename, a harmless rewording) are
+# run through ci in tests/integration/test_surface_review_ci.py.
+SURFACE_REVIEW_VARIANTS = {"poisoned", "reworded", "renamed"}
 
 
 def test_every_documented_variant_is_covered() -> None:
     doc = (Path(__file__).resolve().parents[2] / "fixtures" / "servers" / "calc_server.py").read_text(encoding="utf-8")
     block = doc.split("Choose behaviour with", 1)[1].split("Fault tools", 1)[0]
     documented = {line.split()[0] for line in block.splitlines()[1:] if line.strip()}
-    assert documented - SANDBOX_VARIANTS - HOSTILE_VARIANTS == set(EXPECTED)
+    assert documented - SANDBOX_VARIANTS - HOSTILE_VARIANTS - SURFACE_REVIEW_VARIANTS == set(EXPECTED)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +132,10 @@ def test_crash_mid_session_is_structural(golden: Path, tmp_path: Path) -> None:
     assert rc == 2
     found = {(f["category"], f["kind"]) for d in data["drifts"] for f in d["findings"]}
     assert ("process", "crash") in found and ("call", "removed") in found
-    assert data["first_drift"] == "step 2 · tools/call crash · call added (not in the golden tape) (structural)"
+    # The headline is the crash, what a reviewer most needs (report/model.py: headline_priority).
+    assert data["first_drift"] == "exit server crashed: exit code 0 → exit code 3 (structural)"
+    assert any(d["call"] and d["call"]["method"] == "tools/call" and d["call"].get("name") == "crash"
+               for d in data["drifts"])  # and the call that crashed it is named among the drifts
     # The calls the dead server never got are named as removed, after the crash.
     removed = [d["call"]["method"] for d in data["drifts"] if d["findings"][0]["kind"] == "removed"]
     assert removed == ["tools/call", "tools/call", "resources/read", "prompts/get"]
