@@ -71,6 +71,8 @@ BASH_COMMAND = [BASH, "--noprofile", "--norc", "-eo", "pipefail"]
 STEP_TIMEOUT = 600  # the install step runs pip
 STATUS_FUNCTION = re.compile(r"\b(always|cancelled|failure)\(\)")
 UPLOAD_ARTIFACT = re.compile(r"actions/upload-artifact@[0-9a-f]{40}")
+# The steps of action.yml that install mcptape: a test that needs only the installed mcptape runs these.
+INSTALL_STEPS = ("python", "key", "cache", "install", "save")
 REGISTRY_ACCESS = frozenset({"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "PIP_CERT", "PIP_INDEX_URL",
                              "UV_INDEX_URL", "UV_DEFAULT_INDEX", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
                              "http_proxy", "https_proxy", "no_proxy"})

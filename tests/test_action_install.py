@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_runner import ActionRun, ActionRunner, action_checkout
+from tests.action_runner import INSTALL_STEPS, ActionRun, ActionRunner, action_checkout
 from tests.conftest import ROOT
 
-INSTALL_STEPS = ("python", "key", "cache", "install", "save")
 # What a venv lists beyond the pins: the installer's own packages.
 INSTALLERS = {"pip", "setuptools", "wheel"}
 

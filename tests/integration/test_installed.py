@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_runner import ActionRunner, shared_runner_temp
+from tests.action_runner import INSTALL_STEPS, ActionRunner, shared_runner_temp
 from tests.conftest import FIXTURES
 from tests.github_fake import ACTIONS_BOT, FakeGitHub, Token
 
@@ -27,7 +27,7 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 @pytest.fixture(scope="module")
 def venv_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runner = ActionRunner(shared_runner_temp(tmp_path_factory))
-    run = runner.run(tmp_path_factory.mktemp("install-ws"), only=["python", "install"])
+    run = runner.run(tmp_path_factory.mktemp("install-ws"), only=INSTALL_STEPS)
     assert run.result == "success", run.log
     return Path(run.step("install").outputs["mcptape"]).parent
 
