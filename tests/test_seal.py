@@ -165,3 +165,27 @@ def test_play_refuses_an_edited_tape_unless_allowed(tmp_path: Path) -> None:
     assert allowed.returncode == 0, allowed.stderr
     assert json.loads(allowed.stdout)["result"]["content"][0]["text"] == "7"
     assert f"mcptape play: --allow-edited: {tape}:3: ".encode() in allowed.stderr
+
+
+def test_a_seal_never_reads_as_a_secret_to_the_verifier_that_checks_the_tape() -> None:
+    """Run together, the line fingerprints were one random token: for a tape of 10 lines, 40
+    characters the secret rules rightly take for an AWS secret key, which failed a real server's
+    golden closed (exit 4)."""
+    from mcptape.errors import SecretLeak
+    from mcptape.redact.redactor import make_redactor
+    from mcptape.tape.seal import Sealer
+
+    leaked = 0
+    for lines in (10, 11, 400):
+        for start in range(0, 200, 10):
+            sealer = Sealer()
+            for i in range(lines):
+                sealer.add(serialize({"kind": "notification", "dir": "s2c", "msg": {"n": start + i}}))
+            footer = json.dumps({"mcptape": "end", "events": lines, **sealer.footer_fields()}).encode()
+            make_redactor().verify(footer, "footer")  # raises SecretLeak if the seal looked like a secret
+            if lines == 10:  # Positive control: the same fingerprints run together, as they were
+                try:
+                    make_redactor().verify(footer.replace(b" ", b""), "footer")
+                except SecretLeak:
+                    leaked += 1
+    assert leaked > 0

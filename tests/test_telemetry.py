@@ -76,14 +76,14 @@ def test_a_ci_session_is_a_trace_of_steps_and_exchanges_with_the_conventions_att
                                                        "tools/call divide"))
     assert session.parent is None and dict(session.attributes or {}) == {
         "mcptape.command": "ci", "mcptape.session": "arithmetic", "network.transport": "pipe",
-        "mcp.protocol.version": "2025-06-18", "mcptape.verdict": "same", "mcptape.server": "calc"}
+        "mcp.protocol.version": "2025-11-25", "mcptape.verdict": "same", "mcptape.server": "calc"}
     assert step1.parent is not None and step1.parent.span_id == session.context.span_id
     assert add.parent is not None and add.parent.span_id == step1.context.span_id
     assert spans["step 2"].context.span_id == divide.parent.span_id if divide.parent else False
     assert add.kind == SpanKind.CLIENT and add.status.status_code == StatusCode.UNSET
     assert dict(add.attributes or {}) == {
         "mcp.method.name": "tools/call", "jsonrpc.request.id": "3", "jsonrpc.protocol.version": "2.0",
-        "network.transport": "pipe", "mcptape.dir": "c2s", "mcp.protocol.version": "2025-06-18",
+        "network.transport": "pipe", "mcptape.dir": "c2s", "mcp.protocol.version": "2025-11-25",
         "mcptape.step": 1, "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add"}  # no payload
     assert divide.status.status_code == StatusCode.ERROR
     assert (divide.attributes or {})["error.type"] == (divide.attributes or {})["rpc.response.status_code"] == "-32602"

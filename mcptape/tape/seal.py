@@ -6,8 +6,8 @@ they trust a tape). The lines themselves are format.py's, parsing them reader.py
 
     {"mcptape":"tape","format":2,...}                                header
     {"kind":"request",...}                                            events
-    {"mcptape":"seal","events":2,"sha256":"9f86…","lines":"Qx3a…"}   rec only: after each flush
-    {"mcptape":"end","events":2,"sha256":"4a1c…","lines":"Qx3a…"}     footer
+    {"mcptape":"seal","events":2,"sha256":"9f86…","lines":"Qx3a 8_Rk"}   rec only: after each flush
+    {"mcptape":"end","events":2,"sha256":"4a1c…","lines":"Qx3a 8_Rk"}     footer
 
 A seal line and the footer carry `sha256`, the digest of every byte of the file before that
 line: a running digest, so the writer pays one hash update per line and a whole tape is checked
@@ -20,7 +20,9 @@ footer, so a golden's diff in a PR changes the lines that changed and the one fo
 The footer's `lines` holds four base64url characters per line before it (the first 24 bits of
 the line's own SHA-256), a seal line's those of the lines since the seal line before it: not a
 proof, the digest is, but what lets `verify` name the first line that changed instead of saying
-only "something did".
+only "something did". They are separated by spaces: run together they form one long random
+token, which the secret detectors rightly take for a credential (an AWS secret key is 40 such
+characters) and which would fail the tape's own verification closed.
 
 Without a key a digest is not a signature: anyone can recompute it. What it gives is a content
 address that attestations and `mcptape sign` sign, and a check that a tape is byte for byte what
@@ -71,11 +73,11 @@ class Sealer:
         return self._hash.hexdigest()
 
     def footer_fields(self) -> dict[str, str]:
-        return {DIGEST: self.digest(), LINES: "".join(self._prints)}
+        return {DIGEST: self.digest(), LINES: " ".join(self._prints)}
 
     def seal_line(self, events: int) -> bytes:
         """A seal line covering everything added so far; added itself, as it is written after them."""
-        since = "".join(self._prints[self._sealed:]).encode("ascii")
+        since = " ".join(self._prints[self._sealed:]).encode("ascii")
         data = b'{"mcptape":"seal","events":%d,"sha256":"%s","lines":"%s"}\n' % (
             events, self.digest().encode("ascii"), since)
         self.add(data)
@@ -222,11 +224,12 @@ def _mismatch(pieces: list[bytes], sealed_upto: int, number: int, seal: dict[str
         recorded, start = seal.get(LINES), sealed_upto
         prints = prints[start:]
     if isinstance(recorded, str):
+        sealed = recorded.split()
         for k, mine in enumerate(prints):
-            if recorded[4 * k : 4 * k + 4] != mine:
+            if k >= len(sealed) or sealed[k] != mine:
                 return Verdict(False, "edited", start + k + 1, "this line is not the one sealed (changed, "
                                "inserted or removed after the tape was written)")
-        if len(recorded) != 4 * len(prints):
+        if len(sealed) != len(prints):
             return Verdict(False, "edited", start + len(prints) + 1,
                            "lines were removed here after the tape was written")
     if DIGEST not in seal:
