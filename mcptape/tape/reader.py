@@ -41,7 +41,7 @@ from mcptape import __version__
 from mcptape.errors import TapeError
 from mcptape.jsonrpc import id_key
 from mcptape.sequences import common_prefix, common_suffix, equal_back
-from mcptape.tape.events import C2S, S2C
+from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C
 from mcptape.tape.format import FORMAT_VERSION, Tape
 
 
@@ -163,8 +163,34 @@ def fill_events(tape: Tape, numbers: Sequence[int], parsed: list[dict[str, Any]]
         end = footer_index(parsed)
     if end < len(parsed):
         tape.footer = parsed[end]
+    check_messages(tape.path, parsed[:end], numbers)
     tape.events.extend(parsed[:end])
     tape.event_lines.extend(numbers[:end])
+
+
+# A `"msg":` key whose value is not an object: only lines holding one can carry a message
+# event that is not a JSON-RPC message (an edited or fuzzed tape); the others need no look.
+_ODD_MSG = re.compile(rb'"msg"\s*:\s*[^\s{]')
+
+
+def check_messages(path: Path | None, events: Sequence[dict[str, Any]], numbers: Sequence[int]) -> None:
+    """A TapeError naming the first message event whose `msg` is not a JSON object.
+
+    Play would send such a `msg` ("notadict", 7) to the client as the server's answer, and every
+    reader would trip over it later: the tape is unreadable, said once, here, with its line.
+    """
+    for ev, number in zip(events, numbers, strict=False):
+        if type(ev) is dict and ev.get("kind") in MESSAGE_KINDS and not isinstance(ev.get("msg"), dict):
+            kind = type(ev.get("msg")).__name__ if "msg" in ev else "missing"
+            raise TapeError(
+                f"{path}:{number}: a {ev.get('kind')} event whose msg is {_JSON_KIND.get(kind, kind)}, "
+                "not a JSON-RPC message (an object)",
+                hint="the tape was edited or is corrupt; re-record it with `mcptape rec`",
+            )
+
+
+_JSON_KIND = {"str": "a string", "int": "a number", "float": "a number", "list": "an array",
+              "bool": "true or false", "NoneType": "null", "missing": "missing"}
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
@@ -439,6 +465,7 @@ class TapeStream:
         # Written by us and unedited: request and answer lines become LazyEvents (see module doc).
         self.verbatim = written_verbatim(data)
         self._escaped = b"\\ud" in data  # else no line needs lazy_event's per-line check
+        odd_msg = _ODD_MSG.search(data) is not None
         lines = _split(p, data)
         del data
         self.tape = Tape(header=_header(lines), events=[], path=p)
@@ -456,6 +483,10 @@ class TapeStream:
         self._numbers = numbers
         self._pos = 0
         self._batch = self.FIRST_BATCH
+        # A message whose msg is not an object makes the tape unplayable: said before serving,
+        # not when its batch is parsed mid-session (the lines holding one are few, see _ODD_MSG).
+        odd = [(raw, n) for raw, n in zip(raws, numbers, strict=True) if odd_msg and _ODD_MSG.search(raw)]
+        check_messages(p, [_parse_line(raw) or {} for raw, _ in odd], [n for _, n in odd])
         self.streamable = self._prescan(_parse_line)
 
     def restart_batches(self) -> None:
@@ -506,6 +537,8 @@ class TapeStream:
             rest = iter(parse_events(path, [raw for raw, _ in unparsed], [number for _, number in unparsed]))
             self.tape.events.extend(ev if ev is not None else next(rest) for ev in events)
         else:
-            self.tape.events.extend(parse_events(path, raws, numbers))
+            parsed = parse_events(path, raws, numbers)
+            check_messages(path, parsed, numbers)
+            self.tape.events.extend(parsed)
         self.tape.event_lines.extend(numbers)
         return len(raws)
