@@ -26,7 +26,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
-from mcptape import __version__
+from mcptape import __version__, environment
 from mcptape.commands.usage import DEBUG_VARIABLE, USAGE, render_epilog
 from mcptape.errors import EXIT_COULD_NOT_RUN, McptapeError
 from mcptape.logsafe import safe_log
@@ -210,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _debug() -> bool:
-    return os.environ.get(DEBUG_VARIABLE, "").strip().lower() not in ("", "0", "false", "no", "off")
+    return environment.flag(DEBUG_VARIABLE)
 
 
 def _safe(text: str, fallback: str) -> str:

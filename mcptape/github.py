@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcptape import environment
 from mcptape.errors import GitHubError
 from mcptape.outlet import Outlet
 from mcptape.report.markdown import (
@@ -448,7 +449,7 @@ def publish_run(
 
     comment_url, action = "", "skipped"
     pr = pull_request_from_event(env)
-    if env.get("MCPTAPE_COMMENT", "true").strip().lower() in ("false", "0", "no", "off"):
+    if not environment.flag("MCPTAPE_COMMENT", env, default=True):
         action = "disabled"
     elif report.shard:
         action = "skipped: shard"

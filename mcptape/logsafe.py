@@ -20,8 +20,9 @@ Two dangers, one function each:
 
 from __future__ import annotations
 
-import os
 import re
+
+from mcptape import environment
 
 # C0 controls but tab and newline, DEL, C1 controls; the bidi embeddings, overrides, isolates and
 # marks; zero-width spaces, joiners, the word joiner and invisible operators, the BOM.
@@ -54,7 +55,7 @@ def _could_act(text: str) -> bool:
 
 def ci_log_block(text: str) -> str:
     """`text` made inert for the runner's command parser when running in GitHub Actions."""
-    if os.environ.get("GITHUB_ACTIONS") != "true" or not _could_act(text):
+    if not environment.on_github_actions() or not _could_act(text):
         return text
     import secrets  # only in a GitHub job: keeps `mcptape --version` light
 

@@ -20,7 +20,8 @@ PACKAGE = ROOT / "mcptape"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("facts", ("mcptape.errors", "mcptape.mcp", "mcptape.jsonrpc", "mcptape.jsonvalue",
-               "mcptape.jsonpath", "mcptape.placeholders", "mcptape.logsafe", "mcptape.sequences")),
+               "mcptape.jsonpath", "mcptape.placeholders", "mcptape.logsafe", "mcptape.sequences",
+               "mcptape.environment")),
     ("formats and wires", ("mcptape.tape", "mcptape.transports", "mcptape.http_serve",
                            "mcptape.report.model", "mcptape.sandbox")),
     ("judging and scrubbing", ("mcptape.redact", "mcptape.normalize", "mcptape.scaffold", "mcptape.diff", "mcptape.conformance",
@@ -54,6 +55,7 @@ LAZY = {
     ("mcptape.commands.play", "mcptape.tape.atomic"): "tempfile, for --report only",
     ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
     ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",
+    ("mcptape.pytest_plugin", "mcptape.environment"): "the plugin loads in every pytest run: no mcptape module until a test asks",
     ("mcptape.replay.matching", "mcptape.normalize"): "the JSON path evaluator (dataclasses), for --ignore-arg only",
 }
 

@@ -101,7 +101,7 @@ def test_a_new_file_gets_the_mode_an_ordinary_file_gets_under_the_umask(tmp_path
     plain = tmp_path / "plain.txt"
     code = (
         "import os, sys; from mcptape.tape.atomic import write_atomic; "
-        f"write_atomic(sys.argv[1], b'x'); open(sys.argv[2], 'w', encoding='utf-8').close()"
+        "write_atomic(sys.argv[1], b'x'); open(sys.argv[2], 'w', encoding='utf-8').close()"
     )
     subprocess.run([sys.executable, "-c", code, str(path), str(plain)], check=True,
                    preexec_fn=lambda: os.umask(umask))  # noqa: PLW1509

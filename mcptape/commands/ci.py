@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcptape import environment
 from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
 from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_session
@@ -71,9 +72,9 @@ def run(options: Options) -> int:
     if options.repeat is not None:
         return run_repeat(options)
     update = options.update_golden
-    if update and os.environ.get("CI", "").lower() == "true" and not options.allow_update_in_ci:
+    if update and environment.in_ci() and not options.allow_update_in_ci:
         raise McptapeError(
-            "refusing --update-golden with CI=true: golden tapes are accepted by a person, not by the gate",
+            f"refusing --update-golden with CI={environment.get('CI')}: golden tapes are accepted by a person, not by the gate",
             hint="run it locally and commit the tapes, or pass --allow-update-in-ci if this job is meant to",
         )
     loaded = load_config(options.config)
@@ -132,7 +133,7 @@ def _write_reports(options: Options, report: RunReport, outlet: Outlet) -> None:
 
 def _publish(report: RunReport, loaded: LoadedConfig, outlet: Outlet) -> int:
     """In a GitHub Actions job: summary, annotations, outputs, PR comment (github.py decides how)."""
-    if os.environ.get("GITHUB_ACTIONS") != "true":
+    if not environment.on_github_actions():
         return 0
     try:
         publish_run(report, config_path=str(loaded.path), outlet=outlet)

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcptape import environment
 from mcptape.ci.merge import load_report, merge_reports, missing_shards
 from mcptape.commands.terminal import JSON_STDOUT, report_stream, write_output
 from mcptape.config.load import LoadedConfig, load_config
@@ -60,7 +61,7 @@ def _load_config(given: str | None, config_name: str) -> tuple[LoadedConfig | No
 
 def _warn(message: str) -> None:
     print(f"mcptape merge: warning: {message}", file=sys.stderr)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
+    if environment.on_github_actions():
         print(command("warning", message, title="mcptape merge"), flush=True)
 
 
@@ -92,7 +93,7 @@ def run(options: Options) -> int:
 
 def _publish(report: RunReport, config_path: str, report_path: str | None, outlet: Outlet) -> int:
     """In a GitHub Actions job: the merged summary, annotations and the one PR comment."""
-    if os.environ.get("GITHUB_ACTIONS") != "true":
+    if not environment.on_github_actions():
         return 0
     try:
         publish_run(report, config_path=config_path, report_path=report_path, outlet=outlet)

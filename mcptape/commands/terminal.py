@@ -12,11 +12,11 @@ command that has it: FILE written atomically, or stdout for `-` (JSON_STDOUT); a
 from __future__ import annotations
 
 import io
-import os
 import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
+from mcptape import environment
 from mcptape.logsafe import ci_log_block, safe_log
 from mcptape.tape.atomic import write_atomic
 
@@ -39,7 +39,7 @@ def print_report(render: Callable[[Console], None], file: IO[str] | None = None)
     from mcptape.report.terminal import make_console  # rich: only commands that print a report pay for it
 
     target = file if file is not None else sys.stdout
-    if os.environ.get("GITHUB_ACTIONS") != "true":
+    if not environment.on_github_actions():
         render(make_console(target))
         return
     buffer = io.StringIO()
