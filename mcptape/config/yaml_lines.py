@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -14,6 +14,11 @@ from mcptape.jsonrpc import MAX_DEPTH
 # nested ones multiply (a "billion laughs" file of 1 KB is a billion values): the expansion stops
 # at MAX_YAML_VALUES, which costs well under a second and a few tens of MB, with a ConfigError.
 MAX_YAML_VALUES = 100_000
+# Counting values is not enough: one 1 MB anchored string used 200 times is 201 values but 200 MB
+# that every later stage (arguments sent, recorded, redacted, compared) copies: `ci` took 26 s
+# and 1.85 GB on it. So the text aliases repeat is bounded too, far above what shared
+# arguments or headers take (a few KB, a few dozen times), far below what hurts.
+MAX_YAML_ALIAS_BYTES = 4 * 1024 * 1024
 # Nesting deeper than a message may be (jsonrpc.MAX_DEPTH) is refused: it is far beyond any
 # config, and it bounds the recursion here and the depth of the `arguments` mcptape sends.
 MAX_YAML_DEPTH = MAX_DEPTH
@@ -37,6 +42,7 @@ class _YamlTree:
         self._built = 0
         self._seen: set[int] = set()  # nodes built once: building one again expands an alias
         self._alias: Loc | None = None  # where the outermost alias being expanded is used
+        self._alias_bytes = 0  # the scalar text repeated by expanding aliases (MAX_YAML_ALIAS_BYTES)
 
     def build(self, node: yaml.Node, loc: Loc) -> Any:
         self._built += 1
@@ -52,14 +58,7 @@ class _YamlTree:
 
     def _build(self, node: yaml.Node, loc: Loc) -> Any:
         if self._built > MAX_YAML_VALUES:
-            where = self._alias[:-1] if self._alias else loc  # the value that holds the `*alias`
-            line = self.key_lines.get(where) or self.lines.get(where) or node.start_mark.line + 1
-            raise ConfigError(
-                f"{self.display}:{line}: {field_name(where)}: YAML aliases (`*name`) here expand the file "
-                f"to more than {MAX_YAML_VALUES} values (anchored parts repeating parts that repeat others: "
-                "an alias bomb, or a config far larger than mcptape reads); write the repeated parts out, "
-                "or nest fewer aliases"
-            )
+            self._too_big(loc, node, f"{MAX_YAML_VALUES} values")
         if len(loc) > MAX_YAML_DEPTH:
             raise ConfigError(
                 f"{self.display}:{node.start_mark.line + 1}: {field_name(loc[:6])}…: values nested more than "
@@ -67,6 +66,10 @@ class _YamlTree:
             )
         self.lines[loc] = node.start_mark.line + 1
         if isinstance(node, yaml.ScalarNode):
+            if self._alias is not None:
+                self._alias_bytes += len(node.value)
+                if self._alias_bytes > MAX_YAML_ALIAS_BYTES:
+                    self._too_big(loc, node, f"{MAX_YAML_ALIAS_BYTES // (1024 * 1024)} MB of repeated text")
             return self._scalar(node, loc)
         if id(node) in self._active:
             raise ConfigError(
@@ -103,6 +106,16 @@ class _YamlTree:
             return out
         finally:
             self._active.discard(id(node))
+
+    def _too_big(self, loc: Loc, node: yaml.Node, limit: str) -> NoReturn:
+        where = self._alias[:-1] if self._alias else loc  # the value that holds the `*alias`
+        line = self.key_lines.get(where) or self.lines.get(where) or node.start_mark.line + 1
+        raise ConfigError(
+            f"{self.display}:{line}: {field_name(where)}: YAML aliases (`*name`) here expand the file "
+            f"to more than {limit} (anchored parts repeating parts that repeat others: "
+            "an alias bomb, or a config far larger than mcptape reads); write the repeated parts out, "
+            "or nest fewer aliases"
+        )
 
     def _scalar(self, node: yaml.ScalarNode, loc: Loc) -> Any:
         tag = node.tag
