@@ -52,3 +52,15 @@ def test_the_same_tape_with_an_object_msg_plays(tmp_path: Path) -> None:
     proc = subprocess.run(mcptape_command("play", str(path)), input=init.encode(), capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[0])["result"] == {"ok": 1}
+
+
+def test_a_header_whose_format_is_a_quoted_number_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "quoted.tape.jsonl"
+    _long_tape(path, 1)
+    lines = path.read_bytes().split(b"\n")
+    lines[0] = lines[0].replace(b'"format":1', b'"format":"1"')
+    path.write_bytes(b"\n".join(lines))
+    proc = subprocess.run(mcptape_command("show", str(path)), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3
+    assert f'{path}:1: the header\'s "format" is the string \'1\', and the tape format is a number' in proc.stderr
+    assert 'write "format":1 (no quotes)' in proc.stderr

@@ -23,7 +23,7 @@ from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_s
 from mcptape.commands.terminal import report_stream, write_output
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import Session
-from mcptape.config.semantics import check_config
+from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import (
     EXIT_SECRET,
     ConfigError,
@@ -31,6 +31,7 @@ from mcptape.errors import (
     SecretLeak,
 )
 from mcptape.github import publish_run
+from mcptape.logsafe import safe_log
 from mcptape.outlet import Outlet
 from mcptape.report.json_report import report_bytes
 from mcptape.report.junit import junit_xml
@@ -78,6 +79,8 @@ def run(options: Options) -> int:
             hint="run it locally and commit the tapes, or pass --allow-update-in-ci if this job is meant to",
         )
     loaded = load_config(options.config)
+    for warning in outside_repository(loaded):
+        print(safe_log(f"mcptape ci: warning: {warning}"), file=sys.stderr)
     sessions = select_sessions(loaded, options.sessions, options.shard)
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
                                                   ("--summary", options.summary)))

@@ -24,6 +24,12 @@ MAX_YAML_ALIAS_BYTES = 4 * 1024 * 1024
 MAX_YAML_DEPTH = MAX_DEPTH
 
 
+# The tags of plain data; any other (`!!python/...`, `!Ref`, `!!set`) is refused, not dropped:
+# a tag the reader ignored would leave a value that is not what the writer meant.
+_COLLECTION_TAGS = frozenset({"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"})
+_KEPT_AS_TEXT = frozenset({"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"})
+
+
 class _YamlTree:
     """Builds plain Python data from the composed YAML node tree, remembering each node's line.
 
@@ -76,6 +82,8 @@ class _YamlTree:
                 f"{self.display}:{node.start_mark.line + 1}: {field_name(loc)}: "
                 "a YAML alias refers to itself; mcptape.yml cannot hold recursive data"
             )
+        if node.tag not in _COLLECTION_TAGS:  # `!!python/object/apply:os.system [...]` was read as a list
+            self._refuse_tag(node, loc)
         self._active.add(id(node))
         try:
             if isinstance(node, yaml.SequenceNode):
@@ -133,15 +141,41 @@ class _YamlTree:
                     f"{self.display}:{node.start_mark.line + 1}: {field_name(loc)}: "
                     f"cannot read {node.value!r} as {tag.rsplit(':', 1)[-1]} ({one_line(str(e))})"
                 ) from e
-        if tag.startswith("tag:yaml.org,2002:"):  # timestamps, binary: keep the text the user wrote
+        if tag in _KEPT_AS_TEXT:  # timestamps, binary: keep the text the user wrote
             return str(node.value)
+        self._refuse_tag(node, loc)
+
+    def _refuse_tag(self, node: yaml.Node, loc: Loc) -> NoReturn:
+        tag = str(node.tag)
+        shown = "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag
+        why = (
+            " (it asks a YAML reader to make a Python object; mcptape reads mcptape.yml as plain data, never code)"
+            if "python/" in tag
+            else ""
+        )
         raise ConfigError(
-            f"{self.display}:{node.start_mark.line + 1}: {field_name(loc)}: unsupported YAML tag "
-            f"{tag}; remove it (mcptape.yml holds plain strings, numbers, lists and mappings)"
+            f"{self.display}:{node.start_mark.line + 1}: {field_name(loc)}: unsupported YAML tag {shown}{why}; "
+            "remove it (mcptape.yml holds plain strings, numbers, lists and mappings)"
         )
 
     def line_map(self) -> dict[Loc, int]:
         return {**self.lines, **self.key_lines}
+
+
+def _refused_character(text: str, display: str, e: yaml.reader.ReaderError) -> str:
+    """file:line:column of the character YAML refused, named, and the fix."""
+    position = e.position if 0 <= e.position < len(text) else 0
+    char = text[position] if text else "\0"
+    if isinstance(e.character, int) and chr(e.character) != char:  # the C reader counts otherwise: find it
+        position = max(text.find(chr(e.character)), 0)
+    line = text.count("\n", 0, position) + 1
+    column = position - (text.rfind("\n", 0, position) + 1) + 1
+    code = ord(text[position]) if text else 0
+    name = "a NUL byte" if code == 0 else f"the control character U+{code:04X}"
+    return (
+        f"{display}:{line}:{column}: {name} here; YAML allows no control characters in a file: "
+        "remove it (an editor or a copy from a binary file put it there)"
+    )
 
 
 def parse_yaml(text: str, display: str) -> tuple[Any, dict[Loc, int]]:
@@ -160,6 +194,8 @@ def parse_yaml(text: str, display: str) -> tuple[Any, dict[Loc, int]]:
                 else "fix the syntax there (check indentation, a missing ':' or an unclosed quote or bracket)"
             )
             raise ConfigError(f"{where}: invalid YAML: {what}; {fix}") from e
+        except yaml.reader.ReaderError as e:  # a character YAML refuses: not marked, only a position
+            raise ConfigError(_refused_character(text, display, e)) from e
         except yaml.YAMLError as e:
             raise ConfigError(f"{display}: invalid YAML: {one_line(str(e))}") from e
         if node is None:

@@ -228,7 +228,12 @@ def _check_header(p: Path, number: int, header: dict[str, Any] | None) -> dict[s
             hint="record one with `mcptape rec` or `mcptape ci --update-golden`",
         )
     fmt = header.get("format")
-    if fmt != FORMAT_VERSION:
+    if isinstance(fmt, str) and fmt.strip() == str(FORMAT_VERSION):
+        raise TapeError(
+            f'{p}:{number}: the header\'s "format" is the string {fmt!r}, and the tape format is a number',
+            hint=f'write "format":{FORMAT_VERSION} (no quotes) in the first line, or re-record the tape',
+        )
+    if fmt != FORMAT_VERSION or isinstance(fmt, bool):
         raise TapeError(
             f"{p}: tape format {fmt!r} is not one this mcptape ({__version__}) reads (format {FORMAT_VERSION})",
             hint=f"re-record it with mcptape {__version__}, or use the mcptape version "
