@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 import threading
@@ -254,6 +255,11 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     """Run one command; its exit code. `exiting`: the process ends right after (console), so a
     command may leave the objects it built unfreed (see diff's run_diff)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):
+        # A lone surrogate a server sent (`"\\ud800"`) has no UTF-8 form: printed as `\\ud800`
+        # (logsafe.utf8's rule) rather than ending the command in an internal error.
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     problem = unsupported_platform()
     if problem is not None and arguments != ["--version"]:
         print(problem, file=sys.stderr)

@@ -311,10 +311,10 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
     return _Fresh(recording, header, redacted, events, data, normalizer)
 
 
-def _write_view(tape: Path, fresh: _Fresh, outlet: Outlet, what: str) -> None:
+def _write_view(tape: Path, fresh: _Fresh, outlet: Outlet, what: str, data: bytes | None = None) -> None:
     """The review view beside a tape just written (tape/view.py: the tape diff, readable)."""
     try:
-        outlet.write(view_path(tape), render_view(fresh.header, fresh.events), what=what)
+        outlet.write(view_path(tape), render_view(fresh.header, fresh.events) if data is None else data, what=what)
     except WriteError as e:
         raise _Failed(str(e)) from e
 
@@ -334,11 +334,15 @@ def _update_golden(ctx: RunContext, session: Session, result: SessionResult, gol
         if not view.exists():  # a golden from before views existed gets its view now
             _write_view(gpath, fresh, outlet, f"review view of the golden tape of session {session.name}")
     else:
+        # The view is made (and checked) before the golden is touched: a view that cannot be
+        # made must not leave a run that failed with its golden rewritten.
+        what = f"review view of the golden tape of session {session.name}"
+        view_data = outlet.verified(render_view(fresh.header, fresh.events), what)
         try:
             outlet.write(gpath, fresh.data, what=f"golden tape of session {session.name}")
         except WriteError as e:
             raise _Failed(str(e), note=f"golden tape {result.golden} left untouched: it could not be written") from e
-        _write_view(gpath, fresh, outlet, f"review view of the golden tape of session {session.name}")
+        _write_view(gpath, fresh, outlet, what, view_data)
         change = "created" if old is None else "updated"
         result.verdict = "updated"
         if golden is not None:

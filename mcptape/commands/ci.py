@@ -31,7 +31,7 @@ from mcptape.errors import (
     SecretLeak,
 )
 from mcptape.github import publish_run
-from mcptape.logsafe import safe_log
+from mcptape.logsafe import safe_log, utf8
 from mcptape.outlet import Outlet
 from mcptape.report.json_report import report_bytes
 from mcptape.report.junit import junit_xml
@@ -128,9 +128,9 @@ def _write_reports(options: Options, report: RunReport, outlet: Outlet) -> None:
     if options.json_report:
         write_output(options.json_report, report_bytes(report), what="JSON report", outlet=outlet)
     if options.junit:
-        outlet.write(options.junit, junit_xml(report).encode("utf-8"), what="JUnit report", where=f"JUnit report {options.junit}")
+        outlet.write(options.junit, utf8(junit_xml(report)), what="JUnit report", where=f"JUnit report {options.junit}")
     if options.summary:
-        data = render_summary(report, redactor=outlet.redactor).encode("utf-8")
+        data = utf8(render_summary(report, redactor=outlet.redactor))
         outlet.write(options.summary, data, what="markdown summary", where=f"summary {options.summary}")
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from mcptape.commands.terminal import JSON_STDOUT, print_report
 from mcptape.diff.engine import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
-from mcptape.logsafe import ci_log_block, escape_controls
+from mcptape.logsafe import ci_log_block, escape_controls, utf8
 from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import recording_notes
@@ -92,7 +92,7 @@ def run(options: Options) -> int:
         if options.json == JSON_STDOUT:  # framed, so no tape text in it acts as a CI log command
             sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
         else:
-            write_atomic(options.json, text.encode("utf-8"), what="JSON verdict")
+            write_atomic(options.json, utf8(text), what="JSON verdict")
     if options.json != JSON_STDOUT:
         from mcptape.report.terminal import note_lines, render_diff  # rich, for this report only
 

@@ -19,6 +19,7 @@ from mcptape.commands.terminal import JSON_STDOUT, report_stream, write_output
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak
 from mcptape.github import command, publish_run
+from mcptape.logsafe import utf8
 from mcptape.outlet import Outlet
 from mcptape.report.json_report import report_bytes
 from mcptape.report.markdown import render_summary
@@ -78,7 +79,7 @@ def run(options: Options) -> int:
         if options.json_report:
             write_output(options.json_report, report_bytes(report), what="JSON report", outlet=outlet)
         if options.summary:
-            data = render_summary(report, redactor=outlet.redactor).encode("utf-8")
+            data = utf8(render_summary(report, redactor=outlet.redactor))
             outlet.write(options.summary, data, what="markdown summary", where=f"summary {options.summary}")
     except SecretLeak as e:
         print(f"mcptape merge: {e}", file=sys.stderr)

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from mcptape.commands.terminal import JSON_STDOUT, print_report, write_output
 from mcptape.jsonrpc import dumps
+from mcptape.logsafe import utf8
 from mcptape.report.terminal import message_summary, rich_text
 from mcptape.tape.reader import read_tape
 
@@ -38,7 +39,7 @@ def run(options: Options) -> int:
         doc = {"name": tape.name, "protocol": tape.protocol, "complete": tape.complete,
                "recorded_by": header.get("version"),
                "events": [{"index": i + 1, "line": tape.line_of(i), "event": ev} for i, ev in enumerate(tape.events)]}
-        write_output(options.json, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), what="tape")
+        write_output(options.json, utf8(json.dumps(doc, indent=2, ensure_ascii=False) + "\n"), what="tape")
         if options.json == JSON_STDOUT:
             return 0
     title = rich_text((tape.name, "bold"), f" · protocol {tape.protocol or '?'} · {len(tape.events)} events · "

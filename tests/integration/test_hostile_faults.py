@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT, mcptape_command, user_env
-from tests.integration.test_hostile import _PEAK_RSS, WAIT, write_config
+from tests.integration.test_hostile import _PEAK_RSS, WAIT, run, write_config
 
 
 def peak_run(*args: str, cwd: Path) -> tuple[int, bytes, float]:
@@ -57,3 +57,76 @@ def test_an_anchored_string_repeated_a_few_times_is_fine(tmp_path: Path) -> None
     config = write_config(tmp_path, sessions)
     code, stderr, _ = peak_run("check", "-c", str(config), cwd=tmp_path)
     assert code == 0, stderr.decode(errors="replace")
+
+
+# -- a lone surrogate in a server's answer -----------------------------------------------------------
+
+WIRE_SERVER = ROOT / "fixtures" / "servers" / "wire_server.py"
+
+
+def wire_config(directory: Path, sessions: str = "  - name: one\n    server: s\n    steps: [list_tools, {call: t}]\n") -> Path:
+    path = directory / "mcptape.yml"
+    path.write_text(
+        f"version: 1\ngolden_dir: tapes\nservers:\n  s:\n    command: [{json.dumps(sys.executable)}, {json.dumps(str(WIRE_SERVER))}]\n"
+        '    env: {WIRE_ANSWER: "${WIRE_ANSWER:-\\"ok\\"}", WIRE_INIT: "${WIRE_INIT:-}"}\n'
+        f"sessions:\n{sessions}",
+        encoding="utf-8",
+    )
+    return path
+
+
+def clean(proc: subprocess.CompletedProcess[bytes]) -> str:
+    text = proc.stdout.decode("utf-8") + proc.stderr.decode("utf-8")  # strict: every byte is UTF-8
+    assert "internal error" not in text and "Traceback" not in text, text
+    return text
+
+
+def test_a_lone_surrogate_in_an_answer_is_recorded_compared_and_reported(tmp_path: Path) -> None:
+    config = wire_config(tmp_path)
+    surrogate = {"WIRE_ANSWER": '"\\ud800 and \\udfff"'}
+    assert run("ci", "-c", str(config), "-u", cwd=tmp_path).returncode == 0
+    golden = tmp_path / "tapes" / "one.tape.jsonl"
+    before = golden.read_bytes()
+
+    drifted = run("ci", "-c", str(config), "--json", "r.json", "--junit", "j.xml", "--summary", "s.md",
+                  "--out-dir", "fresh", cwd=tmp_path, env=surrogate)
+    text = clean(drifted)
+    assert drifted.returncode == 1, text  # output drift: the answer changed
+    assert '"ok" → "\\ud800 and \\udfff"' in text
+    report = json.loads((tmp_path / "r.json").read_bytes())  # a report is always written, valid JSON
+    assert json.dumps(report).count("\\ud800") >= 1
+    assert "\\ud800" in (tmp_path / "s.md").read_text(encoding="utf-8")
+    assert "\\ud800" in (tmp_path / "j.xml").read_text(encoding="utf-8")
+    assert golden.read_bytes() == before  # a failed run leaves the golden alone
+    fresh = tmp_path / "fresh" / "one.tape.jsonl"
+    assert b'"text":"\\ud800 and \\udfff"' in fresh.read_bytes()  # recorded as the server said it
+
+    updated = run("ci", "-c", str(config), "-u", cwd=tmp_path, env=surrogate)
+    assert updated.returncode == 0, clean(updated)
+    assert golden.read_bytes() != before and b"\\ud800" in golden.read_bytes()
+    assert "\\ud800" in (tmp_path / "tapes" / "one.tape.view.txt").read_text(encoding="utf-8")
+    again = run("ci", "-c", str(config), cwd=tmp_path, env=surrogate)
+    assert again.returncode == 0, clean(again)  # the same answer again: no drift
+    back = run("ci", "-c", str(config), cwd=tmp_path)
+    assert back.returncode == 1, clean(back)  # and a real change still drifts
+
+    old = tmp_path / "old.tape.jsonl"
+    old.write_bytes(before)
+    for args, code in ((("show", str(golden)), 0), (("show", "--json", "-", str(golden)), 0),
+                       (("ls", str(golden.parent)), 0), (("ls", "--json", "-", str(golden.parent)), 0),
+                       (("diff", str(old), str(golden)), 1), (("diff", "--json", "-", str(old), str(golden)), 1),
+                       (("diff", str(fresh), str(golden)), 0)):
+        proc = run(*args, cwd=tmp_path)
+        assert proc.returncode == code, (args, clean(proc))
+        if "--json" in args:
+            json.loads(proc.stdout)
+        else:
+            assert "\\ud800" in clean(proc) or args[0] == "ls" or code == 0, args
+    session = b"".join(json.dumps(m).encode() + b"\n" for m in (
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                                       "clientInfo": {"name": "c", "version": "1"}}},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {}}},
+    ))
+    played = run("play", "--lenient", str(golden), cwd=tmp_path, stdin=session)
+    assert played.returncode in (0, 1), clean(played)
+    assert b'"text":"\\ud800 and \\udfff"' in played.stdout  # served as recorded
