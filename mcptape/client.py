@@ -509,7 +509,15 @@ class ScriptedClient:
         answer = self.request("initialize", params)
         if "error" in answer:
             raise ServerError(f"{self._where()}: the server refused initialize: {dumps(answer['error'])}")
-        result = answer.get("result") or {}
+        result = answer.get("result")
+        if result is None:
+            result = {}
+        elif not isinstance(result, dict):  # an InitializeResult is an object: this server cannot be driven
+            raise ServerError(
+                f"{self._where()}: the server answered initialize with {type(result).__name__} "
+                f"{dumps(result)[:200]}, not an object (InitializeResult)",
+                hint="the server's initialize handler returns the wrong value; fix the server",
+            )
         self.protocol = result.get("protocolVersion") if isinstance(result.get("protocolVersion"), str) else None
         info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else None

@@ -34,6 +34,7 @@ from typing import Any
 # partially initialized module (ImportError). tests/integration/test_ci_concurrency.py fails if a
 # worker thread does a first import.
 import mcptape.conformance  # noqa: F401  (diff/engine.py: conformance_drifts; mcp_types, pydantic, jsonschema)
+from mcptape import environment
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Config, HttpServer, Session
@@ -198,6 +199,19 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         result.duration_s = round(time.monotonic() - started, 3)
         if e.note is not None:
             result.notes.append(e.note)
+        return SessionOutcome(result)
+    except Exception as e:  # noqa: BLE001 - a session is the gate's unit (below)
+        # A bug met by one session's data (a server answering what no check foresaw) must not take
+        # the verdicts of the other sessions with it: this session could not run (exit 3), said
+        # as an internal error so it is reported and found (tests/fuzz looks for exactly that).
+        if environment.flag("MCPTAPE_DEBUG"):
+            raise  # the traceback, as cli.py prints it
+        result.verdict = "error"
+        result.error = redactor.redact_text(
+            f"internal error while running session {session.name}: {type(e).__name__}: {e} "
+            "(a bug in mcptape: please report it; MCPTAPE_DEBUG=1 shows the traceback)"
+        )
+        result.duration_s = round(time.monotonic() - started, 3)
         return SessionOutcome(result)
 
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, mcptape_command, user_env
 from tests.integration.test_hostile import _PEAK_RSS, WAIT, run, write_config
 
@@ -130,3 +132,64 @@ def test_a_lone_surrogate_in_an_answer_is_recorded_compared_and_reported(tmp_pat
     played = run("play", "--lenient", str(golden), cwd=tmp_path, stdin=session)
     assert played.returncode in (0, 1), clean(played)
     assert b'"text":"\\ud800 and \\udfff"' in played.stdout  # served as recorded
+
+
+# -- one server answering initialize with a non-object result ----------------------------------------
+
+TWO_SESSIONS = """\
+  - name: bad
+    server: s
+    steps: [list_tools]
+  - name: good
+    server: good
+    steps: [list_tools, {call: t}]
+"""
+
+
+@pytest.mark.parametrize("init", ['"hello"', "[1, 2]", "42"])
+def test_a_non_object_initialize_result_fails_that_session_only(tmp_path: Path, init: str) -> None:
+    config = wire_config(tmp_path, TWO_SESSIONS)
+    text = config.read_text(encoding="utf-8").replace(
+        "sessions:\n", f"  good:\n    command: [{json.dumps(sys.executable)}, {json.dumps(str(WIRE_SERVER))}]\nsessions:\n")
+    config.write_text(text, encoding="utf-8")
+    proc = run("ci", "-c", str(config), "-u", "--json", "r.json", cwd=tmp_path, env={"WIRE_INIT": init})
+    out = clean(proc)
+    assert proc.returncode == 3, out
+    report = json.loads((tmp_path / "r.json").read_bytes())
+    verdicts = {s["name"]: s for s in report["sessions"]}
+    assert verdicts["good"]["verdict"] == "updated"  # the other session got its verdict
+    assert verdicts["bad"]["verdict"] == "error"
+    kind = {'"hello"': "str", "[1, 2]": "list", "42": "int"}[init]
+    assert f"the server answered initialize with {kind} " in verdicts["bad"]["error"]
+    assert "not an object (InitializeResult)" in verdicts["bad"]["error"]
+    assert (tmp_path / "tapes" / "good.tape.jsonl").exists() and not (tmp_path / "tapes" / "bad.tape.jsonl").exists()
+
+
+def test_an_unforeseen_failure_in_one_session_leaves_the_others_their_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What no check foresaw (a bug met by one session's data) is that session's error, said as
+    # an internal error, and never the whole run's end.
+    from mcptape.ci import session as session_module
+    from mcptape.cli import main
+
+    monkeypatch.delenv("MCPTAPE_DEBUG", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    real = session_module._record
+
+    def flaky(ctx: object, session: object, golden: object) -> object:
+        if getattr(session, "name", "") == "bad":
+            raise TypeError("unforeseen")
+        return real(ctx, session, golden)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(session_module, "_record", flaky)
+    config = wire_config(tmp_path, TWO_SESSIONS.replace("server: good", "server: s"))
+    code = main(["ci", "-c", str(config), "-u", "--json", str(tmp_path / "r.json")])
+    assert code == 3
+    report = json.loads((tmp_path / "r.json").read_bytes())
+    verdicts = {s["name"]: s for s in report["sessions"]}
+    assert verdicts["good"]["verdict"] == "updated"
+    assert verdicts["bad"]["verdict"] == "error"
+    assert "internal error while running session bad: TypeError: unforeseen" in verdicts["bad"]["error"]
+    capsys.readouterr()
