@@ -68,6 +68,21 @@ def ci_log_block(text: str) -> str:
     return f"::stop-commands::{token}\n{body}::{token}::\n"
 
 
+def inert_json(text: str) -> str:
+    """JSON text that no terminal or CI log can take for anything but data, and the same value.
+
+    `--json -`: stdout must stay one JSON document, so it cannot be framed (ci_log_block).
+    Instead every character that could act is written as its `\\uXXXX` escape, and in a GitHub
+    job so is the second character of `::` and of `##[` (the runner's two command prefixes),
+    which in JSON can only sit inside strings: no line of it starts a workflow command, however
+    the runner trims it.
+    """
+    text = escape_controls(text, json=True)
+    if environment.on_github_actions() and ("::" in text or "##[" in text):
+        text = text.replace("::", ":\\u003a").replace("##[", "#\\u0023[")
+    return text
+
+
 def utf8(text: str) -> bytes:
     """`text` as UTF-8 for a report, a view or a log, a lone surrogate in it written `\\ud800`.
 

@@ -99,6 +99,7 @@ def run(options: Options) -> int:
     )
     exit_code = report.exit_code
     outlet = Outlet.for_config(loaded)
+    outlet.commands_to = report_stream(options.json_report)
     try:
         text = render_run_text(report)
         if update:

@@ -12,6 +12,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from mcptape import environment
 from mcptape.ci.merge import load_report, merge_reports, missing_shards
@@ -60,10 +61,10 @@ def _load_config(given: str | None, config_name: str) -> tuple[LoadedConfig | No
     return None, config_name
 
 
-def _warn(message: str) -> None:
+def _warn(message: str, commands_to: IO[str]) -> None:
     print(f"mcptape merge: warning: {message}", file=sys.stderr)
     if environment.on_github_actions():
-        print(command("warning", message, title="mcptape merge"), flush=True)
+        print(command("warning", message, title="mcptape merge"), flush=True, file=commands_to)
 
 
 def run(options: Options) -> int:
@@ -74,6 +75,7 @@ def run(options: Options) -> int:
     gaps = missing_shards(shards, loaded)
 
     outlet = Outlet.for_config(loaded)
+    outlet.commands_to = report_stream(options.json_report)
     try:
         outlet.show(render_run_text(report), "terminal report", file=report_stream(options.json_report))
         if options.json_report:
@@ -85,7 +87,7 @@ def run(options: Options) -> int:
         print(f"mcptape merge: {e}", file=sys.stderr)
         return EXIT_SECRET
     for gap in gaps:
-        _warn(gap + " (did that shard's job fail before writing its report?)")
+        _warn(gap + " (did that shard's job fail before writing its report?)", report_stream(options.json_report))
 
     codes = [report.exit_code] + [s.stored_exit for s in shards if s.stored_exit is not None]
     report_path = None if options.json_report == JSON_STDOUT else options.json_report

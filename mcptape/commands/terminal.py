@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
 from mcptape import environment
-from mcptape.logsafe import ci_log_block, safe_log
+from mcptape.logsafe import ci_log_block, inert_json, safe_log, utf8
 from mcptape.tape.atomic import write_atomic
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ def write_output(target: str, data: bytes, *, what: str, outlet: Outlet | None =
     if outlet is not None:
         data = outlet.verified(data, f"{what} {target}")
     if target == JSON_STDOUT:
+        data = utf8(inert_json(data.decode("utf-8")))  # one JSON document, never framed, yet inert
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

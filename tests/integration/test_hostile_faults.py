@@ -193,3 +193,34 @@ def test_an_unforeseen_failure_in_one_session_leaves_the_others_their_verdicts(
     assert verdicts["bad"]["verdict"] == "error"
     assert "internal error while running session bad: TypeError: unforeseen" in verdicts["bad"]["error"]
     capsys.readouterr()
+
+
+# -- `--json -` under GitHub Actions -----------------------------------------------------------------
+
+FORGED = "::error::forged by the server\n##[error]forged too"
+
+
+def test_json_to_stdout_under_github_actions_is_one_valid_inert_document(tmp_path: Path) -> None:
+    config = wire_config(tmp_path)
+    assert run("ci", "-c", str(config), "-u", cwd=tmp_path).returncode == 0
+    old = tmp_path / "old.tape.jsonl"
+    old.write_bytes((tmp_path / "tapes" / "one.tape.jsonl").read_bytes())
+    hostile = {"WIRE_ANSWER": json.dumps(FORGED), "GITHUB_ACTIONS": "true"}
+    assert run("ci", "-c", str(config), "-u", cwd=tmp_path, env={"WIRE_ANSWER": json.dumps(FORGED)}).returncode == 0
+    golden = tmp_path / "tapes" / "one.tape.jsonl"
+    for args in (("ci", "-c", str(config), "--json", "-"), ("show", "--json", "-", str(golden)),
+                 ("ls", "--json", "-", str(golden.parent)), ("diff", "--json", "-", str(old), str(golden))):
+        env = {**hostile, "WIRE_ANSWER": json.dumps("ok")} if args[0] == "ci" else hostile  # ci: a drift
+        proc = run(*args, cwd=tmp_path, env=env)
+        out = proc.stdout.decode("utf-8")
+        doc = json.loads(out)  # exactly one JSON document: nothing before or after it
+        assert "stop-commands" not in out, args
+        for line in out.splitlines():
+            assert not line.strip().startswith(("::", "##[")), (args, line)
+        if args[0] != "ls":
+            assert FORGED in json.dumps(doc, ensure_ascii=False).replace("\\n", "\n"), args  # the same value
+        err = proc.stderr.decode("utf-8")
+        if args[0] == "ci":
+            assert proc.returncode == 1
+            assert "::error file=tapes/one.tape.jsonl" in err  # the annotation, on stderr
+            assert "::stop-commands::" in err  # the human report, framed there
