@@ -61,9 +61,19 @@ from mcptape.mcp import (
     is_modern,
 )
 from mcptape.report.model import CallRef, Finding
-from mcptape.tape.events import C2S, GARBLED_NOTE, S2C, EventBuilder, exit_event, note_event, stderr_event
+from mcptape.tape.events import (
+    C2S,
+    GARBLED_NOTE,
+    S2C,
+    STDERR_CUT_NOTE,
+    EventBuilder,
+    exit_event,
+    note_event,
+    stderr_event,
+)
 from mcptape.tape.format import Event
 from mcptape.transports.base import Transport
+from mcptape.transports.stdio import STDERR_KEPT_BYTES
 
 # list step -> (method, key of the list in the result); every page is requested and recorded.
 LIST_METHODS: dict[str, tuple[str, str]] = {
@@ -653,6 +663,10 @@ def record_session(
     # stderr is its own stream, so its interleaving with stdout is not knowable: it goes last.
     for raw in getattr(transport, "stderr_lines", None) or []:
         events.append(stderr_event(raw))
+    lines, size = getattr(transport, "stderr_left_out", None) or (0, 0)
+    if size:
+        events.append(note_event(STDERR_CUT_NOTE, f"{size} more bytes of stderr ({lines} lines) left out: "
+                                                  f"a tape keeps the first {STDERR_KEPT_BYTES} bytes (never compared)"))
     if error is not None:
         if isinstance(error, ServerError) and getattr(transport, "spawned", True):
             error = _with_stderr(error, transport.stderr_tail())

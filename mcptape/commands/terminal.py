@@ -47,6 +47,11 @@ def print_report(render: Callable[[Console], None], file: IO[str] | None = None)
     target.write(ci_log_block(buffer.getvalue()))
 
 
+def print_text(text: str) -> None:
+    """Text already escaped by the caller, on stdout; framed in a GitHub job (logsafe.ci_log_block)."""
+    sys.stdout.write(ci_log_block(text) if environment.on_github_actions() else text)
+
+
 def write_output(target: str, data: bytes, *, what: str, outlet: Outlet | None = None) -> None:
     """`--json FILE` (or another output option): `data`, checked by `outlet` when there is one, written
     to FILE atomically, or to stdout when FILE is `-`."""

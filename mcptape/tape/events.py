@@ -38,6 +38,9 @@ S2C = "s2c"
 MESSAGE_KINDS = frozenset({"request", "notification", "response", "error"})
 DEEP_NOTE = "deep_json"  # the `what` of the note that says a message was cut at MAX_DEPTH
 GARBLED_NOTE = "garbled_answer"  # the `what` of the note that says an answer was not UTF-8
+STDERR_CUT_NOTE = "stderr_cut"  # the `what` of the note that says how much stderr a tape left out
+# Notes about what is never compared (stderr): said in a tape and its report, never drift.
+UNCOMPARED_NOTES = frozenset({STDERR_CUT_NOTE})
 
 
 def _other(direction: str) -> str:

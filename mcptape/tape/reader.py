@@ -3,6 +3,7 @@
     read_tape(path)     a Tape, every line parsed (show, ls, ci's goldens, merge ...)
     read_pair(a, b)     two tapes, the fresh one sharing the golden's event objects (diff)
     TapeStream(path)    header, footer and up-front checks now, events as they are needed (play)
+    stream_tape_events  header and footer, then events once in order, not kept (show of a huge tape)
 
 An unreadable file, a line that does not parse, a header of another format version: a TapeError
 (exit 3) naming the file and line, the same message from every form. A missing footer is not an
@@ -31,7 +32,7 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -98,6 +99,32 @@ def _split(p: Path, data: bytes) -> TapeLines:
 def read_tape(path: str | os.PathLike[str]) -> Tape:
     """Read a tape; a missing footer is allowed (cut short), an unknown format version is not."""
     return parse_tape(read_lines(path))
+
+
+def stream_tape_events(path: str | os.PathLike[str], batch: int = 4096) -> tuple[Tape, int, Iterator[tuple[int, dict[str, Any]]]]:
+    """A tape for reading once, in order, in bounded memory (`show` of a 50 MB tape): the Tape with
+    its header and footer but no events, how many events it holds, and (line, event) pairs parsed
+    `batch` lines at a time and not kept. The same checks and errors as read_tape, met as read."""
+    lines = read_lines(path)
+    tape = Tape(header=_header(lines), events=[], path=lines.path)
+    raws, numbers = _body(lines, lines.raws[1:], lines.numbers[1:])
+    del lines
+    end = len(raws)
+    for k, raw in enumerate(raws):
+        if raw.startswith(b'{"mcptape"') or (b'"mcptape"' in raw and not raw.startswith(b'{"kind"')):
+            obj = _parse_line(raw)
+            if obj is not None and obj.get("mcptape") == "end":
+                tape.footer, end = obj, k
+                break
+
+    def events() -> Iterator[tuple[int, dict[str, Any]]]:
+        for start in range(0, end, batch):
+            chunk, nums = raws[start:min(start + batch, end)], numbers[start:min(start + batch, end)]
+            parsed = parse_events(tape.path, chunk, nums)
+            check_messages(tape.path, parsed, nums)
+            yield from zip(nums, parsed, strict=True)
+
+    return tape, end, events()
 
 
 def parse_tape(lines: TapeLines) -> Tape:

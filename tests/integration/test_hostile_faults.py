@@ -224,3 +224,48 @@ def test_json_to_stdout_under_github_actions_is_one_valid_inert_document(tmp_pat
             assert proc.returncode == 1
             assert "::error file=tapes/one.tape.jsonl" in err  # the annotation, on stderr
             assert "::stop-commands::" in err  # the human report, framed there
+
+
+# -- a server flooding stderr ------------------------------------------------------------------------
+
+
+def test_a_server_flooding_stderr_leaves_a_bounded_golden_with_a_note(tmp_path: Path) -> None:
+    from mcptape.transports.stdio import STDERR_KEPT_BYTES
+
+    config = wire_config(tmp_path)
+    text = config.read_text(encoding="utf-8").replace("env: {", 'env: {WIRE_STDERR_MB: "8", ')
+    config.write_text(text, encoding="utf-8")
+    proc = run("ci", "-c", str(config), "-u", cwd=tmp_path)
+    assert proc.returncode == 0, clean(proc)
+    golden = tmp_path / "tapes" / "one.tape.jsonl"
+    view = tmp_path / "tapes" / "one.tape.view.txt"
+    assert golden.stat().st_size < 3 * STDERR_KEPT_BYTES and view.stat().st_size < 3 * STDERR_KEPT_BYTES
+    notes = [json.loads(line) for line in golden.read_text(encoding="utf-8").splitlines() if '"stderr_cut"' in line]
+    assert len(notes) == 1
+    left_out = int(notes[0]["detail"].split()[0])
+    assert 8 * 1024 * 1024 - 2 * STDERR_KEPT_BYTES < left_out < 8 * 1024 * 1024  # how much was left out
+    assert f"a tape keeps the first {STDERR_KEPT_BYTES} bytes (never compared)" in notes[0]["detail"]
+    again = run("ci", "-c", str(config), cwd=tmp_path)
+    assert again.returncode == 0, clean(again)  # the note is about stderr: never drift
+    quiet = run("ci", "-c", str(config), cwd=tmp_path, env={"WIRE_ANSWER": json.dumps("other")})
+    assert quiet.returncode == 1  # while a real change still is
+
+
+def test_show_of_a_long_tape_prints_every_event_as_it_reads(tmp_path: Path) -> None:
+    from mcptape.commands.show import STREAM_EVENTS
+
+    config = wire_config(tmp_path)
+    assert run("ci", "-c", str(config), "-u", cwd=tmp_path).returncode == 0
+    lines = (tmp_path / "tapes" / "one.tape.jsonl").read_bytes().splitlines()
+    stderr = json.dumps({"kind": "stderr", "dir": "s2c", "text": "chatty \x1b[2J line"}).encode()
+    count = STREAM_EVENTS + 1000
+    big = tmp_path / "big.tape.jsonl"
+    big.write_bytes(b"\n".join([*lines[:-1], *[stderr] * (count - len(lines) + 2), lines[-1]]) + b"\n")
+    proc = run("show", str(big), cwd=tmp_path)
+    out = clean(proc)
+    assert proc.returncode == 0
+    assert f"{count} events" in out
+    rows = [line for line in out.splitlines() if "chatty" in line]
+    assert len(rows) == count - len(lines) + 2
+    assert "\\x1b[2J" in rows[0] and "\x1b" not in out  # escaped, as every rendering of tape text
+    assert out.splitlines()[-1].lstrip().startswith(str(count))  # the last event, numbered
