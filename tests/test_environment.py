@@ -94,7 +94,7 @@ def test_the_scan_sees_a_read_of_a_variable_not_in_the_table(tmp_path: Path) -> 
         encoding="utf-8",
     )
     consts = _constants(module)
-    names = [k.value if isinstance(k, ast.Constant) else consts[ast.unparse(k)] for _, k in _reads(module)]
+    names = [str(k.value) if isinstance(k, ast.Constant) else consts[ast.unparse(k)] for _, k in _reads(module)]
     assert sorted(names) == sorted(["NEW_ONE", "OTHER", "THIRD", "MCPTAPE_SECRET_KNOB", "FOURTH"])
     assert not set(names) & set(VARIABLES)
 
