@@ -162,6 +162,12 @@ class EventBuilder:
         """(direction, id key, method) of requests still unanswered, e.g. when a server died."""
         return [(d, k, m) for (d, k), (m, _, _) in self._open.items()]
 
+    def unanswered_note(self) -> dict[str, Any] | None:
+        """The `unanswered` note every recorder writes at the end (stdio and HTTP rec alike), if any
+        request is still open: each one's direction, id and method."""
+        unanswered = [{"dir": d, "id": json.loads(k), "method": m} for d, k, m in self.open_requests()]
+        return note_event("unanswered", unanswered) if unanswered else None
+
 
 def garbage_event(direction: str, line: bytes) -> dict[str, Any]:
     event: dict[str, Any] = {"kind": "garbage", "dir": direction}

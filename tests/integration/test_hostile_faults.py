@@ -269,3 +269,42 @@ def test_show_of_a_long_tape_prints_every_event_as_it_reads(tmp_path: Path) -> N
     assert len(rows) == count - len(lines) + 2
     assert "\\x1b[2J" in rows[0] and "\x1b" not in out  # escaped, as every rendering of tape text
     assert out.splitlines()[-1].lstrip().startswith(str(count))  # the last event, numbered
+
+
+# -- rec --listen: a request the upstream never answers -----------------------------------------------
+
+
+def test_rec_listen_notes_a_request_the_upstream_never_answered(tmp_path: Path) -> None:
+    import http.server
+    import threading
+    import urllib.request
+
+    from tests.integration.http_helpers import mcptape_listening
+
+    class Accepting(http.server.BaseHTTPRequestHandler):  # takes every POST, answers none (202, no body)
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Accepting)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    tape = tmp_path / "http.tape.jsonl"
+    try:
+        with mcptape_listening("rec", "--out", str(tape), "--upstream",
+                               f"http://127.0.0.1:{upstream.server_address[1]}/mcp") as listening:
+            body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "t"}}).encode()
+            request = urllib.request.Request(listening.url, data=body, method="POST",
+                                             headers={"Content-Type": "application/json",
+                                                      "Accept": "application/json, text/event-stream"})
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                assert resp.status == 202
+    finally:
+        upstream.shutdown()
+    events = [json.loads(line) for line in tape.read_text(encoding="utf-8").splitlines()[1:]]
+    notes = [e for e in events if e.get("kind") == "note" and e.get("what") == "unanswered"]
+    assert notes == [{"kind": "note", "what": "unanswered", "detail": [{"dir": "c2s", "id": 7, "method": "tools/call"}]}]
