@@ -34,6 +34,10 @@ _EXPECTED = {
     "union_tag_invalid": "a mapping with `command` (stdio server) or `url` (HTTP server)",
 }
 _TAGS = {"stdio server", "http server"}
+# pydantic's label of a union member (`dict[str,any]`, `list[...]`, `function-after[...]`): not a
+# key the user wrote. Found by its shape, so a user's key holding "[" (`a[b: 1`) is kept (it was
+# dropped with the labels, and an unknown top-level key so written crashed the message).
+_TYPE_LABEL = re.compile(r"[a-z_-]+\[.*\]")
 
 
 def _expected(error: Mapping[str, Any]) -> str | None:
@@ -44,7 +48,7 @@ def _expected(error: Mapping[str, Any]) -> str | None:
 
 def _user_loc(loc: Loc) -> Loc:
     """The pydantic location without union-member labels (`stdio server`, `dict[str,any]`, ...)."""
-    return tuple(p for p in loc if not (isinstance(p, str) and (p in _TAGS or "[" in p)))
+    return tuple(p for p in loc if not (isinstance(p, str) and (p in _TAGS or _TYPE_LABEL.fullmatch(p))))
 
 
 def _valid_keys(loc: Loc) -> list[str]:
