@@ -94,8 +94,9 @@ def golden_tools(tape: Tape) -> dict[str, Any]:
     tools: dict[str, Any] = {}
     for event in tape.events:
         if event.get("kind") == "response" and event.get("method") == "tools/list":
-            result = (event.get("msg") or {}).get("result") or {}
-            for tool in result.get("tools") or []:
+            result = (event.get("msg") or {}).get("result")
+            tools_listed = result.get("tools") if isinstance(result, dict) else None  # a server may answer `"x"`
+            for tool in tools_listed if isinstance(tools_listed, list) else []:
                 if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                     tools[tool["name"]] = tool
     return tools

@@ -181,7 +181,8 @@ def _is_error_result(result: Any) -> bool:
 
 def _error_result_brief(answer: dict[str, Any]) -> str:
     """An isError result in a few words: its first text, as a reviewer would read it."""
-    content = (answer.get("result") or {}).get("content")
+    result = answer.get("result")
+    content = result.get("content") if isinstance(result, dict) else None
     texts = [c.get("text") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)] \
         if isinstance(content, list) else []
     return show(texts[0]) if texts else "(no text)"

@@ -308,3 +308,25 @@ def test_rec_listen_notes_a_request_the_upstream_never_answered(tmp_path: Path) 
     events = [json.loads(line) for line in tape.read_text(encoding="utf-8").splitlines()[1:]]
     notes = [e for e in events if e.get("kind") == "note" and e.get("what") == "unanswered"]
     assert notes == [{"kind": "note", "what": "unanswered", "detail": [{"dir": "c2s", "id": 7, "method": "tools/call"}]}]
+
+
+def test_a_golden_whose_answers_are_not_objects_is_compared_not_crashed_on(tmp_path: Path) -> None:
+    # A golden (hand-edited, or recorded from a server as hostile as tests/fuzz's) whose initialize
+    # and tools/list answers are `true` and `"x"`: ci, diff and show say what differs.
+    config = wire_config(tmp_path)
+    assert run("ci", "-c", str(config), "-u", cwd=tmp_path).returncode == 0
+    golden = tmp_path / "tapes" / "one.tape.jsonl"
+    lines = golden.read_text(encoding="utf-8").splitlines()
+    for k, line in enumerate(lines):
+        event = json.loads(line)
+        if event.get("kind") == "response" and event.get("method") in ("initialize", "tools/list"):
+            event["msg"]["result"] = True if event["method"] == "initialize" else "x"
+            lines[k] = json.dumps(event, separators=(",", ":"))
+    golden.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fresh = tmp_path / "fresh"
+    ci = run("ci", "-c", str(config), "--out-dir", str(fresh), cwd=tmp_path)
+    assert ci.returncode in (1, 2), clean(ci)
+    for args in (("diff", str(golden), str(fresh / "one.tape.jsonl")), ("show", str(golden))):
+        proc = run(*args, cwd=tmp_path)
+        clean(proc)
+        assert proc.returncode in (0, 1, 2), args
