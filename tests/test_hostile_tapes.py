@@ -64,3 +64,19 @@ def test_a_header_whose_format_is_a_quoted_number_says_so(tmp_path: Path) -> Non
     assert proc.returncode == 3
     assert f'{path}:1: the header\'s "format" is the string \'1\', and the tape format is a number' in proc.stderr
     assert 'write "format":1 (no quotes)' in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ['{"a":1}', "[1]", "7"])
+def test_an_event_whose_kind_is_not_a_name_is_an_unreadable_tape(tmp_path: Path, kind: str) -> None:
+    # Found by the fuzz campaign (tape seed 5054): show, ls, diff crashed hashing it.
+    path = tmp_path / "odd.tape.jsonl"
+    _long_tape(path, 3)
+    lines = path.read_bytes().split(b"\n")
+    lines[4] = lines[4].replace(b'"kind":"request"', b'"kind":' + kind.encode(), 1)
+    path.write_bytes(b"\n".join(lines))
+    for command in (("show", str(path)), ("diff", str(path), str(path)), ("play", str(path))):
+        proc = subprocess.run(mcptape_command(*command), input=b"", capture_output=True, timeout=60)
+        assert proc.returncode == 3, (command, proc.stderr)
+        assert f"{path}:5: an event whose kind is".encode() in proc.stderr, command
+    listed = subprocess.run(mcptape_command("ls", "--json", "-", str(tmp_path)), capture_output=True, timeout=60)
+    assert listed.returncode == 0 and b"an event whose kind is" in listed.stdout
