@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 NODE_DIR := fixtures/node
 
-.PHONY: install install-python install-node demo test lint bench clean
+.PHONY: install install-python install-node demo test lint bench fuzz clean
 
 install: install-python install-node
 install-python: $(VENV)/.installed
@@ -37,6 +37,12 @@ lint: install-python
 # bench_http.py measures rec --listen against the npm server-everything (the README figure).
 bench: install
 	$(BIN)/python -m bench
+
+# A longer fuzz campaign than `make test` runs (tests/fuzz/): FUZZ_BUDGET seconds from FUZZ_SEED.
+FUZZ_BUDGET ?= 600
+FUZZ_SEED ?= 1
+fuzz: install-python
+	$(BIN)/python -m tests.fuzz --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
-from mcptape import __version__
+from mcptape import __version__, environment
 from mcptape.commands.usage import DEBUG_VARIABLE, USAGE, render_epilog
 from mcptape.errors import EXIT_CODES, EXIT_COULD_NOT_RUN, McptapeError
 from mcptape.replay.served_values import help_text as served_help
@@ -284,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _debug() -> bool:
-    return os.environ.get(DEBUG_VARIABLE, "").strip().lower() not in ("", "0", "false", "no", "off")
+    return environment.flag(DEBUG_VARIABLE)
 
 
 # The command line of this run, for the known secrets of its messages (outlet.safe_message).
@@ -329,6 +330,11 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     command may leave the objects it built unfreed (see diff's run_diff)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     _ARGV[:] = arguments
+    for stream in (sys.stdout, sys.stderr):
+        # A lone surrogate a server sent (`"\\ud800"`) has no UTF-8 form: printed as `\\ud800`
+        # (logsafe.utf8's rule) rather than ending the command in an internal error.
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     problem = unsupported_platform()
     if problem is not None and arguments != ["--version"]:
         print(problem, file=sys.stderr)

@@ -70,6 +70,7 @@ from mcptape.tape.events import (
     C2S,
     GARBLED_NOTE,
     S2C,
+    STDERR_CUT_NOTE,
     EventBuilder,
     exit_event,
     is_message,
@@ -78,6 +79,7 @@ from mcptape.tape.events import (
 )
 from mcptape.tape.format import Event
 from mcptape.transports.base import Transport
+from mcptape.transports.stdio import STDERR_KEPT_BYTES
 
 # list step -> (method, key of the list in the result); every page is requested and recorded.
 LIST_METHODS: dict[str, tuple[str, str]] = {
@@ -618,7 +620,15 @@ class ScriptedClient:
         answer = self.request("initialize", params)
         if "error" in answer:
             raise ServerError(f"{self._where()}: the server refused initialize: {dumps(answer['error'])}")
-        result = answer.get("result") or {}
+        result = answer.get("result")
+        if result is None:
+            result = {}
+        elif not isinstance(result, dict):  # an InitializeResult is an object: this server cannot be driven
+            raise ServerError(
+                f"{self._where()}: the server answered initialize with {type(result).__name__} "
+                f"{dumps(result)[:200]}, not an object (InitializeResult)",
+                hint="the server's initialize handler returns the wrong value; fix the server",
+            )
         self.protocol = result.get("protocolVersion") if isinstance(result.get("protocolVersion"), str) else None
         info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else None
@@ -756,6 +766,10 @@ def record_session(
     # stderr is its own stream, so its interleaving with stdout is not knowable: it goes last.
     for raw in getattr(transport, "stderr_lines", None) or []:
         events.append(stderr_event(raw))
+    lines, size = getattr(transport, "stderr_left_out", None) or (0, 0)
+    if size:
+        events.append(note_event(STDERR_CUT_NOTE, f"{size} more bytes of stderr ({lines} lines) left out: "
+                                                  f"a tape keeps the first {STDERR_KEPT_BYTES} bytes (never compared)"))
     if error is not None:
         if isinstance(error, ServerError) and getattr(transport, "spawned", True):
             error = _with_stderr(error, transport.stderr_tail())

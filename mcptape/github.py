@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcptape import environment
 from mcptape.errors import GitHubError
 from mcptape.outlet import Outlet
 from mcptape.report.markdown import (
@@ -192,7 +193,7 @@ def render_context(env: Mapping[str, str], config_path: str, workspace: str) -> 
         action_ref=action_ref,
         artifact=env.get("MCPTAPE_ARTIFACT") or None,
         # action.yml attests the artifact's tapes (input attest): the accept commands verify them.
-        attested_repo=repo if env.get("MCPTAPE_ATTEST") == "true" and env.get("MCPTAPE_ARTIFACT") and base else None,
+        attested_repo=repo if environment.flag("MCPTAPE_ATTEST", env) and env.get("MCPTAPE_ARTIFACT") and base else None,
     )
 
 
@@ -450,7 +451,7 @@ def publish_run(
 
     comment_url, action = "", "skipped"
     pr = pull_request_from_event(env)
-    if env.get("MCPTAPE_COMMENT", "true").strip().lower() in ("false", "0", "no", "off"):
+    if not environment.flag("MCPTAPE_COMMENT", env, default=True):
         action = "disabled"
     elif report.shard:
         action = "skipped: shard"

@@ -20,12 +20,17 @@ Two dangers, one function each:
 
 from __future__ import annotations
 
-import os
 import re
 
+from mcptape import environment
+
 # C0 controls but tab and newline, DEL, C1 controls; the bidi embeddings, overrides, isolates and
-# marks; zero-width spaces, joiners, the word joiner and invisible operators, the BOM.
-_ACTING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# marks; zero-width spaces, joiners, the word joiner and invisible operators, the BOM; and lone
+# surrogates (a server's `"\\ud800"`): no UTF-8 text can hold one, so a report, a log or a
+# terminal that received one raw would fail to be written at all.
+_ACTING = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff]"
+)
 
 
 def _python_escape(m: re.Match[str]) -> str:
@@ -54,13 +59,39 @@ def _could_act(text: str) -> bool:
 
 def ci_log_block(text: str) -> str:
     """`text` made inert for the runner's command parser when running in GitHub Actions."""
-    if os.environ.get("GITHUB_ACTIONS") != "true" or not _could_act(text):
+    if not environment.on_github_actions() or not _could_act(text):
         return text
     import secrets  # only in a GitHub job: keeps `mcptape --version` light
 
     token = secrets.token_hex(16)
     body = text if text.endswith("\n") else text + "\n"
     return f"::stop-commands::{token}\n{body}::{token}::\n"
+
+
+def inert_json(text: str) -> str:
+    """JSON text that no terminal or CI log can take for anything but data, and the same value.
+
+    `--json -`: stdout must stay one JSON document, so it cannot be framed (ci_log_block).
+    Instead every character that could act is written as its `\\uXXXX` escape, and in a GitHub
+    job so is the second character of `::` and of `##[` (the runner's two command prefixes),
+    which in JSON can only sit inside strings: no line of it starts a workflow command, however
+    the runner trims it.
+    """
+    text = escape_controls(text, json=True)
+    if environment.on_github_actions() and ("::" in text or "##[" in text):
+        text = text.replace("::", ":\\u003a").replace("##[", "#\\u0023[")
+    return text
+
+
+def utf8(text: str) -> bytes:
+    """`text` as UTF-8 for a report, a view or a log, a lone surrogate in it written `\\ud800`.
+
+    A server may answer `"\\ud800"` (valid JSON, no UTF-8 form); the tape keeps it as that JSON
+    escape (jsonrpc.dumps), and every document about the tape writes it this way instead of
+    failing to be written: inside a JSON string `\\ud800` is that same value, elsewhere it is the
+    visible escape escape_controls shows.
+    """
+    return text.encode("utf-8", "backslashreplace")
 
 
 def safe_log(text: str) -> str:

@@ -69,6 +69,9 @@ class Outlet:
 
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
+        # Where workflow commands go: stdout, unless stdout carries a document (`--json -`): the
+        # runner reads commands from stderr as well, and stdout must stay one JSON document.
+        self.commands_to: IO[str] | None = None
         self._last: object = None  # the bytes verified last: written twice (golden, --out-dir), checked once
 
     @classmethod
@@ -120,4 +123,4 @@ class Outlet:
     def command(self, line: str, where: str) -> None:
         """A workflow command of ours (`::error file=...::...`), checked, printed as it is."""
         self.verified_text(line, where)
-        print(line, flush=True)
+        print(line, flush=True, file=self.commands_to if self.commands_to is not None else sys.stdout)

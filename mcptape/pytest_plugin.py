@@ -21,7 +21,7 @@ the test plays a fork of its tape made by `mcptape fork` into a temporary direct
 itself is never changed. A fork needs a recorded tape: in a mode that records, `fork=` fails the test.
 A test records one client session per tape: a test that opens two sessions while recording keeps
 the last (give the second its own test, or its own `tape=`).
-Recording under CI=true is refused unless `--mcptape-allow-record-in-ci` (or env
+Recording in CI (environment.in_ci: CI=true, 1, yes ...) is refused unless `--mcptape-allow-record-in-ci` (or env
 MCPTAPE_ALLOW_RECORD_IN_CI=1) says so, as `mcptape ci --update-golden` is.
 
 Loaded in every pytest run of an environment mcptape is installed in, so it imports nothing
@@ -31,7 +31,6 @@ heavy: no mcptape module at load time, the SDK only when a test asks `stdio_para
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -52,7 +51,6 @@ ALLOW_CI_VARIABLE = "MCPTAPE_ALLOW_RECORD_IN_CI"
 TAPE_SUFFIX = ".tape.jsonl"  # tape/format.py's; repeated here to keep the plugin's load free of mcptape
 LISTEN_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
-_FALSE = ("", "0", "false", "no", "off")
 MARKER_ARGS = ("tape", "server", "url", "lenient", "ignore_args", "match_on", "allow_reuse", "faults", "fault_seed",
                "pace", "fork")
 _UNUSED_KEY = pytest.StashKey[list[tuple[str, str, list[str]]]]()
@@ -94,7 +92,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def record_mode(config: pytest.Config) -> str:
     """The record mode: the option, else MCPTAPE_RECORD_MODE, else the ini setting, else none."""
-    mode = config.getoption("--mcptape-record-mode") or os.environ.get(MODE_VARIABLE) or config.getini("mcptape_record_mode")
+    from mcptape import environment  # a few lines of stdlib: the plugin's load stays light
+
+    mode = config.getoption("--mcptape-record-mode") or environment.get(MODE_VARIABLE) or config.getini("mcptape_record_mode")
     mode = str(mode or "none").strip()
     if mode not in RECORD_MODES:
         raise pytest.UsageError(f"mcptape record mode {mode!r}: expected one of {', '.join(RECORD_MODES)}")
@@ -164,12 +164,13 @@ def _plan(request: pytest.FixtureRequest) -> tuple[Path, str, dict[str, Any]]:
     if action != "play":
         if not options.get("server") and not options.get("url"):
             pytest.fail(f"mcptape: recording {tape} needs the live server: @pytest.mark.mcptape(server=[...]) or url=...", pytrace=False)
-        if os.environ.get("CI", "").strip().lower() not in _FALSE and not (
-            request.config.getoption("--mcptape-allow-record-in-ci")
-            or os.environ.get(ALLOW_CI_VARIABLE, "").strip().lower() not in _FALSE
+        from mcptape import environment
+
+        if environment.in_ci() and not (
+            request.config.getoption("--mcptape-allow-record-in-ci") or environment.flag(ALLOW_CI_VARIABLE)
         ):
             pytest.fail(
-                f"mcptape: CI=true: refusing to record {tape} (record mode {mode}); in CI tapes are played, "
+                f"mcptape: CI={environment.get('CI')}: refusing to record {tape} (record mode {mode}); in CI tapes are played, "
                 f"not re-recorded. Commit the tape, or pass --mcptape-allow-record-in-ci (or {ALLOW_CI_VARIABLE}=1) "
                 "if recording here is meant",
                 pytrace=False,

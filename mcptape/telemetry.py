@@ -34,14 +34,13 @@ matching or diffing (mcp.strip_meta), so the context a client sends is no drift.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcptape import __version__
+from mcptape import __version__, environment
 from mcptape.errors import McptapeError
 from mcptape.jsonrpc import dumps, id_key
 from mcptape.tape.events import C2S, S2C, EventBuilder
@@ -236,10 +235,11 @@ class Telemetry:
 
 
 def _env_resource() -> dict[str, str]:
-    pairs = (p.split("=", 1) for p in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(",") if "=" in p)
+    pairs = (p.split("=", 1) for p in (environment.get("OTEL_RESOURCE_ATTRIBUTES") or "").split(",") if "=" in p)
     found = {k.strip(): v for k, v in pairs}
-    if os.environ.get("OTEL_SERVICE_NAME"):
-        found["service.name"] = os.environ["OTEL_SERVICE_NAME"]
+    service = environment.get("OTEL_SERVICE_NAME")
+    if service:
+        found["service.name"] = service
     return found
 
 

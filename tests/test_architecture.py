@@ -59,6 +59,7 @@ LAZY = {
     ("mcptape.commands.play", "mcptape.tape.atomic"): "tempfile, for --report only",
     ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
     ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",
+    ("mcptape.pytest_plugin", "mcptape.environment"): "the plugin loads in every pytest run: no mcptape module until a test asks",
     ("mcptape.replay.matching", "mcptape.normalize"): "the JSON path evaluator (dataclasses), for --ignore-arg only",
     ("mcptape.commands.play", "mcptape.telemetry"): "the trace export, for --otel only",
     ("mcptape.commands.play", "mcptape.outlet"): "the redactor, for --otel only (play's client lines on spans)",

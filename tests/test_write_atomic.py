@@ -91,3 +91,26 @@ def test_a_pipe_or_device_is_written_into_not_replaced(tmp_path: Path) -> None:
     assert out == '{"result": "none"}\n'
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.fifo"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_a_new_file_gets_the_mode_an_ordinary_file_gets_under_the_umask(tmp_path: Path, umask: int) -> None:
+    # A golden tape is committed: 0600 (mkstemp's mode) made git store it unreadable to the
+    # others on a shared checkout. The umask is read in a child so this process's stays untouched.
+    path = tmp_path / "g.tape.jsonl"
+    plain = tmp_path / "plain.txt"
+    code = (
+        "import os, sys; from mcptape.tape.atomic import write_atomic; "
+        "write_atomic(sys.argv[1], b'x'); open(sys.argv[2], 'w', encoding='utf-8').close()"
+    )
+    subprocess.run([sys.executable, "-c", code, str(path), str(plain)], check=True,
+                   preexec_fn=lambda: os.umask(umask))  # noqa: PLW1509
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask == stat.S_IMODE(plain.stat().st_mode)
+
+
+def test_rewriting_a_file_keeps_the_mode_its_owner_gave_it(tmp_path: Path) -> None:
+    path = tmp_path / "g.tape.jsonl"
+    write_atomic(path, b"one\n")
+    path.chmod(0o640)
+    write_atomic(path, b"two\n")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcptape import environment
 from mcptape.errors import McptapeError
 
 GIT_TIMEOUT = 300.0
@@ -83,8 +84,9 @@ def _deepen(repo: Path, step: int) -> bool:
 
 def _base_branch(repo: Path, env: Mapping[str, str]) -> str:
     """The branch a pull request targets (GITHUB_BASE_REF), else the remote's default branch."""
-    if env.get("GITHUB_BASE_REF"):
-        return env["GITHUB_BASE_REF"]
+    base = environment.get("GITHUB_BASE_REF", env)
+    if base:
+        return base
     head = _out(repo, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
     if head and head.startswith("origin/"):
         return head[len("origin/"):]

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 # in the import system, which then gave one of them a partially initialized module (ImportError);
 # tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
 # The one exception is the conformance check (see run_in_pool).
+from mcptape import environment
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Config, HttpServer, Session
@@ -103,8 +104,9 @@ def golden_tools(tape: Tape) -> dict[str, Any]:
     tools: dict[str, Any] = {}
     for event in tape.events:
         if event.get("kind") == "response" and event.get("method") == "tools/list":
-            result = (event.get("msg") or {}).get("result") or {}
-            for tool in result.get("tools") or []:
+            result = (event.get("msg") or {}).get("result")
+            tools_listed = result.get("tools") if isinstance(result, dict) else None  # a server may answer `"x"`
+            for tool in tools_listed if isinstance(tools_listed, list) else []:
                 if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                     tools[tool["name"]] = tool
     return tools
@@ -209,6 +211,19 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         result.duration_s = round(time.monotonic() - started, 3)
         if e.note is not None:
             result.notes.append(e.note)
+        return SessionOutcome(result)
+    except Exception as e:  # noqa: BLE001 - a session is the gate's unit (below)
+        # A bug met by one session's data (a server answering what no check foresaw) must not take
+        # the verdicts of the other sessions with it: this session could not run (exit 3), said
+        # as an internal error so it is reported and found (tests/fuzz looks for exactly that).
+        if environment.flag("MCPTAPE_DEBUG"):
+            raise  # the traceback, as cli.py prints it
+        result.verdict = "error"
+        result.error = redactor.redact_text(
+            f"internal error while running session {session.name}: {type(e).__name__}: {e} "
+            "(a bug in mcptape: please report it; MCPTAPE_DEBUG=1 shows the traceback)"
+        )
+        result.duration_s = round(time.monotonic() - started, 3)
         return SessionOutcome(result)
 
 
@@ -366,10 +381,10 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
     return _Fresh(recording, header, redacted, events, data, normalizer, timing)
 
 
-def _write_view(tape: Path, fresh: _Fresh, outlet: Outlet, what: str) -> None:
+def _write_view(tape: Path, fresh: _Fresh, outlet: Outlet, what: str, data: bytes | None = None) -> None:
     """The review view beside a tape just written (tape/view.py: the tape diff, readable)."""
     try:
-        outlet.write(view_path(tape), render_view(fresh.header, fresh.events), what=what)
+        outlet.write(view_path(tape), render_view(fresh.header, fresh.events) if data is None else data, what=what)
     except WriteError as e:
         raise _Failed(str(e)) from e
 
@@ -389,11 +404,15 @@ def _update_golden(ctx: RunContext, session: Session, result: SessionResult, gol
         if not view.exists():  # a golden from before views existed gets its view now
             _write_view(gpath, fresh, outlet, f"review view of the golden tape of session {session.name}")
     else:
+        # The view is made (and checked) before the golden is touched: a view that cannot be
+        # made must not leave a run that failed with its golden rewritten.
+        what = f"review view of the golden tape of session {session.name}"
+        view_data = outlet.verified(render_view(fresh.header, fresh.events), what)
         try:
             outlet.write(gpath, fresh.data, what=f"golden tape of session {session.name}")
         except WriteError as e:
             raise _Failed(str(e), note=f"golden tape {result.golden} left untouched: it could not be written") from e
-        _write_view(gpath, fresh, outlet, f"review view of the golden tape of session {session.name}")
+        _write_view(gpath, fresh, outlet, what, view_data)
         change = "created" if old is None else "updated"
         result.verdict = "updated"
         if golden is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +24,9 @@ from typing import Any
 from mcptape.commands.surface import run_surface
 from mcptape.commands.terminal import say
 from mcptape.config.load import load_config
-from mcptape.config.semantics import check_config
+from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, ConfigError
+from mcptape.logsafe import safe_log
 from mcptape.report.model import worst_exit
 
 UNSET_PLACEHOLDER = "mcptape-unset-"  # + the name: a value no check mistakes for a URL part or a secret
@@ -102,6 +104,8 @@ def _check(path: str, allow_unset: bool) -> None:
         env = _Unset(os.environ, set(_REQUIRED_VARIABLE.findall(text)))
     loaded = load_config(path, env=env)
     check_config(loaded)
+    for warning in outside_repository(loaded):
+        print(safe_log(f"mcptape check: warning: {warning}"), file=sys.stderr)
     config = loaded.config
     sessions, servers = len(config.sessions), len(config.servers)
     unset = f"; not set here, ci needs them: {', '.join(env.missing)}" if env is not None and env.missing else ""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcptape import environment
 from mcptape.ci.baseline import has_goldens, reference_report
 from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
@@ -22,7 +23,7 @@ from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_i
 from mcptape.commands.terminal import report_stream, write_output
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import Session
-from mcptape.config.semantics import check_config
+from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import (
     EXIT_SECRET,
     ConfigError,
@@ -30,6 +31,7 @@ from mcptape.errors import (
     SecretLeak,
 )
 from mcptape.github import publish_run
+from mcptape.logsafe import safe_log, utf8
 from mcptape.outlet import Outlet
 from mcptape.report.json_report import report_bytes
 from mcptape.report.junit import junit_xml
@@ -91,12 +93,14 @@ def run(options: Options) -> int:
     if options.repeat is not None:
         return run_repeat(options)
     update = options.update_golden
-    if update and os.environ.get("CI", "").lower() == "true" and not options.allow_update_in_ci:
+    if update and environment.in_ci() and not options.allow_update_in_ci:
         raise McptapeError(
-            "refusing --update-golden with CI=true: golden tapes are accepted by a person, not by the gate",
+            f"refusing --update-golden with CI={environment.get('CI')}: golden tapes are accepted by a person, not by the gate",
             hint="run it locally and commit the tapes, or pass --allow-update-in-ci if this job is meant to",
         )
     loaded = load_config(options.config)
+    for warning in outside_repository(loaded):
+        print(safe_log(f"mcptape ci: warning: {warning}"), file=sys.stderr)
     sessions = select_sessions(loaded, options.sessions, options.shard)
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
                                                   ("--summary", options.summary), ("--sarif", options.sarif)))
@@ -147,6 +151,7 @@ def _finish(options: Options, loaded: LoadedConfig, report: RunReport, extra: Se
     """Show, write and publish a run's report; the exit code is the worst of the verdict and publishing."""
     exit_code = report.exit_code
     outlet = Outlet.for_config(loaded)
+    outlet.commands_to = report_stream(options.json_report)
     try:
         text = render_run_text(report) + "".join(extra)
         if report.compared:
@@ -179,15 +184,15 @@ def _write_reports(options: Options, report: RunReport, outlet: Outlet) -> None:
     if options.json_report:
         write_output(options.json_report, report_bytes(report), what="JSON report", outlet=outlet)
     if options.junit:
-        outlet.write(options.junit, junit_xml(report).encode("utf-8"), what="JUnit report", where=f"JUnit report {options.junit}")
+        outlet.write(options.junit, utf8(junit_xml(report)), what="JUnit report", where=f"JUnit report {options.junit}")
     if options.summary:
-        data = render_summary(report, redactor=outlet.redactor).encode("utf-8")
+        data = utf8(render_summary(report, redactor=outlet.redactor))
         outlet.write(options.summary, data, what="markdown summary", where=f"summary {options.summary}")
 
 
 def _publish(report: RunReport, loaded: LoadedConfig, outlet: Outlet) -> int:
     """In a GitHub Actions job: summary, annotations, outputs, PR comment (github.py decides how)."""
-    if os.environ.get("GITHUB_ACTIONS") != "true":
+    if not environment.on_github_actions():
         return 0
     try:
         publish_run(report, config_path=str(loaded.path), outlet=outlet)

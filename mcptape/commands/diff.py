@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcptape.commands.terminal import JSON_STDOUT, print_report
+from mcptape.commands.terminal import JSON_STDOUT, print_report, write_output
 from mcptape.diff.engine import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
-from mcptape.logsafe import ci_log_block, escape_controls, safe_log
+from mcptape.logsafe import ci_log_block, escape_controls, safe_log, utf8
 from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import recording_notes
@@ -97,10 +97,10 @@ def run(options: Options) -> int:
         data["first_drift"] = result.first.one_line() if result.first is not None else None
         data["notes"] = notes
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-        if options.json == JSON_STDOUT:  # framed, so no tape text in it acts as a CI log command
-            sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
+        if options.json == JSON_STDOUT:  # one JSON document, inert in a CI log (write_output)
+            write_output(options.json, utf8(text), what="JSON verdict")
         else:
-            write_atomic(options.json, text.encode("utf-8"), what="JSON verdict")
+            write_atomic(options.json, utf8(text), what="JSON verdict")
     if options.json != JSON_STDOUT:
         from mcptape.report.terminal import note_lines, render_diff  # rich, for this report only
 

@@ -21,6 +21,7 @@ from rich.table import Table
 from mcptape.commands.terminal import JSON_STDOUT, print_report, write_output
 from mcptape.diff.calls import build_calls
 from mcptape.errors import TapeError
+from mcptape.logsafe import utf8
 from mcptape.report.terminal import rich_text
 from mcptape.tape.format import TAPE_SUFFIX, Tape
 from mcptape.tape.reader import read_tape
@@ -85,7 +86,7 @@ def run(options: Options) -> int:
     tapes = _find_tapes(list(options.paths))
     if options.json is not None:
         data = json.dumps([_listing(p) for p in tapes], indent=2, ensure_ascii=False) + "\n"
-        write_output(options.json, data.encode("utf-8"), what="tape list")
+        write_output(options.json, utf8(data), what="tape list")
         if options.json == JSON_STDOUT:
             return 0
     if not tapes:

@@ -12,12 +12,15 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
+from mcptape import environment
 from mcptape.ci.merge import load_report, merge_reports, missing_shards
 from mcptape.commands.terminal import JSON_STDOUT, report_stream, write_output
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak
 from mcptape.github import command, publish_run
+from mcptape.logsafe import utf8
 from mcptape.outlet import Outlet
 from mcptape.report.json_report import report_bytes
 from mcptape.report.markdown import render_summary
@@ -58,10 +61,10 @@ def _load_config(given: str | None, config_name: str) -> tuple[LoadedConfig | No
     return None, config_name
 
 
-def _warn(message: str) -> None:
+def _warn(message: str, commands_to: IO[str]) -> None:
     print(f"mcptape merge: warning: {message}", file=sys.stderr)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        print(command("warning", message, title="mcptape merge"), flush=True)
+    if environment.on_github_actions():
+        print(command("warning", message, title="mcptape merge"), flush=True, file=commands_to)
 
 
 def run(options: Options) -> int:
@@ -72,18 +75,19 @@ def run(options: Options) -> int:
     gaps = missing_shards(shards, loaded)
 
     outlet = Outlet.for_config(loaded)
+    outlet.commands_to = report_stream(options.json_report)
     try:
         outlet.show(render_run_text(report), "terminal report", file=report_stream(options.json_report))
         if options.json_report:
             write_output(options.json_report, report_bytes(report), what="JSON report", outlet=outlet)
         if options.summary:
-            data = render_summary(report, redactor=outlet.redactor).encode("utf-8")
+            data = utf8(render_summary(report, redactor=outlet.redactor))
             outlet.write(options.summary, data, what="markdown summary", where=f"summary {options.summary}")
     except SecretLeak as e:
         print(f"mcptape merge: {e}", file=sys.stderr)
         return EXIT_SECRET
     for gap in gaps:
-        _warn(gap + " (did that shard's job fail before writing its report?)")
+        _warn(gap + " (did that shard's job fail before writing its report?)", report_stream(options.json_report))
 
     codes = [report.exit_code] + [s.stored_exit for s in shards if s.stored_exit is not None]
     report_path = None if options.json_report == JSON_STDOUT else options.json_report
@@ -92,7 +96,7 @@ def run(options: Options) -> int:
 
 def _publish(report: RunReport, config_path: str, report_path: str | None, outlet: Outlet) -> int:
     """In a GitHub Actions job: the merged summary, annotations and the one PR comment."""
-    if os.environ.get("GITHUB_ACTIONS") != "true":
+    if not environment.on_github_actions():
         return 0
     try:
         publish_run(report, config_path=config_path, report_path=report_path, outlet=outlet)

@@ -28,7 +28,7 @@ from typing import Any
 from mcptape.commands.terminal import say
 from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.jsonrpc import dumps
-from mcptape.logsafe import safe_log
+from mcptape.logsafe import safe_log, utf8
 from mcptape.replay.engine import Fallback, ReplayEngine, ReplayReport, load_tape, stream_tape
 from mcptape.replay.lab import LabEngine, LabOptions
 from mcptape.replay.matching import match_on_name_only
@@ -268,4 +268,4 @@ def _save_report(options: Options, reports: list[ReplayReport]) -> None:
 
     # The report quotes the client's requests: they were scrubbed of redacted values (engine._scrub).
     data = dumps({"sessions": [r.to_dict() for r in reports]}) + "\n"
-    write_atomic(options.report, data.encode("utf-8"), what="replay report")
+    write_atomic(options.report, utf8(data), what="replay report")

@@ -12,12 +12,12 @@ command that has it: FILE written atomically, or stdout for `-` (JSON_STDOUT); a
 from __future__ import annotations
 
 import io
-import os
 import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
-from mcptape.logsafe import ci_log_block, safe_log
+from mcptape import environment
+from mcptape.logsafe import ci_log_block, inert_json, safe_log, utf8
 from mcptape.tape.atomic import write_atomic
 
 if TYPE_CHECKING:
@@ -39,12 +39,17 @@ def print_report(render: Callable[[Console], None], file: IO[str] | None = None)
     from mcptape.report.terminal import make_console  # rich: only commands that print a report pay for it
 
     target = file if file is not None else sys.stdout
-    if os.environ.get("GITHUB_ACTIONS") != "true":
+    if not environment.on_github_actions():
         render(make_console(target))
         return
     buffer = io.StringIO()
     render(make_console(buffer))
     target.write(ci_log_block(buffer.getvalue()))
+
+
+def print_text(text: str) -> None:
+    """Text already escaped by the caller, on stdout; framed in a GitHub job (logsafe.ci_log_block)."""
+    sys.stdout.write(ci_log_block(text) if environment.on_github_actions() else text)
 
 
 def write_output(target: str, data: bytes, *, what: str, outlet: Outlet | None = None) -> None:
@@ -53,6 +58,7 @@ def write_output(target: str, data: bytes, *, what: str, outlet: Outlet | None =
     if outlet is not None:
         data = outlet.verified(data, f"{what} {target}")
     if target == JSON_STDOUT:
+        data = utf8(inert_json(data.decode("utf-8")))  # one JSON document, never framed, yet inert
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

@@ -698,6 +698,11 @@ class Config(_Strict):
     @field_validator("version", mode="before")
     @classmethod
     def _known_version(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip() in {str(known) for known in CONFIG_VERSIONS}:
+            raise _fail(
+                f"version {v!r} is a quoted string, and the version is a number: write `version: {v.strip()}` "
+                "without quotes"
+            )
         if isinstance(v, bool) or v not in CONFIG_VERSIONS:
             raise _fail(
                 f"version {v!r} is not supported; this mcptape reads version "

@@ -25,6 +25,36 @@ def not_a_directory(path: Path) -> Path | None:
     return None
 
 
+def repository_of(directory: Path) -> Path | None:
+    """The root of the git checkout `directory` is in (the nearest parent holding `.git`), if any."""
+    for candidate in (directory, *directory.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def outside_repository(loaded: LoadedConfig) -> list[str]:
+    """Warnings (not errors: a scratch directory can be meant) for paths the config names outside
+    the checkout it lives in: golden tapes there are not committed with it, a sandbox there is
+    some other project's files. No checkout, no warning."""
+    root = repository_of(loaded.base_dir)
+    if root is None:
+        return []
+    named: list[tuple[str, tuple[str | int, ...], str]] = [("golden_dir", ("golden_dir",), loaded.config.golden_dir)]
+    for i, session in enumerate(loaded.config.sessions):
+        named += [(f"sessions[{i}].sandbox[{k}]", ("sessions", i, "sandbox", k), d) for k, d in enumerate(session.sandbox)]
+    out = []
+    for field, loc, written in named:
+        path = loaded.resolve(written)
+        if not path.resolve().is_relative_to(root.resolve()):
+            out.append(
+                f"{loaded.path}:{loaded.line_of(*loc)}: {field}: {written!r} is {path}, outside the repository "
+                f"({root}): what mcptape writes there is not committed with the config; "
+                "use a path inside the repository, unless that is meant"
+            )
+    return out
+
+
 def check_config(loaded: LoadedConfig) -> None:
     """Raise the first ConfigError about a path of the config (module docstring), file:line first."""
     blocker = not_a_directory(loaded.golden_dir)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import types
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,10 @@ _EXPECTED = {
     "union_tag_invalid": "a mapping with `command` (stdio server) or `url` (HTTP server)",
 }
 _TAGS = {"stdio server", "http server"}
+# pydantic's label of a union member (`dict[str,any]`, `list[...]`, `function-after[...]`): not a
+# key the user wrote. Found by its shape, so a user's key holding "[" (`a[b: 1`) is kept (it was
+# dropped with the labels, and an unknown top-level key so written crashed the message).
+_TYPE_LABEL = re.compile(r"[a-z_-]+\[.*\]")
 
 
 def _expected(error: Mapping[str, Any]) -> str | None:
@@ -43,7 +48,7 @@ def _expected(error: Mapping[str, Any]) -> str | None:
 
 def _user_loc(loc: Loc) -> Loc:
     """The pydantic location without union-member labels (`stdio server`, `dict[str,any]`, ...)."""
-    return tuple(p for p in loc if not (isinstance(p, str) and (p in _TAGS or "[" in p)))
+    return tuple(p for p in loc if not (isinstance(p, str) and (p in _TAGS or _TYPE_LABEL.fullmatch(p))))
 
 
 def _valid_keys(loc: Loc) -> list[str]:
@@ -136,14 +141,40 @@ def _message_for(error: Mapping[str, Any], same_loc: Sequence[Mapping[str, Any]]
     return loc, loc, f"{error.get('msg', 'invalid value')}, got {describe(value)}"
 
 
+def _misspelt(errors: Sequence[Mapping[str, Any]]) -> dict[Loc, Loc]:
+    """unknown key -> the required key missing beside it that it is a misspelling of (`sesions:`).
+
+    Without this the missing key's error, at its parent's line, came first and hid the
+    did-you-mean of the key actually written.
+    """
+    missing = [_user_loc(tuple(e["loc"])) for e in errors if e["type"] == "missing"]
+    out: dict[Loc, Loc] = {}
+    for e in errors:
+        loc = _user_loc(tuple(e["loc"]))
+        if e["type"] != "extra_forbidden" or not loc:
+            continue
+        siblings = [str(m[-1]) for m in missing if m[:-1] == loc[:-1] and m not in out.values()]
+        close = difflib.get_close_matches(str(loc[-1]), siblings, n=1, cutoff=0.6)
+        if close:
+            out[loc] = (*loc[:-1], close[0])
+    return out
+
+
 def translate(e: ValidationError, display: str, lines: Mapping[Loc, int]) -> ConfigError:
     errors = e.errors()
     if not errors:  # pragma: no cover - pydantic always lists at least one
         return ConfigError(f"{display}: invalid config")
     found = []
+    misspelt = _misspelt(errors)
     for err in errors:
-        same = [other for other in errors if _user_loc(tuple(other["loc"])) == _user_loc(tuple(err["loc"]))]
+        loc = _user_loc(tuple(err["loc"]))
+        if err["type"] == "missing" and loc in misspelt.values():
+            continue  # said by the unknown key that is its misspelling: "did you mean ..."
+        same = [other for other in errors if _user_loc(tuple(other["loc"])) == loc]
         shown, line_loc, what = _message_for(err, same)
+        if loc in misspelt:
+            what = what.replace(" Valid keys:", f' ("{misspelt[loc][-1]}" is required and missing: rename the key)'
+                                                " Valid keys:", 1)
         found.append((line_for(lines, line_loc), shown, what))
     # The first problem in file order: the one a reader meets first when opening the file.
     line, shown, what = min(found, key=lambda f: f[0])

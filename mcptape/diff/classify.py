@@ -57,6 +57,7 @@ from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
 from mcptape.normalize import FLOATING_NOTIFICATIONS
 from mcptape.placeholders import untag
 from mcptape.report.model import Finding, Severity
+from mcptape.tape.events import UNCOMPARED_NOTES
 
 SCHEMA_SEVERITY: dict[str, Severity] = {"breaking": "structural", "compatible": "output", "cosmetic": "output"}
 
@@ -218,7 +219,8 @@ def _is_error_result(result: Any) -> bool:
 
 def _error_result_brief(answer: dict[str, Any]) -> str:
     """An isError result in a few words: its first text, as a reviewer would read it."""
-    content = (answer.get("result") or {}).get("content")
+    result = answer.get("result")
+    content = result.get("content") if isinstance(result, dict) else None
     texts = [c.get("text") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)] \
         if isinstance(content, list) else []
     return show(texts[0]) if texts else "(no text)"
@@ -647,13 +649,15 @@ def check_process(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
         g_notes[str(g.tape.events[i].get("what"))].append(i)
     for i in f.notes:
         what = str(f.tape.events[i].get("what"))
+        if what in UNCOMPARED_NOTES:  # about stderr, which is never compared
+            continue
         if g_notes.get(what):
             g_notes[what].pop(0)
             continue
         out.append((i, Finding("process", "output", "note", f"mcptape noted: {what} {show(f.tape.events[i].get('detail'))}",
                                None, clip(f.tape.events[i].get("detail")), "note", None, f.line(i))))
     for what, idx in g_notes.items():
-        for i in idx:
+        for i in idx if what not in UNCOMPARED_NOTES else ():
             out.append((len(f.tape.events), Finding("process", "output", "note", f"no longer noted: {what}",
                                                     clip(g.tape.events[i].get("detail")), None, "note", g.line(i), None)))
     return out

@@ -371,8 +371,8 @@ def protocols(tape: Tape, *, raw: bool = True) -> tuple[str | None, str | None]:
             kind = ev.get("kind")
             if kind == "response":
                 if method == "initialize":
-                    result = ev.get("msg", {}).get("result") or {}
-                    version = result.get("protocolVersion")
+                    result = ev.get("msg", {}).get("result")
+                    version = result.get("protocolVersion") if isinstance(result, dict) else None
                     return (str(version), str(version)) if version else (None, None)
                 if raw and discovered is None:
                     discovered = meta_version(ev.get("params"))

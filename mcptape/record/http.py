@@ -130,6 +130,10 @@ class HttpRecorder:
                 self.messages += 1
 
     def close(self) -> None:
+        with self._lock:  # a request the upstream never answered: said as stdio rec says it
+            unanswered = self._builder.unanswered_note()
+        if unanswered is not None:
+            self._queue.put((unanswered, None))  # mcptape's note: it never crossed the wire
         self._queue.put(None)
         self._thread.join(timeout=10.0)
         if self.leak is not None:

@@ -317,13 +317,16 @@ class Relay:
                 if fd == srv_out:
                     data = _read(fd)
                     if data:
+                        # Teed first (a non-blocking write to the writer's socket), then forwarded:
+                        # a rec SIGKILLed between the two must not leave the client holding an
+                        # answer the tape lacks (2 runs in 40 lost the last one, forwarding first).
+                        tee.send(TAG_S2C, data)
                         if self.stdout_open:
                             try:
                                 _write_all(1, data)
                             except OSError:
                                 self._client_stopped_reading()
                                 dirty = True
-                        tee.send(TAG_S2C, data)
                     elif data is not None:
                         self.srv_out_open = False
                         self._server_stdout_closed()
@@ -331,8 +334,8 @@ class Relay:
                 elif fd == 0:
                     data = _read(0)
                     if data:
+                        tee.send(TAG_C2S, data)  # teed first, as above
                         self._to_server(data)
-                        tee.send(TAG_C2S, data)
                     elif data is not None:
                         self.stdin_open = False
                         self._client_gone()

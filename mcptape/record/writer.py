@@ -484,11 +484,9 @@ class TapeRecorder:
             rest = self.lines[tag].finish()
             if rest is not None:
                 self.line(tag, rest)
-        unanswered = [
-            {"dir": d, "id": json.loads(k), "method": m} for d, k, m in self.builder.open_requests()
-        ]
-        if unanswered:
-            self.emit(note_event("unanswered", unanswered))
+        unanswered = self.builder.unanswered_note()
+        if unanswered is not None:
+            self.emit(unanswered)
         returncode = end.get("returncode")
         self.clock = None  # what follows is mcptape's, not the wire's
         self.emit(exit_event(returncode))

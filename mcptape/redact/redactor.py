@@ -7,12 +7,12 @@ import getpass
 import hashlib
 import hmac
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from mcptape import environment
 from mcptape.errors import ConfigError, SecretLeak
 from mcptape.jsonrpc import dumps
 from mcptape.redact.engine import Engine, EngineConfig, Sink
@@ -219,7 +219,7 @@ _CONTEXT_KINDS = frozenset(
 
 
 def _default_home() -> str | None:
-    home = os.environ.get("HOME") or ""
+    home = environment.get("HOME") or ""
     if not home:
         try:
             home = str(Path.home())

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from mcptape.errors import McptapeError
+from mcptape.logsafe import utf8
 from mcptape.report.model import VERDICT_EXIT, RunReport
 
 
 def report_bytes(report: RunReport) -> bytes:
     """The JSON report as written: indented, raw UTF-8, a final newline."""
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
+    return utf8(json.dumps(report.to_dict(), indent=2, ensure_ascii=False)) + b"\n"
 
 
 def read_report(path: str, hint: str) -> tuple[RunReport, dict[str, Any]]:

@@ -12,7 +12,6 @@ escape instead of clearing the screen.
 from __future__ import annotations
 
 import io
-import os
 import sys
 from typing import IO, Any
 
@@ -20,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from mcptape import environment
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult
@@ -34,7 +34,8 @@ def make_console(file: IO[str] | None = None) -> Console:
     """A console on `file` (stdout by default); wide when not a terminal so lines stay whole in logs."""
     target = file if file is not None else sys.stdout
     is_tty = hasattr(target, "isatty") and target.isatty()
-    width = None if is_tty else int(os.environ.get("COLUMNS", "160"))
+    columns = environment.get("COLUMNS") or ""
+    width = None if is_tty else int(columns) if columns.isdigit() and 0 < int(columns) < 10_000 else 160
     return Console(file=target, highlight=False, width=width, soft_wrap=False)
 
 

@@ -29,6 +29,25 @@ _STARTED = time.time()
 _temp_dir_lock = threading.Lock()  # parallel ci sessions write goldens into one directory
 
 
+def _read_umask() -> int:
+    """This process's umask, read once: os.umask can only be read by setting it, which races threads."""
+    try:
+        with open("/proc/self/status", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # at import time, before any thread of ours writes a file
+    os.umask(mask)
+    return mask
+
+
+# mkstemp creates 0600; a golden tape is committed, and git stores what it finds, so a new file
+# gets the mode open() would give it (0666 less the umask) and a rewritten one keeps its own.
+_NEW_FILE_MODE = 0o666 & ~_read_umask()
+
+
 def write_atomic(path: str | os.PathLike[str], data: bytes, *, what: str = "file") -> None:
     """Write a file so readers see the old bytes or the new, never a mix: temp, fsync, rename.
 
@@ -73,6 +92,7 @@ def _write_atomic(p: Path, data: bytes) -> None:
     try:
         try:
             with os.fdopen(fd, "wb") as fh:
+                os.fchmod(fh.fileno(), stat.S_IMODE(mode) if mode is not None else _NEW_FILE_MODE)
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())

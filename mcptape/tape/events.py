@@ -38,6 +38,9 @@ S2C = "s2c"
 MESSAGE_KINDS = frozenset({"request", "notification", "response", "error"})
 DEEP_NOTE = "deep_json"  # the `what` of the note that says a message was cut at MAX_DEPTH
 GARBLED_NOTE = "garbled_answer"  # the `what` of the note that says an answer was not UTF-8
+STDERR_CUT_NOTE = "stderr_cut"  # the `what` of the note that says how much stderr a tape left out
+# Notes about what is never compared (stderr): said in a tape and its report, never drift.
+UNCOMPARED_NOTES = frozenset({STDERR_CUT_NOTE})
 
 
 def _other(direction: str) -> str:
@@ -158,6 +161,12 @@ class EventBuilder:
     def open_requests(self) -> list[tuple[str, str, str]]:
         """(direction, id key, method) of requests still unanswered, e.g. when a server died."""
         return [(d, k, m) for (d, k), (m, _, _) in self._open.items()]
+
+    def unanswered_note(self) -> dict[str, Any] | None:
+        """The `unanswered` note every recorder writes at the end (stdio and HTTP rec alike), if any
+        request is still open: each one's direction, id and method."""
+        unanswered = [{"dir": d, "id": json.loads(k), "method": m} for d, k, m in self.open_requests()]
+        return note_event("unanswered", unanswered) if unanswered else None
 
 
 def garbage_event(direction: str, line: bytes) -> dict[str, Any]:

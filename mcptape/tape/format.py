@@ -102,8 +102,8 @@ class Tape:
         for ev in self.events:
             kind, method = ev.get("kind"), ev.get("method")
             if kind == "response" and method == "initialize":
-                result = ev.get("msg", {}).get("result") or {}
-                version = result.get("protocolVersion")
+                result = ev.get("msg", {}).get("result")
+                version = result.get("protocolVersion") if isinstance(result, dict) else None  # a server may answer `true`
                 return str(version) if version else None
             if kind == "response" and method == "server/discover" and discovered is None:
                 discovered = meta_version(ev.get("params"))

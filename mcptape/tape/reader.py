@@ -3,6 +3,7 @@
     read_tape(path)     a Tape, every line parsed (show, ls, ci's goldens, merge ...)
     read_pair(a, b)     two tapes, the fresh one sharing the golden's event objects (diff)
     TapeStream(path)    header, footer and up-front checks now, events as they are needed (play)
+    stream_tape_events  header and footer, then events once in order, not kept (show of a huge tape)
 
 An unreadable file, a line that does not parse, a header of another format version: a TapeError
 (exit 3) naming the file and line, the same message from every form. A missing footer is not an
@@ -30,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -40,7 +41,7 @@ from mcptape import __version__
 from mcptape.errors import TapeError
 from mcptape.jsonrpc import id_key
 from mcptape.sequences import common_prefix, common_suffix, equal_back
-from mcptape.tape.events import C2S, S2C
+from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C
 from mcptape.tape.format import FORMAT_VERSION, READABLE_FORMATS, Tape
 from mcptape.tape.seal import is_seal_line, sealed_verbatim
 
@@ -92,6 +93,32 @@ def _split(p: Path, data: bytes) -> TapeLines:
 def read_tape(path: str | os.PathLike[str]) -> Tape:
     """Read a tape; a missing footer is allowed (cut short), an unknown format version is not."""
     return parse_tape(read_lines(path))
+
+
+def stream_tape_events(path: str | os.PathLike[str], batch: int = 4096) -> tuple[Tape, int, Iterator[tuple[int, dict[str, Any]]]]:
+    """A tape for reading once, in order, in bounded memory (`show` of a 50 MB tape): the Tape with
+    its header and footer but no events, how many events it holds, and (line, event) pairs parsed
+    `batch` lines at a time and not kept. The same checks and errors as read_tape, met as read."""
+    lines = read_lines(path)
+    tape = Tape(header=_header(lines), events=[], path=lines.path)
+    raws, numbers = _body(lines, lines.raws[1:], lines.numbers[1:])
+    del lines
+    end = len(raws)
+    for k, raw in enumerate(raws):
+        if raw.startswith(b'{"mcptape"') or (b'"mcptape"' in raw and not raw.startswith(b'{"kind"')):
+            obj = _parse_line(raw)
+            if obj is not None and obj.get("mcptape") == "end":
+                tape.footer, end = obj, k
+                break
+
+    def events() -> Iterator[tuple[int, dict[str, Any]]]:
+        for start in range(0, end, batch):
+            chunk, nums = raws[start:min(start + batch, end)], numbers[start:min(start + batch, end)]
+            parsed = parse_events(tape.path, chunk, nums)
+            check_messages(tape.path, parsed, nums)
+            yield from zip(nums, parsed, strict=True)
+
+    return tape, end, events()
 
 
 def parse_tape(lines: TapeLines) -> Tape:
@@ -157,8 +184,39 @@ def fill_events(tape: Tape, numbers: Sequence[int], parsed: list[dict[str, Any]]
         end = footer_index(parsed)
     if end < len(parsed):
         tape.footer = parsed[end]
+    check_messages(tape.path, parsed[:end], numbers)
     tape.events.extend(parsed[:end])
     tape.event_lines.extend(numbers[:end])
+
+
+# A `"msg":` key whose value is not an object: only lines holding one can carry a message
+# event that is not a JSON-RPC message (an edited or fuzzed tape); the others need no look.
+_ODD_MSG = re.compile(rb'"msg"\s*:\s*[^\s{]|"kind"\s*:\s*[^\s"]')
+
+
+def check_messages(path: Path | None, events: Sequence[dict[str, Any]], numbers: Sequence[int]) -> None:
+    """A TapeError naming the first event whose `kind` is not a string or, for a message, whose
+    `msg` is not a JSON object.
+
+    Play would send such a `msg` ("notadict", 7) to the client as the server's answer, and every
+    reader would trip over it later: the tape is unreadable, said once, here, with its line.
+    """
+    for ev, number in zip(events, numbers, strict=False):
+        kind = ev.get("kind") if type(ev) is dict else None
+        if kind is not None and not isinstance(kind, str):  # every reader keys on it (fuzz: tape seed 5054)
+            raise TapeError(f"{path}:{number}: an event whose kind is {_JSON_KIND.get(type(kind).__name__, 'odd')}, "
+                            "not a name", hint="the tape was edited or is corrupt; re-record it with `mcptape rec`")
+        if isinstance(kind, str) and kind in MESSAGE_KINDS and not isinstance(ev.get("msg"), dict):
+            shape = type(ev.get("msg")).__name__ if "msg" in ev else "missing"
+            raise TapeError(
+                f"{path}:{number}: a {ev.get('kind')} event whose msg is {_JSON_KIND.get(shape, shape)}, "
+                "not a JSON-RPC message (an object)",
+                hint="the tape was edited or is corrupt; re-record it with `mcptape rec`",
+            )
+
+
+_JSON_KIND = {"str": "a string", "int": "a number", "float": "a number", "list": "an array",
+              "bool": "true or false", "NoneType": "null", "missing": "missing"}
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
@@ -196,7 +254,12 @@ def _check_header(p: Path, number: int, header: dict[str, Any] | None) -> dict[s
             hint="record one with `mcptape rec` or `mcptape ci --update-golden`",
         )
     fmt = header.get("format")
-    if fmt not in READABLE_FORMATS:
+    if isinstance(fmt, str) and fmt.strip() in {str(f) for f in READABLE_FORMATS}:
+        raise TapeError(
+            f'{p}:{number}: the header\'s "format" is the string {fmt!r}, and the tape format is a number',
+            hint=f'write "format":{fmt.strip()} (no quotes) in the first line, or re-record the tape',
+        )
+    if fmt not in READABLE_FORMATS or isinstance(fmt, bool):
         raise TapeError(
             f"{p}: tape format {fmt!r} is not one this mcptape ({__version__}) reads (format {FORMAT_VERSION})",
             hint=f"re-record it with mcptape {__version__}, or use the mcptape version "
@@ -433,6 +496,7 @@ class TapeStream:
         # Written by us and unedited: request and answer lines become LazyEvents (see module doc).
         self.verbatim = written_verbatim(data)
         self._escaped = b"\\ud" in data  # else no line needs lazy_event's per-line check
+        odd_msg = _ODD_MSG.search(data) is not None
         lines = _split(p, data)
         del data
         self.tape = Tape(header=_header(lines), events=[], path=p)
@@ -450,6 +514,10 @@ class TapeStream:
         self._numbers = numbers
         self._pos = 0
         self._batch = self.FIRST_BATCH
+        # A message whose msg is not an object makes the tape unplayable: said before serving,
+        # not when its batch is parsed mid-session (the lines holding one are few, see _ODD_MSG).
+        odd = [(raw, n) for raw, n in zip(raws, numbers, strict=True) if odd_msg and _ODD_MSG.search(raw)]
+        check_messages(p, [_parse_line(raw) or {} for raw, _ in odd], [n for _, n in odd])
         self.streamable = self._prescan(_parse_line)
 
     def restart_batches(self) -> None:
@@ -500,6 +568,8 @@ class TapeStream:
             rest = iter(parse_events(path, [raw for raw, _ in unparsed], [number for _, number in unparsed]))
             self.tape.events.extend(ev if ev is not None else next(rest) for ev in events)
         else:
-            self.tape.events.extend(parse_events(path, raws, numbers))
+            parsed = parse_events(path, raws, numbers)
+            check_messages(path, parsed, numbers)
+            self.tape.events.extend(parsed)
         self.tape.event_lines.extend(numbers)
         return len(raws)

@@ -23,6 +23,10 @@ from mcptape.errors import ServerError, ServerTimeout
 ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT", "PYTHONIOENCODING")
 
 STDERR_TAIL_LINES = 40
+# stderr is never compared; a tape keeps it for a reviewer, up to this much per session. A server
+# that floods it (50 MB) made a 54 MB golden, a 54 MB view and a `show` of 45 s: past the bound it
+# is counted (`stderr_left_out`), not kept, and read in pieces of at most this size.
+STDERR_KEPT_BYTES = 64 * 1024
 
 
 def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -133,7 +137,9 @@ class StdioTransport:
     ) -> None:
         self.server = ServerProcess(command, env=env, cwd=cwd)
         self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self.stderr_lines: list[bytes] = []
+        self.stderr_lines: list[bytes] = []  # the first STDERR_KEPT_BYTES of it
+        self.stderr_left_out = [0, 0]  # lines and bytes past the bound (client.py notes them)
+        self._stderr_kept = 0
         self._stderr_tail: collections.deque[bytes] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_lock = threading.Lock()
         self.returncode: int | None = None
@@ -161,10 +167,15 @@ class StdioTransport:
         assert err is not None
         reader = os.fdopen(err.fileno(), "rb", buffering=1 << 16, closefd=False)
         try:
-            for line in reader:
+            while line := reader.readline(STDERR_KEPT_BYTES):
                 with self._stderr_lock:
-                    self.stderr_lines.append(line)
                     self._stderr_tail.append(line)
+                    if self._stderr_kept < STDERR_KEPT_BYTES:
+                        self._stderr_kept += len(line)
+                        self.stderr_lines.append(line)
+                    else:
+                        self.stderr_left_out[0] += line.endswith(b"\n")
+                        self.stderr_left_out[1] += len(line)
         except (OSError, ValueError):
             pass
 

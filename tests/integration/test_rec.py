@@ -411,15 +411,15 @@ def killed_rec(tape: Path) -> None:
     wait_for_bytes(tape, b"recorder_killed")  # the orphaned writer finishes on its own
 
 
-def test_rec_killed_leaves_a_readable_tape(tmp_path: Path) -> None:
+@pytest.mark.parametrize("run", range(8))  # it lost the last answer in 2 runs of 40: run it a few times
+def test_rec_killed_leaves_a_readable_tape(tmp_path: Path, run: int) -> None:
     tape = tmp_path / "killed.tape.jsonl"
     killed_rec(tape)
     t = read_tape(tape)
     assert not t.complete
     answered = [e["id"] for e in t.events if e["kind"] == "response"]
-    # The relay forwards first and tees right after, so the answer the client got in the last
-    # microseconds before the kill may be missing; every earlier one must be there, in order.
-    assert answered in ([0, 1, 2], [0, 1, 2, 3])
+    # The relay tees each chunk before it forwards it: every answer the client got is on the tape.
+    assert answered == [0, 1, 2, 3]
     assert t.events[-1]["kind"] == "note" and t.events[-1]["what"] == "recorder_killed"
 
 
