@@ -612,13 +612,7 @@ def _renumber_polls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for event in events:
         new_id = mapping.get(event["id"]) if type(event.get("id")) is str else None
-        if new_id is not None:
-            event = dict(event)
-            event["id"] = new_id
-            if isinstance(event.get("msg"), dict):
-                event["msg"] = {**event["msg"], "id": new_id}
-            _message_changed(event)
-        out.append(event)
+        out.append(_with_id(event, new_id) if new_id is not None else event)
     return out
 
 
@@ -634,15 +628,18 @@ def _renumber_server_requests(events: list[dict[str, Any]]) -> list[dict[str, An
         is_server_request = event.get("kind") == "request" and event.get("dir") == "s2c"
         is_our_answer = event.get("kind") in ("response", "error") and event.get("dir") == "c2s"
         key = id_key(event.get("id"))
-        if (is_server_request or is_our_answer) and key in mapping:
-            event = dict(event)
-            new_id = mapping[key]
-            event["id"] = new_id
-            if isinstance(event.get("msg"), dict):
-                event["msg"] = {**event["msg"], "id": new_id}
-            _message_changed(event)
-        out.append(event)
+        out.append(_with_id(event, mapping[key]) if (is_server_request or is_our_answer) and key in mapping else event)
     return out
+
+
+def _with_id(event: dict[str, Any], new_id: Any) -> dict[str, Any]:
+    """A copy of `event` whose message carries `new_id` (the event's id and its msg's)."""
+    event = dict(event)
+    event["id"] = new_id
+    if isinstance(event.get("msg"), dict):
+        event["msg"] = {**event["msg"], "id": new_id}
+    _message_changed(event)
+    return event
 
 
 def _message_changed(event: dict[str, Any]) -> None:
