@@ -33,7 +33,7 @@ _CALLS = {"tools/call": ("name", "tools"), "prompts/get": ("name", "prompts"), "
 
 def size_of(value: Any) -> int:
     """Bytes of `value` as compact UTF-8 JSON: what it costs in a context, near enough to what was sent."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))  # a lone surrogate a server sent counts, not crashes
 
 
 def _sizes(tape: Tape) -> tuple[dict[str, int], dict[str, list[str]], dict[str, list[str]]]:
