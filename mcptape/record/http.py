@@ -108,6 +108,18 @@ class HttpRecorder:
     def note(self, detail: dict[str, Any]) -> None:
         self._queue.put((note_event("http", detail), None))
 
+    def refused(self, body: bytes) -> None:
+        """The upstream refused this POST at the HTTP level: its requests were answered (by the
+        `http` note), not left unanswered."""
+        try:
+            parsed = json.loads(body)
+        except (ValueError, RecursionError):
+            return
+        with self._lock:
+            for item in parsed if isinstance(parsed, list) else [parsed]:
+                if isinstance(item, dict) and "method" in item and "id" in item:
+                    self._builder.refused(C2S, item["id"])
+
     def _write_loop(self) -> None:
         while True:
             item = self._queue.get()
@@ -213,6 +225,8 @@ class ProxyHandler(BaseHTTPRequestHandler):
             return
         with srv.lock:
             srv.open_responses.add(resp)
+        if resp.status_code >= 400 and self.command == "POST":
+            srv.recorder.refused(body)
         try:
             self._relay(resp)
         finally:

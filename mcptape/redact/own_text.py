@@ -50,7 +50,8 @@ _OWN_TEXT = {
         .tape.timing.json""",
     "JSON report (report/model.py)": """mcptape_report config sessions session verdict exit_code drifts
         findings category severity path before after golden_line fresh_line call step orphans updated_golden
-        shard redactions duration_s surface diff golden fresh notes worst_exit compared comparison""",
+        shard redactions duration_s surface diff golden fresh notes worst_exit compared comparison surface_facts
+        golden_size listed called""",
     "verdicts, severities and finding tags (diff/)": """same updated output structural secret none info
         breaking compatible cosmetic added removed changed order schema conformance process notification
         side_effect result_to_error error_to_result server_request_added server_request_removed crash stdout""",
@@ -67,7 +68,7 @@ _OWN_TEXT = {
         timed crashed started failed start ready listen notify request""",
     "the comment's and summary's words (report/markdown.py)": """affects clients existing working requires returns
         returned without unchanged Per-session detail repository re-record install github secrets artifact
-        download workflow mcptape-artifact delete section sections""",
+        download workflow mcptape-artifact delete section sections Coverage""",
     "review views (tape/view.py)": """review view generated .tape.view.txt""",
 }  # fmt: skip
 

@@ -158,6 +158,11 @@ class EventBuilder:
             "error": f"not UTF-8: byte 0x{line[error.start]:02x} at offset {error.start}; recorded as garbage",
         }))
 
+    def refused(self, direction: str, msg_id: Any) -> None:
+        """A request the transport refused (an HTTP 4xx to its POST): answered at the HTTP level, by
+        the note that says so, not left open for the `unanswered` note."""
+        self._open.pop((direction, id_key(msg_id)), None)
+
     def open_requests(self) -> list[tuple[str, str, str]]:
         """(direction, id key, method) of requests still unanswered, e.g. when a server died."""
         return [(d, k, m) for (d, k), (m, _, _) in self._open.items()]
