@@ -21,6 +21,9 @@ from tests.recording import ADD, INIT_RESULT, TapeBuilder
 
 MUL = dict(ADD, name="mul")
 SUB = dict(ADD, name="sub")
+# A tool added beside one removed that shares neither its schema nor its description: not a rename.
+TIMES = dict(ADD, name="times", description="Multiplies x by itself.",
+             inputSchema={"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]})
 NARROWED = dict(SUB, inputSchema={**SUB["inputSchema"], "properties": {"a": {"type": "integer"}, "b": {"type": "number"}}})
 HINTED = dict(ADD, annotations={"openWorldHint": False})
 OK = {"content": [{"type": "text", "text": "5"}], "isError": False}
@@ -47,7 +50,7 @@ INIT_03 = {**INIT_RESULT, "protocolVersion": "2025-03-26"}
 Row = tuple[Callable[[], Tape], Callable[[], Tape], str, str]
 ROWS = [
     # structural: tools/list comes first in the tape; the tool added is its first finding
-    pytest.param(lambda: tape([ADD, SUB], [OK]), lambda: tape([ADD, MUL], [OK]), "surface.removed", "tool `sub` removed",
+    pytest.param(lambda: tape([ADD, SUB], [OK]), lambda: tape([ADD, TIMES], [OK]), "surface.removed", "tool `sub` removed",
                  id="a removed tool before an added tool (the classifier's own order)"),
     pytest.param(lambda: tape([ADD, SUB], [OK]), lambda: tape([ADD, MUL, NARROWED], [OK]), "schema.breaking", "tool `sub`",
                  id="a breaking schema before an added tool"),

@@ -150,7 +150,9 @@ def test_envelope_changes_alone_are_not_drift_between_two_2026_tapes() -> None:
     private = envelope_changed(modern(), "private")
     assert diff_tapes(private, envelope_changed(modern(), "private")).verdict == "same"
     scoped = diff_tapes(private, envelope_changed(modern(), "public"))
-    assert scoped.verdict == "output"
+    # ... and a flip that widens who may see an answer is a security finding (issue 31): structural.
+    assert scoped.verdict == "structural"
+    assert ("security", "widened") in {(f.category, f.kind) for d in scoped.drifts for f in d.findings}
     assert {(f.path, f.message) for d in scoped.drifts for f in d.findings} >= {("result.cacheScope", '"private" → "public"')}
     # Across eras it is still envelope: a legacy answer has no cache scope to compare with.
     assert "result.cacheScope" not in {f.path for d in diff_tapes(legacy(), private).drifts for f in d.findings}
