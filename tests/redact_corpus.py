@@ -11,6 +11,7 @@ import base64
 import json
 import random
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote, quote_plus
 
@@ -188,10 +189,12 @@ def rule_corpus(seed: int | None = None) -> list[Planted]:
 
     hex_ = "0123456789abcdef"
     age = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
-    shapes = [
+    shapes: list[tuple[str, str | Callable[[], str]]] = [
         ("linear-api-key", "lin_" + "api_" + r(40)),
         ("notion-api-token", "ntn_" + r(11, string.digits) + r(35)),
-        ("vault-service-token", "hvs." + r(90)),
+        # The rule set passes over ~2% of random values of this shape (its own filters): a value is
+        # drawn until the rule set knows it, since what is planted must be what only it knows.
+        ("vault-service-token", lambda: "hvs." + r(90)),
         ("vault-batch-token", "hvb." + r(138)),
         ("heroku-api-key-v2", "HRKU-" + "AA" + r(58)),
         ("shopify-access-token", "shpat_" + r(32, hex_)),
@@ -211,7 +214,18 @@ def rule_corpus(seed: int | None = None) -> list[Planted]:
         ("hashicorp-tf-api-token", r(14) + ".atlasv1." + r(67)),
         ("cloudflare-origin-ca-key", "v1.0-" + r(24, hex_) + "-" + r(146, hex_)),
     ]
-    return [Planted(kind, f"here it is: {value} (keep it safe)", (value,)) for kind, value in shapes]
+    planted = []
+    for kind, make in shapes:
+        value = make() if callable(make) else make
+        if callable(make):
+            import betterleaks
+
+            for _ in range(50):
+                if betterleaks.scan_string(value):
+                    break
+                value = make()
+        planted.append(Planted(kind, f"here it is: {value} (keep it safe)", (value,)))
+    return planted
 
 
 def false_positive_corpus(seed: int | None = None) -> list[str]:
