@@ -11,7 +11,7 @@ from mcptape.config.models import NormalizeRule
 from mcptape.normalize import Normalizer, apply_path, canonical_order, parse_path, session_paths, sorted_items
 
 
-def rule(**kw: str) -> NormalizeRule:
+def rule(**kw: Any) -> NormalizeRule:
     return NormalizeRule(**kw)
 
 

@@ -54,7 +54,11 @@ def test_ends_a_key_cases() -> None:
 def test_rule_set_skipped_only_where_blanking_left_no_token_run(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     calls: list[str] = []
     real = rules._scan_string()
-    monkeypatch.setattr(rules, "_scan_string", lambda: lambda text: calls.append(text) or real(text))
+    def scan(text: str) -> object:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(rules, "_scan_string", lambda: scan)
     image = "iVBORw0KGgo" * 100  # one long run: blanked before the library sees the text
     assert rules.spans('{"text":"' + image + '","method":"tools/call"}') == []
     assert calls == []  # nothing left the library could match

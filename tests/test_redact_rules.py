@@ -73,7 +73,7 @@ def test_a_shape_only_the_rule_set_knows_fails_closed_when_the_scrubber_misses_i
     with pytest.raises(SecretLeak, match=p.kind) as info:
         r.redact_tape(make_header("t"), events_with(p.carrier))
     assert not leaks(str(info.value), [p])
-    assert r.line_bytes  # and with the rule set on both sides it is scrubbed, not refused:
+    # ... and with the rule set on both sides it is scrubbed, not refused:
     clean = Redactor().redact_tape(make_header("t"), events_with(p.carrier))
     assert not leaks(clean.decode(), [p]) and f"<REDACTED:{p.kind}#" in clean.decode()
 

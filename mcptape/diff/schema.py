@@ -575,10 +575,16 @@ def _properties(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> 
         if name not in pb:
             # Callers that send it are refused (input); clients that read it find nothing (output).
             yield SchemaChange(join(ppath, name), "breaking", f"property `{name}` removed", pa[name], None)
+    extra = a.get("additionalProperties", True)  # what the old schema said of properties it does not name
     for name in pb:
         if name not in pa:
             if role == "input" and name in rb:
                 yield SchemaChange(join(ppath, name), "breaking", f"required property `{name}` added", None, pb[name])
+            elif role == "output" and (extra is False or (isinstance(extra, dict) and any(
+                    c.kind == "breaking" for c in _schema(extra, pb[name], join(ppath, name), role)))):
+                # A client holding the old schema refuses an answer with a property it did not allow.
+                yield SchemaChange(join(ppath, name), "breaking", f"property `{name}` added where the old schema "
+                                   "allowed no such property", None, pb[name])
             else:
                 yield SchemaChange(join(ppath, name), "compatible",
                                    f"{'required' if name in rb else 'optional'} property `{name}` added", None, pb[name])

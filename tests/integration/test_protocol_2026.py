@@ -128,8 +128,8 @@ def test_each_version_choice_is_negotiated_recorded_in_the_header_and_rechecks_c
     assert recheck.returncode == 0, recheck.stdout + recheck.stderr
     for name in (*VERSIONS, "greet"):  # unchanged server: the fresh tape is the golden, byte for byte
         # (its timing is in a sidecar beside it: tape/timing.py)
-        fresh, golden = ((project / d / f"{name}.tape.jsonl").read_bytes() for d in ("fresh", "tapes"))
-        assert fresh == golden, name
+        fresh_bytes, golden_bytes = ((project / d / f"{name}.tape.jsonl").read_bytes() for d in ("fresh", "tapes"))
+        assert fresh_bytes == golden_bytes, name
         assert json.loads((project / "fresh" / f"{name}.tape.timing.json").read_text(encoding="utf-8"))["timing"]
     # Positive control: the same sessions on the server whose add answers 6 differ in that answer's line
     # (and the footer's checksum), under every version.
