@@ -38,17 +38,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import ROOT  # noqa: E402
-from tests.action_runner import ActionRunner, action_checkout  # noqa: E402
+from tests.action_runner import ActionRunner, action_checkout, example_workspace  # noqa: E402
 
 EXAMPLE = ROOT / "fixtures" / "example"
 INPUTS = {"working-directory": "fixtures/example", "comment": "false", "upload-artifact": "false"}
-
-
-def workspace(parent: Path) -> Path:
-    ws = parent / "ws"
-    shutil.copytree(EXAMPLE, ws / "fixtures" / "example", ignore=shutil.ignore_patterns("__pycache__", ".mcptape"))
-    shutil.copytree(ROOT / "fixtures" / "servers", ws / "fixtures" / "servers", ignore=shutil.ignore_patterns("__pycache__"))
-    return ws
 
 
 def one_job(base: Path, name: str, inputs: dict[str, str], env: dict[str, str], store: Path | None = None,
@@ -57,7 +50,7 @@ def one_job(base: Path, name: str, inputs: dict[str, str], env: dict[str, str], 
     runner_temp = keep_temp or base / name
     runner_temp.mkdir(parents=True, exist_ok=True)
     runner = ActionRunner(runner_temp, None, action_dir=action_checkout(runner_temp), cache_store=store)
-    ws = workspace(base / f"{name}-ws")
+    ws = example_workspace(base / f"{name}-ws")
     started = time.perf_counter()
     run = runner.run(ws, {**INPUTS, **inputs}, env=env)
     total = time.perf_counter() - started

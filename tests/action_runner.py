@@ -108,6 +108,15 @@ NOT_IN_A_CHECKOUT = shutil.ignore_patterns(
     ".git", ".venv", "node_modules", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "bench")
 
 
+def example_workspace(parent: Path) -> Path:
+    """A checkout of a repository that uses the action: the bundled example's config, golden tapes and server."""
+    ws = parent / "ws"
+    shutil.copytree(ROOT / "fixtures" / "example", ws / "fixtures" / "example",
+                    ignore=shutil.ignore_patterns("demo.py", "__pycache__", ".mcptape"))
+    shutil.copytree(ROOT / "fixtures" / "servers", ws / "fixtures" / "servers", ignore=shutil.ignore_patterns("__pycache__"))
+    return ws
+
+
 def action_checkout(runner_temp: Path) -> Path:
     """The action's sources as the runner would download them, copied once per RUNNER_TEMP."""
     path = runner_temp / "_actions" / "mcptape"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_runner import INSTALL_STEPS, ActionRun, ActionRunner, action_checkout
+from tests.action_runner import INSTALL_STEPS, ActionRun, ActionRunner, action_checkout, example_workspace
 from tests.conftest import ROOT
 
 # What a venv lists beyond the pins: the installer's own packages.
@@ -76,11 +76,7 @@ def test_a_new_job_restores_the_cached_environment_and_runs_the_gate_with_it(uv_
     # The same runner image: RUNNER_TEMP at the same path, but empty (a fresh machine).
     shutil.rmtree(first.runner_temp / [p.name for p in first.runner_temp.iterdir() if p.name.startswith("mcptape-venv-")][0])
     runner = ActionRunner(first.runner_temp, None, action_dir=first.action_dir, cache_store=store)
-    workspace = tmp_path / "ws"
-    shutil.copytree(ROOT / "fixtures" / "example", workspace / "fixtures" / "example",
-                    ignore=shutil.ignore_patterns("__pycache__", ".mcptape"))
-    shutil.copytree(ROOT / "fixtures" / "servers", workspace / "fixtures" / "servers",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    workspace = example_workspace(tmp_path)
     run = runner.run(workspace, {"working-directory": "fixtures/example", "comment": "false",
                                  "upload-artifact": "false"})
     assert run.result == "success", run.log

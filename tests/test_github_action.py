@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_runner import ActionRun, ActionRunner, load_action, shared_runner_temp, workflow_commands
+from tests.action_runner import (
+    ActionRun,
+    ActionRunner,
+    example_workspace,
+    load_action,
+    shared_runner_temp,
+    workflow_commands,
+)
 from tests.conftest import ROOT
 from tests.github_fake import ACTIONS_BOT, FakeGitHub, Token
 
@@ -51,11 +58,7 @@ def runner(runner_temp: Path, github: FakeGitHub) -> ActionRunner:
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A checkout of a repository that uses the action: the example config, its golden tapes, the server."""
-    ws = tmp_path / "ws"
-    shutil.copytree(ROOT / "fixtures" / "example", ws / "fixtures" / "example",
-                    ignore=shutil.ignore_patterns("demo.py", "__pycache__"))
-    shutil.copytree(ROOT / "fixtures" / "servers", ws / "fixtures" / "servers", ignore=shutil.ignore_patterns("__pycache__"))
-    return ws
+    return example_workspace(tmp_path)
 
 
 def report_of(run: ActionRun) -> dict:
