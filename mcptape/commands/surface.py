@@ -8,7 +8,7 @@ words. `drift.fail_on`/`drift.ignore` apply as in the gate (diff/engine.py's Pol
 that relaxed `security.url` sees those rows at info. Exit 0: nothing that fails; 2: a finding at
 structural severity; 1: at output; 3: a server could not be listed.
 The listing is the scripted client's (client.record_session: the handshake and the paginated
-list walks `ci` runs), over the transport `ci` opens (transports/factory.py).
+list walks `ci` runs), over the transport `ci` opens (launch.py).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from mcptape.diff.engine import Policy
 from mcptape.diff.surface_review import SECURITY_RULES, SurfaceHit, review_surface
 from mcptape.diff.text_rules import visible
 from mcptape.errors import EXIT_OK, McptapeError
+from mcptape.launch import open_transport
 from mcptape.logsafe import safe_log
-from mcptape.report.model import SEVERITY_EXIT, Finding, worst_exit
-from mcptape.transports.factory import open_transport
+from mcptape.report.model import Finding
+from mcptape.verdict import SEVERITY_EXIT, worst_exit
 
 _STEPS = ("list_tools", "list_prompts", "list_resources", "list_resource_templates")
 _COLUMNS = (("rule", 26), ("item", 28), ("field", 32))
