@@ -26,6 +26,22 @@ VERDICT_EXIT: dict[str, int] = {
 }
 
 
+# Every kind of a `security` finding and what it means to a reviewer (SARIF rules, `check --surface`'s
+# table): the rules of diff/text_rules.py (new text on the surface), then what a tool may do
+# (diff/surface_review.py).
+SECURITY_KINDS: dict[str, str] = {
+    "instruction": "instruction-shaped text aimed at the model (tool poisoning, OWASP MCP03)",
+    "invisible": "characters a reviewer cannot see but a model reads (zero-width, bidi, Unicode tags)",
+    "homoglyph": "letters that look like others (mixed scripts, a name that reads like another)",
+    "url": "a new URL, e-mail address or host for the agent to reach",
+    "encoded": "an encoded blob (base64 or hex) a reviewer cannot read",
+    "sensitive": "a reference to credentials or a sensitive path",
+    "oversize": "a field that grew by more than a reviewer can read in one change",
+    "widened": "a tool that may now do more than it declared (a hint flipped, a result's cache scope changed)",
+    "output_dropped": "a tool whose output schema lost a field agents may rely on",
+}
+
+
 # The categories of a Finding and the kinds each comes in: the names `drift.fail_on` keys
 # ("category" or "category.kind") and `drift.ignore` rules use, checked when mcptape.yml loads.
 # What each means and how bad it is: diff/classify.py's docstring. tests/test_diff_classify.py
@@ -45,9 +61,7 @@ FINDING_KINDS: dict[str, tuple[str, ...]] = {
     # Only when two live sides are compared (ci/baseline.py): off the exit code unless fail_on says so.
     "latency": ("regression",),
     "release": ("patch", "minor"),  # a structural drift under a semver patch or minor bump
-    # diff/surface_review.py: the rule ids of diff/text_rules.py, then what a tool may do
-    "security": ("instruction", "invisible", "homoglyph", "url", "encoded", "sensitive", "oversize", "widened",
-                 "output_dropped"),
+    "security": tuple(SECURITY_KINDS),
     "context": ("budget",),  # diff/surface_cost.py: drift.budget exceeded
 }
 # The keys of a `drift.ignore` rule: what of a finding and its call the rule matches (diff/engine.py).
