@@ -24,7 +24,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcptape.jsonrpc import classify, dumps, id_key, loads
-from mcptape.replay.engine import Fallback, RecordedCall, ReplayEngine, ReplayReport
+from mcptape.replay.engine import Fallback, ReplayEngine, ReplayReport
+from mcptape.replay.index import RecordedCall
 from mcptape.replay.pacing import Pacer
 from mcptape.replay.served_values import serve_values
 from mcptape.tape.format import Tape
