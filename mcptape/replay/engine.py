@@ -106,6 +106,7 @@ from mcptape.replay.matching import (
     short,
     target,
 )
+from mcptape.replay.outgoing import Outgoing, answering
 from mcptape.tape.events import wire_text
 from mcptape.tape.format import Event, Tape
 from mcptape.tape.reader import TapeStream, read_tape
@@ -217,11 +218,11 @@ class ReplayReport:
         }
 
 
-def _error_line(msg_id: Any, code: int, message: str, data: Any = None) -> str:
+def _error_line(msg_id: Any, code: int, message: str, data: Any = None) -> Outgoing:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    return dumps({"jsonrpc": "2.0", "id": msg_id, "error": error})
+    return Outgoing(dumps({"jsonrpc": "2.0", "id": msg_id, "error": error}), True, msg_id)
 
 
 class Fallback(Protocol):
@@ -231,7 +232,8 @@ class Fallback(Protocol):
         """A client message the tape answered (the handshake the live server must get too)."""
 
     def forward(self, msg: dict[str, Any], label: str) -> list[str]:
-        """The wire lines answering client request `msg`, from the live server."""
+        """The wire lines answering client request `msg`, from the live server: what it sent
+        first (notifications), then the answer to `msg`, last."""
         ...
 
     def finish(self) -> int:
@@ -338,21 +340,25 @@ class ReplayEngine:
         with self._lock, _AS_REPLAY_ERROR:
             while self.index.anchor is None and self._more():
                 pass
-            out: list[str] = []
+            out: list[Outgoing] = []
             if not self._startup_sent:
                 self._startup_sent = True
                 for i in self.index.startup:
                     self._emit(i, out)
-            return out
+            return [o.line for o in out]
 
     def handle(self, line: str) -> list[str]:
         """The wire lines to send for one incoming client line (without its newline)."""
+        return [o.line for o in self.exchange(line)]
+
+    def exchange(self, line: str) -> list[Outgoing]:
+        """The messages to send for one incoming client line (without its newline), typed (outgoing.py)."""
         with self._lock, _AS_REPLAY_ERROR:
             # Each request starts with small batches: one that needs a few more lines (most
             # do, lookahead being near) pays for a few, and only one reaching far grows them.
             self.index.restart_batches()
             text = line.rstrip("\r\n")
-            out: list[str] = []
+            out: list[Outgoing] = []
             call = self._verbatim_call(text)
             if call is None and text not in self.index.verbatim and self._more():
                 call = self._verbatim_call(text)  # it was in the next batch: the usual case at a batch's end
@@ -415,13 +421,13 @@ class ReplayEngine:
 
     # --- requests -----------------------------------------------------------------------
 
-    def _request(self, msg: dict[str, Any], out: list[str]) -> None:
+    def _request(self, msg: dict[str, Any], out: list[Outgoing]) -> None:
         method = msg["method"]
         params = msg.get("params")
         call = self._find(method, params) or self._reused(method, params)
         if call is None:
             if method == "ping":
-                out.append(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
+                out.append(Outgoing(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}), True, msg["id"]))
                 self._report.answered += 1
                 return
             if method == "server/discover" and method not in self.index.by_method and "initialize" in self.index.by_method:
@@ -438,7 +444,7 @@ class ReplayEngine:
             why, nearest, live = self._explain(method, params)
             if self.fallback is not None:
                 self._report.forwarded.append(live)
-                out.extend(self.fallback.forward(msg, live))
+                out.extend(answering(msg["id"], self.fallback.forward(msg, live)))
                 return
             if self.lenient and nearest is not None:
                 substituted = f"{nearest.label} (tape line {nearest.line})"
@@ -472,7 +478,7 @@ class ReplayEngine:
             live_token = json.loads(token) if token is not None else None
         self._answer(call, msg["id"], live_token, out)
 
-    def _answer(self, call: RecordedCall, live_id: Any, live_token: Any, out: list[str]) -> None:
+    def _answer(self, call: RecordedCall, live_id: Any, live_token: Any, out: list[Outgoing]) -> None:
         if call.method in ("initialize", "server/discover"):
             self._report.handshake_answered = True
             self._discovered = self._discovered or call.method == "server/discover"
@@ -637,7 +643,7 @@ class ReplayEngine:
 
         return builtin_redactor().redact_text(text)
 
-    def _initialize_on_modern_tape(self, msg_id: Any, params: Any) -> str:
+    def _initialize_on_modern_tape(self, msg_id: Any, params: Any) -> Outgoing:
         """A legacy client's `initialize` on a 2026-07-28 tape: first on the connection, the
         handshake from the recorded discover answer (eras.py); after a discover, refused."""
         discover = next((c for c in self.index.by_method["server/discover"] if c.response is not None), None)
@@ -654,9 +660,9 @@ class ReplayEngine:
             f"{short(answer['protocolVersion'])}) from the recorded server/discover, and its results "
             "without the 2026-07-28 envelope (resultType, cacheScope, ttlMs, _meta serverInfo)"
         )
-        return dumps({"jsonrpc": "2.0", "id": msg_id, "result": answer})
+        return Outgoing(dumps({"jsonrpc": "2.0", "id": msg_id, "result": answer}), True, msg_id)
 
-    def _refuse_initialize(self, msg_id: Any, params: Any) -> str:
+    def _refuse_initialize(self, msg_id: Any, params: Any) -> Outgoing:
         """A 2026-07-28 tape asked for `initialize`: the recorded server spoke 2026-07-28 on this
         session, and such a server refuses the handshake with -32022 naming the versions it serves
         (the SDK 2.x server does), so a client falls back to `server/discover`."""
@@ -715,7 +721,7 @@ class ReplayEngine:
 
     # --- notifications and answers from the client --------------------------------------
 
-    def _client_notification(self, msg: dict[str, Any], out: list[str]) -> None:
+    def _client_notification(self, msg: dict[str, Any], out: list[Outgoing]) -> None:
         if self.fallback is not None:
             self.fallback.saw(msg)
         method = msg["method"]
@@ -740,7 +746,7 @@ class ReplayEngine:
         recorded = compared(self.events[index].get("msg", {}).get("params"))
         return canonical(recorded) == key or recorded_equal(recorded, params)
 
-    def _client_answer(self, msg: dict[str, Any], out: list[str]) -> None:
+    def _client_answer(self, msg: dict[str, Any], out: list[Outgoing]) -> None:
         key = fast_id_key(msg["id"])
         index = self._outstanding.pop(key, None)
         if index is None:
@@ -781,7 +787,7 @@ class ReplayEngine:
 
     # --- emission -----------------------------------------------------------------------
 
-    def _emit(self, index: int, out: list[str]) -> None:
+    def _emit(self, index: int, out: list[Outgoing]) -> None:
         """Append the wire line(s) of recorded s2c event `index` (and what is anchored to it)."""
         if self.closed:
             return
@@ -789,13 +795,13 @@ class ReplayEngine:
         kind = ev.get("kind")
         if kind in ("response", "error"):
             call = self.index.call_of_response.get(index)
-            if call is None or ev.get("id") is None:  # an answer for no id stays one (see _index)
-                out.append(self._for_client(wire_text(ev)))
+            if call is None or ev.get("id") is None:  # an answer for no id stays one (see TapeIndex._index)
+                out.append(Outgoing(self._for_client(wire_text(ev)), True, ev.get("id")))
                 if call is not None and index in self.index.recorded_status:
                     self._live_status[fast_id_key(self._live_ids.get(call.index))] = self.index.recorded_status[index]
             else:
                 live_id = self._live_ids.get(call.index)
-                out.append(self._for_client(self.index.with_id(index, live_id)))
+                out.append(Outgoing(self._for_client(self.index.with_id(index, live_id)), True, live_id))
                 status = self.index.recorded_status.get(index)
                 if status is not None:
                     self._live_status[fast_id_key(live_id)] = status
@@ -804,19 +810,19 @@ class ReplayEngine:
         elif kind == "request":
             key = fast_id_key(ev.get("id"))
             self._outstanding[key] = index
-            out.append(wire_text(ev))
+            out.append(Outgoing(wire_text(ev)))
         elif kind == "notification":
             owner = self.index.progress_owner.get(index)
             text = wire_text(ev)
             token = self._live_tokens.get(owner.index) if owner is not None else None
             if token is not None:
                 text = _rewrite_progress_token(text, token)
-            out.append(text)
+            out.append(Outgoing(text))
         elif kind == "garbage":
             if "text" in ev:
-                out.append(str(ev["text"]))
+                out.append(Outgoing(str(ev["text"])))
             else:  # non-UTF-8 bytes travel as lone surrogates; the stdio writer re-encodes them
-                out.append(base64.b64decode(ev.get("b64", "")).decode("utf-8", "surrogateescape"))
+                out.append(Outgoing(base64.b64decode(ev.get("b64", "")).decode("utf-8", "surrogateescape")))
         elif kind == "exit" and index in self.index.replayable_exits:
             self.closed = True
 
