@@ -81,7 +81,6 @@ nothing to replay, server requests that cannot be keyed).
 from __future__ import annotations
 
 import base64
-import gc
 import json
 import threading
 from collections.abc import Callable, Mapping
@@ -853,17 +852,10 @@ def _rewrite_progress_token(text: str, token: Any) -> str:
 
 
 def load_tape(path: str) -> Tape:
-    """Read a tape for replay: an unreadable or unknown-format tape cannot be replayed (exit 3)."""
-    # Loading allocates many long-lived dicts and nothing cyclic: collections during it are
-    # pure cost (a quarter of the load time on big tapes).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        with _AS_REPLAY_ERROR:
-            return read_tape(path)
-    finally:
-        if enabled:
-            gc.enable()
+    """Read a tape for replay: an unreadable or unknown-format tape cannot be replayed (exit 3).
+    How the process collects garbage meanwhile is the command's (commands/play.py's TapeMemory)."""
+    with _AS_REPLAY_ERROR:
+        return read_tape(path)
 
 
 def stream_tape(path: str) -> TapeStream:
