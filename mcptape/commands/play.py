@@ -29,9 +29,10 @@ from mcptape.commands.terminal import say
 from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log, utf8
-from mcptape.replay.engine import Fallback, ReplayEngine, ReplayReport, load_tape, stream_tape
+from mcptape.replay.engine import Fallback, ReplayEngine, load_tape, stream_tape
 from mcptape.replay.lab import LabEngine, LabOptions
 from mcptape.replay.matching import match_on_name_only
+from mcptape.replay.outcome import ReplayReport
 from mcptape.replay.pacing import parse_pace
 from mcptape.replay.stdio import hang_up, serve
 from mcptape.tape.seal import require as require_sealed
@@ -295,6 +296,6 @@ def _save_report(options: Options, reports: list[ReplayReport]) -> None:
         return
     from mcptape.tape.atomic import write_atomic  # tempfile: not on the path of a plain play
 
-    # The report quotes the client's requests: they were scrubbed of redacted values (engine._scrub).
+    # The report quotes the client's requests: they were scrubbed of redacted values (replay/nearmiss.py).
     data = dumps({"sessions": [r.to_dict() for r in reports]}) + "\n"
     write_atomic(options.report, utf8(data), what="replay report")

@@ -86,13 +86,12 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mcptape.errors import EXIT_OK, EXIT_OUTPUT_DRIFT, ReplayError, TapeError
+from mcptape.errors import ReplayError, TapeError
 from mcptape.jsonrpc import canonical, classify, dumps, loads, top_level_span
 from mcptape.replay.eras import legacy_initialize, legacy_result_line
 from mcptape.replay.index import RecordedCall, TapeIndex, fast_id_key, progress_token_of
 from mcptape.replay.matching import (
     DEFAULT_MATCH_ON,
-    HIDDEN,
     MATCH_ON,
     IgnoredPaths,
     Matcher,
@@ -103,8 +102,9 @@ from mcptape.replay.matching import (
     json_diff,
     recorded_equal,
     short,
-    target,
 )
+from mcptape.replay.nearmiss import explain, scrub, target_only
+from mcptape.replay.outcome import Miss, ReplayReport
 from mcptape.replay.outgoing import Outgoing, answering
 from mcptape.tape.events import wire_text
 from mcptape.tape.format import Event, Tape
@@ -125,7 +125,6 @@ LOOKAHEAD_KEYS = 16
 
 # Never listed as "unused": answered by timers and heartbeats, not by the session's logic.
 _NOT_REPORTED_UNUSED = frozenset({"ping"})
-_MAX_NEAREST = 3
 
 
 # --- the recorded session ----------------------------------------------------------------
@@ -133,88 +132,6 @@ _MAX_NEAREST = 3
 
 # Plain classes, not dataclasses, here and below: `dataclasses` imports `inspect` (and with it
 # ast, dis, tokenize), about a third of play's own start-up.
-
-
-class Miss:
-    """A live request the tape could not answer exactly (or a client answer that diverged)."""
-
-    __slots__ = ("method", "call", "why", "id", "substituted")
-
-    def __init__(self, method: str, call: str, why: str, id: Any = None, substituted: str | None = None) -> None:
-        self.method = method
-        self.call = call  # the live call, described
-        self.why = why  # the near-miss explanation sent to the client
-        self.id = id
-        self.substituted = substituted  # --lenient: the recorded call answered instead
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Miss) and self.to_dict() == other.to_dict()
-
-    def __repr__(self) -> str:
-        return f"Miss({self.to_dict()!r})"
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"method": self.method, "call": self.call, "why": self.why, "id": self.id}
-        if self.substituted is not None:
-            d["substituted"] = self.substituted
-        return d
-
-
-class ReplayReport:
-    """What a replay answered, missed and left unused; exit 0 clean, 1 misses."""
-
-    def __init__(self, tape: str) -> None:
-        self.tape = tape
-        self.answered = 0
-        self.misses: list[Miss] = []
-        self.substitutions: list[Miss] = []
-        self.forwarded: list[str] = []  # --fallback: calls answered live (and recorded)
-        self.unused: list[str] = []
-        self.warnings: list[str] = []
-        self.refused: list[str] = []  # handshakes answered by a refusal play made up, not the tape
-        self.handshake_answered = False  # an initialize or server/discover answered from the tape
-
-    @property
-    def only_refused(self) -> bool:
-        """The client was refused a handshake by play and never got one from the tape after."""
-        return bool(self.refused) and not self.handshake_answered
-
-    @property
-    def exit_code(self) -> int:
-        """0 every request answered by its own recording; 1 a miss, a --lenient substitution
-        (the client got an answer, but one recorded for other arguments), or only a made-up refusal."""
-        return EXIT_OUTPUT_DRIFT if self.misses or self.substitutions or self.only_refused else EXIT_OK
-
-    def render(self) -> str:
-        """A short plain-text report for stderr."""
-        verdict = "clean" if not self.misses else f"{len(self.misses)} miss(es)"
-        if self.only_refused:
-            verdict += f"; {', '.join(self.refused)} answered only by a refusal play made up (no session followed)"
-        lines = [f"mcptape play: {self.tape}: {self.answered} request(s) answered from the tape, {verdict}"]
-        lines += [f"  warning: {w}" for w in self.warnings]
-        for m in self.misses:
-            lines.append(f"  miss: {m.call}: {m.why}")
-        for m in self.substitutions:
-            lines.append(f"  lenient: {m.call} answered with {m.substituted}: {m.why}")
-        for f in self.forwarded:
-            lines.append(f"  live: {f} (--fallback: not on the tape; answered by the live server, recorded)")
-        if self.unused:
-            lines.append(f"  {len(self.unused)} recorded call(s) never asked:")
-            lines += [f"    {u}" for u in self.unused]
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tape": self.tape,
-            "answered": self.answered,
-            "exit_code": self.exit_code,
-            "misses": [m.to_dict() for m in self.misses],
-            "substitutions": [m.to_dict() for m in self.substitutions],
-            "forwarded": list(self.forwarded),
-            "unused": list(self.unused),
-            "warnings": list(self.warnings),
-            "refused": list(self.refused),
-        }
 
 
 def _error_line(msg_id: Any, code: int, message: str, data: Any = None) -> Outgoing:
@@ -453,7 +370,7 @@ class ReplayEngine:
                 call = nearest
             else:
                 if self.lenient:
-                    why += f"; --lenient substitutes only another recording of {describe_call(method, _target_only(params))}, and the tape holds none"
+                    why += f"; --lenient substitutes only another recording of {describe_call(method, target_only(params))}, and the tape holds none"
                 self._report.misses.append(Miss(method, live, why, msg["id"]))
                 if self._say is not None:
                     self._say(f"mcptape play: miss: {live}: {why}")
@@ -590,57 +507,10 @@ class ReplayEngine:
         return reasons
 
     def _explain(self, method: str, params: Any) -> tuple[str, RecordedCall | None, str]:
-        """Why no recorded call matched, naming the nearest ones; the closest recording of the same
-        method and target (None if the tape holds none); the live call.
-
-        The explanation and the live call's description are scrubbed of secrets: live values that
-        stood for a redacted recorded value are shown as the recording shows them.
-        """
+        """Why no recorded call matched (nearmiss.py's explain), with the whole tape indexed."""
         while self._more():
             pass
-        same = self.index.by_method.get(method, [])
-        secrets: set[str] = set()
-        live = describe_call(method, _scrubbed(params))
-        if not same:
-            held = sorted({c.method for c in self.index.calls})
-            why = f"the tape holds no {method} request at all (it holds: {', '.join(held)})"
-            return self._scrub(why, secrets), None, self._scrub(live, secrets)
-        asked_name = params.get("name") if isinstance(params, dict) else None
-
-        def rank(c: RecordedCall) -> tuple[int, int, int, int]:
-            other_name = isinstance(c.params, dict) and c.params.get("name") != asked_name
-            return (int(other_name), int(c.index in self._used), len(self._reasons(c, params)), c.index)
-
-        ranked = sorted(same, key=rank)
-        parts: list[str] = []
-        for c in ranked[:_MAX_NEAREST]:
-            reasons = self._reasons(c, params)
-            notes: list[str] = []
-            json_diff(compared(c.params), compared(params), limit=1 << 30, notes=notes)
-            if not reasons:
-                n = sum(1 for o in same if not self._reasons(o, params))
-                parts.append(f"{c.label} (line {c.line}): already answered (the tape holds {n} such call(s))")
-            else:
-                parts.append(f"{c.label} (line {c.line}): {'; '.join(reasons + notes)}")
-        # --lenient's candidate: the same method and target (tool, prompt, resource), never another.
-        asked_target = target(compared(params))
-        same_target = [c for c in ranked if recorded_equal(target(compared(c.params)), asked_target)]
-        unconsumed = [c for c in same_target if c.index not in self._used]
-        closest = unconsumed[0] if unconsumed else (same_target[0] if same_target else None)
-        for c in same:  # every value compared with a redacted one, whichever call it was compared with
-            hide_redacted(compared(c.params), compared(params), secrets)
-        if secrets:
-            live = describe_call(method, _scrubbed(hide_redacted(compared((closest or ranked[0]).params), compared(params))))
-        return self._scrub("nearest: " + " | ".join(parts), secrets), closest, self._scrub(live, secrets)
-
-    def _scrub(self, text: str, secrets: set[str]) -> str:
-        """`text` without the live `secrets` (as text or JSON-escaped) and through the redactor."""
-        for secret in sorted(secrets, key=len, reverse=True):
-            if len(secret) >= 4:  # shorter ones were replaced where they stood (hide_redacted)
-                text = text.replace(secret, HIDDEN).replace(dumps(secret)[1:-1], HIDDEN)
-        from mcptape.redact.redactor import builtin_redactor  # only now: it costs play's start-up ~15 ms
-
-        return builtin_redactor().redact_text(text)
+        return explain(method, params, self.index.by_method.get(method, []), self.index.calls, self._used, self._reasons)
 
     def _initialize_on_modern_tape(self, msg_id: Any, params: Any) -> Outgoing:
         """A legacy client's `initialize` on a 2026-07-28 tape: first on the connection, the
@@ -766,7 +636,7 @@ class ReplayEngine:
                     hide_redacted(recorded.get(part), msg.get(part), secrets)
             if reasons:
                 label = describe_call(str(request.get("method")), request.get("msg", {}).get("params"))
-                why = self._scrub(
+                why = scrub(
                     f"the client answered the server's {label} differently than recorded "
                     f"({'; '.join(reasons)}); what the tape replays after it assumed the recorded answer",
                     secrets,
@@ -830,14 +700,6 @@ class ReplayEngine:
         return legacy_result_line(line) if self._legacy_client else line
 
 
-def _target_only(params: Any) -> Any:
-    """A call's params reduced to what it names, to describe "this tool" in a message."""
-    named = target(compared(params))
-    if named is None:
-        return None
-    return {"uri" if isinstance(params, dict) and "uri" in params else "name": named}
-
-
 def _rewrite_progress_token(text: str, token: Any) -> str:
     """`text` with params.progressToken replaced by `token`, every other byte unchanged."""
     p = top_level_span(text, "params")
@@ -877,11 +739,3 @@ class _AsReplayError:
 
 
 _AS_REPLAY_ERROR = _AsReplayError()
-
-
-def _scrubbed(params: Any) -> Any:
-    """`params` with the secrets the redactor finds replaced, before describe_call cuts the text
-    short: a token cut in half has no shape left for `_scrub` to find, and half a token leaks."""
-    from mcptape.redact.redactor import builtin_redactor  # only now: it costs play's start-up ~15 ms
-
-    return builtin_redactor().redact_obj(params)

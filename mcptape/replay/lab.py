@@ -24,8 +24,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcptape.jsonrpc import classify, dumps, id_key, loads
-from mcptape.replay.engine import Fallback, ReplayEngine, ReplayReport
+from mcptape.replay.engine import Fallback, ReplayEngine
 from mcptape.replay.index import RecordedCall
+from mcptape.replay.outcome import ReplayReport
 from mcptape.replay.outgoing import Outgoing, answering
 from mcptape.replay.pacing import Pacer
 from mcptape.replay.served_values import serve_values
