@@ -237,12 +237,6 @@ class ReplayEngine:
         """The recorded client requests indexed so far, in tape order (the index's)."""
         return self.index.calls
 
-    def _more(self, limit: int | None = None) -> bool:
-        return self.index.more(limit)
-
-    def _settled(self, index: int) -> bool:
-        return self.index.settled(index)
-
     def http_status(self, live_id: Any) -> int | None:
         """The HTTP status the recorded server answered the request `live_id` with, if it was an error
         status (rec --listen notes those); None for 200. Taken once: HTTP play asks as it replies."""
@@ -254,7 +248,7 @@ class ReplayEngine:
     def pending_startup(self) -> list[str]:
         """Lines the server sent before the client said anything (sent once, at connect)."""
         with self._lock, _AS_REPLAY_ERROR:
-            while self.index.anchor is None and self._more():
+            while self.index.anchor is None and self.index.more():
                 pass
             out: list[Outgoing] = []
             if not self._startup_sent:
@@ -276,7 +270,7 @@ class ReplayEngine:
             text = line.rstrip("\r\n")
             out: list[Outgoing] = []
             call = self._verbatim_call(text)
-            if call is None and text not in self.index.verbatim and self._more():
+            if call is None and text not in self.index.verbatim and self.index.more():
                 call = self._verbatim_call(text)  # it was in the next batch: the usual case at a batch's end
             if call is not None:
                 recorded_id = self.events[call.index].get("id")
@@ -312,7 +306,7 @@ class ReplayEngine:
         leaves the round trips instead of landing on whichever request needs the next batch.
         """
         with self._lock, _AS_REPLAY_ERROR:
-            if self._more(LOOKAHEAD_LINES):
+            if self.index.more(LOOKAHEAD_LINES):
                 return True
             # Keys only for methods a request needed them for: a client whose lines are the
             # recorded bytes is matched without them (_verbatim_call), and keying parses params.
@@ -325,7 +319,7 @@ class ReplayEngine:
     def report(self) -> ReplayReport:
         """The replay so far: misses, lenient substitutions, recorded calls never asked."""
         with self._lock, _AS_REPLAY_ERROR:
-            while self._more():
+            while self.index.more():
                 pass
             rep = self._report
             rep.unused = [
@@ -423,12 +417,12 @@ class ReplayEngine:
             if call is not None:
                 self._settle(call)
                 return call
-            if not self._more():
+            if not self.index.more():
                 return None
 
     def _settle(self, call: RecordedCall) -> None:
         """Index on until `call`'s response and everything anchored to it are known."""
-        while not (call.response is not None and self._settled(call.response)) and self._more():
+        while not (call.response is not None and self.index.settled(call.response)) and self.index.more():
             pass
 
     def _verbatim_call(self, text: str) -> RecordedCall | None:
@@ -508,7 +502,7 @@ class ReplayEngine:
 
     def _explain(self, method: str, params: Any) -> tuple[str, RecordedCall | None, str]:
         """Why no recorded call matched (nearmiss.py's explain), with the whole tape indexed."""
-        while self._more():
+        while self.index.more():
             pass
         return explain(method, params, self.index.by_method.get(method, []), self.index.calls, self._used, self._reasons)
 
@@ -599,14 +593,14 @@ class ReplayEngine:
         while True:
             candidates = [i for i in self.index.notifications.get(method, []) if i not in self._used_notifications]
             chosen = next((i for i in candidates if self._same_notification(i, key, params)), None)
-            if chosen is not None or not self._more():
+            if chosen is not None or not self.index.more():
                 break
         if chosen is None:
             if not candidates:
                 return  # notifications need no answer, and a new one has nothing recorded after it
             chosen = candidates[0]
         self._used_notifications.add(chosen)
-        while not self._settled(chosen) and self._more():
+        while not self.index.settled(chosen) and self.index.more():
             pass
         for i in self.index.anchored.get(chosen, []):
             self._emit(i, out)
@@ -623,7 +617,7 @@ class ReplayEngine:
             return
         self._answered_server.add(key)
         request = self.events[index]
-        while (key not in self.index.answer_of or not self._settled(self.index.answer_of[key])) and self._more():
+        while (key not in self.index.answer_of or not self.index.settled(self.index.answer_of[key])) and self.index.more():
             pass
         answer = self.index.answer_of.get(key)
         if answer is not None:
