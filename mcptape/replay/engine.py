@@ -127,13 +127,6 @@ LOOKAHEAD_KEYS = 16
 _NOT_REPORTED_UNUSED = frozenset({"ping"})
 
 
-# --- the recorded session ----------------------------------------------------------------
-
-
-# Plain classes, not dataclasses, here and below: `dataclasses` imports `inspect` (and with it
-# ast, dis, tokenize), about a third of play's own start-up.
-
-
 def _error_line(msg_id: Any, code: int, message: str, data: Any = None) -> Outgoing:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
 
-# Plain classes, not dataclasses, here and in engine.py: `dataclasses` imports `inspect` (and
-# with it ast, dis, tokenize), about a third of play's own start-up.
+# Plain classes, not dataclasses, here and in outgoing.py and outcome.py: `dataclasses` imports
+# `inspect` (and with it ast, dis, tokenize), about a third of play's own start-up.
 
 
 class RecordedCall:
@@ -55,8 +55,9 @@ class RecordedCall:
 
     @property
     def params(self) -> Any:
-        if self._source is not None:
-            msg = self._source.get("msg")
+        source = self._source  # read once: replays on other threads share this call (the index)
+        if source is not None:
+            msg = source.get("msg")
             self._params = msg.get("params") if isinstance(msg, dict) else None
             self._source = None
         return self._params
