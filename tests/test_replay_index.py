@@ -57,7 +57,7 @@ def _fingerprint(index: TapeIndex) -> Any:
 def test_sessions_share_one_index_and_each_keeps_its_own_state() -> None:
     first = ReplayEngine(_tape())
     second = first.fresh()
-    assert second.index is first.index  # the tape is indexed once, not once per HTTP session
+    assert second.index is first.index and first.index.shared  # indexed once, not once per HTTP session
     assert ask(first, call(7, "add", a=1, b=1)) == [res(7, text("2"))]
     assert ask(first, call(8, "add", a=1, b=1)) == [res(8, text("2 again"))]
     assert ask(first, call(9, "add", a=1, b=1))[0]["error"]["data"]["mcptape"] == "replay-miss"

@@ -49,15 +49,15 @@ class TapeMemory:
     """
 
     def __init__(self) -> None:
-        self._enabled: list[bool] = []
+        self._enabled = True
 
-    def __enter__(self) -> None:
-        self._enabled.append(gc.isenabled())
+    def __enter__(self) -> None:  # not reentrant: a load, or one batch, at a time
+        self._enabled = gc.isenabled()
         gc.disable()
 
     def __exit__(self, *exc: object) -> None:
         gc.freeze()
-        if self._enabled.pop():
+        if self._enabled:
             gc.enable()
 
 

@@ -197,6 +197,7 @@ class ReplayEngine:
                 if name not in self.matchers:
                     raise ReplayError(f"unknown matcher {name!r}; registered: {', '.join(sorted(self.matchers))}")
         self.index = TapeIndex(tape, stream, reading) if index is None else index
+        self._stream = stream  # only to restart its batches at each request (TapeStream.restart_batches)
         self.events: list[Event] = tape.events
         # The state of this replay; the index holds none of it.
         self._used: set[int] = set()  # event indices of the recorded calls answered (consumed)
@@ -259,7 +260,8 @@ class ReplayEngine:
         with self._lock, _AS_REPLAY_ERROR:
             # Each request starts with small batches: one that needs a few more lines (most
             # do, lookahead being near) pays for a few, and only one reaching far grows them.
-            self.index.restart_batches()
+            if self._stream is not None:
+                self._stream.restart_batches()
             text = line.rstrip("\r\n")
             out: list[Outgoing] = []
             call = self._verbatim_call(text)
@@ -388,8 +390,9 @@ class ReplayEngine:
         self._used.add(call.index)
         self.last_answered = call
         self._live_ids[call.index] = live_id
-        self._live_tokens[call.index] = live_token
-        for i in self.index.anchored.get(call.index, []):
+        if call.progress_token is not None:  # only then can a recorded notification be its (TapeIndex._progress)
+            self._live_tokens[call.index] = live_token
+        for i in self.index.anchored.get(call.index, ()):
             self._emit(i, out)
         if call.response is None:
             if not self.tape.complete and not self.closed:
@@ -430,10 +433,11 @@ class ReplayEngine:
         if not queue:
             return None
         used = self._used
-        at = self._verbatim_at.get(text, 0)
+        at = start = self._verbatim_at.get(text, 0)
         while at < len(queue) and queue[at].index in used:
             at += 1
-        self._verbatim_at[text] = at
+        if at != start:
+            self._verbatim_at[text] = at
         if at == len(queue):
             return None
         call = queue[at]
@@ -553,6 +557,7 @@ class ReplayEngine:
 
     def fresh(self) -> ReplayEngine:
         """A new engine for the same tape (the same index) with the same matching options (one per HTTP session)."""
+        self.index.shared = True  # read by replays on other threads from now on (HTTP play's sessions)
         return ReplayEngine(
             self.tape,
             lenient=self.lenient,
@@ -647,21 +652,23 @@ class ReplayEngine:
         """Append the wire line(s) of recorded s2c event `index` (and what is anchored to it)."""
         if self.closed:
             return
+        tape = self.index
         ev = self.events[index]
         kind = ev.get("kind")
         if kind in ("response", "error"):
-            call = self.index.call_of_response.get(index)
+            call = tape.call_of_response.get(index)
             if call is None or ev.get("id") is None:  # an answer for no id stays one (see TapeIndex._index)
                 out.append(Outgoing(self._for_client(wire_text(ev)), True, ev.get("id")))
-                if call is not None and index in self.index.recorded_status:
-                    self._live_status[fast_id_key(self._live_ids.get(call.index))] = self.index.recorded_status[index]
+                if call is not None and index in tape.recorded_status:
+                    self._live_status[fast_id_key(self._live_ids.get(call.index))] = tape.recorded_status[index]
             else:
                 live_id = self._live_ids.get(call.index)
-                out.append(Outgoing(self._for_client(self.index.with_id(index, live_id)), True, live_id))
-                status = self.index.recorded_status.get(index)
+                line = tape.with_id(index, live_id)
+                out.append(Outgoing(legacy_result_line(line) if self._legacy_client else line, True, live_id))
+                status = tape.recorded_status.get(index)
                 if status is not None:
                     self._live_status[fast_id_key(live_id)] = status
-            for i in self.index.anchored.get(index, []):
+            for i in tape.anchored.get(index, ()):
                 self._emit(i, out)
         elif kind == "request":
             key = fast_id_key(ev.get("id"))

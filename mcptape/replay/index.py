@@ -12,8 +12,9 @@ It only grows, and what it says about an event never changes once said. Given a 
 (stdio play, tape/reader.py's TapeStream) it indexes the tape a batch at a time as requests
 need it (`more`), so the first answer does not wait for a long tape to be read; the outcome is
 the same as indexing it all up front. Exact-match keys are computed per method at first need
-(`key_calls`), because keying parses params. Both grow under the index's own lock, so replays on
-other threads can share it. Matching policy (which matchers, --ignore-arg) is the engine's.
+(`key_calls`), because keying parses params. Keys grow under the index's own lock, and so does
+the tape once a second replay shares the index (`shared`, set by ReplayEngine.fresh), so replays
+on other threads can share it. Matching policy (which matchers, --ignore-arg) is the engine's.
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ class TapeIndex:
         self._calls_by_token: dict[str, RecordedCall] = {}
         self._id_spans: dict[int, tuple[str, str]] = {}  # a cache: response index -> text around its id
         self._lock = threading.Lock()
+        self.shared = False  # another replay reads it too (ReplayEngine.fresh): grow it under the lock
         self._index(len(self.events))
 
     @property
@@ -141,32 +143,33 @@ class TapeIndex:
 
     # --- growing --------------------------------------------------------------------------
 
-    def restart_batches(self) -> None:
-        """A new request: it starts with small batches (see TapeStream.restart_batches)."""
-        if self._stream is not None:
-            self._stream.restart_batches()
-
     def more(self, limit: int | None = None) -> bool:
-        """Index the next batch (at most `limit` lines) of a streamed tape; False once all of it is indexed."""
+        """Index the next batch (at most `limit` lines) of a streamed tape; False once all of it is indexed.
+
+        Called once or twice a request (the hot path), so the `reading` context is entered by hand
+        rather than by a `with`, and under the lock only when another replay shares the index.
+        """
         if self.exhausted:
             return False
-        with self._lock:
+        stream, reading = self._stream, self._reading
+        assert stream is not None
+        if self.shared:
+            self._lock.acquire()
+        if reading is not None:
+            reading.__enter__()
+        try:
             if self.exhausted:
-                return False
-            assert self._stream is not None
-            if self._reading is None:
-                self._read_batch(limit)
+                pass
+            elif stream.read_batch(limit):
+                self._index(len(self.events))
             else:
-                with self._reading:
-                    self._read_batch(limit)
+                self.exhausted = True
+        finally:
+            if reading is not None:
+                reading.__exit__(None, None, None)
+            if self.shared:
+                self._lock.release()
         return not self.exhausted
-
-    def _read_batch(self, limit: int | None) -> None:
-        assert self._stream is not None
-        if self._stream.read_batch(limit):
-            self._index(len(self.events))
-        else:
-            self.exhausted = True
 
     def settled(self, index: int) -> bool:
         """Everything anchored to anchor event `index` is indexed: a later anchor is, or the tape ended."""
