@@ -12,9 +12,10 @@ A third side, `play_parsed`, plays the same tape with its footer's sha256 remove
 edited by hand is (played with --allow-edited): play then parses every line and every request (no verbatim shortcut, see
 mcptape/replay/engine.py), which is also what a client whose lines differ from the recording's gets.
 
-`--baseline DIR` adds a fourth side, `play_before`: `python -m mcptape play` run from DIR, a
-directory holding another version of the `mcptape` package (e.g. a copy of the last commit's),
-so a change to play is measured against the old code in the same run.
+`--baseline DIR` adds two sides, `play_before` and `play_parsed_before`: `python -m mcptape play` run
+from DIR, a directory holding another version of the `mcptape` package (e.g. a detached git worktree
+of the last commit), so a change to play is measured against the old code in the same run, on
+both paths.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ def bench(calls: int = 2000, rounds: int = 7, baseline: Path | None = None) -> d
         ]
         if baseline is not None:
             sides.append(("play_before", plays[calls], plays[small], baseline))
+            sides.append(("play_parsed_before", parsed[calls], parsed[small], baseline))
         results: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in sides}
         first_small: dict[str, list[float]] = {name: [] for name, *_ in sides}
         with spinning():
@@ -147,6 +149,9 @@ def bench(calls: int = 2000, rounds: int = 7, baseline: Path | None = None) -> d
         out["before_first_response_ratio_play_over_live"] = round(before["first_ms"] / out["live"]["first_ms"], 3)
         out["before_first_response_ratio_10_call_tape"] = round(
             before["first_ms_10_call_tape"] / out["live"]["first_ms_10_call_tape"], 3
+        )
+        out["before_throughput_ratio_play_parsed_over_live"] = round(
+            out["play_parsed_before"]["calls_per_s"] / out["live"]["calls_per_s"], 3
         )
     try:  # how busy the machine was (Linux only)
         with open("/proc/loadavg", encoding="utf-8") as fh:

@@ -149,7 +149,7 @@ def test_requests_in_recorded_order_take_the_fast_path_without_parsing(tmp_path:
     events = stream.tape.events
     assert len(events) == 400 and all(type(ev) is LazyEvent for ev in events)
     assert not any(ev.line is None for ev in events if type(ev) is LazyEvent)  # none was parsed
-    assert not engine._exact  # nor a request keyed
+    assert not engine.index.exact  # nor a request keyed
     assert engine.report().to_dict()["answered"] == 200
 
 

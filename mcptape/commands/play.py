@@ -29,12 +29,39 @@ from mcptape.commands.terminal import say
 from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log, utf8
-from mcptape.replay.engine import Fallback, ReplayEngine, ReplayReport, load_tape, stream_tape
+from mcptape.replay.engine import Fallback, ReplayEngine, load_tape, stream_tape
 from mcptape.replay.lab import LabEngine, LabOptions
 from mcptape.replay.matching import match_on_name_only
+from mcptape.replay.outcome import ReplayReport
 from mcptape.replay.pacing import parse_pace
 from mcptape.replay.stdio import hang_up, serve
 from mcptape.tape.seal import require as require_sealed
+
+
+class TapeMemory:
+    """Play's garbage-collector policy for the tape, a process concern kept out of the engine.
+
+    The tape and its index live as long as the process and hold no reference cycles, so
+    collections while they grow are pure cost (a quarter of the load time on big tapes): inside,
+    automatic collection is off; on leaving, what was built is frozen out of every later
+    collection (gc.freeze). Entered around a whole load, or by the engine around each batch of a
+    streamed tape (ReplayEngine's `reading`).
+    """
+
+    def __init__(self) -> None:
+        self._enabled = True
+
+    def __enter__(self) -> None:  # not reentrant: a load, or one batch, at a time
+        self._enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        gc.freeze()
+        if self._enabled:
+            gc.enable()
+
+
+TAPE_MEMORY = TapeMemory()
 
 
 @dataclass(frozen=True)
@@ -137,12 +164,12 @@ def run(options: Options) -> int:
         _require_sealed(options)
     if stream.streamable:
         tape = stream.tape
-        engine = ReplayEngine(tape, stream=stream, fallback=fallback, **options.engine_options())
+        engine = ReplayEngine(tape, stream=stream, reading=TAPE_MEMORY, fallback=fallback, **options.engine_options())
         held = stream.event_count
     else:  # let the whole-tape checks name what is wrong with it
-        tape = load_tape(options.tape)
-        engine = ReplayEngine(tape, fallback=fallback, **options.engine_options())
-        gc.freeze()  # the tape lives as long as we do: keep it out of every later collection
+        with TAPE_MEMORY:
+            tape = load_tape(options.tape)
+            engine = ReplayEngine(tape, fallback=fallback, **options.engine_options())
         held = len(tape.events)
     served = LabEngine(engine, lab, options.pace)
     _say_unpaced(served)
@@ -207,12 +234,15 @@ def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
     """Serve the tape over streamable HTTP until SIGINT/SIGTERM, then report like stdio play."""
     from mcptape.replay.http import serve_http  # http.server, the HTTP transport's framing: --listen only
 
-    tape = load_tape(options.tape)
+    with TAPE_MEMORY:
+        tape = load_tape(options.tape)
     _require_sealed(options)
     go_live = options.fallback or (options.fallback_url is not None and not options.live_tools)
     live = _new_fallback(options) if go_live else None
-    # Built before serving, so a tape that cannot be replayed fails early; each session gets its own live side.
-    first = LabEngine(ReplayEngine(tape, new_fallback=live, **options.engine_options()), lab, options.pace)
+    # Built before serving, so a tape that cannot be replayed fails early; each session gets its own
+    # live side, and shares this one's index of the tape (ReplayEngine.fresh).
+    with TAPE_MEMORY:
+        first = LabEngine(ReplayEngine(tape, new_fallback=live, **options.engine_options()), lab, options.pace)
     _say_unpaced(first)
 
     def ready(url: str) -> None:  # listening: what a person needs to know before the first client
@@ -266,6 +296,6 @@ def _save_report(options: Options, reports: list[ReplayReport]) -> None:
         return
     from mcptape.tape.atomic import write_atomic  # tempfile: not on the path of a plain play
 
-    # The report quotes the client's requests: they were scrubbed of redacted values (engine._scrub).
+    # The report quotes the client's requests: they were scrubbed of redacted values (replay/nearmiss.py).
     data = dumps({"sessions": [r.to_dict() for r in reports]}) + "\n"
     write_atomic(options.report, utf8(data), what="replay report")

@@ -29,6 +29,7 @@ from typing import Any
 from mcptape.http_serve import ChunkedBody, Server, parse_listen, serve_until_stopped
 from mcptape.jsonrpc import classify, id_key, loads
 from mcptape.replay.lab import Served
+from mcptape.replay.outgoing import Outgoing
 from mcptape.tape.format import Tape
 from mcptape.transports.sse import SESSION_HEADER, format_sse
 
@@ -48,17 +49,14 @@ class ReplaySession:
         self.backlog: list[str] = list(engine.pending_startup())
         self.closed = False
 
-    def route(self, lines: list[str], own: str | None) -> None:
-        """Send each line where it belongs (see the module docstring)."""
+    def route(self, sent: list[Outgoing], own: str | None) -> None:
+        """Send each message where it belongs (see the module docstring); an answer is known as one
+        by the engine that wrote it (outgoing.py), so no line is parsed here."""
         with self.lock:
-            for line in lines:
-                try:
-                    msg = loads(line)
-                except ValueError:
-                    msg = None
-                kind = classify(msg)
-                if kind in ("response", "error") and id_key(msg["id"]) in self.streams:
-                    stream = self.streams.pop(id_key(msg["id"]))
+            for message in sent:
+                line = message.line
+                if message.answer and (key := id_key(message.id)) in self.streams:
+                    stream = self.streams.pop(key)
                     stream.put(line)
                     stream.put(_END)
                 elif own is not None and own in self.streams:
@@ -202,14 +200,14 @@ class PlayHandler(BaseHTTPRequestHandler):
             self._error(404, "Session not found (mcptape play): initialize a new session", msg.get("id"))
             return
         if kind != "request":
-            session.route(session.engine.handle(text), None)
+            session.route(session.engine.exchange(text), None)
             self._reply(202, session=session.session_id)
             return
         own = id_key(msg["id"])
         stream: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         with session.lock:
             session.streams[own] = stream
-        session.route(session.engine.handle(text), own)
+        session.route(session.engine.exchange(text), own)
         due: list[str] = []
         ended = False
         while True:

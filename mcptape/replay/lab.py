@@ -24,7 +24,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcptape.jsonrpc import classify, dumps, id_key, loads
-from mcptape.replay.engine import Fallback, RecordedCall, ReplayEngine, ReplayReport
+from mcptape.replay.engine import Fallback, ReplayEngine
+from mcptape.replay.index import RecordedCall
+from mcptape.replay.outcome import ReplayReport
+from mcptape.replay.outgoing import Outgoing, answering
 from mcptape.replay.pacing import Pacer
 from mcptape.replay.served_values import serve_values
 from mcptape.tape.format import Tape
@@ -126,7 +129,8 @@ class LabEngine:
         return self._hung_up
 
     def pending_startup(self) -> list[str]:
-        return self._served(self.engine.pending_startup())
+        lines = self.engine.pending_startup()
+        return [serve_values(line) for line in lines] if self.options.serve_placeholders else lines
 
     def lookahead(self) -> bool:
         return self.engine.lookahead()
@@ -155,8 +159,11 @@ class LabEngine:
         return LabReport(base, list(injected), list(self.live_calls), pace)
 
     def handle(self, line: str) -> list[str]:
+        return [o.line for o in self.exchange(line)]
+
+    def exchange(self, line: str) -> list[Outgoing]:
         if self._plain:
-            return self._served(self.engine.handle(line))
+            return self._served(self.engine.exchange(line))
         msg = self._parsed(line) if (self.plan is not None or self.live is not None) else None
         request = msg is not None and classify(msg) == "request"
         wait = 0.0
@@ -169,7 +176,7 @@ class LabEngine:
             call: RecordedCall | None = None
             if out is None:
                 self.engine.last_answered = None
-                out = self.engine.handle(line)
+                out = self.engine.exchange(line)
                 call = self.engine.last_answered
                 if msg is not None and self._own_live and self.live is not None and not request:
                     self.live.saw(msg)  # a notification: the live side's handshake, or news for it
@@ -196,7 +203,7 @@ class LabEngine:
             return None
         return msg if isinstance(msg, dict) else None
 
-    def _live(self, msg: dict[str, Any] | None) -> list[str] | None:
+    def _live(self, msg: dict[str, Any] | None) -> list[Outgoing] | None:
         """A --live-tools call's lines from the live server; None for any other request."""
         if self.live is None or msg is None or msg.get("method") != "tools/call":
             return None
@@ -206,17 +213,16 @@ class LabEngine:
             return None
         label = f"tools/call {name}"
         self.live_calls.append(label)
-        return self.live.forward(msg, label)
+        return answering(msg.get("id"), self.live.forward(msg, label))
 
-    def _inject(self, rule: FaultRule, msg_id: Any, out: list[str]) -> tuple[list[str], float]:
+    def _inject(self, rule: FaultRule, msg_id: Any, out: list[Outgoing]) -> tuple[list[Outgoing], float]:
         """The lines to send instead of `out` under `rule`, and the extra wait (seconds)."""
         if rule.kind == "delay":
             return out, rule.delay_ms / 1000.0
         want = id_key(msg_id)
         at = None
-        for k, text in enumerate(out):
-            answer = self._parsed(text)
-            if answer is not None and classify(answer) in ("response", "error") and id_key(answer.get("id")) == want:
+        for k, sent in enumerate(out):
+            if sent.answer and id_key(sent.id) == want:
                 at = k
         rest = out[:at] + out[at + 1:] if at is not None else list(out)
         if rule.kind == "no-answer":
@@ -225,19 +231,23 @@ class LabEngine:
             self._hung_up = True
             return rest, 0.0
         if rule.kind == "error":
-            line = dumps({"jsonrpc": "2.0", "id": msg_id, "error": {"code": rule.code, "message": rule.message}})
+            line = Outgoing(dumps({"jsonrpc": "2.0", "id": msg_id, "error": {"code": rule.code, "message": rule.message}}),
+                            True, msg_id)
         elif rule.kind == "is-error":
-            line = dumps({"jsonrpc": "2.0", "id": msg_id,
-                          "result": {"content": [{"type": "text", "text": rule.message}], "isError": True}})
-        else:  # malformed: the recorded answer cut in half, so it is not JSON
-            recorded = out[at] if at is not None else dumps({"jsonrpc": "2.0", "id": msg_id, "result": {}})
-            line = recorded[: max(1, len(recorded) // 2)]
+            line = Outgoing(dumps({"jsonrpc": "2.0", "id": msg_id,
+                                   "result": {"content": [{"type": "text", "text": rule.message}], "isError": True}}),
+                            True, msg_id)
+        else:  # malformed: the recorded answer cut in half, so it is not JSON (nor an answer)
+            recorded = out[at].line if at is not None else dumps({"jsonrpc": "2.0", "id": msg_id, "result": {}})
+            line = Outgoing(recorded[: max(1, len(recorded) // 2)])
         return [*rest, line], 0.0
 
-    def _served(self, lines: list[str]) -> list[str]:
+    def _served(self, out: list[Outgoing]) -> list[Outgoing]:
         if not self.options.serve_placeholders:
-            return lines
-        return [serve_values(line) for line in lines]
+            return out
+        for sent in out:
+            sent.line = serve_values(sent.line)
+        return out
 
 
 Served = ReplayEngine | LabEngine  # what stdio.py and http.py serve

@@ -12,6 +12,7 @@ import select
 from collections.abc import Callable, Iterable
 
 from mcptape.replay.lab import Served
+from mcptape.replay.outgoing import Outgoing
 from mcptape.tape.events import C2S, S2C
 
 
@@ -72,7 +73,17 @@ def _seen(observe: Observer | None, direction: str, lines: list[str]) -> list[st
 
 def _write(fd: int, lines: Iterable[str]) -> None:
     # One write per batch, straight to the fd: every line in it is a whole message that is due now.
-    data = "".join(line + "\n" for line in lines)
+    _write_data(fd, "".join(line + "\n" for line in lines))
+
+
+def _write_sent(fd: int, sent: list[Outgoing], observe: Observer | None) -> None:
+    """The engine's messages for one client line, as _write writes lines (without a list of them first)."""
+    if observe is not None:
+        _seen(observe, S2C, [message.line for message in sent])
+    _write_data(fd, "".join(message.line + "\n" for message in sent))
+
+
+def _write_data(fd: int, data: str) -> None:
     if data:
         view = memoryview(data.encode("utf-8", "surrogateescape"))
         while view:
@@ -95,7 +106,7 @@ def serve(engine: Served, in_fd: int, out_fd: int, observe: Observer | None = No
                 break
             if observe is not None:
                 observe(C2S, raw.rstrip(b"\n"))
-            _write(out_fd, _seen(observe, S2C, engine.handle(raw.decode("utf-8", "surrogateescape"))))
+            _write_sent(out_fd, engine.exchange(raw.decode("utf-8", "surrogateescape")), observe)
     except BrokenPipeError:
         pass  # the client hung up; the report still says what happened
 
