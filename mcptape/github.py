@@ -35,11 +35,10 @@ from mcptape.report.markdown import (
     DEFAULT_ACTION_REF,
     DEFAULT_ACTION_REPOSITORY,
     Context,
-    comment_marker,
-    one_line,
     render_comment,
     render_summary,
 )
+from mcptape.report.md_safe import comment_marker, one_line
 from mcptape.report.model import RunReport, SessionResult
 
 DEFAULT_API_URL = "https://api.github.com"

@@ -18,13 +18,11 @@ from mcptape.report.markdown import (
     COMMENT_LIMIT_CHARS,
     SUMMARY_LIMIT_BYTES,
     Context,
-    code_span,
-    comment_marker,
-    fenced,
     in_words,
     render_comment,
     render_summary,
 )
+from mcptape.report.md_safe import code_span, comment_marker, fenced
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult, SurfaceChanges
 
 MARKER = comment_marker("mcptape.yml")

@@ -23,7 +23,8 @@ import cmarkgfm
 import pytest
 from cmarkgfm.cmark import Options
 
-from mcptape.report.markdown import WRAP_COLUMNS, Context, comment_marker, render_comment, render_summary
+from mcptape.report.markdown import WRAP_COLUMNS, Context, render_comment, render_summary
+from mcptape.report.md_safe import comment_marker
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult, SurfaceChanges
 
 RENDERED = Path(__file__).parent / "rendered"

@@ -26,7 +26,8 @@ from mcptape.github import (
 )
 from mcptape.outlet import Outlet
 from mcptape.report.json_report import read_report
-from mcptape.report.markdown import MARKER_RE, comment_marker, render_comment
+from mcptape.report.markdown import render_comment
+from mcptape.report.md_safe import MARKER_RE, comment_marker
 
 
 def _load_body(path: str, key: str | None, workspace: str) -> tuple[str, str, bool]:
