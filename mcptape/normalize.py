@@ -12,7 +12,8 @@ through, in this order:
      as `{"params": ...}` so the same rule covers a request and the echo of it;
   2. the built-in path rules `$..progressToken` -> `<PROGRESS_TOKEN>`, `$..requestState` ->
      `<REQUEST_STATE>` (2026-07-28 input-required state, sealed afresh by the server each run)
-     and `$..taskId` -> `<TASK_ID>` (a task's id is the server's pick, its call is what it is);
+     and `$..taskId` -> `<TASK_ID>` (a task's id is the server's pick, its call is what it is),
+     `$..pollInterval` and `$..pollIntervalMs` -> `<POLL_INTERVAL>` (how often to poll is timing);
   3. the user's regex rules (each match replaced by the literal placeholder);
   4. the built-in string rules: the session's known paths (config directory, repository
      checkout, $HOME, extra directories such as a server's sandbox) -> `<CONFIG_DIR>`,
@@ -88,8 +89,9 @@ FLOATING_NOTIFICATIONS = frozenset(
         "notifications/prompts/list_changed",
         "notifications/roots/list_changed",
         "notifications/resources/updated",
-        # a task's status pushes race the client's polls of it (2025-11-25 tasks)
+        # a task's status pushes race the client's polls of it (2025-11-25 tasks, the 2026 extension)
         "notifications/tasks/status",
+        "notifications/tasks",
     }
 )
 FLOATING_SERVER_REQUESTS = frozenset({"roots/list", "ping"})
@@ -310,6 +312,10 @@ class Normalizer:
         # Tasks (2025-11-25): the server names each task afresh (server-everything: random hex); a
         # task's identity is the call that made it, not its id.
         self.path_rules.append(_PathRule([(True, ("key", "taskId"))], "<TASK_ID>", True))
+        # A task's poll interval (2025-11-25 `pollInterval`, the 2026 extension's `pollIntervalMs`)
+        # is timing, which goldens never hold; play serves a short one (replay/tasks.py).
+        for key in ("pollInterval", "pollIntervalMs"):
+            self.path_rules.append(_PathRule([(True, ("key", key))], POLL_INTERVAL, True))
         # `$..key` rules at the end of the list (the built-ins, and the user's just before them) are
         # applied in the string walk itself: one pass over each message instead of one per rule.
         # Taken from the end, so the order rules apply in stays: for one key the last rule wins.
@@ -599,6 +605,7 @@ def canonical_order(
 
 
 POLL_PREFIX = "mcptape-poll-"  # client.py's ids of tasks/get polls
+POLL_INTERVAL = "<POLL_INTERVAL>"  # a task's poll interval in a golden (timing)
 
 
 def _renumber_polls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -104,6 +104,7 @@ from mcptape.replay.matching import (
     short,
     target,
 )
+from mcptape.replay.tasks import held_status
 from mcptape.tape.events import C2S, S2C, wire_text
 from mcptape.tape.format import Event, Tape
 from mcptape.tape.reader import LazyEvent, TapeStream, read_tape
@@ -646,6 +647,8 @@ class ReplayEngine:
         method = msg["method"]
         params = msg.get("params")
         call = self._find(method, params) or self._reused(method, params)
+        if call is None:  # a task poll past the recorded ones: its status holds (tasks.py)
+            call = held_status(method, params, self._by_method.get(method, ()), self._reasons)
         if call is None:
             if method == "ping":
                 out.append(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))

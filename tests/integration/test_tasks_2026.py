@@ -1,0 +1,117 @@
+"""Issue 29 item 1: the tasks extension of 2026-07-28 (`io.modelcontextprotocol/tasks`) end to end.
+
+The server is fixtures/servers/sdk2_tasks_server.py, on the official Python SDK 2.x (`MCPServer`
+with an `Extension`: the SDK has the hooks, not a tasks runtime). `mcptape ci` calls its two
+task-only tools with `task: true`: the client declares the extension in the request's
+capabilities, polls tasks/get at the server's pollIntervalMs, answers the order task's
+mid-way elicitation with tasks/update from `client.elicitation`, and records the status path
+and the inlined result under the step. A call without `task: true` records the server's
+-32021. Then, in the same test: a checked green run, a slower server (three times the polls)
+still green, a changed result drifting (exit 1), and play serving the golden back to the same
+scripted session (the status path and the result replayed, green against the golden).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import FIXTURES
+from tests.integration.real_servers import mcptape
+
+SERVER = FIXTURES / "servers" / "sdk2_tasks_server.py"
+TASKS = "io.modelcontextprotocol/tasks"
+
+CONFIG = """\
+version: 1
+golden_dir: tapes
+client:
+  capabilities: {{elicitation: {{}}}}
+  elicitation: {{action: accept, content: {{quantity: 3}}}}
+servers:
+  tasks:
+    command: {command}
+    protocol: "2026-07-28"
+sessions:
+  - name: tasks
+    server: tasks
+    step_timeout: 30
+    steps:
+      - call: research
+        arguments: {{topic: tapes}}
+        task: true
+      - call: order
+        arguments: {{item: pens}}
+        task: true
+      - call: research
+        arguments: {{topic: plain}}
+"""
+
+
+def write(root: Path, command: list[str]) -> None:
+    (root / "mcptape.yml").write_text(CONFIG.format(command=json.dumps(command)), encoding="utf-8")
+
+
+def server(variant: str) -> list[str]:
+    return [sys.executable, str(SERVER), "--variant", variant]
+
+
+def events(golden: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in golden.read_text(encoding="utf-8").splitlines()[1:-1]]
+
+
+def test_an_extension_task_records_its_status_path_and_result_and_checks_green(tmp_path: Path) -> None:
+    write(tmp_path, server("identical"))
+    created = mcptape("ci", "--update-golden", cwd=tmp_path)
+    assert created.returncode == 0, created.text()
+    golden = tmp_path / "tapes" / "tasks.tape.jsonl"
+    tape = events(golden)
+    sent = [e for e in tape if e.get("dir") == "c2s" and e.get("kind") == "request" and e.get("step")]
+    by_step = {n: [(e["method"], e["id"]) for e in sent if e.get("step") == n] for n in (1, 2, 3)}
+    assert by_step[1] == [("tools/list", 1), ("tools/call", 2), ("tasks/get", "mcptape-poll-1")], by_step
+    assert by_step[2] == [("tools/call", 3), ("tasks/get", "mcptape-poll-2"), ("tasks/update", 4),
+                          ("tasks/get", "mcptape-poll-3"), ("tasks/get", "mcptape-poll-4")], by_step
+    assert by_step[3] == [("tools/call", 5)], by_step
+    # The task calls declare the extension in their per-request capabilities; the plain one does not.
+    caps = [e["msg"]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] for e in sent]
+    assert [TASKS in (c.get("extensions") or {}) for c in caps] == [False, True, True, True, True, True, True, True, False]
+    answers = {e["id"]: e["msg"] for e in tape if e.get("dir") == "s2c" and e.get("kind") in ("response", "error")}
+    made = answers[2]["result"]
+    assert made["resultType"] == "task" and made["taskId"] == "<TASK_ID>" and made["status"] == "working"
+    assert made["pollIntervalMs"] == "<POLL_INTERVAL>" and made["createdAt"] == "<TIMESTAMP>"
+    # The status path: working (the task made) → completed; working → input_required → working → completed.
+    assert answers["mcptape-poll-1"]["result"]["status"] == "completed"
+    assert answers["mcptape-poll-1"]["result"]["result"]["content"][0]["text"] == "Report on tapes: 3 sources"
+    asked = answers["mcptape-poll-2"]["result"]
+    assert asked["status"] == "input_required" and "How many pens?" in json.dumps(asked["inputRequests"])
+    update = next(e["msg"]["params"] for e in sent if e["method"] == "tasks/update")
+    assert update["taskId"] == "<TASK_ID>" and update["inputResponses"] == {
+        "quantity-1": {"action": "accept", "content": {"quantity": 3}}}
+    assert [answers[f"mcptape-poll-{n}"]["result"]["status"] for n in (3, 4)] == ["working", "completed"]
+    assert answers["mcptape-poll-4"]["result"]["result"]["content"][0]["text"] == "Ordered 3 x pens"
+    assert answers[5]["error"]["code"] == -32021  # task-only, and this request did not declare the extension
+    before = golden.read_bytes()
+
+    check = mcptape("ci", cwd=tmp_path)
+    assert check.returncode == 0, check.text()
+    assert mcptape("ci", "--update-golden", cwd=tmp_path).returncode == 0
+    assert golden.read_bytes() == before  # polls, ids and times differ run to run; the golden does not
+
+    # Only timing changed (three times the work, so about three times the polls): no drift.
+    write(tmp_path, server("slow"))
+    slow = mcptape("ci", cwd=tmp_path)
+    assert slow.returncode == 0, slow.text()
+
+    # The result changed: output drift, named at the research call's poll.
+    write(tmp_path, server("changed_result"))
+    drifted = mcptape("ci", cwd=tmp_path)
+    assert drifted.returncode == 1, drifted.text()
+    assert "4 sources" in drifted.stdout and "tasks/get" in drifted.stdout, drifted.text()
+    assert golden.read_bytes() == before
+
+    # play serves the golden: the same session replayed from it reads the same path and result.
+    write(tmp_path, [sys.executable, "-m", "mcptape", "play", "--keep-placeholders", str(golden)])
+    replayed = mcptape("ci", cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.text()
