@@ -64,6 +64,9 @@ How a tape is served:
   play's report says so). Asked after a `server/discover` was answered (the connection speaks
   2026-07-28), it gets -32022 naming the versions the recorded discover served, as such a
   server refuses it.
+* A task's polls (tasks/get) are identical repeats, served in order; one asked past the recorded
+  ones gets that task's last recorded status again (replay/tasks.py, which also owns the short
+  poll interval play serves).
 * A server exit is replayed (the wire is closed) only when the server died in the middle of a
   call; an exit after the session ended is what happens when the client hangs up.
 * A tape cut short (no footer) replays what it holds; a call whose response was lost answers
