@@ -489,7 +489,9 @@ class ScriptedClient:
                                             "gives no answer for; the task is cancelled"))
                     self.request("tasks/cancel", {**meta, "taskId": task_id})
                     return
-                self.request("tasks/update", {**meta, "taskId": task_id, "inputResponses": responses})
+                ack = self.request("tasks/update", {**meta, "taskId": task_id, "inputResponses": responses})
+                if "error" in ack:
+                    return  # refused (recorded): the task would wait for an answer that never lands
                 answered |= set(fresh)
             else:
                 self._wait_poll(got.get("pollIntervalMs"))

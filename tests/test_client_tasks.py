@@ -29,7 +29,7 @@ SAMPLE = {"s-1": {"method": "sampling/createMessage", "params": {"messages": [],
 DONE = {"content": [{"type": "text", "text": "done"}]}
 
 
-def peer(statuses: list[dict[str, Any]], *, as_task: bool = True) -> MemoryTransport:
+def peer(statuses: list[dict[str, Any]], *, as_task: bool = True, refuse_update: bool = False) -> MemoryTransport:
     client, end = memory_pair()
     polls = iter(statuses)
     last: dict[str, Any] = {}
@@ -55,6 +55,8 @@ def peer(statuses: list[dict[str, Any]], *, as_task: bool = True) -> MemoryTrans
                                        "data": {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}}
             elif method == "tools/call":
                 result = {"resultType": "task", **TASK, "status": "working"}
+            elif method == "tasks/update" and refuse_update:
+                result, error = None, {"code": -32602, "message": "no such input request"}
             elif method == "tasks/get":
                 last = next(polls, last)
                 result = {"resultType": "complete", **TASK, **last}
@@ -118,6 +120,13 @@ def test_an_input_request_without_a_canned_answer_cancels_the_task_with_a_note()
     assert [m for m, _ in sent(rec)][-2:] == ["tasks/get", "tasks/cancel"]
     notes = [e["detail"] for e in rec.events if e["kind"] == "note" and e.get("what") == "input_required"]
     assert len(notes) == 1 and "sampling/createMessage" in notes[0] and "cancelled" in notes[0]
+
+
+def test_a_refused_update_ends_the_step_on_it() -> None:
+    settings = ClientSettings.model_validate({"elicitation": {"action": "accept", "content": {}}})
+    rec = run(peer([{"status": "input_required", "inputRequests": ASK}], refuse_update=True), settings, timeout=5.0)
+    assert rec.error is None and [m for m, _ in sent(rec)][-1] == "tasks/update"
+    assert any(e["kind"] == "error" and e.get("method") == "tasks/update" for e in rec.events)
 
 
 def test_a_plain_result_ends_the_step_and_a_failed_task_is_its_last_poll() -> None:
