@@ -9,16 +9,22 @@ and the inlined result under the step. A call without `task: true` records the s
 -32021. Then, in the same test: a checked green run, a slower server (three times the polls)
 still green, a changed result drifting (exit 1), and play serving the golden back to the same
 scripted session (the status path and the result replayed, green against the golden).
+The second test records a hand-written client that polls faster than the server asks behind
+`rec`: recordings holding different numbers of polls diff the same, a changed result drifts,
+and play serves a recording back to that client with the same path and results.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import FIXTURES
+from mcptape.replay.tasks import SERVED_POLL_MS
+from tests.conftest import FIXTURES, ROOT, mcptape_command, user_env
 from tests.integration.real_servers import mcptape
 
 SERVER = FIXTURES / "servers" / "sdk2_tasks_server.py"
@@ -115,3 +121,77 @@ def test_an_extension_task_records_its_status_path_and_result_and_checks_green(t
     write(tmp_path, [sys.executable, "-m", "mcptape", "play", "--keep-placeholders", str(golden)])
     replayed = mcptape("ci", cwd=tmp_path)
     assert replayed.returncode == 0, replayed.text()
+
+
+POLL_S = 0.02  # the raw client's own cadence: faster than the server's 100 ms, so it polls repeats
+
+
+def drive(command: list[str]) -> dict[str, Any]:
+    """A hand-written JSON-RPC client (as small agents have) behind `command`: discover, then both
+    task tools, polling tasks/get every POLL_S whatever the server suggests until the task ends,
+    answering the order's question with 3. Returns per tool the statuses seen and the result,
+    and the poll intervals it was told."""
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=user_env(PYTHONPATH=str(ROOT)))
+    assert proc.stdin is not None and proc.stdout is not None
+    ids = iter(range(1, 1000))
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS: {}}}}
+
+    def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        msg_id = next(ids)
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method,
+                                     "params": {"_meta": meta, **params}}) + "\n")
+        proc.stdin.flush()
+        while True:
+            answer: dict[str, Any] = json.loads(proc.stdout.readline())
+            if answer.get("id") == msg_id:
+                return answer
+
+    seen: dict[str, Any] = {"intervals": set()}
+    try:
+        assert "result" in ask("server/discover", {})
+        for tool, arguments in (("research", {"topic": "tapes"}), ("order", {"item": "pens"})):
+            task = ask("tools/call", {"name": tool, "arguments": arguments})["result"]
+            path, got = [task["status"]], task
+            while got["status"] not in ("completed", "failed", "cancelled"):
+                seen["intervals"].add(got["pollIntervalMs"])
+                if got["status"] == "input_required" and path.count("input_required") == 1 and "answered" not in seen:
+                    seen["answered"] = ask("tasks/update", {"taskId": task["taskId"], "inputResponses": {
+                        key: {"action": "accept", "content": {"quantity": 3}} for key in got["inputRequests"]}})
+                time.sleep(POLL_S)
+                got = ask("tasks/get", {"taskId": task["taskId"]})["result"]
+                path.append(got["status"])
+            seen[tool] = ([s for i, s in enumerate(path) if i == 0 or s != path[i - 1]], len(path),
+                          got["result"]["content"][0]["text"])
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    return seen
+
+
+def test_rec_tapes_of_one_task_compare_by_their_status_path_and_play_serves_them(tmp_path: Path) -> None:
+    """Behind `rec`, a client polls as often as it likes: two recordings of the same server differ
+    in how many polls they hold, which `diff` reads as timing; a changed result still drifts; and
+    play serves a recording back to the client: the same path and results, the waits short."""
+    tapes = {}
+    for name, variant in (("a", "identical"), ("b", "identical"), ("slow", "slow"), ("changed", "changed_result")):
+        tapes[name] = tmp_path / f"{name}.tape.jsonl"
+        seen = drive(mcptape_command("rec", "--out", str(tapes[name]), "--", *server(variant)))
+        assert seen["order"][0] == ["working", "input_required", "working", "completed"], seen
+        assert seen["intervals"] == {100}
+    polls = {name: tape.read_text(encoding="utf-8").count('"method":"tasks/get"') for name, tape in tapes.items()}
+    assert polls["slow"] > polls["a"] + 4, polls  # the same path, polled many more times
+    for other in ("b", "slow"):
+        same = mcptape("diff", str(tapes["a"]), str(tapes[other]), cwd=tmp_path)
+        assert same.returncode == 0, same.text()
+    changed = mcptape("diff", str(tapes["a"]), str(tapes["changed"]), cwd=tmp_path)
+    assert changed.returncode == 1 and "4 sources" in changed.stdout, changed.text()
+
+    recorded = drive(mcptape_command("rec", "--out", str(tmp_path / "live.tape.jsonl"), "--", *server("slow")))
+    replayed = drive(mcptape_command("play", str(tapes["slow"])))
+    for tool in ("research", "order"):
+        assert replayed[tool][0] == recorded[tool][0] and replayed[tool][2] == recorded[tool][2], (replayed, recorded)
+    assert replayed["research"][2] == "Report on tapes: 3 sources"
+    assert replayed["intervals"] == {SERVED_POLL_MS}  # recorded: 100 ms; the replay does not wait for it
