@@ -134,6 +134,7 @@ def drive(command: list[str]) -> dict[str, Any]:
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=user_env(PYTHONPATH=str(ROOT)))
     assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
     ids = iter(range(1, 1000))
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
@@ -141,11 +142,11 @@ def drive(command: list[str]) -> dict[str, Any]:
 
     def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
         msg_id = next(ids)
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method,
-                                     "params": {"_meta": meta, **params}}) + "\n")
-        proc.stdin.flush()
+        stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method,
+                                "params": {"_meta": meta, **params}}) + "\n")
+        stdin.flush()
         while True:
-            answer: dict[str, Any] = json.loads(proc.stdout.readline())
+            answer: dict[str, Any] = json.loads(stdout.readline())
             if answer.get("id") == msg_id:
                 return answer
 
