@@ -237,11 +237,10 @@ class LabEngine:
         return [*rest, line], 0.0
 
     def _served(self, lines: list[str]) -> list[str]:
-        paced = self.pacer is not None
-        lines = [served_interval(line, paced=paced) for line in lines]  # a task's waits (tasks.py)
+        paced = self.pacer is not None  # a task's poll interval: served short unless paced (tasks.py)
         if not self.options.serve_placeholders:
-            return lines
-        return [serve_values(line) for line in lines]
+            return [served_interval(line, paced=paced) for line in lines]
+        return [serve_values(served_interval(line, paced=paced)) for line in lines]
 
 
 Served = ReplayEngine | LabEngine  # what stdio.py and http.py serve
