@@ -411,7 +411,7 @@ class ScriptedClient:
     def _call_as_task(self, params: dict[str, Any]) -> None:
         """A `call` with `task: true`: tools/call with `params.task`; a CreateTaskResult is polled
         with tasks/get (at the server's pollInterval, within the step's timeout) until the task
-        ends, then its result is fetched with tasks/result, all under this step.
+        ends or asks for input, then its result is fetched with tasks/result, all under this step.
 
         The tape holds the status path, not the polls: a poll whose status is the one last
         recorded leaves the events again (how many polls a task takes is timing, not
@@ -424,14 +424,16 @@ class ScriptedClient:
             return  # the server ran it as a plain call (or refused): that answer is the step's
         task_id, status = task["taskId"], task.get("status")
         interval = task.get("pollInterval")
-        while status not in TASK_ENDS:
+        while status not in TASK_ENDS and status != "input_required":
             self._wait_poll(interval)
             got = self._poll_task({"taskId": task_id}, (status,))
             if got is None:
                 return  # the error (or an answer without a status) is recorded: the step ends on it
             status = got.get("status")
             interval = got.get("pollInterval", interval)
-        if status in ("completed", "failed"):
+        # input_required: the task's requests to us come on the tasks/result stream (answered as they
+        # arrive, like any server request), which then waits for the task's end and its result.
+        if status in ("completed", "failed", "input_required"):
             self.request("tasks/result", {"taskId": task_id})
 
     def _wait_poll(self, interval_ms: Any) -> None:

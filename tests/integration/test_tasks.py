@@ -6,7 +6,9 @@ tasks/get to completion within the step's timeout and fetches tasks/result, all 
 The golden holds the status path (a poll is kept only when the status changed) and the
 final result, with the task id normalized, so an unchanged server checks green (twice, and
 `--update-golden` leaves the golden byte-identical), while another topic drifts, and play
-serves the golden back to the same session green.
+serves the golden back to the same session green. With `ambiguous: true` the task asks for
+input mid-way (input_required): the client fetches tasks/result, on whose stream the server's
+elicitation arrives and gets the canned answer.
 """
 
 from __future__ import annotations
@@ -80,3 +82,51 @@ def task_exchange(events: list[dict[str, Any]]) -> list[Any]:
     methods = ("tools/call", "tasks/get", "tasks/result")
     return [(e["dir"], e["kind"], e.get("method"), e["msg"].get("params"), e["msg"].get("result"))
             for e in events if e.get("method") in methods and e.get("kind") in ("request", "response")]
+
+
+ASKING = """\
+version: 1
+golden_dir: tapes
+client:
+  capabilities: {{elicitation: {{}}}}
+  elicitation: {{action: accept, content: {{interpretation: {answer}}}}}
+servers:
+  everything:
+    command: [node, {server}, stdio]
+    protocol: "2025-11-25"
+sessions:
+  - name: ambiguous
+    server: everything
+    step_timeout: 30
+    steps:
+      - call: simulate-research-query
+        arguments: {{topic: tapes, ambiguous: true}}
+        task: true
+"""
+
+
+def test_a_task_that_asks_for_input_gets_the_canned_answer_on_the_tasks_result_stream(tmp_path: Path) -> None:
+    """2025-11-25's input_required: the client stops polling and calls tasks/result, on whose
+    stream the server's elicitation/create arrives (answered from `client.elicitation`) before
+    the result. A changed answer is a changed result (the positive control)."""
+    def write_asking(answer: str) -> None:
+        text = ASKING.format(server=node_release("everything"), answer=answer)
+        (tmp_path / "mcptape.yml").write_text(text, encoding="utf-8")
+
+    write_asking("technical")
+    created = mcptape("ci", "--update-golden", cwd=tmp_path)
+    assert created.returncode == 0, created.stdout + created.stderr
+    golden = tmp_path / "tapes" / "ambiguous.tape.jsonl"
+    events = [json.loads(line) for line in golden.read_text(encoding="utf-8").splitlines()[1:-1]]
+    step = [(e["dir"], e["kind"], e.get("method")) for e in events if e.get("step") == 1 and e["kind"] != "notification"]
+    assert step[-6:] == [("c2s", "request", "tasks/get"), ("s2c", "response", "tasks/get"),
+                         ("c2s", "request", "tasks/result"), ("s2c", "request", "elicitation/create"),
+                         ("c2s", "response", "elicitation/create"), ("s2c", "response", "tasks/result")], step
+    polled = [e["msg"]["result"]["status"] for e in events if e["kind"] == "response" and e.get("method") == "tasks/get"]
+    assert polled[-1] == "input_required"
+    assert "Research Report: tapes (technical)" in golden.read_text(encoding="utf-8")
+    check = mcptape("ci", cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    write_asking("historical")
+    drifted = mcptape("ci", cwd=tmp_path)
+    assert drifted.returncode == 1 and "(historical)" in drifted.stdout, drifted.stdout + drifted.stderr
