@@ -77,9 +77,9 @@ def test_a_task_step_records_its_status_path_and_result_and_checks_green(tmp_pat
     assert golden.read_bytes() == before
 
 
-def task_exchange(events: list[dict[str, Any]]) -> list[Any]:
-    """The step's task traffic: tools/call, tasks/get polls and tasks/result, requests and answers."""
-    methods = ("tools/call", "tasks/get", "tasks/result")
+def task_exchange(events: list[dict[str, Any]], more: tuple[str, ...] = ()) -> list[Any]:
+    """The step's task traffic: tools/call, tasks/get polls and tasks/result (and `more`), requests and answers."""
+    methods = ("tools/call", "tasks/get", "tasks/result", *more)
     return [(e["dir"], e["kind"], e.get("method"), e["msg"].get("params"), e["msg"].get("result"))
             for e in events if e.get("method") in methods and e.get("kind") in ("request", "response")]
 
@@ -92,7 +92,7 @@ client:
   elicitation: {{action: accept, content: {{interpretation: {answer}}}}}
 servers:
   everything:
-    command: [node, {server}, stdio]
+    command: {command}
     protocol: "2025-11-25"
 sessions:
   - name: ambiguous
@@ -109,8 +109,9 @@ def test_a_task_that_asks_for_input_gets_the_canned_answer_on_the_tasks_result_s
     """2025-11-25's input_required: the client stops polling and calls tasks/result, on whose
     stream the server's elicitation/create arrives (answered from `client.elicitation`) before
     the result. A changed answer is a changed result (the positive control)."""
-    def write_asking(answer: str) -> None:
-        text = ASKING.format(server=node_release("everything"), answer=answer)
+    def write_asking(answer: str, command: list[str] | None = None) -> None:
+        command = command or ["node", str(node_release("everything")), "stdio"]
+        text = ASKING.format(command=json.dumps(command), answer=answer)
         (tmp_path / "mcptape.yml").write_text(text, encoding="utf-8")
 
     write_asking("technical")
@@ -130,3 +131,10 @@ def test_a_task_that_asks_for_input_gets_the_canned_answer_on_the_tasks_result_s
     write_asking("historical")
     drifted = mcptape("ci", cwd=tmp_path)
     assert drifted.returncode == 1 and "(historical)" in drifted.stdout, drifted.stdout + drifted.stderr
+    # play serves it back: the polls, the tasks/result whose stream asks, the answer, the result.
+    write_asking("technical", [sys.executable, "-m", "mcptape", "play", "--keep-placeholders", str(golden)])
+    mcptape("ci", "--out-dir", "fresh", cwd=tmp_path)
+    replayed = [json.loads(line) for line in (tmp_path / "fresh" / "ambiguous.tape.jsonl").read_text(
+        encoding="utf-8").splitlines()[1:-1]]
+    asked = ("elicitation/create",)
+    assert task_exchange(replayed, asked) == task_exchange(events, asked) and len(task_exchange(events, asked)) == 8
