@@ -11,7 +11,8 @@ still green, a changed result drifting (exit 1), and play serving the golden bac
 scripted session (the status path and the result replayed, green against the golden).
 The second test records a hand-written client that polls faster than the server asks behind
 `rec`: recordings holding different numbers of polls diff the same, a changed result drifts,
-and play serves a recording back to that client with the same path and results.
+and play serves a recording back to that client with the same path and results. The third
+runs a task over streamable HTTP, where tasks/* are routed by `Mcp-Name` = taskId.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from mcptape.replay.tasks import SERVED_POLL_MS
 from tests.conftest import FIXTURES, ROOT, mcptape_command, user_env
+from tests.integration.http_helpers import background, free_port
 from tests.integration.real_servers import mcptape
 
 SERVER = FIXTURES / "servers" / "sdk2_tasks_server.py"
@@ -196,3 +198,42 @@ def test_rec_tapes_of_one_task_compare_by_their_status_path_and_play_serves_them
         assert replayed[tool][0] == recorded[tool][0] and replayed[tool][2] == recorded[tool][2], (replayed, recorded)
     assert replayed["research"][2] == "Report on tapes: 3 sources"
     assert replayed["intervals"] == {SERVED_POLL_MS}  # recorded: 100 ms; the replay does not wait for it
+
+
+HTTP_CONFIG = """\
+version: 1
+golden_dir: tapes
+client:
+  capabilities: {{elicitation: {{}}}}
+  elicitation: {{action: accept, content: {{quantity: 3}}}}
+servers:
+  tasks:
+    url: {url}
+    protocol: "2026-07-28"
+sessions:
+  - name: tasks
+    server: tasks
+    step_timeout: 30
+    steps:
+      - call: order
+        arguments: {{item: pens}}
+        task: true
+"""
+
+
+def test_an_extension_task_over_streamable_http_is_routed_by_its_task_id(tmp_path: Path) -> None:
+    """Over HTTP the tasks/* requests carry `Mcp-Name` = taskId (the fixture refuses them with
+    -32020 otherwise): the task runs to its result, and checks green against its golden."""
+    port = free_port()
+    with background([*server("identical"), "--http", str(port)], port, timeout=60):
+        url = f"http://127.0.0.1:{port}/mcp"
+        (tmp_path / "mcptape.yml").write_text(HTTP_CONFIG.format(url=url), encoding="utf-8")
+        created = mcptape("ci", "--update-golden", cwd=tmp_path)
+        assert created.returncode == 0, created.text()
+        check = mcptape("ci", cwd=tmp_path)
+        assert check.returncode == 0, check.text()
+    tape = events(tmp_path / "tapes" / "tasks.tape.jsonl")
+    assert [e["kind"] for e in tape if e.get("dir") == "s2c" and e.get("method", "").startswith("tasks/")] == [
+        "response"] * 4
+    done = [e["msg"]["result"] for e in tape if e.get("method") == "tasks/get" and e["kind"] == "response"][-1]
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "Ordered 3 x pens"
