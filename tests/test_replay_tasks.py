@@ -76,7 +76,10 @@ def test_a_goldens_placeholder_interval_is_served_as_a_number_paced_or_not() -> 
     line = '{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"<TASK_ID>","status":"working","pollInterval":"<POLL_INTERVAL>"}}}'
     for paced in (False, True):
         assert json.loads(served_interval(line, paced=paced))["result"]["task"]["pollInterval"] == SERVED_POLL_MS
-    spaced = '{"result": {"pollIntervalMs": 2.5e3, "note": "pollInterval is 5"}}'
-    assert json.loads(served_interval(spaced, paced=False)) == {"result": {"pollIntervalMs": 1, "note": "pollInterval is 5"}}
+    spaced = '{"result": {"taskId": "t", "pollIntervalMs": 2.5e3, "note": "pollInterval is 5"}}'
+    assert json.loads(served_interval(spaced, paced=False)) == {
+        "result": {"taskId": "t", "pollIntervalMs": 1, "note": "pollInterval is 5"}}
     assert served_interval(spaced, paced=True) == spaced
-    assert served_interval('{"result":{"content":[]}}', paced=False) == '{"result":{"content":[]}}'
+    # A tool's own field of that name, in a message about no task, is served as recorded.
+    own = '{"result":{"structuredContent":{"pollIntervalMs":30000}}}'
+    assert served_interval(own, paced=False) == own

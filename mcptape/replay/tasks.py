@@ -7,7 +7,8 @@ This module owns the two things a task needs beyond that, and leaves matching, e
 pacing to engine.py, lab.py and pacing.py:
 
 * Waits compressed. A served task's poll interval (`pollInterval`, `pollIntervalMs`, or a
-  golden's `<POLL_INTERVAL>`: normalize.py) goes out as SERVED_POLL_MS, so a client that honours
+  golden's `<POLL_INTERVAL>`: normalize.py; in a message that names a `taskId`, so a tool's own
+  field of that name is served as recorded) goes out as SERVED_POLL_MS, so a client that honours
   it walks the recorded status path at replay speed, not at the recorded server's interval.
   Under `--pace` a recorded interval stays as recorded (the pace is the point); a golden's
   placeholder has no value to keep, so it is served as SERVED_POLL_MS then too.
@@ -44,7 +45,7 @@ class Recorded(Protocol):
 
 def served_interval(line: str, *, paced: bool) -> str:
     """`line` (a wire message) with its task poll intervals as play serves them (module docstring)."""
-    if '"pollInterval' not in line:  # nearly every line: no task in it
+    if '"pollInterval' not in line or '"taskId"' not in line:  # nearly every line: no task in it
         return line
     pattern = _PLACEHOLDER_ONLY if paced else _INTERVAL
     return pattern.sub(lambda m: f"{m.group(1)}{SERVED_POLL_MS}", line)
