@@ -40,26 +40,36 @@ client:
   elicitation: {{action: accept, content: {{quantity: 3}}}}
 servers:
   tasks:
-    command: {command}
+    {where}
     protocol: "2026-07-28"
 sessions:
   - name: tasks
     server: tasks
     step_timeout: 30
     steps:
-      - call: research
-        arguments: {{topic: tapes}}
-        task: true
       - call: order
         arguments: {{item: pens}}
         task: true
+"""
+STEPS = """      - call: research
+        arguments: {topic: tapes}
+        task: true
+      - call: order
+        arguments: {item: pens}
+        task: true
       - call: research
-        arguments: {{topic: plain}}
+        arguments: {topic: plain}
 """
 
 
-def write(root: Path, command: list[str]) -> None:
-    (root / "mcptape.yml").write_text(CONFIG.format(command=json.dumps(command)), encoding="utf-8")
+def write(root: Path, command: list[str] | None = None, *, url: str | None = None) -> None:
+    """mcptape.yml for the server run by `command` (all three steps) or at `url` (the order only)."""
+    if url is not None:
+        text = CONFIG.format(where=f"url: {url}")
+    else:
+        text = CONFIG.format(where=f"command: {json.dumps(command)}")
+        text = text[: text.index("      - call: order")] + STEPS
+    (root / "mcptape.yml").write_text(text, encoding="utf-8")
 
 
 def server(variant: str) -> list[str]:
@@ -200,34 +210,12 @@ def test_rec_tapes_of_one_task_compare_by_their_status_path_and_play_serves_them
     assert replayed["intervals"] == {SERVED_POLL_MS}  # recorded: 100 ms; the replay does not wait for it
 
 
-HTTP_CONFIG = """\
-version: 1
-golden_dir: tapes
-client:
-  capabilities: {{elicitation: {{}}}}
-  elicitation: {{action: accept, content: {{quantity: 3}}}}
-servers:
-  tasks:
-    url: {url}
-    protocol: "2026-07-28"
-sessions:
-  - name: tasks
-    server: tasks
-    step_timeout: 30
-    steps:
-      - call: order
-        arguments: {{item: pens}}
-        task: true
-"""
-
-
 def test_an_extension_task_over_streamable_http_is_routed_by_its_task_id(tmp_path: Path) -> None:
     """Over HTTP the tasks/* requests carry `Mcp-Name` = taskId (the fixture refuses them with
     -32020 otherwise): the task runs to its result, and checks green against its golden."""
     port = free_port()
     with background([*server("identical"), "--http", str(port)], port, timeout=60):
-        url = f"http://127.0.0.1:{port}/mcp"
-        (tmp_path / "mcptape.yml").write_text(HTTP_CONFIG.format(url=url), encoding="utf-8")
+        write(tmp_path, url=f"http://127.0.0.1:{port}/mcp")
         created = mcptape("ci", "--update-golden", cwd=tmp_path)
         assert created.returncode == 0, created.text()
         check = mcptape("ci", cwd=tmp_path)
