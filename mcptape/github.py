@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mcptape import environment
-from mcptape.errors import GitHubError
+from mcptape.errors import GitHubError, WriteError
 from mcptape.outlet import Outlet
 from mcptape.report.markdown import (
     DEFAULT_ACTION_REF,
@@ -399,13 +399,14 @@ def upsert_comment(
     return "created", str(created.get("html_url") or "")
 
 
-def _save_body(body: str, key: str, env: Mapping[str, str]) -> str:
+def _save_body(body: str, key: str, env: Mapping[str, str], outlet: Outlet) -> str:
+    """The comment body saved for a later `mcptape comment` (forks, no token): through the outlet."""
     directory = env.get("RUNNER_TEMP") or tempfile.gettempdir()
     path = Path(directory) / f"mcptape-comment-{re.sub(r'[^A-Za-z0-9._-]', '_', key)}.md"
     try:
-        path.write_text(body, encoding="utf-8")
-    except OSError as e:
-        raise GitHubError(f"{path}: cannot save the PR comment body: {e.strerror}") from e
+        outlet.write(path, body, what="PR comment body")
+    except WriteError as e:
+        raise GitHubError(f"cannot save the PR comment body: {e}") from e
     return str(path)
 
 
@@ -429,8 +430,8 @@ def publish_run(
     key = comment_key(config_path, workspace)
     marker = comment_marker(key)
     context = render_context(env, config_path, workspace)
-    summary = outlet.verified_text(render_summary(report, redactor=outlet.redactor, context=context), "job summary")
-    body = outlet.verified_text(render_comment(report, marker, redactor=outlet.redactor, context=context), "PR comment")
+    summary = outlet.document(render_summary(report, context=context) + "\n", "job summary")
+    body = outlet.document(render_comment(report, marker, context=context), "PR comment")
     outputs = run_outputs(report, report_path=report_path)
     notes = annotation_lines(report, config_path=config_path, workspace=workspace,
                              fail_on=env.get("MCPTAPE_FAIL_ON", "output"))
@@ -442,10 +443,10 @@ def publish_run(
         notes = [command("error", "drift details withheld: they contained a secret; see the job summary")] if notes else []
         outputs["first-drift"] = "(withheld: contained a secret)" if outputs["first-drift"] else ""
 
-    body_path = _save_body(body, key, env)
+    body_path = _save_body(body, key, env, outlet)
     outputs["comment-body"] = body_path
     if env.get("GITHUB_STEP_SUMMARY"):
-        outlet.append(env["GITHUB_STEP_SUMMARY"], summary + "\n", what="job summary")
+        outlet.append(env["GITHUB_STEP_SUMMARY"], summary, what="job summary")
     for line in notes:
         outlet.command(line, "workflow annotations")
 

@@ -1,16 +1,19 @@
 """The outlet: the one place verified bytes leave mcptape — tapes, reports, the job summary, the PR comment, the terminal.
 
-Secrets are scrubbed where content is made (ci's session pipeline redacts every event, rec's
-writer every line, markdown every document), with a Redactor from redact.make_redactor. Then,
-on the way out, every byte passes an Outlet, which runs the same Redactor's separately built
-checker over the exact bytes (`Redactor.verify`) and raises SecretLeak (exit 4) before anything
-is written, printed or posted: a scrubber that missed something fails closed here.
+Secrets are scrubbed where content is made from tapes (ci's session pipeline redacts every
+event, rec's writer every line), with a Redactor from redact.make_redactor; documents (markdown,
+the PR comment, messages) are rendered plain and scrubbed here, once, on their way out. Every
+byte that leaves passes an Outlet, which runs the same Redactor's separately built checker over
+the exact bytes (`Redactor.verify`) and raises SecretLeak (exit 4) before anything is written,
+printed or posted: a scrubber that missed something fails closed here. What was checked lately
+is not checked twice when it is then written (`_checked`).
 
     verified(data)       bytes (or text) checked, returned as they are
     document(text)       text scrubbed and checked: a markdown document, a comment body, a message
     tape_line(event)     one tape line scrubbed, serialized and checked (rec's writers)
-    write(path, data)    checked, then written atomically (tapes, reports, the summary)
-    append(path, text)   checked, then appended (the job summary, step outputs)
+    write(path, data)    checked, then written atomically (tapes, reports, the summary, the comment body)
+    write_document(path, text)  document(text), then written atomically (the markdown summary)
+    append(path, text)   checked, then appended (the job summary, step outputs, play's live answers)
     show(text)           checked, then printed, framed so a CI log cannot take it for a command
     command(line)        a workflow command of ours, checked, printed as it is
 
@@ -24,17 +27,20 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from mcptape.errors import WriteError
-from mcptape.logsafe import ci_log_block, safe_log
+from mcptape.logsafe import ci_log_block, safe_log, utf8
 from mcptape.redact.redactor import Redactor, make_redactor
 from mcptape.tape.atomic import write_atomic
 
 if TYPE_CHECKING:
     from mcptape.config.load import LoadedConfig
+
+Checked = TypeVar("Checked", str, bytes)
 
 
 def config_redactor(loaded: LoadedConfig | None, known: Mapping[str, str] | None = None) -> Redactor:
@@ -72,40 +78,50 @@ class Outlet:
         # Where workflow commands go: stdout, unless stdout carries a document (`--json -`): the
         # runner reads commands from stderr as well, and stdout must stay one JSON document.
         self.commands_to: IO[str] | None = None
-        self._last: object = None  # the bytes verified last: written twice (golden, --out-dir), checked once
+        # The bytes and texts checked last (by identity: a golden written twice, golden and
+        # --out-dir; a document checked before anything is written, then written): checked once.
+        self._checked: deque[str | bytes] = deque(maxlen=4)
 
     @classmethod
     def for_config(cls, loaded: LoadedConfig | None, known: Mapping[str, str] | None = None) -> Outlet:
         return cls(config_redactor(loaded, known))
 
-    def verified(self, data: bytes, where: str) -> bytes:
+    def verified(self, data: Checked, where: str) -> Checked:
         """`data` once the checker found no secret in it; SecretLeak (nothing leaves) if it did."""
-        if data is not self._last:
+        if not any(data is seen for seen in self._checked):
             self.redactor.verify(data, where)
-            self._last = data
+            self._checked.append(data)
         return data
 
     def verified_text(self, text: str, where: str) -> str:
-        self.redactor.verify(text, where)
-        return text
+        return self.verified(text, where)
 
     def document(self, text: str, where: str) -> str:
-        """Text scrubbed and checked (Redactor.guard): a document or message about to leave."""
-        return self.redactor.guard(text, where)
+        """Text scrubbed and checked (Redactor.guard): a document or message about to leave. The
+        one place a rendered document is scrubbed: renderers (report/) only render."""
+        cleaned = self.redactor.guard(text, where)
+        self._checked.append(cleaned)
+        return cleaned
 
     def tape_line(self, event: Mapping[str, Any], where: str, text: str | None = None) -> bytes:
         """One tape line scrubbed, serialized and checked (Redactor.line_bytes); `text` is `dumps(event)` if known."""
         return self.redactor.line_bytes(event, where, text)
 
-    def write(self, path: str | Path, data: bytes, *, what: str, where: str | None = None) -> None:
+    def write(self, path: str | Path, data: bytes | str, *, what: str, where: str | None = None) -> None:
         """Check `data`, then write it atomically (tape/atomic.py: a WriteError names the path)."""
-        write_atomic(path, self.verified(data, where or f"{what} {path}"), what=what)
+        where = where or f"{what} {path}"
+        write_atomic(path, utf8(self.verified(data, where)) if isinstance(data, str) else self.verified(data, where),
+                     what=what)
+
+    def write_document(self, path: str | Path, text: str, *, what: str, where: str | None = None) -> None:
+        """Scrub and check a rendered document (`document`), then write it atomically."""
+        self.write(path, self.document(text, where or f"{what} {path}"), what=what)
 
     def append(self, path: str, text: str, *, what: str, verify: bool = True) -> None:
         """Check `text` (unless the caller checked what in it could hold a secret: `verify=False`,
         for the runner's own paths, which the home-directory detector would flag), then append it."""
         if verify:
-            self.verified_text(text, what)
+            self.verified(text, what)
         try:
             with open(path, "a", encoding="utf-8") as fh:
                 fh.write(text)

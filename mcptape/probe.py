@@ -21,8 +21,8 @@ from typing import Any
 from mcptape.client import record_session
 from mcptape.config.models import ClientSettings, HttpServer, StdioServer, Step
 from mcptape.errors import McptapeError, ServerTimeout
+from mcptape.launch import open_transport
 from mcptape.refusal import REFUSING_CODES
-from mcptape.transports.factory import open_transport
 
 PROBE_TIMEOUT = 10.0  # seconds for one probe call: a tool slower than this would slow every gate run
 MAX_ROUNDS = 4

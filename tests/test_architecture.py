@@ -44,8 +44,8 @@ LAZY = {
     ("mcptape.commands.play", "mcptape.replay.http"): "http.server and the HTTP framing, for --listen only",
     ("mcptape.commands.rec", "mcptape.record.http"): "httpx, for --listen only",
     ("mcptape.commands.terminal", "mcptape.report.terminal"): "rich, off the path of play and rec (say)",
-    ("mcptape.diff.engine", "mcptape.conformance"): "pydantic and mcp-types, for a conformance check only",
-    ("mcptape.ci.session", "mcptape.conformance"): "mcp-types, imported by the main thread while the servers start",
+    ("mcptape.conformance.gate", "mcptape.conformance.check"): "mcp-types, imported by ci's main thread while the servers start",
+    ("mcptape.commands.diff", "mcptape.conformance.gate"): "pydantic and mcp-types, for diff --conformance only",
     ("mcptape.github", "ghapi.core"): "ghapi, only when a comment is posted",
     ("mcptape.github", "ghapi.page"): "ghapi, only when a comment is posted",
     ("mcptape.github", "httpx2"): "ghapi's client, only when a comment is posted",
@@ -205,6 +205,16 @@ def test_imports_are_at_module_level_but_where_a_heavy_one_must_stay_off_a_light
     assert [pair for pair in LAZY if pair not in inner] == []  # an entry nothing needs any more goes
 
 
+def test_renderers_only_render_and_diff_knows_nothing_of_conformance() -> None:
+    """report/ renders plain documents (the outlet scrubs them once, where they leave), and the
+    conformance gate sits above diff/: neither reaches for the other's job, even lazily."""
+    edges = {(importer, owner(imported)) for importer, imported, _, _ in imports()}
+    assert sorted((a, b) for a, b in edges if a.startswith("mcptape.report.") and b.startswith("mcptape.redact")) == []
+    assert sorted((a, b) for a, b in edges if a.startswith("mcptape.diff.") and b.startswith("mcptape.conformance")) == []
+    assert sorted((a, b) for a, b in edges if a.startswith("mcptape.config.") and b.startswith("mcptape.report")) == []
+    assert sorted((a, b) for a, b in edges if a.startswith("mcptape.transports.") and b.startswith("mcptape.config")) == []
+
+
 def test_the_checks_see_a_cycle_an_upward_import_and_a_private_name() -> None:
     # The same checks on data that has each fault: they are not vacuous.
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
@@ -251,8 +261,9 @@ if __name__ == "__main__":
 def test_the_layers_are_the_table_of_docs_architecture_md() -> None:
     """The table is the one home of the layers: this test reads it, so a module the table leaves
     out has no layer (test_every_module_has_a_layer fails), and a table that moves a module moves it."""
-    assert [name for name, _ in LAYERS] == ["facts", "formats and wires", "judging and scrubbing", "the outlet",
-                                          "sessions and servers", "the gate", "commands", "the command line"]
+    assert [name for name, _ in LAYERS] == ["facts", "formats and wires", "scrubbing", "configuration", "judging",
+                                          "conformance", "renderings", "the outlet", "sessions and servers", "the gate",
+                                          "commands", "the command line"]
     assert "mcptape.tape" in LAYERS[1][1] and "mcptape.report.model" in LAYERS[1][1]
     doc = DOC.read_text(encoding="utf-8")
     without = read_layers(doc.replace(", `refusal`", "", 1))

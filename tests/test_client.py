@@ -237,7 +237,7 @@ def test_a_call_without_a_list_tools_step_fetches_the_schema_and_records_it() ->
 
 def test_cwd_and_environment_are_minimal(tmp_path: Path) -> None:
     from mcptape.config.models import StdioServer
-    from mcptape.transports.factory import open_transport
+    from mcptape.launch import open_transport
 
     server = StdioServer(command=[sys.executable, "-c", "import os,sys; print(os.getcwd()); print(sorted(os.environ))"])
     transport = open_transport(server, base_dir=tmp_path, env={"ONLY_THIS": "1"})
@@ -251,7 +251,7 @@ def test_cwd_and_environment_are_minimal(tmp_path: Path) -> None:
 
 def test_a_missing_cwd_is_reported(tmp_path: Path) -> None:
     from mcptape.config.models import StdioServer
-    from mcptape.transports.factory import open_transport
+    from mcptape.launch import open_transport
 
     with pytest.raises(ServerError, match="working directory"):
         open_transport(StdioServer(command=["true"], cwd="nope"), base_dir=tmp_path, env={})

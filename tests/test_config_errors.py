@@ -229,7 +229,7 @@ def test_variables_in_normalize_and_redact_are_left_alone(tmp_path: Path) -> Non
 
 def test_every_drift_class_and_ignore_key_loads_and_the_published_schema_lists_the_same(tmp_path: Path) -> None:
     from mcptape.config.schema import json_schema
-    from mcptape.report.model import IGNORE_KEYS, drift_classes
+    from mcptape.verdict import IGNORE_KEYS, drift_classes
 
     path = tmp_path / "mcptape.yml"
     fail_on = "".join(f"    {name}: info\n" for name in drift_classes())

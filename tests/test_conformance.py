@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mcptape.conformance import check_tape, check_tape_placed
+from mcptape.conformance.check import check_tape, check_tape_placed
 from mcptape.report.model import Finding
 from mcptape.tape.events import C2S, S2C, EventBuilder
 from mcptape.tape.format import Tape, make_header, tape_bytes
@@ -351,13 +351,18 @@ def test_a_refused_discover_probe_before_a_legacy_session_is_fine(tmp_path: Path
 def test_only_a_conformance_check_pays_for_the_schema_models() -> None:
     """play, --version and a plain diff must not pay for pydantic models or jsonschema: they never
     import this module, which imports them at module level (so ci's threads never race on them)."""
-    heavy = "print(sorted(m for m in ('pydantic', 'mcp_types', 'jsonschema', 'mcptape.conformance') if m in sys.modules))"
+    heavy = ("print(sorted(m for m in ('pydantic', 'mcp_types', 'jsonschema', 'mcptape.conformance.check')"
+             " if m in sys.modules))")
     light = f"import sys, mcptape.cli, mcptape.replay.stdio, mcptape.diff.engine, mcptape.commands.diff; {heavy}"
     out = subprocess.run([sys.executable, "-c", light], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
-    checked = f"import sys, mcptape.conformance; {heavy}"
+    # ci's session pipeline holds the gate from the start; the gate imports the check only on demand.
+    gated = f"import sys, mcptape.conformance.gate; {heavy}"
+    out = subprocess.run([sys.executable, "-c", gated], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+    checked = f"import sys, mcptape.conformance.gate as g; g.load(); {heavy}"
     out = subprocess.run([sys.executable, "-c", checked], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "['jsonschema', 'mcp_types', 'mcptape.conformance', 'pydantic']"
+    assert out.stdout.strip() == "['jsonschema', 'mcp_types', 'mcptape.conformance.check', 'pydantic']"
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])

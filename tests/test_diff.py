@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from mcptape.config.models import DriftSettings
+from mcptape.conformance.gate import diff_checked
 from mcptape.diff.engine import diff_tapes
 from mcptape.diff.schema import schema_changes
 from mcptape.report.model import DiffResult
@@ -515,7 +516,7 @@ def test_rotated_secret_in_arguments_still_pairs_the_call() -> None:
     assert ("call", "arguments") in kinds(diff_tapes(g, tb.tape()))
 
 
-# --- conformance of the fresh tape (diff_tapes(..., conformance=True)) ---------------------------
+# --- conformance of the fresh tape (diff_checked(...)) ---------------------------
 
 
 def test_conformance_findings_of_the_fresh_tape_are_placed_and_follow_the_settings() -> None:
@@ -524,7 +525,7 @@ def test_conformance_findings_of_the_fresh_tape_are_placed_and_follow_the_settin
     plain = diff_tapes(g, f)
     assert ("conformance", "schema") not in kinds(plain)  # opt-in
 
-    result = diff_tapes(g, f, conformance=True)
+    result = diff_checked(g, f)
     assert result.verdict == "structural"
     conf = [(d, fd) for d in result.drifts for fd in d.findings if fd.category == "conformance"]
     assert len(conf) == 1
@@ -535,12 +536,12 @@ def test_conformance_findings_of_the_fresh_tape_are_placed_and_follow_the_settin
     # output drift of the same response follows it.
     assert [fd.category for d in result.drifts for fd in d.findings][:2] == ["conformance", "result"]
 
-    assert diff_tapes(g, f, DriftSettings(conformance="info"), conformance=True).verdict == "output"
-    assert diff_tapes(g, f, DriftSettings(fail_on={"conformance": "output"}), conformance=True).verdict == "output"
-    ignored = diff_tapes(g, f, DriftSettings(ignore=[{"category": "conformance*", "name": "t"}]), conformance=True)
+    assert diff_checked(g, f, DriftSettings(conformance="info")).verdict == "output"
+    assert diff_checked(g, f, DriftSettings(fail_on={"conformance": "output"})).verdict == "output"
+    ignored = diff_checked(g, f, DriftSettings(ignore=[{"category": "conformance*", "name": "t"}]))
     assert ("conformance", "schema") not in kinds(ignored)
     # Only the fresh tape is checked: a broken golden is the past.
-    assert [fd for d in diff_tapes(f, g, conformance=True).drifts for fd in d.findings
+    assert [fd for d in diff_checked(f, g).drifts for fd in d.findings
             if fd.category == "conformance"] == []
 
 
@@ -856,12 +857,12 @@ def test_conformance_findings_the_golden_has_too_are_known_and_only_new_ones_fai
     # An unchanged server that breaks the MCP schema (an old release's inputSchema without `type`)
     # must not fail every run; the day it breaks another rule, that one is drift.
     broken = base().tool("t", {}, result={"content": "not a list"}).tool("u", {}, "ok")
-    same = diff_tapes(broken.tape(), broken.tape(), conformance=True)
+    same = diff_checked(broken.tape(), broken.tape())
     assert same.verdict == "same", [d.one_line() for d in same.drifts]
     known = [f for d in same.drifts for f in d.findings if f.category == "conformance"]
     assert known and all(f.severity == "info" and f.message.startswith("known: ") for f in known)
     worse = base().tool("t", {}, result={"content": "not a list"}).tool("u", {}, result={"content": 7})
-    result = diff_tapes(broken.tape(), worse.tape(), conformance=True)
+    result = diff_checked(broken.tape(), worse.tape())
     assert result.verdict == "structural"
     new = [(d.call.name if d.call else None, f.severity) for d in result.drifts for f in d.findings
            if f.category == "conformance" and f.severity != "info"]

@@ -18,9 +18,9 @@ import pytest
 from mcptape.config.models import DriftSettings
 from mcptape.diff.engine import diff_tapes
 from mcptape.diff.schema import SchemaKind
-from mcptape.report.model import FINDING_KINDS
 from mcptape.tape.events import C2S, S2C, garbage_event, note_event
 from mcptape.tape.format import Tape, make_header
+from mcptape.verdict import FINDING_KINDS
 from tests.recording import ADD, INIT_RESULT, TapeBuilder
 
 Build = Callable[[], Tape]
@@ -274,7 +274,7 @@ def test_every_finding_the_code_builds_is_a_name_fail_on_accepts() -> None:
     found = literal_findings()
     assert len(found) >= 30  # the scan sees the classifiers, not nothing
     unknown = [(where, c, k) for where, c, k in found if k not in FINDING_KINDS.get(c, ())]
-    assert unknown == [], "add these to report.model.FINDING_KINDS (and say what they mean in classify.py)"
+    assert unknown == [], "add these to verdict.FINDING_KINDS (and say what they mean in classify.py)"
     # The kinds that come from a variable: schema changes and value changes.
     assert set(FINDING_KINDS["schema"]) == set(get_args(SchemaKind))
     assert {"changed", "added", "removed"} <= set(FINDING_KINDS["result"])

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from mcptape.conformance.gate import diff_checked
 from mcptape.diff.engine import diff_tapes
 from mcptape.report.model import Finding, headline_priority
 from mcptape.tape.format import Tape
@@ -118,11 +119,11 @@ def test_a_known_conformance_violation_stays_known_when_the_revision_changed() -
         t = tb.tool("t", {}, result={"content": content}).tape()
         return Tape({**t.header, "protocol": asked}, t.events, t.footer)
 
-    result = diff_tapes(broken("2025-06-18", "not a list"), broken("2025-11-25", "not a list"), conformance=True)
+    result = diff_checked(broken("2025-06-18", "not a list"), broken("2025-11-25", "not a list"))
     found = [f for d in result.drifts for f in d.findings if f.category == "conformance"]
     assert found and all(f.severity == "info" and f.message.startswith("known: ") for f in found), found
     assert any("MCP 2025-11-25" in f.message for f in found)  # the message does name the new revision
     assert result.verdict == "same", [d.one_line() for d in result.drifts]
     # Control: another broken rule under the new revision is new drift.
-    worse = diff_tapes(broken("2025-06-18", "not a list"), broken("2025-11-25", 7), conformance=True)
+    worse = diff_checked(broken("2025-06-18", "not a list"), broken("2025-11-25", 7))
     assert worse.verdict == "structural"

@@ -21,6 +21,7 @@ import pytest
 
 from mcptape.errors import ConfigError, SecretLeak
 from mcptape.jsonrpc import dumps
+from mcptape.outlet import Outlet
 from mcptape.placeholders import PLACEHOLDER_RE, strip_tags
 from mcptape.redact import engine, redactor, shapes
 from mcptape.redact.redactor import Redactor
@@ -224,7 +225,8 @@ def test_junit_and_markdown_reports_keep_placeholders_and_pass_verification() ->
     xml = junit_xml(report)
     assert "&lt;REDACTED:url-password&gt;" in xml
     r.verify(xml, "JUnit report")
-    for doc in (render_summary(report, redactor=r), render_comment(report, "mcptape.yml", redactor=r)):
+    outlet = Outlet(r)
+    for doc in (outlet.document(render_summary(report), "summary"), outlet.document(render_comment(report, "mcptape.yml"), "comment")):
         assert "REDACTED:url-password" in doc and "Hunter" not in doc
         r.verify(doc, "markdown")
 

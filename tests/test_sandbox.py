@@ -80,7 +80,7 @@ def test_a_private_home_is_fresh_for_each_server_run_and_removed_after_it(tmp_pa
     import sys
 
     from mcptape.config.models import StdioServer
-    from mcptape.transports.factory import open_transport
+    from mcptape.launch import open_transport
 
     script = ("import json, os, tempfile; print(json.dumps([os.environ['HOME'], tempfile.gettempdir(), "
               "os.path.isdir(os.environ['HOME'])]), flush=True); input()")

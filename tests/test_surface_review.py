@@ -19,9 +19,10 @@ from mcptape.diff.engine import diff_tapes
 from mcptape.diff.surface_cost import budget_drift, surface_facts
 from mcptape.diff.surface_review import renames, review_surface
 from mcptape.diff.text_rules import RULES, added_spans, review_text
-from mcptape.report.model import FINDING_KINDS, DiffResult, Finding, RunReport, SessionResult
+from mcptape.report.model import DiffResult, Finding, RunReport, SessionResult
 from mcptape.report.sarif import sarif_log
 from mcptape.tape.format import Tape
+from mcptape.verdict import FINDING_KINDS
 from tests.recording import TapeBuilder
 
 OLD = "Search the notes for a phrase. Matching can ignore case. Docs: https://docs.example.com/search"

@@ -28,19 +28,20 @@ from typing import Any
 from mcptape import latency
 from mcptape.ci import gitref
 from mcptape.ci.repeat import LiveRun, live_run
-from mcptape.ci.session import RunContext, conformance_loaded, run_in_pool
+from mcptape.ci.session import RunContext, run_in_pool
 from mcptape.client import describe_step
 from mcptape.config.load import LoadedConfig
 from mcptape.config.locations import suggest
 from mcptape.config.models import Config, DriftSettings, HttpServer, NormalizeRule, Session, StdioServer
-from mcptape.diff.engine import diff_tapes
+from mcptape.conformance import gate as conformance
 from mcptape.errors import ConfigError, McptapeError
 from mcptape.nondeterminism import call_of, find_volatile, suggest_rules, unfixed
 from mcptape.normalize import Normalizer
 from mcptape.outlet import config_redactor
-from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult, Severity
+from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header
 from mcptape.transports.stdio import minimal_env
+from mcptape.verdict import Severity
 
 ServerModel = StdioServer | HttpServer
 SETUP_TAIL_LINES = 20
@@ -226,8 +227,7 @@ def compare_session(head: RunContext, ref: Reference, session: Session, *, runs:
     drift = cfg.drift.model_copy(update={"ignore": [*cfg.drift.ignore, *learned.ignore]})
     golden = _tape(session, base_runs[0], extra.fresh(base_runs[0].normalized), ref.name)
     fresh = _tape(session, head_run, extra.fresh(head_run.normalized), session.server)
-    conformance_loaded()
-    diff = diff_tapes(golden, fresh, drift, conformance=True, as_sent=_tape(session, head_run, head_run.raw, session.server))
+    diff = conformance.diff_checked(golden, fresh, drift, as_sent=_tape(session, head_run, head_run.raw, session.server))
     diff.a, diff.b = ref.name, "head" if ref.server is None else session.server
     lines = learned.lines(session.name)
     release = release_finding(_version(base_runs[0]), _version(head_run), diff, cfg.drift)

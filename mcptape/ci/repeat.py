@@ -14,11 +14,11 @@ from mcptape.errors import (
     EXIT_COULD_NOT_RUN,
     McptapeError,
 )
+from mcptape.launch import open_transport
 from mcptape.nondeterminism import carried_state, find_volatile, ignore_hint, suggest_rules, unfixed, whole
 from mcptape.normalize import Normalizer, canonical_order
 from mcptape.outlet import config_redactor
 from mcptape.tape.format import Tape
-from mcptape.transports.factory import open_transport
 
 # -- the nondeterminism check: `mcptape ci --repeat N` -----------------------------------------------
 #

@@ -6,7 +6,7 @@ secrets to redact/, the verdict of one pair of tapes to diff/; which sessions ru
 selection.py's and running them (threads, reports, exit code) commands/ci.py's.
 
 Conformance: every fresh recording, redacted but not normalized, is checked against the MCP
-schema (diff_tapes with conformance=True; `drift.conformance` sets the severity). Without a
+schema (conformance/gate.py: diff_checked; `drift.conformance` sets the severity). Without a
 golden the findings join the "no golden" drift; with --update-golden they are notes on the
 session and do not stop the golden being written (accepting it is a person's call), since every
 later gate run checks again.
@@ -14,7 +14,7 @@ later gate run checks again.
 Sessions run in worker threads (run_in_pool), so everything the session pipeline imports is
 imported here, at module level, in the main thread, before any worker starts (see the imports
 below), but for the conformance check, which the main thread imports while the sessions' servers
-start: a first import racing in two threads can hand one of them a partially initialized module. Files are
+start (conformance/gate.py): a first import racing in two threads can hand one of them a partially initialized module. Files are
 verified and written through the outlet (outlet.py; its OSErrors are WriteErrors, exit 3); a golden
 or fresh tape that cannot be written fails its session, one a secret survived in is not written.
 """
@@ -22,7 +22,6 @@ or fresh tape that cannot be written fails its session, one a secret survived in
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,12 +34,12 @@ from typing import Any, TypeVar
 # no worker thread ever does a first import. Two threads importing one module at once deadlocked
 # in the import system, which then gave one of them a partially initialized module (ImportError);
 # tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
-# The one exception is the conformance check (see run_in_pool).
+# The one exception is the conformance check (conformance/gate.py, loaded by run_in_pool).
 from mcptape import environment
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Config, HttpServer, Session
-from mcptape.diff.engine import conformance_drifts, diff_tapes
+from mcptape.conformance import gate as conformance
 from mcptape.diff.surface_cost import add_budget_drift, surface_facts
 from mcptape.errors import (
     ConfigError,
@@ -49,6 +48,7 @@ from mcptape.errors import (
     TapeError,
     WriteError,
 )
+from mcptape.launch import open_transport
 from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.outlet import Outlet, config_redactor
 from mcptape.redact import rules
@@ -62,7 +62,6 @@ from mcptape.tape.seal import require as require_sealed
 from mcptape.tape.timing import sidecar_bytes, sidecar_path, timing_footer
 from mcptape.tape.view import render_view, view_path
 from mcptape.telemetry import SessionMeta, Telemetry, TimedTransport, WireClock
-from mcptape.transports.factory import open_transport
 
 UPDATE_HINT = "mcptape ci --update-golden"
 
@@ -441,9 +440,8 @@ def _compare(golden: Tape, fresh: _Fresh, cfg: Config) -> DiffResult:
         path=golden.path,
         event_lines=list(golden.event_lines),
     )
-    conformance_loaded()
-    diff = diff_tapes(golden_n, _fresh_tape(fresh.header, fresh.events), cfg.drift, conformance=True,
-                      as_sent=_as_sent(fresh.header, fresh.redacted))
+    diff = conformance.diff_checked(golden_n, _fresh_tape(fresh.header, fresh.events), cfg.drift,
+                                    as_sent=_as_sent(fresh.header, fresh.redacted))
     return _merge_schema_breaks(diff, fresh.recording)
 
 
@@ -460,54 +458,23 @@ def _as_sent(header: dict[str, Any], redacted: list[dict[str, Any]]) -> Tape:
 
 
 def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Config) -> list[Drift]:
-    """Failing conformance findings (mcptape/conformance.py, drift settings applied) of a fresh
+    """Failing conformance findings (conformance/gate.py, drift settings applied) of a fresh
     recording that is not compared with a golden one: no golden yet, or --update-golden."""
-    conformance_loaded()
-    return [d for _, d in conformance_drifts(_as_sent(header, redacted), cfg.drift) if d.severity != "info"]
+    return [d for _, d in conformance.conformance_drifts(_as_sent(header, redacted), cfg.drift) if d.severity != "info"]
 
 
-# The conformance check (mcptape/conformance.py: mcp_types' pydantic models of two revisions) is
-# most of what `mcptape ci` imports before its first server starts (about three quarters, measured
-# with -X importtime), and no session needs it before it has recorded. So run_in_pool has the main
-# thread import it while the sessions' servers start, and a worker that reaches its check first
-# waits for that import to finish (conformance_loaded): the module is then whole in sys.modules,
-# and the worker's own import of it is a lookup, not a first import.
-_LOADING = threading.Event()  # a main thread will import the conformance check (run_in_pool)
-_LOADED = threading.Event()  # ... and has: sys.modules holds it whole (or the import failed)
 Item = TypeVar("Item")
 Outcome = TypeVar("Outcome")
-
-
-def load_conformance() -> None:
-    """Import the conformance check, in the main thread; workers waiting for it go on after."""
-    _LOADING.set()
-    try:
-        import mcptape.conformance  # noqa: F401  (mcp_types, pydantic, jsonschema; diff/engine.py uses it)
-    finally:
-        _LOADED.set()
-
-
-def conformance_loaded() -> None:
-    """Return once the conformance check is imported (module comment above run_in_pool)."""
-    if _LOADED.is_set():
-        return
-    if threading.current_thread() is threading.main_thread():
-        load_conformance()
-        return
-    if not _LOADING.is_set():
-        # A programming error, said at once rather than as a rare import deadlock later.
-        raise RuntimeError("a session pipeline ran on a worker thread outside ci/session.py's run_in_pool")
-    _LOADED.wait()
 
 
 def run_in_pool(jobs: int, work: Callable[[Item], Outcome], items: Sequence[Item], name: str) -> list[Outcome]:
     """`work` over `items` on `jobs` worker threads, results in order. While the workers start their
     servers, the main thread imports the conformance check they need once they have recorded."""
-    _LOADING.set()
+    conformance.will_load()
     rules.preload()  # the secret rule set: workers redact their first message at once (~0.1 s)
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix=name) as pool:
         futures = [pool.submit(work, item) for item in items]
-        load_conformance()
+        conformance.load()
         return [future.result() for future in futures]
 
 

@@ -27,7 +27,7 @@ from mcptape.config.load import load_config
 from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, ConfigError
 from mcptape.logsafe import safe_log
-from mcptape.report.model import worst_exit
+from mcptape.verdict import worst_exit
 
 UNSET_PLACEHOLDER = "mcptape-unset-"  # + the name: a value no check mistakes for a URL part or a secret
 

@@ -36,10 +36,11 @@ from mcptape.outlet import Outlet
 from mcptape.report.json_report import report_bytes
 from mcptape.report.junit import junit_xml
 from mcptape.report.markdown import render_summary
-from mcptape.report.model import RunReport, worst_exit
+from mcptape.report.model import RunReport
 from mcptape.report.sarif import sarif_bytes
 from mcptape.report.terminal import render_run_text
 from mcptape.telemetry import open_telemetry
+from mcptape.verdict import worst_exit
 
 # -- the command ----------------------------------------------------------------------------------
 
@@ -186,8 +187,8 @@ def _write_reports(options: Options, report: RunReport, outlet: Outlet) -> None:
     if options.junit:
         outlet.write(options.junit, utf8(junit_xml(report)), what="JUnit report", where=f"JUnit report {options.junit}")
     if options.summary:
-        data = utf8(render_summary(report, redactor=outlet.redactor))
-        outlet.write(options.summary, data, what="markdown summary", where=f"summary {options.summary}")
+        outlet.write_document(options.summary, render_summary(report), what="markdown summary",
+                              where=f"summary {options.summary}")
 
 
 def _publish(report: RunReport, loaded: LoadedConfig, outlet: Outlet) -> int:

@@ -86,8 +86,12 @@ def run(options: Options) -> int:
         memo: dict[int, dict[str, Any]] = {}  # read_pair shares the objects of identical lines: once each
         golden = _normalized(golden, normalizer, memo, _lines(normalizer, options.golden))
         fresh = _normalized(fresh, normalizer, memo, _lines(normalizer, options.fresh))
-    result = diff_tapes(golden, fresh, drift, conformance=options.conformance,
-                        as_sent=_in_order_of(as_sent, fresh) if options.conformance else None)
+    if options.conformance:
+        from mcptape.conformance.gate import diff_checked
+
+        result = diff_checked(golden, fresh, drift, as_sent=_in_order_of(as_sent, fresh))
+    else:
+        result = diff_tapes(golden, fresh, drift)
     # A limit mcptape hit while recording either tape (a message nested too deep) shaped how it
     # was compared: said with the verdict, never left to the tapes alone.
     notes = [*sealed_notes, *(f"{side} tape: {line}" for side, tape in (("golden", golden), ("fresh", fresh))

@@ -2,7 +2,7 @@
 (or `--url URL [--header 'Name: value']...` for an HTTP server).
 
 Writes a first mcptape.yml from a live server: it connects with the scripted client `ci` uses
-(client.record_session, over the transport `ci` opens: transports/factory.py), lists tools,
+(client.record_session, over the transport `ci` opens: launch.py), lists tools,
 resources, resource templates and prompts, and writes one session that lists the surface and
 calls each tool with arguments built from its inputSchema (scaffold.py), reads each listed
 resource (the first MAX_RESOURCES) and gets each prompt. Calls that may change something
@@ -62,6 +62,7 @@ from mcptape.config.schema import SCHEMA_ID
 from mcptape.config.secrets import refuse_url_credentials
 from mcptape.config.semantics import check_config
 from mcptape.errors import ConfigError, McptapeError, ServerError, WriteError
+from mcptape.launch import open_transport
 from mcptape.nondeterminism import Volatile, find_volatile, fixed_by, path_candidates, suggest_rules, unfixed
 from mcptape.normalize import Normalizer
 from mcptape.pinning import pin_packages
@@ -71,7 +72,6 @@ from mcptape.redact.policy import argv_secrets, secret_reason
 from mcptape.refusal import looks_like_version_refusal, refused_everything
 from mcptape.scaffold import Hints, example_arguments, path_hints, prompt_arguments, tool_safety
 from mcptape.tape.format import Tape
-from mcptape.transports.factory import open_transport
 
 MAX_RESOURCES = 10  # a server may list thousands; the first few show the shape, the comment says so
 LIST_STEPS = ("list_tools", "list_resources", "list_resource_templates", "list_prompts")

@@ -20,12 +20,12 @@ from mcptape.commands.terminal import JSON_STDOUT, report_stream, write_output
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak
 from mcptape.github import command, publish_run
-from mcptape.logsafe import utf8
 from mcptape.outlet import Outlet
 from mcptape.report.json_report import report_bytes
 from mcptape.report.markdown import render_summary
-from mcptape.report.model import RunReport, worst_exit
+from mcptape.report.model import RunReport
 from mcptape.report.terminal import render_run_text
+from mcptape.verdict import worst_exit
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,8 @@ def run(options: Options) -> int:
         if options.json_report:
             write_output(options.json_report, report_bytes(report), what="JSON report", outlet=outlet)
         if options.summary:
-            data = utf8(render_summary(report, redactor=outlet.redactor))
-            outlet.write(options.summary, data, what="markdown summary", where=f"summary {options.summary}")
+            outlet.write_document(options.summary, render_summary(report), what="markdown summary",
+                                  where=f"summary {options.summary}")
     except SecretLeak as e:
         print(f"mcptape merge: {e}", file=sys.stderr)
         return EXIT_SECRET

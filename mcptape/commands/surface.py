@@ -8,7 +8,7 @@ words. `drift.fail_on`/`drift.ignore` apply as in the gate (diff/engine.py's Pol
 that relaxed `security.url` sees those rows at info. Exit 0: nothing that fails; 2: a finding at
 structural severity; 1: at output; 3: a server could not be listed.
 The listing is the scripted client's (client.record_session: the handshake and the paginated
-list walks `ci` runs), over the transport `ci` opens (transports/factory.py).
+list walks `ci` runs), over the transport `ci` opens (launch.py).
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Step
 from mcptape.diff.classify import SURFACE_LISTS
 from mcptape.diff.engine import Policy
-from mcptape.diff.surface_review import SECURITY_RULES, SurfaceHit, review_surface
+from mcptape.diff.surface_review import SurfaceHit, review_surface
 from mcptape.diff.text_rules import visible
 from mcptape.errors import EXIT_OK, McptapeError
+from mcptape.launch import open_transport
 from mcptape.logsafe import safe_log
-from mcptape.report.model import SEVERITY_EXIT, Finding, worst_exit
-from mcptape.transports.factory import open_transport
+from mcptape.report.model import Finding
+from mcptape.verdict import SECURITY_KINDS, SEVERITY_EXIT, worst_exit
 
 _STEPS = ("list_tools", "list_prompts", "list_resources", "list_resource_templates")
 _COLUMNS = (("rule", 26), ("item", 28), ("field", 32))
@@ -63,7 +64,7 @@ def review_table(hits: Sequence[SurfaceHit], severities: Sequence[str] | None = 
         found = hit.message.split(f" {hit.field} ", 1)[-1] if hit.field else hit.message
         lines.append("  ".join(_cell(c, w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)) + "  " + found)
     lines.append("")
-    lines += [f"security.{rule}: {SECURITY_RULES[rule]}" for rule in dict.fromkeys(h.rule for h in hits)]
+    lines += [f"security.{rule}: {SECURITY_KINDS[rule]}" for rule in dict.fromkeys(h.rule for h in hits)]
     return safe_log("\n".join(lines) + "\n")
 
 

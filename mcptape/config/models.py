@@ -29,7 +29,7 @@ from mcptape.config.locations import describe, suggest
 from mcptape.conversation import SCRIPT_KEYS, is_matched_item
 from mcptape.jsonpath import PATH_SCHEMA_PATTERN, SUPPORTED_PATHS, PathSegment, parse_json_path
 from mcptape.mcp import PROTOCOL_VERSIONS
-from mcptape.report.model import FINDING_KINDS, IGNORE_KEYS, Severity, drift_classes
+from mcptape.verdict import FINDING_KINDS, IGNORE_KEYS, Severity, drift_classes
 
 CONFIG_VERSIONS = (1,)  # the `version:` values this mcptape reads
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -588,7 +588,7 @@ def _unknown_drift_class(name: str) -> str | None:
 class DriftSettings(_Strict):
     """What fails the gate: a severity per class, and rules that ignore differences.
 
-    The names a key or rule may use are report.model's (FINDING_KINDS, IGNORE_KEYS), checked here
+    The names a key or rule may use are verdict.py's (FINDING_KINDS, IGNORE_KEYS), checked here
     so that a typo fails at load with its line instead of silently matching nothing.
     """
 

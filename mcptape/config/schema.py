@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any
 
 from mcptape.config.models import ACTIONS, LOG_LEVELS, Config
-from mcptape.report.model import drift_classes
+from mcptape.verdict import drift_classes
 
 SCHEMA_FILE_NAME = "mcptape.schema.json"
 SCHEMA_ID = f"https://raw.githubusercontent.com/mcptape/action/v1/mcptape/{SCHEMA_FILE_NAME}"

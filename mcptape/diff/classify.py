@@ -9,7 +9,7 @@ where `default_checks` lists mcptape's own explicitly):
 - session checks, run once per pair of tapes (server requests, process events, protocol).
 
 Categories and kinds emitted (severity before DriftSettings are applied); their names are
-report.model.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked against:
+verdict.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked against:
     call          added | removed (structural) · arguments (output) ·
                   server_request_added | server_request_removed (output)
     surface       added (DriftSettings.added_surface, default structural) | removed (structural)
@@ -30,7 +30,7 @@ report.model.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked aga
                   exit | garbage | note (output)
 and from the checks beside this module: protocol changed (diff/protocol.py, structural) ·
 side_effect added | removed | changed (diff/side_effects.py, structural) · conformance schema |
-output_schema | version (conformance.py, DriftSettings.conformance) · security <rule id> | widened |
+output_schema | version (conformance/check.py, DriftSettings.conformance) · security <rule id> | widened |
 output_dropped and surface renamed (diff/surface_review.py, structural) · context budget
 (diff/surface_cost.py, applied by ci/session.py, structural).
 Every Finding carries golden_line/fresh_line: the tape line of the event it is about.
@@ -56,8 +56,9 @@ from mcptape.jsonrpc import canonical
 from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
 from mcptape.normalize import FLOATING_NOTIFICATIONS
 from mcptape.placeholders import untag
-from mcptape.report.model import Finding, Severity
+from mcptape.report.model import Finding
 from mcptape.tape.events import UNCOMPARED_NOTES
+from mcptape.verdict import Severity
 
 SCHEMA_SEVERITY: dict[str, Severity] = {"breaking": "structural", "compatible": "output", "cosmetic": "output"}
 

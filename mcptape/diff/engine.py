@@ -9,9 +9,8 @@ pair one for one — pairs them (align.py), runs the registered classifiers (cla
 pair that is not the same events on both sides (calls.Call.same_events: such calls cannot
 drift, which is what skipping the unchanged stretches relies on) and the session checks once,
 applies the project's DriftSettings, and groups what is left per call in fresh-tape order, the
-headline first (headline_rank). With `conformance=True` the fresh tape's conformance findings
-(mcptape/conformance.py) join them, placed the same way; those the golden tape has too are
-known (info), only new ones count (conformance_drifts).
+headline first (headline_rank). Drifts judged elsewhere on a fresh tape (`Placed`: the
+conformance gate's, mcptape/conformance/gate.py, which sits above diff) join them, placed the same way.
 
 DriftSettings, as read here (config/models.py holds the model):
 - `added_surface`: severity of a tool/resource/prompt that appeared (default structural).
@@ -30,9 +29,10 @@ DriftSettings, as read here (config/models.py holds the model):
 from __future__ import annotations
 
 import bisect
+import contextlib
 import gc
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,11 +48,11 @@ from mcptape.report.model import (
     DiffResult,
     Drift,
     Finding,
-    Severity,
     SurfaceChanges,
     headline_priority,
 )
 from mcptape.tape.format import Tape
+from mcptape.verdict import Severity
 
 if TYPE_CHECKING:
     from mcptape.config.models import DriftSettings
@@ -127,34 +127,52 @@ def call_ref(tc: TapeCalls, call: Call) -> CallRef:
     return CallRef(method=call.method, name=call.name, arguments=call.arguments, step=step)
 
 
+@dataclass(frozen=True)
+class Placed:
+    """Drifts found by another judge on one tape, each at an event index of that `tape` (the fresh
+    recording it checked, possibly before normalization: the same events, perhaps fewer of the
+    handshake's): diff places them in the report among its own by that event's line."""
+
+    tape: Tape
+    drifts: list[tuple[int, Drift]]
+
+
 def diff_tapes(
     golden: Tape,
     fresh: Tape,
     drift: DriftSettings | None = None,
     *,
-    conformance: bool = False,
-    as_sent: Tape | None = None,
+    placed: Placed | None = None,
     checks: Checks | None = None,
 ) -> DiffResult:
     """Compare a golden (A) and a fresh (B) tape; drifts[0] is the first drifted call.
 
-    With `conformance`, the fresh tape is also checked against the MCP schema of its protocol
-    revision (mcptape/conformance.py), at the severity `drift.conformance` (default structural),
-    placed in tape order; a violation the golden tape holds too is known (info): a baseline.
-    `as_sent` is the fresh recording before normalization, events in the same order (ci.py):
-    it is the one checked then, since a normalize rule may rewrite a schema (`$..day_of_week`
-    also hits an outputSchema's property of that name) into something the server never sent.
+    `placed`: drifts another judge found on the fresh recording (the conformance gate,
+    conformance/gate.py), placed in tape order among these and ranked with them for the headline.
     `checks` is the registry of checks to run (checks.py; default: mcptape's own).
     """
-    # Diffing creates ~3 objects per event and no cycles; with a few million live objects from
-    # the tapes, the cyclic GC's full passes would cost more than the diff itself (2.5x measured).
+    with no_cyclic_gc():
+        return _diff(golden, fresh, drift, placed, checks or default_checks())
+
+
+@contextlib.contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Judging creates ~3 objects per event and no cycles; with a few million live objects from
+    the tapes, the cyclic GC's full passes would cost more than the diff itself (2.5x measured)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _diff(golden, fresh, drift, (as_sent or fresh) if conformance else None, checks or default_checks())
+        yield
     finally:
         if was_enabled:
             gc.enable()
+
+
+def comparable(golden: Tape) -> Tape:
+    """The golden tape as diff reads it before pairing: the refused `server/discover` probe out,
+    each paginated list walk merged into one answer. A judge placing drifts (Placed) reads its
+    baseline this way too, so a finding's path means the same on both sides."""
+    return merged_pages(protocol.without_refused_probe(golden))
 
 
 def _build(prep: protocol.Prepared) -> tuple[TapeCalls, TapeCalls, Window, list[tuple[Call, Call]]]:
@@ -227,14 +245,10 @@ def _suffix_pairs(golden: list[Call], fresh: list[Call], prep: protocol.Prepared
 _Placed = list[tuple[int, int, Drift]]
 
 
-def _diff(
-    golden: Tape, fresh: Tape, drift: DriftSettings | None, conformance: Tape | None, registry: Checks
-) -> DiffResult:
+def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, more: Placed | None, registry: Checks) -> DiffResult:
     policy = Policy.from_settings(drift)
     # Negotiation out, the pages of each list walk as one list (pages.py): both tapes alike.
-    golden = merged_pages(protocol.without_refused_probe(golden))
-    fresh = merged_pages(protocol.without_refused_probe(fresh))
-    baseline = golden  # as read (before the envelope is stripped), for the conformance baseline
+    golden, fresh = comparable(golden), comparable(fresh)
     # 2026-07-28 envelope out, handshakes paired across eras (protocol.py); unchanged stretches skipped (calls.py)
     prep = protocol.prepare_pair(golden, fresh)
     golden, fresh = prep.golden, prep.fresh
@@ -245,9 +259,9 @@ def _diff(
     placed, surface_notes = _call_drifts(g, f, steps, stretch_pairs, end, policy, registry)
     last_step = len(steps) + len(stretch_pairs)
     placed.extend(_session_drifts(g, f, policy, registry, last_step))
-    if conformance is not None:
-        for pos, d in conformance_drifts(conformance, drift, policy, baseline=baseline):
-            placed.append((_prepared_index(conformance, fresh, pos), last_step + 1, d))
+    if more is not None:
+        for pos, d in more.drifts:
+            placed.append((_prepared_index(more.tape, fresh, pos), last_step + 1, d))
 
     placed.sort(key=lambda t: (t[0], t[1]))
     # The headline (drifts[0]) is the most severe drift; among equals a protocol change, then what
@@ -352,81 +366,8 @@ def _session_drifts(g: TapeCalls, f: TapeCalls, policy: Policy, registry: Checks
     return placed
 
 
-# --- conformance of the fresh tape -------------------------------------------------------------
-
-
-def conformance_drifts(
-    tape: Tape, drift: DriftSettings | None = None, policy: Policy | None = None, *, baseline: Tape | None = None
-) -> list[tuple[int, Drift]]:
-    """conformance.check_tape_placed on one tape, as (event index, Drift) per message, the project's
-    drift settings applied (severity `drift.conformance`, `fail_on`, `ignore` with method/name
-    matched against the message's call). Builds the mcp-types models: 1-5 s once per process.
-
-    `baseline` (the golden tape) makes the check a baseline one, as the conformance suite's list
-    of expected failures is: a violation the golden tape holds too (the same rule broken at the
-    same place of the same call) is known, reported at severity info with "known:" and does not
-    fail the run; only new ones count. So an unchanged server whose schemas break the MCP schema
-    checks green, and the day it breaks another rule, that rule is drift."""
-    from mcptape.conformance import check_tape_placed
-
-    policy = policy or Policy.from_settings(drift)
-    severity: Severity = drift.conformance if drift is not None else "structural"
-    known = _conformance_keys(baseline, check_tape_placed(baseline)) if baseline is not None else set()
-    groups: dict[tuple[int, bool], list[Finding]] = {}
-    for pos, finding in check_tape_placed(tape, severity=severity):
-        if finding.fresh_line is None and finding.kind != "version":
-            finding.fresh_line = tape.line_of(pos)
-        groups.setdefault((pos, finding.kind == "version"), []).append(finding)
-    out: list[tuple[int, Drift]] = []
-    for (pos, whole_tape), findings in groups.items():
-        call = None if whole_tape else _message_call(tape, pos)
-        kept = policy.apply(findings, call)
-        for finding in kept:
-            if finding.kind != "version" and _conformance_key(tape, pos, finding) in known:
-                finding.severity = "info"
-                finding.message = f"known: {finding.message} (the golden tape breaks it too)"
-        if kept:
-            ref = None
-            if call is not None:
-                step = tape.events[pos].get("step")
-                ref = CallRef(call.method, call.name, call.arguments, step if isinstance(step, int) else None)
-            out.append((pos, Drift(ref, kept)))
-    return out
-
-
-_LINE_PREFIX = re.compile(r"\A\d+:")
-# The revision a rule is quoted from ("(MCP 2025-06-18, tools/call result)"): the same rule broken
-# at the same place is the same violation when the client asked another revision (docs/diff.md).
-_REVISION = re.compile(r"\bMCP \d{4}-\d{2}-\d{2}\b")
-
-
-def _conformance_key(tape: Tape, pos: int, finding: Finding) -> tuple[Any, ...]:
-    """What makes two conformance findings the same violation, whichever tape and line: the
-    message (direction, kind, method, tool/prompt/URI), the place in it and the rule broken."""
-    ev = tape.events[pos] if 0 <= pos < len(tape.events) else {}
-    call = _message_call(tape, pos)
-    return (ev.get("dir"), ev.get("kind"), ev.get("method"), call.name if call is not None else None,
-            _LINE_PREFIX.sub("", finding.path), _REVISION.sub("MCP", finding.message), finding.kind)
-
-
-def _conformance_keys(tape: Tape, placed: list[tuple[int, Finding]]) -> set[tuple[Any, ...]]:
-    return {_conformance_key(tape, pos, f) for pos, f in placed if f.kind != "version"}
-
-
-def _message_call(tape: Tape, pos: int) -> Call | None:
-    """The call a message belongs to, as far as the message itself says (for ignore rules and the report)."""
-    ev = tape.events[pos] if 0 <= pos < len(tape.events) else {}
-    method = ev.get("method")
-    msg = ev.get("msg")
-    if not isinstance(method, str) or not isinstance(msg, dict):
-        return None
-    if ev.get("kind") in ("request", "notification"):
-        return Call(-1, method, msg.get("params"), ev.get("kind") == "notification", pos)
-    return Call(-1, method, ev.get("params"), False, None, answer_event=pos, answer=msg)
-
-
 def _prepared_index(raw: Tape, prepared: Tape, pos: int) -> int:
-    """Where event `pos` of the raw fresh tape (the one checked for conformance) sits in the
+    """Where event `pos` of the raw fresh tape (the one another judge checked: Placed) sits in the
     prepared one (the same index unless a refused probe or, across protocol eras, the handshake
     left it): by tape line."""
     if prepared is raw or prepared.events is raw.events:

@@ -29,18 +29,12 @@ from typing import Any
 from mcptape.diff import classify
 from mcptape.diff.classify import SURFACE_LISTS, Pair, SurfaceNote
 from mcptape.diff.schema import effective_annotations
-from mcptape.diff.text_rules import RULES, Hit, addresses, name_problem, review_text, visible
+from mcptape.diff.text_rules import Hit, addresses, name_problem, review_text, visible
 from mcptape.diff.values import fast_same, join
 from mcptape.jsonrpc import dumps
 from mcptape.report.model import Finding
 
 HANDSHAKES = ("initialize", "server/discover")
-# Every kind of a `security` finding and what it means (SARIF rules, `check --surface`'s table).
-SECURITY_RULES: dict[str, str] = {
-    **RULES,
-    "widened": "a tool that may now do more than it declared (a hint flipped, a result's cache scope changed)",
-    "output_dropped": "a tool whose output schema lost a field agents may rely on",
-}
 # What each rule says it found, after "<noun> `<name>` <field>".
 _SAYS = {
     "instruction": "adds instruction-shaped text",
@@ -387,5 +381,5 @@ def review_surface(lists: Mapping[str, Any], instructions: str | None = None) ->
     return out
 
 
-__all__ = ["SECURITY_RULES", "SurfaceHit", "check_agent_text", "check_widening", "classify_surface_renames", "renames",
+__all__ = ["SurfaceHit", "check_agent_text", "check_widening", "classify_surface_renames", "renames",
            "review_surface"]

@@ -8,7 +8,7 @@ description that always said "do not tell the user the password" is not re-flagg
 with `old=""` (first contact: `mcptape check --surface`) the whole text is judged.
 
 The rule ids are stable: they are `security.<id>` in `drift.fail_on`/`drift.ignore`, and SARIF
-rule ids. RULES holds each one's short explanation (what a reviewer reads). What each matches:
+rule ids. RULES holds each one's short explanation (what a reviewer reads; verdict.SECURITY_KINDS its home). What each matches:
     instruction  text aimed at the model: "ignore previous instructions", "do not tell the user",
                  "before using any other tool", <IMPORTANT> / <system> tags, role markers
     invisible    characters a reviewer cannot see: zero-width, bidi controls, Unicode tag
@@ -30,15 +30,11 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-RULES: dict[str, str] = {
-    "instruction": "instruction-shaped text aimed at the model (tool poisoning, OWASP MCP03)",
-    "invisible": "characters a reviewer cannot see but a model reads (zero-width, bidi, Unicode tags)",
-    "homoglyph": "letters that look like others (mixed scripts, a name that reads like another)",
-    "url": "a new URL, e-mail address or host for the agent to reach",
-    "encoded": "an encoded blob (base64 or hex) a reviewer cannot read",
-    "sensitive": "a reference to credentials or a sensitive path",
-    "oversize": "a field that grew by more than a reviewer can read in one change",
-}
+from mcptape.verdict import SECURITY_KINDS
+
+# The rules of this module, with their explanations (verdict.SECURITY_KINDS holds them with the rest).
+RULES: dict[str, str] = {rule: SECURITY_KINDS[rule] for rule in
+                         ("instruction", "invisible", "homoglyph", "url", "encoded", "sensitive", "oversize")}
 OVERSIZE_CHARS = 2000  # added to one field in one change; long legitimate descriptions grow by less
 EXCERPT_CHARS = 80
 MAX_DIFF_WORK = 250_000  # words of old × words of new that difflib may compare for one field

@@ -5,7 +5,9 @@ Owns the live side of a fallback replay: starting the live server through the re
 rec` in a child process, so the recording is redacted and verified exactly as `rec`'s, by rec's
 own code), replaying the client's handshake to it, forwarding each request the tape misses and
 bringing back its answer (with what the server sent before it), and at the end appending what
-was recorded to the tape in one atomic write (tape/atomic.py). Which requests miss is
+was recorded to the tape in one atomic write, through the outlet (outlet.py: the appended lines
+are checked again with the environment's and the command line's known secrets, as rec's are).
+Which requests miss is
 engine.py's; it calls `LiveFallback.forward` instead of answering a miss. An HTTP server
 (`--fallback-url`) is reached through `mcptape rec --listen` in front of it, with the streamable
 HTTP transport (transports/http.py, imported then: httpx).
@@ -38,6 +40,9 @@ from urllib.parse import urlsplit
 
 from mcptape.errors import EXIT_OK, EXIT_SECRET, McptapeError, SecretLeak, ServerError
 from mcptape.jsonrpc import classify, dumps, id_key, loads
+from mcptape.outlet import Outlet
+from mcptape.redact.policy import argv_secrets, env_secrets
+from mcptape.redact.redactor import make_redactor
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import C2S
 from mcptape.tape.format import Event, tape_bytes
@@ -275,7 +280,8 @@ class LiveFallback:
                 return EXIT_OK  # recorded (so redacted and verified like any rec) but not appended: see __init__
             if not live.exists():
                 raise McptapeError(f"--fallback: the recorder wrote no tape (exit {code}); nothing was appended to {self.tape}")
-            appended = append_recording(self.tape, live, replayed_handshake=self.replayed_handshake)
+            outlet = Outlet(make_redactor({**env_secrets(os.environ), **argv_secrets(self.command)[1]}))
+            appended = append_recording(self.tape, live, outlet, replayed_handshake=self.replayed_handshake)
             self.say(f"mcptape play: --fallback: appended {appended} event(s) recorded live to {self.tape}")
             return EXIT_OK
         finally:
@@ -283,10 +289,11 @@ class LiveFallback:
                 shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def append_recording(tape: Path, live: Path, *, replayed_handshake: bool) -> int:
+def append_recording(tape: Path, live: Path, outlet: Outlet, *, replayed_handshake: bool) -> int:
     """Append the events of the `live` tape (recorded by rec, already redacted) to `tape`, minus the
     handshake play replayed to the live server (the tape holds the client's own). Atomic: readers
-    see the old tape or the new one. Returns how many events were appended."""
+    see the old tape or the new one; the new lines pass `outlet` first (SecretLeak: nothing is
+    written). Returns how many events were appended."""
     old, new = read_tape(tape), read_tape(live)
     ours = id_key(_HANDSHAKE_ID)
     added: list[Event] = []
@@ -300,6 +307,7 @@ def append_recording(tape: Path, live: Path, *, replayed_handshake: bool) -> int
         added.append(ev)
     if not added:
         return 0
+    outlet.verified("\n".join(dumps(ev) for ev in added), f"--fallback: the live recording appended to {tape}")
     footer = {k: v for k, v in (old.footer or {}).items() if k not in FOOTER_FIELDS}
     write_atomic(tape, tape_bytes(old.header, [*old.events, *added], **footer), what="tape")
     return len(added)

@@ -14,7 +14,8 @@ from typing import Any
 
 from mcptape.errors import McptapeError
 from mcptape.logsafe import utf8
-from mcptape.report.model import VERDICT_EXIT, RunReport
+from mcptape.report.model import RunReport
+from mcptape.verdict import VERDICT_EXIT
 
 
 def report_bytes(report: RunReport) -> bytes:

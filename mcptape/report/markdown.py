@@ -2,8 +2,8 @@
 
 Owns how a verdict reads on GitHub and the rules that make tape content safe to show there.
 Posting, files and the GitHub API are github.py's; the verdict itself is diff/'s and ci/'s.
-Each document is scrubbed with the run's Redactor (`scrub`) and verified where it leaves
-(outlet.py: written, appended to the job summary, posted).
+Renderers only render: each document is scrubbed and verified once, where it leaves
+(outlet.Outlet.document: written, appended to the job summary, posted).
 
 Everything that comes from a tape (tool names, arguments, results, error messages, before and
 after values) is untrusted: a server under test, or a PR author controlling one, chooses it.
@@ -44,7 +44,6 @@ from urllib.parse import quote
 
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls
-from mcptape.redact.redactor import Redactor, builtin_redactor
 from mcptape.report import surface_notes
 from mcptape.report.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
 from mcptape.tape.view import view_path
@@ -780,15 +779,15 @@ def _document(report: RunReport, ctx: Context, limits: Limits, *, level: str, su
     return head, blocks, tail
 
 
-def render_summary(report: RunReport, *, redactor: Redactor | None = None, context: Context | None = None) -> str:
+def render_summary(report: RunReport, *, context: Context | None = None) -> str:
     """The job summary: the comment's design with room for more — every session in a table, the
     tool surface, one collapsed diff per drifted session, how to accept."""
     ctx = context or Context()
     head, blocks, tail = _document(report, ctx, SUMMARY_LIMITS, level="##", summary=True)
-    return scrub(_assemble(head, blocks, tail, SUMMARY_LIMITS, ctx), redactor)
+    return _assemble(head, blocks, tail, SUMMARY_LIMITS, ctx)
 
 
-def render_comment(report: RunReport, marker: str, *, redactor: Redactor | None = None, context: Context | None = None) -> str:
+def render_comment(report: RunReport, marker: str, *, context: Context | None = None) -> str:
     """The sticky PR comment: marker, a headline saying in words what changes for a client, the
     sessions each change affects, collapsed per-session detail, how to accept."""
     if not marker.startswith("<!--"):
@@ -804,18 +803,9 @@ def render_comment(report: RunReport, marker: str, *, redactor: Redactor | None 
         if updated:
             detail = f"{n} session{'s' * (n != 1)} of {config}; {updated} golden tape{'s' * (updated != 1)} re-recorded."
         doc = "\n\n".join([marker, f"### {_title(report, ctx)}", detail, _reflects(report, ctx)]) + "\n"
-        return scrub(doc, redactor)
+        return doc
     head, blocks, tail = _document(report, ctx, COMMENT_LIMITS, level="###", summary=False)
-    return scrub(_assemble([marker, *head], blocks, tail, COMMENT_LIMITS, ctx), redactor)
-
-
-# --- scrubbing --------------------------------------------------------------------------------
-
-
-def scrub(doc: str, redactor: Redactor | None = None) -> str:
-    """`doc` with the secrets `redactor` knows or finds replaced (the run's Redactor; without one the
-    built-in detectors). Verifying what leaves is the outlet's (outlet.py), where it is written or posted."""
-    return (redactor or builtin_redactor()).redact_text(doc)
+    return _assemble([marker, *head], blocks, tail, COMMENT_LIMITS, ctx)
 
 
 __all__ = [
@@ -826,7 +816,6 @@ __all__ = [
     "code_span",
     "comment_marker",
     "fenced",
-    "scrub",
     "render_comment",
     "render_summary",
     "html_text",

@@ -1,5 +1,8 @@
 """The verdict as plain data: what diff produces, what ci aggregates, what every report renders.
 
+Its vocabulary (severities, finding kinds, drift classes, the exit code of a verdict) is
+mcptape/verdict.py's, at the bottom, where config/ reads it too.
+
 diff/ fills DiffResult; ci.py wraps one per session in SessionResult and all of them in
 RunReport; report/terminal.py, report/markdown.py, report/junit.py and github.py only read
 these. `to_dict`/`from_dict` are the JSON report format (`mcptape ci --json`, `mcptape merge`).
@@ -10,60 +13,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, EXIT_OUTPUT_DRIFT, EXIT_SECRET, EXIT_STRUCTURAL_DRIFT
+from mcptape.errors import EXIT_COULD_NOT_RUN
 from mcptape.jsonrpc import dumps
-
-Severity = Literal["structural", "output", "info"]
-SEVERITY_EXIT: dict[str, int] = {"structural": EXIT_STRUCTURAL_DRIFT, "output": EXIT_OUTPUT_DRIFT, "info": EXIT_OK}
-
-# Session verdicts, worst last; `exit_code` orders them for "the worst verdict wins".
-VERDICT_EXIT: dict[str, int] = {
-    "same": EXIT_OK,
-    "updated": EXIT_OK,  # --update-golden wrote the golden tape
-    "output": EXIT_OUTPUT_DRIFT,
-    "structural": EXIT_STRUCTURAL_DRIFT,
-    "error": EXIT_COULD_NOT_RUN,
-    "secret": EXIT_SECRET,
-}
-
-
-# The categories of a Finding and the kinds each comes in: the names `drift.fail_on` keys
-# ("category" or "category.kind") and `drift.ignore` rules use, checked when mcptape.yml loads.
-# What each means and how bad it is: diff/classify.py's docstring. tests/test_diff_classify.py
-# checks that every Finding the code builds is named here.
-FINDING_KINDS: dict[str, tuple[str, ...]] = {
-    "call": ("added", "removed", "arguments", "server_request_added", "server_request_removed"),
-    "surface": ("added", "removed", "renamed"),
-    "schema": ("breaking", "compatible", "cosmetic"),
-    "session": ("protocol", "client_protocol", "capability_removed", "capability_added", "capability_changed", "server_info", "changed"),
-    "protocol": ("changed", "deprecated"),
-    "result": ("changed", "added", "removed"),
-    "error": ("result_to_error", "error_to_result", "is_error", "code", "message", "data"),
-    "notification": ("added", "removed", "changed", "order"),
-    "process": ("no_answer", "answered", "crash", "exit", "garbage", "note"),
-    "side_effect": ("added", "removed", "changed"),
-    "conformance": ("schema", "output_schema", "version"),
-    # Only when two live sides are compared (ci/baseline.py): off the exit code unless fail_on says so.
-    "latency": ("regression",),
-    "release": ("patch", "minor"),  # a structural drift under a semver patch or minor bump
-    # diff/surface_review.py: the rule ids of diff/text_rules.py, then what a tool may do
-    "security": ("instruction", "invisible", "homoglyph", "url", "encoded", "sensitive", "oversize", "widened",
-                 "output_dropped"),
-    "context": ("budget",),  # diff/surface_cost.py: drift.budget exceeded
-}
-# The keys of a `drift.ignore` rule: what of a finding and its call the rule matches (diff/engine.py).
-IGNORE_KEYS = ("path", "category", "method", "name")
-
-
-def drift_classes() -> list[str]:
-    """Every name a `drift.fail_on` key may be: each category, and each category.kind."""
-    return [name for category, kinds in FINDING_KINDS.items() for name in (category, *(f"{category}.{k}" for k in kinds))]
-
-
-def worst_exit(codes: list[int]) -> int:
-    """4 > 3 > 2 > 1 > 0: a leaked secret outranks a crash, a crash outranks drift."""
-    return max(codes, default=EXIT_OK)
-
+from mcptape.verdict import VERDICT_EXIT, Severity, worst_exit
 
 # What a reviewer most needs to read first, among findings of one severity (lower first): the
 # protocol; a call that now fails; what callers lose (a tool removed, a breaking schema, a call
@@ -352,5 +304,4 @@ __all__ = [
     "SessionResult",
     "SurfaceChanges",
     "SurfaceFacts",
-    "worst_exit",
 ]

@@ -3,7 +3,7 @@
 One result per `security` finding (diff/surface_review.py) that fails the run or is reported
 (severity structural → level error, output → warning, info → note), located at the golden
 tape's line of the answer it is about — the file a reviewer would change back — and one rule
-per kind, with the explanation surface_review.SECURITY_RULES gives it. Other drift is not a
+per kind, with the explanation verdict.SECURITY_KINDS gives it. Other drift is not a
 code-scanning alert: it is the PR comment's. A partial fingerprint (session, kind, path, the
 words) lets code scanning follow an alert across commits even when the tape's lines move.
 Where paths are relative to: the caller's `root` (the checkout, GITHUB_WORKSPACE in a job).
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from mcptape import __version__
-from mcptape.diff.surface_review import SECURITY_RULES
 from mcptape.report.model import RunReport
+from mcptape.verdict import SECURITY_KINDS
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"structural": "error", "output": "warning", "info": "note"}
@@ -28,7 +28,7 @@ INFORMATION_URI = "https://github.com/mcptape/mcptape"
 
 def sarif_log(report: RunReport, *, config_dir: Path, root: Path) -> dict[str, Any]:
     """The SARIF log of `report`: golden tapes (relative to `config_dir`) named relative to `root`."""
-    kinds = list(SECURITY_RULES)
+    kinds = list(SECURITY_KINDS)
     rules = [{
         "id": f"mcptape/security.{kind}",
         "name": f"security.{kind}",
@@ -37,12 +37,12 @@ def sarif_log(report: RunReport, *, config_dir: Path, root: Path) -> dict[str, A
                                     f"relax it with `drift.fail_on: {{security.{kind}: info}}` in mcptape.yml."},
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": ["security", "mcp"]},
-    } for kind, explanation in SECURITY_RULES.items()]
+    } for kind, explanation in SECURITY_KINDS.items()]
     results: list[dict[str, Any]] = []
     for session in report.sessions:
         for drift in session.diff.drifts if session.diff is not None else []:
             for finding in drift.findings:
-                if finding.category != "security" or finding.kind not in SECURITY_RULES:
+                if finding.category != "security" or finding.kind not in SECURITY_KINDS:
                     continue
                 location: dict[str, Any] = {"physicalLocation": {
                     "artifactLocation": {"uri": _uri(session.golden, config_dir, root)},

@@ -5,5 +5,6 @@
     http.py      streamable HTTP and the legacy HTTP+SSE transport, an optional `start:` server
     sse.py       server-sent events: parsing a stream, writing an event (stdlib only)
     memory.py    an in-memory pair with a server function on the other end (tests)
-    factory.py   the transport a config's server entry describes
+
+Below config/: which transport a config's server entry describes is launch.py's, above both.
 """

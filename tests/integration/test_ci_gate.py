@@ -2,7 +2,7 @@
 
 - a secret found by its shape is redacted with a keyed tag, so a rotated token gets a new
   placeholder; that must not fail the gate (diff compares placeholders without their tags);
-- the fresh tape's MCP conformance (mcptape/conformance.py): a nonconformant server fails
+- the fresh tape's MCP conformance (mcptape/conformance/): a nonconformant server fails
   `mcptape ci` (exit 2, the finding's path in the report) even when its golden tape was
   recorded from the same broken server; `--update-golden` writes the golden anyway but says so.
 """

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mcptape.conformance import check_tape
+from mcptape.conformance.check import check_tape
 from mcptape.jsonrpc import dumps
 from mcptape.tape.events import C2S, S2C, EventBuilder, exit_event
 from mcptape.tape.format import Tape, make_header

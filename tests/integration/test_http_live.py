@@ -23,8 +23,8 @@ import pytest
 
 from mcptape.config.models import HttpServer
 from mcptape.errors import ServerError
+from mcptape.launch import open_http_transport
 from mcptape.tape.reader import read_tape
-from mcptape.transports.factory import open_http_transport
 from mcptape.transports.http import StreamableHttpTransport
 from tests.conftest import ROOT, node_server
 from tests.integration.http_helpers import (

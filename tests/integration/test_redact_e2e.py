@@ -300,12 +300,13 @@ def test_ci_a_real_secret_reaches_no_golden_report_or_terminal(tmp_path: Path) -
     assert "postgres://app:&lt;REDACTED:url-password&gt;@db.internal" in xml
     # The markdown a PR gets, from the same report: placeholders intact, verification passes.
     from mcptape.config.load import load_config
+    from mcptape.outlet import Outlet
     from mcptape.report.markdown import render_comment, render_summary
     from mcptape.report.model import RunReport
 
     report = RunReport.from_dict(json.loads((tmp_path / "r.json").read_text(encoding="utf-8")))
-    redactor = Redactor(known=load_config(config, env={"CALC_TOKEN": token, "MSG": "v2"}).secrets)
-    for doc in (render_summary(report, redactor=redactor), render_comment(report, "mcptape.yml", redactor=redactor)):
+    outlet = Outlet(Redactor(known=load_config(config, env={"CALC_TOKEN": token, "MSG": "v2"}).secrets))
+    for doc in (outlet.document(render_summary(report), "summary"), outlet.document(render_comment(report, "mcptape.yml"), "comment")):
         assert "REDACTED:url-password" in doc and not leaks(doc, planted)
     # No drift: exit 0, and the JUnit report is written.
     proc = run_ci(config, "--junit", "r0.xml", CALC_TOKEN=token, MSG="v1")

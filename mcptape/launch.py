@@ -1,8 +1,9 @@
 """Open the transport a config's server entry describes: a stdio process or an HTTP endpoint.
 
 Owns only the choice and the launch details that come from mcptape.yml (minimal environment,
-cwd relative to the config file, the `start:` command of an HTTP server). Framing is stdio.py's
-and http.py's.
+cwd relative to the config file, the `start:` command of an HTTP server, a private HOME). Above
+both config/ and transports/, which know nothing of each other: framing is transports/stdio.py's
+and transports/http.py's.
 """
 
 from __future__ import annotations

@@ -31,9 +31,10 @@ could not be checked, never a crash.
 
 `mcp_types` (pydantic models, about half a second to import), pydantic and `jsonschema` are
 imported at module level: this module is imported only where conformance is checked (`mcptape
-ci`, `diff --conformance`, through diff/engine.py's lazy import), never on the path of `mcptape
---version` or `mcptape play`; and ci imports it before its session threads start, so no thread
-does a first import of these packages (they are entered at several modules, which can race).
+ci`, `diff --conformance`, through gate.py's `loaded`), never on the path of `mcptape --version`
+or `mcptape play`; and ci imports it in the main thread while its sessions' servers start
+(gate.load), so no thread does a first import of these packages (they are entered at several
+modules, which can race).
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ from referencing.exceptions import Unresolvable
 from mcptape.diff.values import join, show
 from mcptape.jsonrpc import holds_deep
 from mcptape.mcp import LEGACY_NEWEST, MODERN_PROTOCOL, era, meta_version
-from mcptape.report.model import Finding, Severity
+from mcptape.report.model import Finding
 from mcptape.tape.events import C2S, S2C, is_message
 from mcptape.tape.format import Tape
+from mcptape.verdict import Severity
 
 MAX_PER_MESSAGE = 5  # a reviewer reads the first few; a broken serializer would repeat itself 100 times
 
