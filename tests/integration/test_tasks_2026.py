@@ -195,7 +195,7 @@ def test_rec_tapes_of_one_task_compare_by_their_status_path_and_play_serves_them
         assert seen["order"][0] == ["working", "input_required", "working", "completed"], seen
         assert seen["intervals"] == {100}
     polls = {name: tape.read_text(encoding="utf-8").count('"method":"tasks/get"') for name, tape in tapes.items()}
-    assert polls["slow"] > polls["a"] + 4, polls  # the same path, polled many more times
+    assert polls["slow"] > polls["a"], polls  # the same path, polled more times (three times the work)
     for other in ("b", "slow"):
         same = mcptape("diff", str(tapes["a"]), str(tapes[other]), cwd=tmp_path)
         assert same.returncode == 0, same.text()
