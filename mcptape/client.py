@@ -38,7 +38,9 @@ recorded); a sampling request with no canned answer ends the step with a note. A
 request is sent again under the same step (`_url_elicitations`). `listen` is
 `subscriptions/listen` (all list-changed kinds), ended by `notifications/cancelled` after
 `count`/`duration`; `set_log_level` sets `io.modelcontextprotocol/logLevel` on later requests
-(2026-07-28 has no logging/setLevel).
+(2026-07-28 has no logging/setLevel). A `call` with `task: true` runs as a task: 2025-11-25's
+`params.task` + tasks/get + tasks/result (`_call_as_task`), or on 2026-07-28 the tasks extension
+(`_call_as_extension_task`: declared per request, polled, input answered with tasks/update).
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ DEFAULT_LISTEN_SECONDS = 1.0
 SAMPLING_DECLINED = -1  # the spec's "user rejected sampling request"
 TASK_ENDS = frozenset({"completed", "failed", "cancelled"})
 TASK_TTL_MS = 60000  # how long the server keeps a task the step made: longer than any step
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"  # 2026-07-28's tasks (SEP-2663)
 URL_ELICITATION_REQUIRED = -32042  # 2025-11-25: visit these URLs (data.elicitations), then ask again
 
 DISCOVER_ID = 0  # the probe comes before the session's 1, 2, 3: a legacy fallback keeps its old ids
@@ -408,7 +411,7 @@ class ScriptedClient:
     def _call_as_task(self, params: dict[str, Any]) -> None:
         """A `call` with `task: true`: tools/call with `params.task`; a CreateTaskResult is polled
         with tasks/get (at the server's pollInterval, within the step's timeout) until the task
-        ends, then its result is fetched with tasks/result, all under this step.
+        ends or asks for input, then its result is fetched with tasks/result, all under this step.
 
         The tape holds the status path, not the polls: a poll whose status is the one last
         recorded leaves the events again (how many polls a task takes is timing, not
@@ -421,22 +424,90 @@ class ScriptedClient:
             return  # the server ran it as a plain call (or refused): that answer is the step's
         task_id, status = task["taskId"], task.get("status")
         interval = task.get("pollInterval")
-        pause = min(max(float(interval) / 1000 if isinstance(interval, int | float) else 0.5, 0.05), 1.0)
-        while status not in TASK_ENDS:
-            time.sleep(max(0.0, min(pause, self._step_deadline - self.clock())))
-            self._polls += 1
-            poll_id = f"mcptape-poll-{self._polls}"
-            start = len(self.events)
-            polled = self._request_once("tasks/get", {"taskId": task_id}, poll_id)
-            got = polled.get("result")
-            now = got.get("status") if isinstance(got, dict) else None
-            if "error" in polled or now is None:
+        while status not in TASK_ENDS and status != "input_required":
+            self._wait_poll(interval)
+            got = self._poll_task({"taskId": task_id}, (status,))
+            if got is None:
                 return  # the error (or an answer without a status) is recorded: the step ends on it
-            if now == status:  # the same status again: timing, not behaviour
-                self.events[start:] = [e for e in self.events[start:] if e.get("id") != poll_id]
-            status = now
-        if status in ("completed", "failed"):
+            status = got.get("status")
+            interval = got.get("pollInterval", interval)
+        # input_required: the task's requests to us come on the tasks/result stream (answered as they
+        # arrive, like any server request), which then waits for the task's end and its result.
+        if status in ("completed", "failed", "input_required"):
             self.request("tasks/result", {"taskId": task_id})
+
+    def _wait_poll(self, interval_ms: Any) -> None:
+        """Wait the server's poll interval (0.5 s when it gives none, never under 50 ms), ending
+        a second before the step's deadline so the last poll still has time to be answered."""
+        pause = max(float(interval_ms) / 1000 if isinstance(interval_ms, int | float) else 0.5, 0.05)
+        time.sleep(min(pause, max(self._step_deadline - self.clock() - 1.0, 0.05)))
+
+    def _poll_task(self, params: dict[str, Any], last: tuple[Any, ...]) -> dict[str, Any] | None:
+        """One tasks/get poll (id `mcptape-poll-N`); its result, or None if it failed (recorded).
+        A poll whose status (and open input requests) is `last`, the one recorded before, leaves
+        the events again: how many polls a task takes is timing, not behaviour."""
+        self._polls += 1
+        poll_id = f"mcptape-poll-{self._polls}"
+        start = len(self.events)
+        polled = self._request_once("tasks/get", params, poll_id)
+        got = polled.get("result")
+        if "error" in polled or not isinstance(got, dict) or got.get("status") is None:
+            return None
+        if _task_state(got)[: len(last)] == last:
+            self.events[start:] = [e for e in self.events[start:] if e.get("id") != poll_id]
+        return got
+
+    # -- the tasks extension (2026-07-28, io.modelcontextprotocol/tasks) -------------------------
+
+    def _call_as_extension_task(self, params: dict[str, Any]) -> None:
+        """A `call` with `task: true` on 2026-07-28: the tools/call declares the tasks extension in
+        its per-request capabilities (as the SDK's clients do: `clientCapabilities.extensions`), and
+        so do the tasks/* requests after it. A `resultType: "task"` answer is polled with tasks/get
+        at its `pollIntervalMs` within the step's timeout; an `input_required` status's
+        `inputRequests` are answered from the session's canned answers with one tasks/update per
+        new set of keys (a key is answered once: the server may show it again until the update
+        lands); the final result comes inlined in the last tasks/get. The tape keeps the status
+        path as the legacy tasks do (`_poll_task`). A server that answers with a plain result ran
+        the call inline: that answer is the step's. An input request with no canned answer ends
+        the step with a note and tasks/cancel (the task would wait for it until its TTL)."""
+        meta = {"_meta": {META_CAPABILITIES: self._with_tasks_extension()}}
+        answer = self.request("tools/call", {**meta, **params})
+        result = answer.get("result")
+        if not (isinstance(result, dict) and result.get("resultType") == "task" and isinstance(result.get("taskId"), str)):
+            return
+        task_id = result["taskId"]
+        got: dict[str, Any] = result
+        answered: set[str] = set()
+        while got.get("status") not in TASK_ENDS:
+            asked = got.get("inputRequests") if got.get("status") == "input_required" else None
+            fresh = {k: v for k, v in asked.items() if k not in answered} if isinstance(asked, dict) else {}
+            if fresh:
+                responses = {key: self._input_response(req) for key, req in fresh.items()}
+                missing = [k for k, reply in responses.items() if reply is None]
+                if missing:
+                    what = fresh[missing[0]].get("method") if isinstance(fresh[missing[0]], dict) else fresh[missing[0]]
+                    self._record(note_event("input_required", f"tools/call {params.get('name')}: task input "
+                                            f"{missing[0]!r} not answered: the server asks {what}, which mcptape.yml "
+                                            "gives no answer for; the task is cancelled"))
+                    self.request("tasks/cancel", {**meta, "taskId": task_id})
+                    return
+                ack = self.request("tasks/update", {**meta, "taskId": task_id, "inputResponses": responses})
+                if "error" in ack:
+                    return  # refused (recorded): the task would wait for an answer that never lands
+                answered |= set(fresh)
+            else:
+                self._wait_poll(got.get("pollIntervalMs"))
+            polled = self._poll_task({**meta, "taskId": task_id}, _task_state(got))
+            if polled is None:
+                return
+            got = polled
+
+    def _with_tasks_extension(self) -> dict[str, Any]:
+        """This session's client capabilities with the tasks extension declared."""
+        caps = dict(self.settings.capabilities)
+        extensions = caps.get("extensions")
+        caps["extensions"] = {**(extensions if isinstance(extensions, dict) else {}), TASKS_EXTENSION: {}}
+        return caps
 
     def _input_response(self, req: Any) -> dict[str, Any] | None:
         """The canned answer to one embedded request, as for the legacy server-initiated request; None: none."""
@@ -688,7 +759,9 @@ class ScriptedClient:
         elif action == "call":
             arguments = dict(step.arguments or {})
             self._check_arguments(step, arguments)
-            if step.task:
+            if step.task and self.modern:
+                self._call_as_extension_task({"name": step.target, "arguments": arguments})
+            elif step.task:
                 self._call_as_task({"name": step.target, "arguments": arguments})
             else:
                 self.request("tools/call", {"name": step.target, "arguments": arguments})
@@ -792,6 +865,12 @@ def record_session(
         times=times + [None] * (len(events) - len(times)),
         step_s=dict(client.step_s),
     )
+
+
+def _task_state(result: dict[str, Any]) -> tuple[Any, ...]:
+    """What a poll must change to be recorded: the task's status, then the keys it asks input for."""
+    asked = result.get("inputRequests")
+    return result.get("status"), sorted(asked) if isinstance(asked, dict) else None
 
 
 def _is_probe(event: Event) -> bool:

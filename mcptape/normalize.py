@@ -12,7 +12,8 @@ through, in this order:
      as `{"params": ...}` so the same rule covers a request and the echo of it;
   2. the built-in path rules `$..progressToken` -> `<PROGRESS_TOKEN>`, `$..requestState` ->
      `<REQUEST_STATE>` (2026-07-28 input-required state, sealed afresh by the server each run)
-     and `$..taskId` -> `<TASK_ID>` (a task's id is the server's pick, its call is what it is);
+     and `$..taskId` -> `<TASK_ID>` (a task's id is the server's pick, its call is what it is),
+     `$..pollInterval` and `$..pollIntervalMs` -> `<POLL_INTERVAL>` (how often to poll is timing);
   3. the user's regex rules (each match replaced by the literal placeholder);
   4. the built-in string rules: the session's known paths (config directory, repository
      checkout, $HOME, extra directories such as a server's sandbox) -> `<CONFIG_DIR>`,
@@ -58,6 +59,8 @@ Server request ids are then renumbered 0, 1, 2, ... in that canonical order (a t
 request and a tool's request may swap ids between runs), on the request and on our answer;
 so are the ids of the task polls the scripted client kept (`mcptape-poll-N`: it keeps only a
 poll whose status changed, and how many polls a task took is timing), 1, 2, ... in tape order.
+A `rec` tape's polls that repeat the task state before them are left out the same way
+(`_collapse_polls`), so two recordings of one task compare by its status path.
 stderr lines come from their own pipe, so they go after the floating block, then notes, then
 the process exit. Their content and number are still compared; only their position is not.
 """
@@ -88,8 +91,9 @@ FLOATING_NOTIFICATIONS = frozenset(
         "notifications/prompts/list_changed",
         "notifications/roots/list_changed",
         "notifications/resources/updated",
-        # a task's status pushes race the client's polls of it (2025-11-25 tasks)
+        # a task's status pushes race the client's polls of it (2025-11-25 tasks, the 2026 extension)
         "notifications/tasks/status",
+        "notifications/tasks",
     }
 )
 FLOATING_SERVER_REQUESTS = frozenset({"roots/list", "ping"})
@@ -310,6 +314,10 @@ class Normalizer:
         # Tasks (2025-11-25): the server names each task afresh (server-everything: random hex); a
         # task's identity is the call that made it, not its id.
         self.path_rules.append(_PathRule([(True, ("key", "taskId"))], "<TASK_ID>", True))
+        # A task's poll interval (2025-11-25 `pollInterval`, the 2026 extension's `pollIntervalMs`)
+        # is timing, which goldens never hold; play serves a short one (replay/tasks.py).
+        for key in ("pollInterval", "pollIntervalMs"):
+            self.path_rules.append(_PathRule([(True, ("key", key))], POLL_INTERVAL, True))
         # `$..key` rules at the end of the list (the built-ins, and the user's just before them) are
         # applied in the string walk itself: one pass over each message instead of one per rule.
         # Taken from the end, so the order rules apply in stays: for one key the last rule wins.
@@ -559,7 +567,8 @@ def canonical_order(
     if not any(_may_move(event) for event in events):  # the usual tape: nothing moves, nothing renumbered
         if positions is not None:
             positions[:] = range(len(events))
-        return _renumber_polls([dict(e) if copy or not isinstance(e, dict) else e for e in events])
+        return _renumber_polls(_collapse_polls([dict(e) if copy or not isinstance(e, dict) else e for e in events],
+                                               positions))
     Item = tuple[int, dict[str, Any]]
     main: list[Item] = []
     units: dict[str, list[Item]] = {}  # s2c request id key -> [request, our answer]
@@ -595,10 +604,59 @@ def canonical_order(
     ordered = main + [item for unit in floating for item in unit] + stderr + notes + exits
     if positions is not None:
         positions[:] = [index for index, _ in ordered]
-    return _renumber_polls(_renumber_server_requests([event for _, event in ordered]))
+    return _renumber_polls(_collapse_polls(_renumber_server_requests([event for _, event in ordered]), positions))
 
 
 POLL_PREFIX = "mcptape-poll-"  # client.py's ids of tasks/get polls
+POLL_INTERVAL = "<POLL_INTERVAL>"  # a task's poll interval in a golden (timing)
+
+
+def _collapse_polls(events: list[dict[str, Any]], positions: list[int] | None) -> list[dict[str, Any]]:
+    """The tape without the task polls that repeat: a tasks/get whose answer has the task state
+    (status, and the keys of the input it asks for) of the task answer before it leaves, request
+    and answer. The scripted client records no such poll; a client behind `rec` polls as often
+    as it likes, and that is timing. The state compared is the last task answer's, whichever
+    task it was (after normalization every task id reads `<TASK_ID>`, and a tape must collapse
+    the same way before and after it); `positions` loses the entries of what left."""
+    if not any(event.get("method") == "tasks/get" for event in events):
+        return events
+    polls: set[str] = set()  # id keys of the polls sent
+    repeats: set[str] = set()  # ... of those whose answer repeats the state before it
+    last: tuple[Any, ...] | None = None
+    for event in events:
+        kind, direction = event.get("kind"), event.get("dir")
+        if direction == "c2s" and kind == "request" and event.get("method") == "tasks/get":
+            polls.add(id_key(event.get("id")))
+        elif direction == "s2c" and kind == "response":
+            msg = event.get("msg")
+            state = _task_state(msg.get("result") if isinstance(msg, dict) else None)
+            if state is None:
+                continue
+            if id_key(event.get("id")) in polls and state == last:
+                repeats.add(id_key(event.get("id")))
+            last = state
+    if not repeats:
+        return events
+    kept = [i for i, event in enumerate(events)
+            if not (event.get("kind") in ("request", "response") and id_key(event.get("id")) in repeats
+                    and event.get("dir") == ("c2s" if event.get("kind") == "request" else "s2c"))]
+    if positions is not None:
+        positions[:] = [positions[i] for i in kept]
+    return [events[i] for i in kept]
+
+
+def _task_state(result: Any) -> tuple[Any, ...] | None:
+    """A task answer's (status, input keys): a tasks/get result, a 2026 task handle
+    (`resultType: "task"`), or a 2025-11-25 CreateTaskResult (`result.task`); None for anything else."""
+    if not isinstance(result, dict):
+        return None
+    nested = result.get("task")
+    task: dict[str, Any] = nested if isinstance(nested, dict) else result
+    status = task.get("status")
+    if not (isinstance(status, str) and isinstance(task.get("taskId"), str)):
+        return None
+    asked = task.get("inputRequests")
+    return status, tuple(sorted(asked)) if isinstance(asked, dict) else None
 
 
 def _renumber_polls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -289,6 +289,9 @@ def test_every_finding_the_code_builds_is_a_name_fail_on_accepts() -> None:
     ({"taskSupport": "optional"}, None, "breaking"),  # stopped supporting tasks
     ({"taskSupport": "required"}, {"taskSupport": "forbidden"}, "breaking"),
     ({"taskSupport": "required"}, {"taskSupport": "optional"}, "compatible"),
+    ({"taskSupport": "forbidden"}, {"taskSupport": "required"}, "breaking"),  # the default said out loud, then task-only
+    ({"taskSupport": "optional"}, {"taskSupport": "forbidden"}, "breaking"),
+    ({}, {"taskSupport": "forbidden"}, "cosmetic"),
 ])
 def test_task_support_is_compared_after_its_default(before: Any, after: Any, kind: str) -> None:
     def tool(execution: Any) -> dict[str, Any]:
@@ -296,6 +299,8 @@ def test_task_support_is_compared_after_its_default(before: Any, after: Any, kin
 
     result = diff_tapes(tools(tool(before))(), tools(tool(after))())
     assert [(f.category, f.kind) for d in result.drifts for f in d.findings] == [("schema", kind)]
+    # Task-only now, or no longer a task: structural (exit 2); the rest is output drift.
+    assert result.verdict == ("structural" if kind == "breaking" else "output")
     assert diff_tapes(tools(tool(before))(), tools(tool(before))()).verdict == "same"
     if kind == "breaking":
         assert "task" in result.drifts[0].one_line()

@@ -111,6 +111,14 @@ def test_stateless_request_gets_method_and_name_headers_and_no_session() -> None
     assert "Mcp-Session-Id" not in headers
 
 
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_a_tasks_extension_request_is_routed_by_its_task_id(method: str) -> None:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    msg = {"jsonrpc": "2.0", "id": 4, "method": method, "params": {"taskId": "t-9", "_meta": meta}}
+    headers = message_headers(msg, configured={}, session_id=None, protocol=None)
+    assert headers["Mcp-Method"] == method and headers["Mcp-Name"] == "t-9"
+
+
 def test_header_values_outside_printable_ascii_are_base64_wrapped() -> None:
     assert encode_header_value("file:///tmp/a.txt") == "file:///tmp/a.txt"
     wrapped = encode_header_value("résumé")

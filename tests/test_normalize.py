@@ -383,3 +383,30 @@ def test_an_order_sorted_rule_makes_the_same_items_equal_and_keeps_a_removed_ite
         assert sorted_items(once) == once
     by_path = Normalizer([SimpleNamespace(path="$.result.items", pattern=None, replace="x", order="sorted")])
     assert by_path.value({"result": {"items": [3, 1, 2]}}) == {"result": {"items": [1, 2, 3]}}
+
+
+def poll(msg_id: int, result: dict[str, Any], method: str = "tasks/get") -> list[dict[str, Any]]:
+    """A task request (as `rec` records a client's poll) and its answer."""
+    params = {"taskId": "t"} if method == "tasks/get" else {"name": "job"}
+    return [{"kind": "request", "dir": "c2s", "id": msg_id, "method": method,
+             "msg": {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}},
+            {"kind": "response", "dir": "s2c", "id": msg_id, "method": method,
+             "msg": {"jsonrpc": "2.0", "id": msg_id, "result": result}}]
+
+
+def test_task_polls_that_repeat_the_state_before_them_leave_the_tape() -> None:
+    working = {"taskId": "t", "status": "working"}
+    asked = {"taskId": "t", "status": "input_required", "inputRequests": {"q-1": {}}}
+    tape = (poll(1, {"resultType": "task", **working}, "tools/call") + poll(2, working) + poll(3, working)
+            + poll(4, asked) + poll(5, asked) + poll(6, {**asked, "inputRequests": {"q-2": {}}})
+            + poll(7, working) + poll(8, {"taskId": "t", "status": "completed", "result": {}}))
+    positions: list[int] = []
+    kept = canonical_order(tape, positions)
+    assert [e["id"] for e in kept if e["dir"] == "c2s"] == [1, 4, 6, 7, 8]  # the path; a new question counts
+    assert positions == [0, 1, 6, 7, 10, 11, 12, 13, 14, 15] and canonical_order(kept) == kept
+    # 2025-11-25: the state of the task made sits in result.task, the polls' at the top.
+    legacy = poll(1, {"task": working}, "tools/call") + poll(2, working) + poll(3, {**working, "status": "completed"})
+    assert [e["id"] for e in canonical_order(legacy) if e["dir"] == "c2s"] == [1, 3]
+    # Not a task answer (no taskId): nothing leaves.
+    plain = poll(1, {"status": "working"}) + poll(2, {"status": "working"})
+    assert canonical_order(plain) == plain

@@ -289,7 +289,7 @@ class Step(_Strict):
     timeout: float | None = Field(default=None, gt=0)
     count: int | None = Field(default=None, ge=1)  # listen: stop after this many notifications
     duration: float | None = Field(default=None, gt=0)  # listen: stop after this many seconds
-    task: bool | None = None  # call: as a 2025-11-25 task (params.task), polled to completion within the step timeout
+    task: bool | None = None  # call: as a task (2025-11-25 params.task, or 2026-07-28's tasks extension), polled to its end
 
     @model_validator(mode="before")
     @classmethod

@@ -20,11 +20,11 @@ _OWN_TEXT = {
     "MCP methods (2024-11-05 to 2026-07-28)": """initialize ping tools/list tools/call resources/list resources/read
         resources/templates/list resources/subscribe resources/unsubscribe prompts/list prompts/get
         completion/complete logging/setLevel sampling/createMessage elicitation/create roots/list server/discover
-        subscriptions/listen tasks/get tasks/list tasks/result tasks/cancel ref/prompt ref/resource
+        subscriptions/listen tasks/get tasks/list tasks/result tasks/cancel tasks/update ref/prompt ref/resource
         notifications/initialized notifications/cancelled notifications/progress notifications/message
         notifications/resources/updated notifications/resources/list_changed notifications/tools/list_changed
         notifications/prompts/list_changed notifications/roots/list_changed notifications/elicitation/complete
-        notifications/tasks/status notifications/subscriptions/acknowledged""",
+        notifications/tasks/status notifications/tasks notifications/subscriptions/acknowledged""",
     "MCP keys": """_meta io.modelcontextprotocol/protocolVersion io.modelcontextprotocol/clientCapabilities
         io.modelcontextprotocol/clientInfo io.modelcontextprotocol/serverInfo io.modelcontextprotocol/logLevel
         io.modelcontextprotocol/subscriptionId protocolVersion capabilities clientInfo serverInfo instructions
@@ -36,7 +36,7 @@ _OWN_TEXT = {
         image audio resource resource_link blob arguments argument messages role assistant user nextCursor cursor
         progressToken progress total level logger completion values hasMore reason requestId requestState
         inputRequests inputResponses resultType cacheScope ttlMs status statusMessage taskId createdAt
-        lastUpdatedAt lastModified pollInterval metadata modelPreferences systemPrompt includeContext temperature
+        lastUpdatedAt lastModified pollInterval pollIntervalMs io.modelcontextprotocol/tasks metadata modelPreferences systemPrompt includeContext temperature
         maxTokens stopSequences stopReason toolChoice toolUseId requestedSchema action context audience priority
         costPriority speedPriority intelligencePriority cancel create application/json text/event-stream""",
     "JSON Schema": """$schema $ref $defs type object string number integer boolean array null properties

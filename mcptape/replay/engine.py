@@ -66,6 +66,9 @@ How a tape is served:
   play's report says so). Asked after a `server/discover` was answered (the connection speaks
   2026-07-28), it gets -32022 naming the versions the recorded discover served, as such a
   server refuses it.
+* A task's polls (tasks/get) are identical repeats, served in order; one asked past the recorded
+  ones gets that task's last recorded status again (replay/tasks.py, which also owns the short
+  poll interval play serves).
 * A server exit is replayed (the wire is closed) only when the server died in the middle of a
   call; an exit after the session ended is what happens when the client hangs up.
 * A tape cut short (no footer) replays what it holds; a call whose response was lost answers
@@ -106,6 +109,7 @@ from mcptape.replay.matching import (
 from mcptape.replay.nearmiss import explain, scrub, target_only
 from mcptape.replay.outcome import Miss, ReplayReport
 from mcptape.replay.outgoing import Outgoing, answering
+from mcptape.replay.tasks import held_status
 from mcptape.tape.events import wire_text
 from mcptape.tape.format import Event, Tape
 from mcptape.tape.reader import TapeStream, read_tape
@@ -330,6 +334,8 @@ class ReplayEngine:
         method = msg["method"]
         params = msg.get("params")
         call = self._find(method, params) or self._reused(method, params)
+        if call is None:  # a task poll past the recorded ones: its status holds (tasks.py)
+            call = held_status(method, params, self.index.by_method.get(method, ()), self._used, self._reasons)
         if call is None:
             if method == "ping":
                 out.append(Outgoing(dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}), True, msg["id"]))

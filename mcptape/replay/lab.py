@@ -8,7 +8,8 @@ Owns `LabEngine`, which wraps a ReplayEngine (engine.py) with the same interface
   the tape; everything else is replayed. The live side gets the client's handshake as --fallback's does;
 * pacing (`--pace`, pacing.py): the answer waits for its recorded latency divided by the speed;
 * faults (`--fault`, faults.py): the first rule that hits the request changes or withholds its answer;
-* served values (served_values.py): a golden's normalization placeholders go out as fixed valid values.
+* served values (served_values.py): a golden's normalization placeholders go out as fixed valid values;
+* a task's poll interval served short unless paced (tasks.py), so a replayed task is not waited for.
 
 Waits happen outside every lock, so HTTP play's concurrent requests are paced each on its own;
 stdio play answers one request at a time (its loop is single-threaded), so there a paced or
@@ -30,6 +31,7 @@ from mcptape.replay.outcome import ReplayReport
 from mcptape.replay.outgoing import Outgoing, answering
 from mcptape.replay.pacing import Pacer
 from mcptape.replay.served_values import serve_values
+from mcptape.replay.tasks import served_interval
 from mcptape.tape.format import Tape
 
 if TYPE_CHECKING:
@@ -243,10 +245,10 @@ class LabEngine:
         return [*rest, line], 0.0
 
     def _served(self, out: list[Outgoing]) -> list[Outgoing]:
-        if not self.options.serve_placeholders:
-            return out
+        paced = self.pacer is not None  # a task's poll interval: served short unless paced (tasks.py)
         for sent in out:
-            sent.line = serve_values(sent.line)
+            line = served_interval(sent.line, paced=paced)
+            sent.line = serve_values(line) if self.options.serve_placeholders else line
         return out
 
 

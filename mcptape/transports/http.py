@@ -42,7 +42,9 @@ ACCEPT_BOTH = "application/json, text/event-stream"
 PROTOCOL_HEADER = "MCP-Protocol-Version"
 METHOD_HEADER = "Mcp-Method"
 NAME_HEADER = "Mcp-Name"
-NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# The param each method's `Mcp-Name` carries; the tasks extension routes its methods by task id.
+NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+                "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 CONNECT_TIMEOUT = 10.0
 OUTPUT_TAIL_LINES = 40
