@@ -300,6 +300,17 @@ async def run(argv):
 
 async def main():
     live = await run(json.loads(sys.argv[1]))
+    # rec's writer ends the tape after the client has gone (it never holds up the wire), and
+    # FastMCP does not wait for rec to exit: play starts once the tape is whole, as a user's would.
+    tape = json.loads(sys.argv[1])[json.loads(sys.argv[1]).index("--out") + 1]
+    for _ in range(600):
+        try:
+            with open(tape, encoding="utf-8") as fh:
+                if '"mcptape":"end"' in fh.read():
+                    break
+        except OSError:
+            pass
+        await asyncio.sleep(0.05)
     replayed = await run(json.loads(sys.argv[2]))
     print(json.dumps([live, replayed]))
 
