@@ -74,19 +74,10 @@ def spans(text: str) -> list[tuple[int, int, str]]:
     if len(text) < MIN_LEN:
         return []
     raw = text.encode("utf-8", "surrogatepass")
-    masked = raw.translate(_MASK)
-    if not _token_run(masked, raw):
+    if not _worth_scanning(text, raw):
         return []
-    scanned = text
-    if len(raw) > LONG_RUN and (runs := _long_runs(text, raw)):
-        scanned = _blanked(text, runs)
-        # The library only ever sees the blanked text: if its only token runs were the long
-        # ones (a line carrying an image, a 1 KB echo), no run of MIN_LEN is left for a rule.
-        left = bytearray(masked)
-        for start, end in runs:
-            left[start:end] = b" " * (end - start)
-        if _NEEDLE not in left:
-            return []
+    # The library only ever sees the text with its long runs blanked.
+    scanned = _blank_long_runs(text, raw) if len(raw) > LONG_RUN else text
     # The library takes a C string: a NUL would end it early. Same length, so offsets hold.
     findings = _scan_string()(scanned.replace("\0", " ") if "\0" in scanned else scanned)
     out: set[tuple[int, int, str]] = set()
@@ -104,16 +95,43 @@ def spans(text: str) -> list[tuple[int, int, str]]:
     return sorted(out)
 
 
-def _token_run(masked: bytes, raw: bytes) -> bool:
-    """Whether `raw` has a run of MIN_LEN token characters with a digit, or one of 2 * MIN_LEN."""
+def _worth_scanning(text: str, raw: bytes) -> bool:
+    """Whether `raw` (`text` encoded) has a run of MIN_LEN token characters with a digit, or one of
+    2 * MIN_LEN, and once its long runs are blanked (_blank_long_runs) still a run of MIN_LEN: if
+    its only token runs were the long ones (a line carrying an image, a 1 KB echo), no rule can
+    match what the library would be handed. Read run by run, measuring base64 runs only inside
+    token runs longer than LONG_RUN (a long base64 run lies inside one): the blanked text is made
+    only for a text that goes to the library."""
+    masked = raw.translate(_MASK)
+    qualified = left = False
     pos = 0
     while (start := masked.find(_NEEDLE, pos)) != -1:
         end = masked.find(b" ", start + MIN_LEN)
         end = len(masked) if end == -1 else end
-        if end - start >= 2 * MIN_LEN or any(48 <= b <= 57 for b in raw[start:end]):
-            return True
         pos = end
+        if not qualified:
+            qualified = end - start >= 2 * MIN_LEN or any(48 <= b <= 57 for b in raw[start:end])
+        if not left:
+            left = end - start <= LONG_RUN or not text.isascii() or _left_after_blanking(raw[start:end])
+        if qualified and left:
+            return True
     return False
+
+
+def _left_after_blanking(run: bytes) -> bool:
+    """Whether a token run keeps MIN_LEN characters in a row once its base64 runs longer than
+    LONG_RUN are blanked (the same runs _long_runs finds: each lies inside one token run)."""
+    masked = run.translate(_B64_MASK)
+    last = pos = 0
+    while (start := masked.find(_PROBE, pos)) != -1:
+        end = masked.find(b" ", start + len(_PROBE))
+        end = len(masked) if end == -1 else end
+        if end - start > LONG_RUN:
+            if start - last >= MIN_LEN:
+                return True
+            last = end
+        pos = end
+    return len(masked) - last >= MIN_LEN
 
 
 def _blank_long_runs(text: str, raw: bytes) -> str:
