@@ -472,8 +472,9 @@ class Engine:
             low = low.replace(harmless, '""')  # quotes: no trigger holds one, so none spans the cut
         if "://" in low and "@" in low:
             return True
-        if any(group.found_in(low) for group in self._trigger_groups):
-            return True
+        for group in self._trigger_groups:
+            if group.gate in low and group.found_in(low):  # the gate first: most groups' is absent
+                return True
         if self._noisy and _ends_a_key(low, self._noisy):
             return True
         return self.use_rules and rules.finds_any(text)
