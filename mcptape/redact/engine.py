@@ -76,7 +76,7 @@ _AUTH_SCHEME = re.compile(r"(?i)^(bearer|basic|token|digest|bot)\s+(\S.*)$", re.
 _CLEAN_CACHE_LEN = 96
 _CLEAN_CACHE_SIZE = 50_000
 # Characters a trigger may be gated on in could_match, the rarer in ordinary text first.
-_TRIGGER_GATES = "$<_-\\\"/.:="
+_TRIGGER_GATES = "$<~_-\\\"/.:="
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{" + str(B64_MIN_RUN) + r",}={0,2}")
 _B64_ALPHABET = frozenset(string.ascii_letters + string.digits + "+/_-")
 _B64_MASK = bytes(ord("a") if chr(i) in _B64_ALPHABET else ord(" ") for i in range(256))
@@ -97,8 +97,12 @@ def _ends_a_key(low: str, words: tuple[str, ...]) -> bool:
     by a quote after up to 3 backslashes, spaces, then `:` or `=`. Searched in the reversed text,
     where the pattern starts with the `:` (or `=`), a literal the regex engine skips to: 19
     substring searches of a 1 KB line cost ~8 µs, this ~1."""
+    return _key_end_found(low, *_reversed_key_end(words))
+
+
+def _key_end_found(low: str, colon: re.Pattern[str], equals: re.Pattern[str]) -> bool:
+    """_ends_a_key with its words' regexes (could_match keeps them: no cache lookup a line)."""
     rev = low[::-1]
-    colon, equals = _reversed_key_end(words)
     return colon.search(rev) is not None or ("=" in rev and equals.search(rev) is not None)
 
 
@@ -406,6 +410,7 @@ class Engine:
         # The whole noisy words (`pwd`, `pin`), each tested where it ends: one that holds a quiet
         # trigger (`apikey` holds `key`) is found by that trigger already.
         self._noisy = tuple(sorted(w for w in _NOISY_WORDS if not any(t in w for t in quiet)))
+        self._noisy_key_end = _reversed_key_end(self._noisy) if self._noisy else None
         # The triggers as they read inside JSON text: once escaped (a message's strings in a tape
         # line) and twice (a `raw` message inside one). Only a literal holding a quote, a
         # backslash or a control character differs (a known value, a Windows home).
@@ -455,7 +460,7 @@ class Engine:
         may be anchored, or match only unescaped text) and a garbage event's `b64` bytes (decoded
         whatever their case). 15–30 µs per KB of clean JSON here; the full walk costs several times that.
         """
-        if self.config.patterns or "\\u" in text or "\\/" in text or '"b64"' in text:
+        if self.config.patterns or ("\\" in text and ("\\u" in text or "\\/" in text)) or '"b64"' in text:
             return True
         decode = self.config.decode
         if decode and "%" in text:
@@ -475,7 +480,7 @@ class Engine:
         for group in self._trigger_groups:
             if group.gate in low and group.found_in(low):  # the gate first: most groups' is absent
                 return True
-        if self._noisy and _ends_a_key(low, self._noisy):
+        if self._noisy_key_end is not None and _key_end_found(low, *self._noisy_key_end):
             return True
         return self.use_rules and rules.finds_any(text)
 
