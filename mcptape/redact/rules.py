@@ -23,6 +23,7 @@ so what rec checks before that (its argv, the tape header) uses our own detector
 from __future__ import annotations
 
 import functools
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -73,13 +74,27 @@ def spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, rule id) of every secret the rule set finds in `text`, in order."""
     if len(text) < MIN_LEN:
         return []
-    raw = text.encode("utf-8", "surrogatepass")
-    if not _worth_scanning(text, raw):
+    # A rule that reads a keyword before its value (`adobe ... "...", <value>`) misses it where
+    # the text is JSON (a tape line, a string holding a document): the quotes and newlines of its
+    # context read `\"` and `\n` there. The library reads the text unescaped as well, in the
+    # same call; each value it reports is found in `text` itself.
+    candidates = [text]
+    while "\\" in candidates[-1] and len(candidates) < 3:  # twice: a `raw` message inside a tape line
+        unescaped = _json_unescaped(candidates[-1])
+        if unescaped == candidates[-1]:
+            break
+        candidates.append(unescaped)
+    scanned = []
+    for candidate in candidates:
+        raw = candidate.encode("utf-8", "surrogatepass")
+        if _worth_scanning(candidate, raw):
+            # The library only ever sees the text with its long runs blanked.
+            scanned.append(_blank_long_runs(candidate, raw) if len(raw) > LONG_RUN else candidate)
+    if not scanned:
         return []
-    # The library only ever sees the text with its long runs blanked.
-    scanned = _blank_long_runs(text, raw) if len(raw) > LONG_RUN else text
-    # The library takes a C string: a NUL would end it early. Same length, so offsets hold.
-    findings = _scan_string()(scanned.replace("\0", " ") if "\0" in scanned else scanned)
+    joined = "\n".join(scanned)
+    # The library takes a C string: a NUL would end it early.
+    findings = _scan_string()(joined.replace("\0", " ") if "\0" in joined else joined)
     out: set[tuple[int, int, str]] = set()
     for finding in findings:
         rule = str(finding.rule_id)
@@ -93,6 +108,16 @@ def spans(text: str) -> list[tuple[int, int, str]]:
                 out.add((i, end, rule))
             i = text.find(value, i + 1)
     return sorted(out)
+
+
+_JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt])')
+_JSON_CHAR = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _json_unescaped(text: str) -> str:
+    """`text` with JSON's short escapes read (`\\"` is `"`, `\\n` a newline); `\\u` left as it is
+    (could_match walks a line holding one)."""
+    return _JSON_ESCAPE.sub(lambda m: _JSON_CHAR.get(m.group(1), m.group(1)), text)
 
 
 def _worth_scanning(text: str, raw: bytes) -> bool:
