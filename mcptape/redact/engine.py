@@ -195,6 +195,28 @@ class _GateGroup:
         return False
 
 
+def _cut_tails(text: str, start: int, end: int, inside: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of a rule's span [start, end) outside the hits `inside` it (sorted) that one of
+    them cut off mid-token: a hit edge with a letter or digit inside and a token character (base64's
+    included) outside. Parts a hit ends at a separator (a URL's `:` or `@` around its password)
+    stay: ours cut finer there."""
+    parts = []
+    pos = start
+    for s, e in [*inside, (end, end)]:
+        a, b = pos, min(max(s, pos), end)
+        # a: where one of ours ends (its last character text[a - 1]); b: where the next starts.
+        cut_before = a > start and 0 < a < len(text) and text[a - 1].isalnum() and _in_token(text[a])
+        cut_after = b < end and 0 < b < len(text) and _in_token(text[b - 1]) and text[b].isalnum()
+        if a < b and (cut_before or cut_after):
+            parts.append((a, b))
+        pos = max(pos, e)
+    return parts
+
+
+def _in_token(c: str) -> bool:
+    return c.isalnum() or c in "+/=_-"
+
+
 def _has_b64_run(text: str) -> bool:
     """Whether `text` has a run of B64_MIN_RUN base64-alphabet characters (bytes.translate: fast)."""
     return _B64_NEEDLE in text.encode("utf-8", "surrogatepass").translate(_B64_MASK)
@@ -586,9 +608,16 @@ class Engine:
             own = [(h.start, h.end) for h in hits] + skips
             for start, end, rule in rules.spans(text):
                 value = text[start:end]
-                if any(s < end and start < e for s, e in own) or allowed_value(value, cfg.allow):
+                if allowed_value(value, cfg.allow):
                     continue
-                hits.append(self._named(Hit(start, end, rule, value, rule=True)))
+                inside = sorted((s, e) for s, e in own if s < end and start < e)
+                if not inside:
+                    hits.append(self._named(Hit(start, end, rule, value, rule=True)))
+                    continue
+                # ... unless one of ours stops inside a token the rule reads whole (our shape took
+                # `sk_live_` and 24 characters of a longer key): the rest of it is the rule's.
+                for a, b in _cut_tails(text, start, end, inside):
+                    hits.append(self._named(Hit(a, b, rule, text[a:b], rule=True)))
         return _merge(hits)
 
     def _handle(self, m: re.Match[str], group: str | None, text: str) -> list[Hit] | None:
