@@ -35,7 +35,6 @@ KNOWN_GAPS: dict[str, set[str]] = {
     "microsoft-teams-webhook": {"raw", "percent", "json"},
     "jwt-base64": set(FORMS),
     # Not diagnosed yet.
-    "asaas-api-token": set(FORMS),  # rules.spans finds it; the engine does not replace it
     "mongodb-connection-string": set(FORMS),
     "amplitude-secret-key": {"json"},
     "couchbase-capella-api-key": {"json"},
@@ -57,13 +56,16 @@ def test_the_generated_rule_examples_are_scrubbed_in_every_form_and_channel() ->
     assert dict(survived) == KNOWN_GAPS, f"{len(examples)} rules of {total} covered"
 
 
-def test_a_token_one_of_our_shapes_cuts_short_is_the_rule_sets_to_its_end() -> None:
+def test_rule_set_values_our_own_checks_used_to_cut_short_or_let_through() -> None:
     # Our stripe-key shape takes `sk_live_` and its first characters of a longer highnote key; the
     # rule set reads the key whole. Ours used to win the overlap and the key's tail stayed.
     example = next(e for e in rule_examples(SEED)[0] if e.rule == "highnote-secret-live-key")
     out = Redactor().redact_text(f"here it is: {example.text} (keep it safe)")
     assert not leaks(out, [Planted(example.rule, example.text, (example.secret,))])
     assert "<REDACTED:stripe-key#" in out and "<REDACTED:highnote-secret-live-key#" in out
+    # An Asaas key starts with `$` (`$aact_prod_...`): the rule set's, not a `$NAME` reference.
+    asaas = next(e for e in rule_examples(SEED)[0] if e.rule == "asaas-api-token")
+    assert "<REDACTED:asaas-api-token#" in Redactor().redact_text(f"here it is: {asaas.text}")
     # ... while where ours ends at a separator (a URL's password) it still cuts finer:
     url = Redactor().redact_text("see https://user:Zk3vQ9zL2mW7rT5yPq8sN3xx@example.com/db now")
     assert url.startswith("see https://user:<REDACTED:") and url.endswith("@example.com/db now")

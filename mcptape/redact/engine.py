@@ -608,7 +608,10 @@ class Engine:
             own = [(h.start, h.end) for h in hits] + skips
             for start, end, rule in rules.spans(text):
                 value = text[start:end]
-                if allowed_value(value, cfg.allow):
+                # A value the rule set reads may start with `$` (Asaas keys are `$aact_...`): it is
+                # not a `$NAME` reference there, which allowed_value lets through.
+                bare = value[1:] if value.startswith("$") and not value.startswith("${") else value
+                if allowed_value(bare, cfg.allow):
                     continue
                 inside = sorted((s, e) for s, e in own if s < end and start < e)
                 if not inside:
