@@ -67,7 +67,7 @@ def test_rule_set_skipped_only_where_blanking_left_no_token_run(monkeypatch) -> 
     assert [text[s:e] for s, e, _ in rules.spans(text)] == [token]  # the same line with a token: found
     assert len(calls) == 1 and image not in calls[0]
     calls.clear()
-    digitless = "abcdefghijklmnopqrstuvwxyzABCD"  # 30 characters, no digit: no token run alone...
+    digitless = "abcdefghijklmnopqrstuvwxyzABCD"[: 2 * rules.MIN_LEN - 2]  # no digit, under 2 * MIN_LEN: no token run alone...
     assert rules.spans("see " + digitless) == [] and calls == []
     rules.spans("see " + digitless + " " + image)  # ...but beside a long run, still handed over
     assert len(calls) == 1

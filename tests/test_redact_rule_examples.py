@@ -24,8 +24,7 @@ KNOWN_GAPS: dict[str, set[str]] = {
     # library sees the text (Aiven tokens are ~372 characters; Grafana's up to ~400).
     "aiven-auth-token": set(FORMS),
     "grafana-api-key": set(FORMS),
-    # Under rules.MIN_LEN (16) or without a digit under 2 * MIN_LEN: never handed to the library.
-    "linkedin-client-id": set(FORMS),  # 14 characters
+    # Without a digit under 2 * rules.MIN_LEN (28): never handed to the library.
     "sumologic-access-id": set(FORMS),  # 14 characters
     "endorlabs-api-secret": set(FORMS),  # 21 characters, no digit in this draw
     # The library reports a value glued to its keyword's context (`...m` + hex), which spans drops
