@@ -136,6 +136,44 @@ def _record(tmp_path: Path, frames: list[tuple[int, bytes]]) -> tuple[int, Path]
     return result[0], path
 
 
+def test_otel_times_are_the_wire_times_the_tape_keeps(tmp_path: Path) -> None:
+    """--otel and the footer's timing read one clock: the relay's, stamped in each frame when the
+    bytes crossed the wire, not when the writer got to them (here 30 s and 20 s before)."""
+    from mcptape.tape.timing import footer_times
+    from mcptape.telemetry import WireClock
+
+    exported: list[tuple[Path, WireClock]] = []
+
+    class Trace:  # the TapeTrace interface: what rec's writer calls once the tape is written
+        def export(self, tape: Path, clock: WireClock, outlet: object) -> None:
+            exported.append((tape, clock))
+
+    path = tmp_path / "t.tape.jsonl"
+    recorder = TapeRecorder(TapeWriter(path, make_header("t")), otel=Trace())  # type: ignore[arg-type]
+    r, w = os.pipe()
+    result: list[int] = []
+    t = threading.Thread(target=lambda: result.append(recorder.run(r)))
+    t.start()
+    now = time.monotonic()
+    frames = [(TAG_C2S, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', now - 30.0),
+              (TAG_S2C, b'{"jsonrpc":"2.0","id":1,"result":{}}\n', now - 20.0),
+              (*_end(0, "client_closed"), now)]
+    with os.fdopen(w, "wb") as fh:
+        for tag, payload, clock in frames:
+            fh.write(FRAME.pack(tag, len(payload), clock) + payload)
+    t.join(30)
+    os.close(r)
+    assert result == [0] and len(exported) == 1
+    tape = read_tape(path)
+    timed = exported[0][1].timed(tape.events)
+    wall_now = time.time_ns()
+    sent, answered = (at for at, ev in timed if ev["kind"] in ("request", "response"))
+    assert 29.0e9 < wall_now - sent < 31.0e9  # the wire's instant, not the writer's
+    assert abs((answered - sent) - 10.0e9) < 1e6
+    ms = footer_times(tape.footer)
+    assert ms is not None and abs((ms[1] - ms[0]) * 1e6 - (answered - sent)) < 1e6  # the footer's own gap
+
+
 def _end(returncode: int | None, reason: str, **extra: str) -> tuple[int, bytes]:
     return TAG_CTL, json.dumps({"returncode": returncode, "reason": reason, **extra}).encode()
 

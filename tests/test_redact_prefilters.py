@@ -67,7 +67,7 @@ def test_rule_set_skipped_only_where_blanking_left_no_token_run(monkeypatch) -> 
     assert [text[s:e] for s, e, _ in rules.spans(text)] == [token]  # the same line with a token: found
     assert len(calls) == 1 and image not in calls[0]
     calls.clear()
-    digitless = "abcdefghijklmnopqrstuvwxyzABCD"  # 30 characters, no digit: no token run alone...
+    digitless = "abcdefghijklmnopqrstuvwxyzABCD"[: 2 * rules.MIN_LEN - 2]  # no digit, under 2 * MIN_LEN: no token run alone...
     assert rules.spans("see " + digitless) == [] and calls == []
     rules.spans("see " + digitless + " " + image)  # ...but beside a long run, still handed over
     assert len(calls) == 1
@@ -121,3 +121,42 @@ def test_blank_long_runs_blanks_exactly_the_long_base64_runs() -> None:
         if got == text:
             assert got is text  # spans tells "nothing blanked" by identity
     assert 200 < blanked < 1900
+
+
+def test_worth_scanning_agrees_with_its_definition() -> None:
+    # The library is called only if the text has a token run of MIN_LEN with a digit or one of
+    # twice that, and blanking its base64 runs over LONG_RUN leaves a run of MIN_LEN.
+    token_run = re.compile(r"[A-Za-z0-9_\-.+/=~]{" + str(rules.MIN_LEN) + r",}")
+    long_run = re.compile(r"[A-Za-z0-9+/=]{" + str(rules.LONG_RUN + 1) + r",}")
+
+    def by_definition(text: str) -> bool:
+        qualified = any(len(m.group(0)) >= 2 * rules.MIN_LEN or any(c.isdigit() for c in m.group(0))
+                        for m in token_run.finditer(text))
+        blanked = long_run.sub(lambda m: "\n" * len(m.group(0)), text) if text.isascii() else text
+        return qualified and token_run.search(blanked) is not None
+
+    rng = random.Random(11)
+    pieces = ["a" * 60, "QUJD" * 100, "x" * 321, "y" * 320, "ab1", "abcdefgh", "7", "_", "-", ".", "~", " ",
+              '"', ":", "é", "Zz09+/=" * 3, "abcdefghijklmnopqrstuvwxyzABCDE", "abcdefghijklmnopqrstuvwxyzABCDEF"]
+    worth = 0
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        expected = by_definition(text)
+        assert rules._worth_scanning(text, text.encode("utf-8")) == expected, repr(text)
+        worth += expected
+    assert 500 < worth < 4500  # both answers were exercised
+
+
+def test_trigger_groups_read_at_their_gate_or_searched_alike(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    groups = make_redactor({"env.X": "Kq9-abcdefghijklmnopqrst"})._checker._trigger_groups
+    underscore = next(g for g in groups if g.gate == "_")
+    assert len(underscore.by_offset) > 1  # triggers with the gate at different offsets (hf_, ghp_, whsec_)
+    rng = random.Random(5)
+    parts = ["ghp_", "gh", "p_", "_", "_meta", "hf_", "whsec_", "github_pat_", "sk-", "-", "glpat-", "kq9-abc",
+             "/root", "/", "x", "progress", "token", "key", "$", "${{", "<redacted:", "<", ".", "sg.", "abc"]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    expected = [[any(t in low for t in g.triggers) for g in groups] for low in texts]
+    for cost in (0, 10**9):  # every group read at its gate, then every group searched
+        monkeypatch.setattr(engine, "_AT_GATE_COST", cost)
+        assert [[g.found_in(low) for g in groups] for low in texts] == expected
+    assert 100 < sum(map(any, expected)) < 2900

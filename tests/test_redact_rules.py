@@ -125,3 +125,16 @@ def test_detection_is_linear_on_base64_runs_mixed_with_escapes() -> None:
     took = time.process_time() - t0
     # Quadratic would be hundreds of times the baseline; linear is a small multiple.
     assert took < 20 * baseline + 2.0, f"{took:.2f}s against a {baseline:.2f}s baseline"
+
+
+def test_a_rule_reading_a_keyword_before_its_value_finds_it_where_the_text_is_json() -> None:
+    # adobe-client-id wants `adobe... = "<32 hex>"`: in a tape line the quotes read `\"`, and the
+    # library, handed only the line as it stands, found nothing there, so could_match let the
+    # line through unwalked and every channel kept the value (generated rule examples: 88 rules).
+    rng = random.Random(SEED)
+    value = "".join(rng.choice("0123456789abcdef") for _ in range(32))
+    carrier = f'config: adobe_client_id = "{value}";'
+    assert [rule for _, _, rule in rules.spans(carrier)] == ["adobe-client-id"]
+    assert rules.spans(json.dumps(carrier)) and rules.spans(json.dumps(json.dumps(carrier)))  # once and twice escaped
+    data = Redactor().redact_tape(make_header("t"), events_with(carrier)).decode()
+    assert value not in data and data.count("<REDACTED:adobe-client-id#") == 7, f"seed {SEED}"

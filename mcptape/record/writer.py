@@ -300,9 +300,12 @@ class TapeRecorder:
         otel: TapeTrace | None = None,
     ) -> None:
         self.writer = writer
-        # --otel: when each message was read off the tee (it trails the wire by up to WRITER_NAP).
+        # --otel: when each message crossed the wire, keyed for the export. The same instants as the
+        # footer's timing (self.clock, the relay's time.monotonic in each frame), as epoch ns: the
+        # writer's own reading of the time trails the wire by up to WRITER_NAP and its backlog.
         self.otel = otel
         self.otel_clock = WireClock() if otel is not None else None
+        self._epoch_ns = time.time_ns() - time.monotonic_ns()  # CLOCK_MONOTONIC is the relay's too
         self.where = where
         self.builder = EventBuilder()
         self.lines = {TAG_C2S: LineAssembler(), TAG_S2C: LineAssembler(), TAG_ERR: LineAssembler()}
@@ -388,7 +391,8 @@ class TapeRecorder:
             return  # blank lines carry no message; peers skip them and so does the tape
         event, text = self.builder.line_and_text(_TAG_DIR[tag], line)
         if self.otel_clock is not None:
-            self.otel_clock.saw_event(event)
+            wire = None if self.clock is None else self._epoch_ns + round(self.clock * 1e9)
+            self.otel_clock.saw_event(event, wire)
         self.emit(event, text)
         for note in self.builder.take_notes():  # a deep message's cut, an answer that is not UTF-8
             self.emit(note)

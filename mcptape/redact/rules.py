@@ -23,13 +23,14 @@ so what rec checks before that (its argv, the tape header) uses our own detector
 from __future__ import annotations
 
 import functools
+import re
 import string
 from pathlib import Path
 from typing import Any
 
-# Shorter than any value a rule of the set matches (the shortest provider tokens are ~20
-# characters); a string below it is not handed to the library at all.
-MIN_LEN = 16
+# The shortest token a rule of the set reports whole: LinkedIn's 14-character client id (at 16
+# it was never handed over: tests/test_redact_rule_examples.py); a string below it is not at all.
+MIN_LEN = 14
 # The library costs ~5 µs a call and ~4 ns a byte (without the generic rules, betterleaks.toml;
 # with them 100+ ns a byte on a line holding `token`), and ~60 ns a byte on base64. So it is
 # only handed text that holds a run of MIN_LEN characters a token is made of, with a digit in
@@ -73,22 +74,27 @@ def spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, rule id) of every secret the rule set finds in `text`, in order."""
     if len(text) < MIN_LEN:
         return []
-    raw = text.encode("utf-8", "surrogatepass")
-    masked = raw.translate(_MASK)
-    if not _token_run(masked, raw):
+    # A rule that reads a keyword before its value (`adobe ... "...", <value>`) misses it where
+    # the text is JSON (a tape line, a string holding a document): the quotes and newlines of its
+    # context read `\"` and `\n` there. The library reads the text unescaped as well, in the
+    # same call; each value it reports is found in `text` itself.
+    candidates = [text]
+    while "\\" in candidates[-1] and len(candidates) < 3:  # twice: a `raw` message inside a tape line
+        unescaped = _json_unescaped(candidates[-1])
+        if unescaped == candidates[-1]:
+            break
+        candidates.append(unescaped)
+    scanned = []
+    for candidate in candidates:
+        raw = candidate.encode("utf-8", "surrogatepass")
+        if _worth_scanning(candidate, raw):
+            # The library only ever sees the text with its long runs blanked.
+            scanned.append(_blank_long_runs(candidate, raw) if len(raw) > LONG_RUN else candidate)
+    if not scanned:
         return []
-    scanned = text
-    if len(raw) > LONG_RUN and (runs := _long_runs(text, raw)):
-        scanned = _blanked(text, runs)
-        # The library only ever sees the blanked text: if its only token runs were the long
-        # ones (a line carrying an image, a 1 KB echo), no run of MIN_LEN is left for a rule.
-        left = bytearray(masked)
-        for start, end in runs:
-            left[start:end] = b" " * (end - start)
-        if _NEEDLE not in left:
-            return []
-    # The library takes a C string: a NUL would end it early. Same length, so offsets hold.
-    findings = _scan_string()(scanned.replace("\0", " ") if "\0" in scanned else scanned)
+    joined = "\n".join(scanned)
+    # The library takes a C string: a NUL would end it early.
+    findings = _scan_string()(joined.replace("\0", " ") if "\0" in joined else joined)
     out: set[tuple[int, int, str]] = set()
     for finding in findings:
         rule = str(finding.rule_id)
@@ -104,16 +110,53 @@ def spans(text: str) -> list[tuple[int, int, str]]:
     return sorted(out)
 
 
-def _token_run(masked: bytes, raw: bytes) -> bool:
-    """Whether `raw` has a run of MIN_LEN token characters with a digit, or one of 2 * MIN_LEN."""
+_JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt])')
+_JSON_CHAR = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _json_unescaped(text: str) -> str:
+    """`text` with JSON's short escapes read (`\\"` is `"`, `\\n` a newline); `\\u` left as it is
+    (could_match walks a line holding one)."""
+    return _JSON_ESCAPE.sub(lambda m: _JSON_CHAR.get(m.group(1), m.group(1)), text)
+
+
+def _worth_scanning(text: str, raw: bytes) -> bool:
+    """Whether `raw` (`text` encoded) has a run of MIN_LEN token characters with a digit, or one of
+    2 * MIN_LEN, and once its long runs are blanked (_blank_long_runs) still a run of MIN_LEN: if
+    its only token runs were the long ones (a line carrying an image, a 1 KB echo), no rule can
+    match what the library would be handed. Read run by run, measuring base64 runs only inside
+    token runs longer than LONG_RUN (a long base64 run lies inside one): the blanked text is made
+    only for a text that goes to the library."""
+    masked = raw.translate(_MASK)
+    qualified = left = False
     pos = 0
     while (start := masked.find(_NEEDLE, pos)) != -1:
         end = masked.find(b" ", start + MIN_LEN)
         end = len(masked) if end == -1 else end
-        if end - start >= 2 * MIN_LEN or any(48 <= b <= 57 for b in raw[start:end]):
-            return True
         pos = end
+        if not qualified:
+            qualified = end - start >= 2 * MIN_LEN or any(48 <= b <= 57 for b in raw[start:end])
+        if not left:
+            left = end - start <= LONG_RUN or not text.isascii() or _left_after_blanking(raw[start:end])
+        if qualified and left:
+            return True
     return False
+
+
+def _left_after_blanking(run: bytes) -> bool:
+    """Whether a token run keeps MIN_LEN characters in a row once its base64 runs longer than
+    LONG_RUN are blanked (the same runs _long_runs finds: each lies inside one token run)."""
+    masked = run.translate(_B64_MASK)
+    last = pos = 0
+    while (start := masked.find(_PROBE, pos)) != -1:
+        end = masked.find(b" ", start + len(_PROBE))
+        end = len(masked) if end == -1 else end
+        if end - start > LONG_RUN:
+            if start - last >= MIN_LEN:
+                return True
+            last = end
+        pos = end
+    return len(masked) - last >= MIN_LEN
 
 
 def _blank_long_runs(text: str, raw: bytes) -> str:
