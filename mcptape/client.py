@@ -174,7 +174,8 @@ class ScriptedClient:
         self.settings = settings
         self.session = session
         requested = protocol or settings.protocol
-        self.protocol_mode = "auto" if requested in (None, "auto") else str(requested)
+        # `both` is ci's split into one session per era (ci/eras.py); anything else running it is auto.
+        self.protocol_mode = "auto" if requested in (None, "auto", "both") else str(requested)
         # The version `initialize` asks for (auto's fallback, or the pinned legacy version).
         self.protocol_requested = (
             LEGACY_DEFAULT_PROTOCOL if self.protocol_mode == "auto" or is_modern(requested) else str(requested)

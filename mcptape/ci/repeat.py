@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcptape.ci.eras import era_of
 from mcptape.ci.session import RunContext, last_side_effects, open_sandbox, session_normalizer
 from mcptape.client import Recording, record_session
 from mcptape.config.models import HttpServer, NormalizeRule, Session, StdioServer
@@ -68,7 +69,7 @@ def live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer
             session.steps,
             cfg.client_for(session),
             session=session.name,
-            protocol=server.protocol,
+            protocol=era_of(session) or server.protocol,  # an era of `protocol: both` pins it
             step_timeout=session.step_timeout,
             session_timeout=session.timeout,
             after_step=sandbox.step if sandbox is not None else None,

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 # tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
 # The one exception is the conformance check (see run_in_pool).
 from mcptape import environment
+from mcptape.ci.eras import config_index, era_refusal, session_names, session_protocol
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Config, HttpServer, Session
@@ -273,11 +274,17 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
     if refusal is not None:  # a golden tape of refusals gates nothing: say so, with the fix
         result.notes.append(f"{refusal[0]}; {refusal[1]}")
     result.duration_s = round(recording.duration_s, 3)
+    refused = era_refusal(session, fresh.redacted, recording.protocol)
+    if refused is not None:  # `protocol: both` and a server that does not speak this era (ci/eras.py)
+        result.verdict, result.diff = "structural", refused
+        if ctx.update:
+            result.notes.append(f"golden tape {result.golden} not written: the server does not speak this era")
+        return outcome
     if recording.error is not None:
         result.verdict = "error"
         message = str(recording.error)
         if isinstance(recording.error, ConfigError) and recording.failed_step is not None:
-            index = ctx.loaded.config.sessions.index(session)
+            index = config_index(ctx.loaded.config, session)
             message = f"{ctx.loaded.path}:{ctx.loaded.step_line(index, recording.failed_step - 1)}: {message}"
         result.error = outlet.redactor.redact_text(message)
         if ctx.update:
@@ -343,7 +350,7 @@ def _record(ctx: RunContext, session: Session, golden: Tape | None, clock: WireC
             session.steps,
             loaded.config.client_for(session),
             session=session.name,
-            protocol=server.protocol,
+            protocol=session_protocol(loaded.config, session),
             step_timeout=session.step_timeout,
             session_timeout=session.timeout,
             golden_tools=None if (ctx.update or golden is None) else golden_tools(golden),
@@ -515,7 +522,7 @@ def orphan_goldens(ctx: RunContext) -> list[str]:
     """Golden tapes in golden_dir that no session of the config (selected or not) owns."""
     if not ctx.golden_dir.is_dir():
         return []
-    names = {s.name for s in ctx.loaded.config.sessions}
+    names = set(session_names(ctx.loaded.config))
     return sorted(
         _rel(ctx, p)
         for p in ctx.golden_dir.glob(f"*{TAPE_SUFFIX}")
