@@ -31,12 +31,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcptape.config.models import Config, Session
-from mcptape.mcp import HANDSHAKE_METHODS, LEGACY_DEFAULT_PROTOCOL, MODERN_PROTOCOL
+from mcptape.mcp import BOTH_ERAS, ERA_SEPARATOR, HANDSHAKE_METHODS
 from mcptape.report.model import DiffResult, Drift, Finding
 
 BOTH = "both"
-ERAS = (MODERN_PROTOCOL, LEGACY_DEFAULT_PROTOCOL)  # the order the two sessions run and are reported in
-SEPARATOR = "@"  # never in a configured session name (models.Session.name's pattern): an era's mark
 
 
 def wants_both(config: Config, session: Session) -> bool:
@@ -47,26 +45,26 @@ def wants_both(config: Config, session: Session) -> bool:
 
 
 def era_name(name: str, version: str) -> str:
-    return f"{name}{SEPARATOR}{version}"
+    return f"{name}{ERA_SEPARATOR}{version}"
 
 
 def era_of(session: Session) -> str | None:
     """The protocol version an era session pins (None: not an era session)."""
-    _, sep, version = session.name.rpartition(SEPARATOR)
+    _, sep, version = session.name.rpartition(ERA_SEPARATOR)
     return version if sep else None
 
 
 def base_name(name: str) -> str:
     """The configured session's name of an era session's name (itself for any other)."""
-    return name.rpartition(SEPARATOR)[0] or name
+    return name.rpartition(ERA_SEPARATOR)[0] or name
 
 
 def expand(config: Config, sessions: Sequence[Session]) -> list[Session]:
-    """Each `protocol: both` session as its two era sessions (ERAS order), the others as they are."""
+    """Each `protocol: both` session as its two era sessions (BOTH_ERAS order), the others as they are."""
     out: list[Session] = []
     for session in sessions:
         if era_of(session) is None and wants_both(config, session):
-            out += [session.model_copy(update={"name": era_name(session.name, v)}) for v in ERAS]
+            out += [session.model_copy(update={"name": era_name(session.name, v)}) for v in BOTH_ERAS]
         else:
             out.append(session)
     return out
@@ -104,13 +102,13 @@ def era_refusal(session: Session, events: Sequence[dict[str, Any]], protocol: st
         return None
     error = (refused.get("msg") or {}).get("error")
     code = error.get("code") if isinstance(error, dict) else None
-    other = next(v for v in ERAS if v != version)
+    other = next(v for v in BOTH_ERAS if v != version)
     finding = Finding(
         category="session",
         severity="structural",
         path="protocol",
         message=(f"the server does not speak {version}: it refused `{refused.get('method')}` ({code}); "
-                 f"`protocol: both` records every session in {' and '.join(ERAS)}: pin the era it speaks "
+                 f"`protocol: both` records every session in {' and '.join(BOTH_ERAS)}: pin the era it speaks "
                  f"(`protocol: auto` or `protocol: {other}`) on this server or session"),
         kind="protocol",
     )
