@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcptape.config.models import Config, Session
-from mcptape.mcp import BOTH_ERAS, ERA_SEPARATOR, HANDSHAKE_METHODS
+from mcptape.errors import RequestRefused
+from mcptape.mcp import BOTH_ERAS, ERA_SEPARATOR, HANDSHAKE_METHODS, is_modern
 from mcptape.report.model import DiffResult, Drift, Finding
 
 BOTH = "both"
@@ -90,24 +91,29 @@ def config_index(config: Config, session: Session) -> int:
     return next(i for i, s in enumerate(config.sessions) if s.name == name)
 
 
-def era_refusal(session: Session, events: Sequence[dict[str, Any]], protocol: str | None) -> DiffResult | None:
-    """An era session whose server refused that era's handshake: the structural finding that says
+def era_refusal(session: Session, events: Sequence[dict[str, Any]], protocol: str | None,
+                error: Exception | None = None) -> DiffResult | None:
+    """An era session whose server refused that era's handshake (a JSON-RPC error, or over HTTP a
+    refused POST: `error` is then the recording's RequestRefused): the structural finding that says
     so (module docstring); None for any other recording, including a server that never answered."""
     version = era_of(session)
     if version is None or protocol is not None:
         return None
     refused = next((e for e in events if e.get("dir") == "s2c" and e.get("kind") == "error"
                     and e.get("method") in HANDSHAKE_METHODS), None)
-    if refused is None:
+    if refused is not None:
+        answer = (refused.get("msg") or {}).get("error")
+        method, code = refused.get("method"), answer.get("code") if isinstance(answer, dict) else None
+    elif isinstance(error, RequestRefused):
+        method, code = ("server/discover" if is_modern(version) else "initialize"), f"HTTP {error.status}"
+    else:
         return None
-    error = (refused.get("msg") or {}).get("error")
-    code = error.get("code") if isinstance(error, dict) else None
     other = next(v for v in BOTH_ERAS if v != version)
     finding = Finding(
         category="session",
         severity="structural",
         path="protocol",
-        message=(f"the server does not speak {version}: it refused `{refused.get('method')}` ({code}); "
+        message=(f"the server does not speak {version}: it refused `{method}` ({code}); "
                  f"`protocol: both` records every session in {' and '.join(BOTH_ERAS)}: pin the era it speaks "
                  f"(`protocol: auto` or `protocol: {other}`) on this server or session"),
         kind="protocol",

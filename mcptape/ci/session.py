@@ -274,7 +274,7 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
     if refusal is not None:  # a golden tape of refusals gates nothing: say so, with the fix
         result.notes.append(f"{refusal[0]}; {refusal[1]}")
     result.duration_s = round(recording.duration_s, 3)
-    refused = era_refusal(session, fresh.redacted, recording.protocol)
+    refused = era_refusal(session, fresh.redacted, recording.protocol, recording.error)
     if refused is not None:  # `protocol: both` and a server that does not speak this era (ci/eras.py)
         result.verdict, result.diff = "structural", refused
         if ctx.update:

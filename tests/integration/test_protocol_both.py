@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 from mcptape.ci.eras import base_name, era_refusal
+from mcptape.client import _with_stderr
 from mcptape.config.models import Session, Step
+from mcptape.errors import RequestRefused
 from mcptape.replay.era_pair import client_era, era_tapes
 from tests.conftest import CALC_SERVER, FIXTURES, ROOT, mcptape_command, user_env
 
@@ -169,3 +171,9 @@ def test_the_pair_and_the_era_of_a_first_line_are_read_from_names_and_messages(t
     assert era_refusal(era, refused, None) is not None
     assert era_refusal(era, [], None) is None  # no answer at all (a crash) stays the session's error
     assert era_refusal(era, refused, "2026-07-28") is None
+    # Over HTTP a legacy server refuses the POST itself (server-everything: 400), with the status kept
+    # through the client's error (client._with_stderr).
+    http = _with_stderr(RequestRefused("refused", request_id=0, status=400), "Server not initialized")
+    assert (http.status, http.request_id) == (400, 0) and "Server not initialized" in http.message
+    by_http = era_refusal(era, [], None, http)
+    assert by_http is not None and "refused `server/discover` (HTTP 400)" in by_http.drifts[0].findings[0].message
