@@ -223,6 +223,10 @@ def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
     """Serve the tape over streamable HTTP until SIGINT/SIGTERM, then report like stdio play."""
     from mcptape.replay.http import serve_http  # http.server, the HTTP transport's framing: --listen only
 
+    pair = era_tapes(options.tape)
+    if pair is not None and not Path(options.tape).exists():
+        raise ConfigError(f"{options.tape} is a `protocol: both` pair; play --listen serves one tape",
+                          hint=f"give one of {pair['modern']} and {pair['legacy']} (stdio play picks by the client)")
     tape = load_tape(options.tape)
     _require_sealed(options)
     go_live = options.fallback or (options.fallback_url is not None and not options.live_tools)

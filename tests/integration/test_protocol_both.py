@@ -177,3 +177,10 @@ def test_the_pair_and_the_era_of_a_first_line_are_read_from_names_and_messages(t
     assert (http.status, http.request_id) == (400, 0) and "Server not initialized" in http.message
     by_http = era_refusal(era, [], None, http)
     assert by_http is not None and "refused `server/discover` (HTTP 400)" in by_http.drifts[0].findings[0].message
+
+
+def test_play_listen_names_the_two_tapes_of_a_pair_it_cannot_choose_between(project: Path) -> None:
+    done = mcptape("play", "tapes/arith.tape.jsonl", "--listen", "127.0.0.1:0", cwd=project)
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    assert "is a `protocol: both` pair; play --listen serves one tape" in done.stderr
+    assert "tapes/arith@2026-07-28.tape.jsonl and tapes/arith@2025-11-25.tape.jsonl" in done.stderr
