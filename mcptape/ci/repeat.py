@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptape.ci.eras import era_of
-from mcptape.ci.session import RunContext, last_side_effects, open_sandbox, session_normalizer
+from mcptape.ci.session import (
+    RunContext,
+    last_side_effects,
+    open_sandbox,
+    session_normalizer,
+    started_server_lock,
+)
 from mcptape.client import Recording, record_session
 from mcptape.config.models import HttpServer, NormalizeRule, Session, StdioServer
 from mcptape.errors import (
@@ -51,9 +57,17 @@ class LiveRun:
 def live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer | None = None) -> LiveRun | str:
     """One live run of `session` against `server` (default: the session's own), or the error
     (redacted). ctx.loaded.base_dir is where the server's paths resolve."""
+    server = server if server is not None else ctx.loaded.config.servers[session.server]
+    lock = started_server_lock(server)  # one port: one run of it at a time
+    if lock is None:
+        return _live_run(ctx, session, server)
+    with lock:
+        return _live_run(ctx, session, server)
+
+
+def _live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer) -> LiveRun | str:
     loaded = ctx.loaded
     cfg = loaded.config
-    server = server if server is not None else cfg.servers[session.server]
     redactor = config_redactor(loaded)
     try:
         sandbox = open_sandbox(ctx, session)

@@ -40,7 +40,7 @@ from mcptape import environment
 from mcptape.ci.eras import config_index, era_refusal, session_names, session_protocol
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
-from mcptape.config.models import Config, HttpServer, Session
+from mcptape.config.models import Config, HttpServer, Session, StdioServer
 from mcptape.diff.engine import conformance_drifts, diff_tapes
 from mcptape.diff.surface_cost import add_budget_drift, surface_facts
 from mcptape.errors import (
@@ -329,9 +329,31 @@ def _read_golden(ctx: RunContext, session: Session, result: SessionResult) -> Ta
         return None
 
 
+_STARTED: dict[str, threading.Lock] = {}  # url -> held while a session runs a server `start:` serves there
+_STARTED_GUARD = threading.Lock()
+
+
+def started_server_lock(server: StdioServer | HttpServer) -> threading.Lock | None:
+    """The lock of an HTTP server ci starts itself (`start:`): it listens on the one port its `url`
+    names, so two sessions of it (the two eras of `protocol: both`, ci/eras.py, or any two) run one
+    after the other, never into "port already in use". None for any other server."""
+    if not isinstance(server, HttpServer) or not server.start:
+        return None
+    with _STARTED_GUARD:
+        return _STARTED.setdefault(server.url, threading.Lock())
+
+
 def _record(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None = None) -> Recording:
     """Start the session's server in its sandbox and run the session's steps against it (telling
     `clock` when each line crossed the wire, for --otel)."""
+    lock = started_server_lock(ctx.loaded.config.servers[session.server])
+    if lock is None:
+        return _record_alone(ctx, session, golden, clock)
+    with lock:
+        return _record_alone(ctx, session, golden, clock)
+
+
+def _record_alone(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None) -> Recording:
     loaded = ctx.loaded
     server = loaded.config.servers[session.server]
     try:

@@ -9,6 +9,7 @@ fixtures/servers/calc_server.py; `mcptape play` driven by the official SDK's `Cl
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -184,3 +185,38 @@ def test_play_listen_names_the_two_tapes_of_a_pair_it_cannot_choose_between(proj
     assert done.returncode == 3 and "Traceback" not in done.stderr
     assert "is a `protocol: both` pair; play --listen serves one tape" in done.stderr
     assert "tapes/arith@2026-07-28.tape.jsonl and tapes/arith@2025-11-25.tape.jsonl" in done.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_two_eras_of_a_server_ci_starts_on_one_port_take_turns(tmp_path: Path) -> None:
+    """An HTTP server with `start:` listens on the one port of its `url`: its two era sessions run in
+    parallel workers (-j 2) one after the other, not into "port already in use"."""
+    port = free_port()
+    (tmp_path / "mcptape.yml").write_text(f"""\
+version: 1
+golden_dir: tapes
+servers:
+  calc:
+    url: http://127.0.0.1:{port}/mcp
+    start: [{sys.executable}, {FIXTURES / "servers" / "http_calc_server.py"}, streamable-http, --port, "{port}"]
+    protocol: both
+sessions:
+  - name: http
+    server: calc
+    steps:
+      - call: add
+        arguments: {{a: 2, b: 3}}
+""", encoding="utf-8")
+    update = mcptape("ci", "--update-golden", "-j", "2", cwd=tmp_path)
+    assert update.returncode == 0, update.stdout + update.stderr
+    for version, negotiation in (("2026-07-28", "discover"), ("2025-11-25", "initialize")):
+        tape = tmp_path / "tapes" / f"http@{version}.tape.jsonl"
+        assert (header(tape)["protocol"], header(tape)["negotiation"], header(tape)["transport"]) == (
+            version, negotiation, "http")
+    green = mcptape("ci", "-j", "2", cwd=tmp_path)
+    assert green.returncode == 0, green.stdout + green.stderr
