@@ -104,7 +104,8 @@ def test_one_session_line_gives_an_exact_golden_per_era_green_until_the_server_c
     assert [s["name"] for s in json.loads((project / "one.json").read_text(encoding="utf-8"))["sessions"]] == ["arith@2025-11-25"]
 
 
-def test_a_server_that_does_not_speak_an_era_is_a_finding_and_its_other_era_still_gates(project: Path) -> None:
+def test_a_server_that_does_not_speak_an_era_is_a_finding_and_its_other_era_still_gates(tmp_path: Path) -> None:
+    project = tmp_path  # its own goldens: the module's project holds only the SDK 2.x session's
     write(project / "legacy.yml", "identical", legacy_only=True)
     update = mcptape("ci", "-c", "legacy.yml", "--update-golden", "--session", "calc", "--json", "calc.json", cwd=project)
     assert update.returncode == 2, update.stdout + update.stderr
