@@ -1,6 +1,7 @@
-"""A log the canonical order moves after the last step is still its call's drift (issue 29, item
-6c): mcptape/diff/attribution.py with normalize.canonical_order's `during`, on recordings of a real
-server process (fixtures/servers/asking_server.py: its `log` tool logs before it answers)."""
+"""A drift is the call's it came in (mcptape/diff/attribution.py), on recordings of a real server
+process (fixtures/servers/asking_server.py): a log the canonical order moves after the last step
+(issue 29, item 6c: normalize.canonical_order's `during`; its `log` tool logs before it answers),
+and a server request compared over the session (its `agent` tool runs a sampling loop)."""
 
 from __future__ import annotations
 
@@ -23,10 +24,10 @@ STEPS = [
 ]
 
 
-def recorded(log_text: str) -> Tape:
+def recorded(log_text: str, *args: str, steps: list[Step] = STEPS, settings: ClientSettings | None = None) -> Tape:
     """A session as ci keeps it: recorded, then in canonical order."""
-    transport = StdioTransport([*ASKING, "--log-text", log_text], env=minimal_env())
-    rec = record_session(transport, STEPS, ClientSettings(), session="logs", step_timeout=10.0)
+    transport = StdioTransport([*ASKING, "--log-text", log_text, *args], env=minimal_env())
+    rec = record_session(transport, steps, settings or ClientSettings(), session="logs", step_timeout=10.0)
     assert rec.error is None, rec.error
     events = canonical_order(rec.events)
     return Tape(make_header("logs", protocol=rec.protocol), events, make_footer(len(events)), path=None,
@@ -66,3 +67,18 @@ def test_a_notification_between_calls_has_no_cause_and_the_order_stays_idempoten
     by_data = {e["msg"]["params"]["data"]: e for e in ordered if e["kind"] == "notification"}
     assert by_data["in"][CAUSE_KEY] == 1 and CAUSE_KEY not in by_data["timer"]
     assert canonical_order(ordered) == ordered
+
+
+def test_a_changed_sampling_request_is_the_drift_of_the_tool_call_that_ran_the_loop() -> None:
+    tool_use = {"role": "assistant", "model": "m", "stopReason": "toolUse",
+                "content": [{"type": "tool_use", "id": "u1", "name": "add", "input": {"a": 2, "b": 3}}]}
+    final = {"role": "assistant", "model": "m", "stopReason": "endTurn", "content": {"type": "text", "text": "5"}}
+    settings = ClientSettings(capabilities={"sampling": {"tools": {}}}, sampling=[tool_use, final])
+    steps = [Step(action="call", target="echo", arguments={"text": "one"}), Step(action="call", target="agent"),
+             Step(action="call", target="echo", arguments={"text": "two"})]
+    golden = recorded("working", steps=steps, settings=settings)
+    assert diff_tapes(golden, recorded("working", steps=steps, settings=settings)).verdict == "same"
+    changed = diff_tapes(golden, recorded("working", "--question", "What is 2+4?", steps=steps, settings=settings))
+    assert changed.verdict == "output"
+    assert [(d.call.one_line() if d.call else None, [f.kind for f in d.findings]) for d in changed.drifts] == [
+        ("step 2 · tools/call agent", ["server_request_changed", "server_request_changed"])]

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcptape.diff import classify, protocol
 from mcptape.diff.align import Step, align
-from mcptape.diff.attribution import attribute_notifications
+from mcptape.diff.attribution import attribute_notifications, attribute_server_requests
 from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, build_stretch, find_window
 from mcptape.diff.checks import Checks, default_checks
 from mcptape.diff.classify import Pair, SurfaceNote
@@ -247,6 +247,7 @@ def _diff(
     placed = attribute_notifications(placed, golden, fresh)  # a moved log stays its call's (attribution.py)
     last_step = len(steps) + len(stretch_pairs)
     placed.extend(_session_drifts(g, f, policy, registry, last_step))
+    placed = attribute_server_requests(placed, golden, fresh)  # a sampling request is its tool call's
     if conformance is not None:
         for pos, d in conformance_drifts(conformance, drift, policy, baseline=baseline):
             placed.append((_prepared_index(conformance, fresh, pos), last_step + 1, d))

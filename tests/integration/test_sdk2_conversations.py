@@ -130,8 +130,8 @@ def test_volatile_values_do_not_drift_a_changed_question_or_url_does_in_both_era
     assert {got[f"connect@{v}"] for v in ERAS} == {"same"}
     # Each era says what the server asked differently: as a changed server request (2025-11-25) and a
     # changed input request of the input_required answer (2026-07-28).
-    assert ('agent@2025-11-25 · server_request[sampling/createMessage].params.messages[0].content.text '
-            '"What is 2+3?" → "What is 3+4?"') in question.stdout
+    assert ('agent@2025-11-25 · step 1 · tools/call agent · server_request[sampling/createMessage].params.'
+            'messages[0].content.text "What is 2+3?" → "What is 3+4?"') in question.stdout
     assert ('agent@2026-07-28 · step 1 · tools/call agent · result.inputRequests["__main__:first_turn"].params.'
             'messages[0].content.text "What is 2+3?" → "What is 3+4?"') in question.stdout
 
