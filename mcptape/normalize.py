@@ -566,7 +566,7 @@ def canonical_order(
     main: list[Item] = []
     units: dict[str, list[Item]] = {}  # s2c request id key -> [request, our answer]
     floating: list[list[Item]] = []
-    open_requests: dict[str, Any] = {}  # id key -> id of the client's requests not answered yet, oldest first
+    open_requests: dict[str, Any] = {}  # id key -> (id, task mark) of client requests unanswered, oldest first
     stderr: list[Item] = []
     notes: list[Item] = []
     exits: list[Item] = []
@@ -608,20 +608,40 @@ def canonical_order(
 # id here: the call that caused it (a log written by the tool's handler), which diff/ names when
 # the notification drifts (diff/attribution.py), though the notification itself sits after the
 # last step. One that arrived between calls (a timer's) has none: no call caused it.
+# A call answered with a task stays unanswered until the client's next call (its task runs on);
+# the client's polls (tasks/*) are never the cause: how often it polled is timing, and a status
+# push landing in a poll or between two must name the same call, or goldens would differ run to run.
 CAUSE_KEY = "during"
+_TASK_MECHANICS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update"})
+_TASK_RUNNING = "task"  # an open_requests key's value's mark: answered with a task, still running
 
 
 def _track_open(event: Mapping[str, Any], open_requests: dict[str, Any]) -> None:
     kind, direction = event.get("kind"), event.get("dir")
     if kind == "request" and direction == "c2s":
-        open_requests[id_key(event.get("id"))] = event.get("id")
+        if event.get("method") in _TASK_MECHANICS:
+            return
+        for key in [k for k, (_, state) in open_requests.items() if state == _TASK_RUNNING]:
+            del open_requests[key]  # the client moved on: the task's call is over for attribution
+        open_requests[id_key(event.get("id"))] = (event.get("id"), None)
     elif kind in ("response", "error") and direction == "s2c":
-        open_requests.pop(id_key(event.get("id")), None)
+        key = id_key(event.get("id"))
+        if key in open_requests and _answers_with_task(event):
+            open_requests[key] = (open_requests[key][0], _TASK_RUNNING)
+        else:
+            open_requests.pop(key, None)
+
+
+def _answers_with_task(event: Mapping[str, Any]) -> bool:
+    """A CreateTaskResult (2025-11-25 `result.task`) or a 2026-07-28 `resultType: "task"` answer."""
+    msg = event.get("msg")
+    result = msg.get("result") if isinstance(msg, dict) else None
+    return isinstance(result, dict) and (isinstance(result.get("task"), dict) or result.get("resultType") == "task")
 
 
 def _cause(open_requests: dict[str, Any]) -> Any:
-    """The newest unanswered client request: the one a notification arriving now belongs to."""
-    return next(reversed(open_requests.values()))
+    """The id of the newest unanswered client request: the one a notification arriving now belongs to."""
+    return next(reversed(open_requests.values()))[0]
 
 
 POLL_PREFIX = "mcptape-poll-"  # client.py's ids of tasks/get polls

@@ -82,3 +82,26 @@ def test_a_changed_sampling_request_is_the_drift_of_the_tool_call_that_ran_the_l
     assert changed.verdict == "output"
     assert [(d.call.one_line() if d.call else None, [f.kind for f in d.findings]) for d in changed.drifts] == [
         ("step 2 · tools/call agent", ["server_request_changed", "server_request_changed"])]
+
+
+def test_a_task_status_push_names_the_call_that_made_the_task_whether_it_lands_in_a_poll_or_between() -> None:
+    def run(in_poll: bool) -> list[dict[str, Any]]:
+        push = {"kind": "notification", "dir": "s2c", "method": "notifications/tasks/status",
+                "msg": {"params": {"status": "completed"}}, "step": 1}
+        poll = [{"kind": "request", "dir": "c2s", "id": "mcptape-poll-1", "method": "tasks/get", "msg": {}, "step": 1},
+                {"kind": "response", "dir": "s2c", "id": "mcptape-poll-1", "method": "tasks/get",
+                 "msg": {"result": {"status": "completed"}}, "step": 1}]
+        return [
+            {"kind": "request", "dir": "c2s", "id": 3, "method": "tools/call", "msg": {}, "step": 1},
+            {"kind": "response", "dir": "s2c", "id": 3, "method": "tools/call",
+             "msg": {"result": {"task": {"taskId": "<TASK_ID>", "status": "working"}}}, "step": 1},
+            *([poll[0], push, poll[1]] if in_poll else [push, *poll]),
+            {"kind": "request", "dir": "c2s", "id": 4, "method": "tools/list", "msg": {}, "step": 2},
+            {"kind": "notification", "dir": "s2c", "method": "notifications/message", "msg": {"params": {}}, "step": 2},
+            {"kind": "response", "dir": "s2c", "id": 4, "method": "tools/list", "msg": {"result": {}}, "step": 2},
+        ]
+
+    in_poll, between = canonical_order(run(True)), canonical_order(run(False))
+    assert in_poll == between  # how the push raced the client's poll is timing: one golden
+    causes = {e["method"]: e.get(CAUSE_KEY) for e in in_poll if e["kind"] == "notification"}
+    assert causes == {"notifications/tasks/status": 3, "notifications/message": 4}  # the task's call; the next call's
