@@ -177,7 +177,8 @@ class ScriptedClient:
         self.settings = settings
         self.session = session
         requested = protocol or settings.protocol
-        self.protocol_mode = "auto" if requested in (None, "auto") else str(requested)
+        # `both` is ci's split into one session per era (ci/eras.py); anything else running it is auto.
+        self.protocol_mode = "auto" if requested in (None, "auto", "both") else str(requested)
         # The version `initialize` asks for (auto's fallback, or the pinned legacy version).
         self.protocol_requested = (
             LEGACY_DEFAULT_PROTOCOL if self.protocol_mode == "auto" or is_modern(requested) else str(requested)
@@ -883,7 +884,14 @@ def _is_probe(event: Event) -> bool:
 def _with_stderr(error: McptapeError, tail: str) -> McptapeError:
     """The same error with the server's last stderr lines appended (how a user sees why it died)."""
     if not tail:
-        return type(error)(error.message + " (the server wrote nothing to stderr)", hint=error.hint)
-    indented = "\n".join("    " + line for line in tail.splitlines())
-    return type(error)(f"{error.message}\n  server stderr (last lines):\n{indented}", hint=error.hint)
+        text = error.message + " (the server wrote nothing to stderr)"
+    else:
+        indented = "\n".join("    " + line for line in tail.splitlines())
+        text = f"{error.message}\n  server stderr (last lines):\n{indented}"
+    # A copy of its fields, not type(error)(...): a subclass keeps its own (RequestRefused's status
+    # and id), whose __init__ takes more than a message (so copy.copy cannot rebuild it either).
+    out = type(error).__new__(type(error))
+    out.__dict__.update(vars(error))
+    out.message, out.args = text, (text,)
+    return out
 

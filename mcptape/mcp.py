@@ -21,6 +21,11 @@ LEGACY_NEWEST = "2025-11-25"  # the newest session-based revision
 # SDK, FastMCP, the Inspector), so a `ci` golden and a tape recorded behind any of them agree.
 LEGACY_DEFAULT_PROTOCOL = "2025-11-25"
 
+# `protocol: both` (ci/eras.py): a session recorded in each of these, a golden tape each, named
+# `<session>@<version>`; play serves a client of either era from its own (replay/era_pair.py).
+BOTH_ERAS = (MODERN_PROTOCOL, LEGACY_DEFAULT_PROTOCOL)
+ERA_SEPARATOR = "@"
+
 HANDSHAKE_METHODS = frozenset({"initialize", "server/discover"})
 
 # `_meta` keys of the 2026-07-28 envelope (reserved prefix `io.modelcontextprotocol/`).

@@ -52,7 +52,9 @@ server notifications `notifications/message`, `notifications/*/list_changed`,
 `notifications/resources/updated`, `notifications/tasks/status`, and server requests `roots/list`
 and `ping` together with
 mcptape's answer to each — are taken out of whatever step they landed in, lose their `step`,
-and are placed after the last step, sorted by (method, content without ids). Everything else
+and are placed after the last step, sorted by (method, content without ids); a notification
+that arrived while a client request was unanswered keeps that request's id (`"during"`), so a
+drift in it is still the drift of the call that caused it (diff/attribution.py). Everything else
 keeps its arrival order, which a single server stream fixes (progress notifications stay
 before their response, a sampling request stays inside the tool call that caused it).
 Server request ids are then renumbered 0, 1, 2, ... in that canonical order (a timer's
@@ -573,6 +575,7 @@ def canonical_order(
     main: list[Item] = []
     units: dict[str, list[Item]] = {}  # s2c request id key -> [request, our answer]
     floating: list[list[Item]] = []
+    open_requests: dict[str, Any] = {}  # id key -> (id, task mark) of client requests unanswered, oldest first
     stderr: list[Item] = []
     notes: list[Item] = []
     exits: list[Item] = []
@@ -587,6 +590,8 @@ def canonical_order(
             notes.append((index, event))
         elif _is_floating_start(event):
             event = {k: v for k, v in event.items() if k != "step"}
+            if kind == "notification" and open_requests and CAUSE_KEY not in event:
+                event[CAUSE_KEY] = _cause(open_requests)
             unit = [(index, event)]
             floating.append(unit)
             if kind == "request":
@@ -600,11 +605,52 @@ def canonical_order(
             units.pop(id_key(event.get("id"))).append((index, event))
         else:
             main.append((index, event))
+            _track_open(event, open_requests)
     floating.sort(key=lambda unit: (unit[0][1].get("kind", ""), unit[0][1].get("method", ""), _content_key(unit[0][1])))
     ordered = main + [item for unit in floating for item in unit] + stderr + notes + exits
     if positions is not None:
         positions[:] = [index for index, _ in ordered]
     return _renumber_polls(_collapse_polls(_renumber_server_requests([event for _, event in ordered]), positions))
+
+
+# A floating notification that arrived while a client request was unanswered keeps that request's
+# id here: the call that caused it (a log written by the tool's handler), which diff/ names when
+# the notification drifts (diff/attribution.py), though the notification itself sits after the
+# last step. One that arrived between calls (a timer's) has none: no call caused it.
+# A call answered with a task stays unanswered until the client's next call (its task runs on);
+# the client's polls (tasks/*) are never the cause: how often it polled is timing, and a status
+# push landing in a poll or between two must name the same call, or goldens would differ run to run.
+CAUSE_KEY = "during"
+_TASK_MECHANICS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update"})
+_TASK_RUNNING = "task"  # an open_requests key's value's mark: answered with a task, still running
+
+
+def _track_open(event: Mapping[str, Any], open_requests: dict[str, Any]) -> None:
+    kind, direction = event.get("kind"), event.get("dir")
+    if kind == "request" and direction == "c2s":
+        if event.get("method") in _TASK_MECHANICS:
+            return
+        for key in [k for k, (_, state) in open_requests.items() if state == _TASK_RUNNING]:
+            del open_requests[key]  # the client moved on: the task's call is over for attribution
+        open_requests[id_key(event.get("id"))] = (event.get("id"), None)
+    elif kind in ("response", "error") and direction == "s2c":
+        key = id_key(event.get("id"))
+        if key in open_requests and _answers_with_task(event):
+            open_requests[key] = (open_requests[key][0], _TASK_RUNNING)
+        else:
+            open_requests.pop(key, None)
+
+
+def _answers_with_task(event: Mapping[str, Any]) -> bool:
+    """A CreateTaskResult (2025-11-25 `result.task`) or a 2026-07-28 `resultType: "task"` answer."""
+    msg = event.get("msg")
+    result = msg.get("result") if isinstance(msg, dict) else None
+    return isinstance(result, dict) and (isinstance(result.get("task"), dict) or result.get("resultType") == "task")
+
+
+def _cause(open_requests: dict[str, Any]) -> Any:
+    """The id of the newest unanswered client request: the one a notification arriving now belongs to."""
+    return next(reversed(open_requests.values()))[0]
 
 
 POLL_PREFIX = "mcptape-poll-"  # client.py's ids of tasks/get polls

@@ -47,7 +47,7 @@ SECURITY_KINDS: dict[str, str] = {
 # What each means and how bad it is: diff/classify.py's docstring. tests/test_diff_classify.py
 # checks that every Finding the code builds is named here.
 FINDING_KINDS: dict[str, tuple[str, ...]] = {
-    "call": ("added", "removed", "arguments", "server_request_added", "server_request_removed"),
+    "call": ("added", "removed", "arguments", "server_request_added", "server_request_removed", "server_request_changed"),
     "surface": ("added", "removed", "renamed"),
     "schema": ("breaking", "compatible", "cosmetic"),
     "session": ("protocol", "client_protocol", "capability_removed", "capability_added", "capability_changed", "server_info", "changed"),

@@ -171,7 +171,8 @@ def test_otel_times_are_the_wire_times_the_tape_keeps(tmp_path: Path) -> None:
     assert 29.0e9 < wall_now - sent < 31.0e9  # the wire's instant, not the writer's
     assert abs((answered - sent) - 10.0e9) < 1e6
     ms = footer_times(tape.footer)
-    assert ms is not None and abs((ms[1] - ms[0]) * 1e6 - (answered - sent)) < 1e6  # the footer's own gap
+    assert ms is not None and ms[0] is not None and ms[1] is not None
+    assert abs((ms[1] - ms[0]) * 1e6 - (answered - sent)) < 1e6  # the footer's own gap
 
 
 def _end(returncode: int | None, reason: str, **extra: str) -> tuple[int, bytes]:

@@ -7,7 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptape.ci.session import RunContext, last_side_effects, open_sandbox, session_normalizer
+from mcptape.ci.eras import era_of
+from mcptape.ci.session import (
+    RunContext,
+    last_side_effects,
+    open_sandbox,
+    session_normalizer,
+    started_server_lock,
+)
 from mcptape.client import Recording, record_session
 from mcptape.config.models import HttpServer, NormalizeRule, Session, StdioServer
 from mcptape.errors import (
@@ -50,9 +57,17 @@ class LiveRun:
 def live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer | None = None) -> LiveRun | str:
     """One live run of `session` against `server` (default: the session's own), or the error
     (redacted). ctx.loaded.base_dir is where the server's paths resolve."""
+    server = server if server is not None else ctx.loaded.config.servers[session.server]
+    lock = started_server_lock(server)  # one port: one run of it at a time
+    if lock is None:
+        return _live_run(ctx, session, server)
+    with lock:
+        return _live_run(ctx, session, server)
+
+
+def _live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer) -> LiveRun | str:
     loaded = ctx.loaded
     cfg = loaded.config
-    server = server if server is not None else cfg.servers[session.server]
     redactor = config_redactor(loaded)
     try:
         sandbox = open_sandbox(ctx, session)
@@ -68,7 +83,7 @@ def live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer
             session.steps,
             cfg.client_for(session),
             session=session.name,
-            protocol=server.protocol,
+            protocol=era_of(session) or server.protocol,  # an era of `protocol: both` pins it
             step_timeout=session.step_timeout,
             session_timeout=session.timeout,
             after_step=sandbox.step if sandbox is not None else None,

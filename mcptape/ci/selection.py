@@ -6,6 +6,7 @@ import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
+from mcptape.ci.eras import base_name, era_of, expand
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Session
 from mcptape.config.semantics import check_config, not_a_directory
@@ -17,15 +18,17 @@ from mcptape.errors import (
 
 
 def select_sessions(loaded: LoadedConfig, names: Sequence[str], shard: str | None) -> list[Session]:
-    sessions = list(loaded.config.sessions)
-    known = [s.name for s in sessions]
+    # A `protocol: both` session runs as one session per era (ci/eras.py): `--session NAME` picks
+    # both, `--session NAME@VERSION` one of them.
+    sessions = expand(loaded.config, loaded.config.sessions)
+    known = [s.name for s in loaded.config.sessions] + [s.name for s in sessions if era_of(s) is not None]
     for name in names:
         if name not in known:
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"did you mean `{close[0]}`?" if close else f"sessions in {loaded.path}: {', '.join(known)}"
             raise ConfigError(f"--session {name}: no session of that name in {loaded.path}", hint=hint)
     if names:
-        sessions = [s for s in sessions if s.name in names]
+        sessions = [s for s in sessions if s.name in names or base_name(s.name) in names]
     if shard:
         index, total = parse_shard(shard)
         ordered = sorted(sessions, key=lambda s: s.name)

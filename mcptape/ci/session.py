@@ -22,6 +22,7 @@ or fresh tape that cannot be written fails its session, one a secret survived in
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -36,9 +37,10 @@ from typing import Any, TypeVar
 # tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
 # The one exception is the conformance check (conformance/gate.py, loaded by run_in_pool).
 from mcptape import environment
+from mcptape.ci.eras import config_index, era_refusal, session_names, session_protocol
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
-from mcptape.config.models import Config, HttpServer, Session
+from mcptape.config.models import Config, HttpServer, Session, StdioServer
 from mcptape.conformance import gate as conformance
 from mcptape.diff.surface_cost import add_budget_drift, surface_facts
 from mcptape.errors import (
@@ -272,11 +274,17 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
     if refusal is not None:  # a golden tape of refusals gates nothing: say so, with the fix
         result.notes.append(f"{refusal[0]}; {refusal[1]}")
     result.duration_s = round(recording.duration_s, 3)
+    refused = era_refusal(session, fresh.redacted, recording.protocol, recording.error)
+    if refused is not None:  # `protocol: both` and a server that does not speak this era (ci/eras.py)
+        result.verdict, result.diff = "structural", refused
+        if ctx.update:
+            result.notes.append(f"golden tape {result.golden} not written: the server does not speak this era")
+        return outcome
     if recording.error is not None:
         result.verdict = "error"
         message = str(recording.error)
         if isinstance(recording.error, ConfigError) and recording.failed_step is not None:
-            index = ctx.loaded.config.sessions.index(session)
+            index = config_index(ctx.loaded.config, session)
             message = f"{ctx.loaded.path}:{ctx.loaded.step_line(index, recording.failed_step - 1)}: {message}"
         result.error = outlet.redactor.redact_text(message)
         if ctx.update:
@@ -321,9 +329,31 @@ def _read_golden(ctx: RunContext, session: Session, result: SessionResult) -> Ta
         return None
 
 
+_STARTED: dict[str, threading.Lock] = {}  # url -> held while a session runs a server `start:` serves there
+_STARTED_GUARD = threading.Lock()
+
+
+def started_server_lock(server: StdioServer | HttpServer) -> threading.Lock | None:
+    """The lock of an HTTP server ci starts itself (`start:`): it listens on the one port its `url`
+    names, so two sessions of it (the two eras of `protocol: both`, ci/eras.py, or any two) run one
+    after the other, never into "port already in use". None for any other server."""
+    if not isinstance(server, HttpServer) or not server.start:
+        return None
+    with _STARTED_GUARD:
+        return _STARTED.setdefault(server.url, threading.Lock())
+
+
 def _record(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None = None) -> Recording:
     """Start the session's server in its sandbox and run the session's steps against it (telling
     `clock` when each line crossed the wire, for --otel)."""
+    lock = started_server_lock(ctx.loaded.config.servers[session.server])
+    if lock is None:
+        return _record_alone(ctx, session, golden, clock)
+    with lock:
+        return _record_alone(ctx, session, golden, clock)
+
+
+def _record_alone(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None) -> Recording:
     loaded = ctx.loaded
     server = loaded.config.servers[session.server]
     try:
@@ -342,7 +372,7 @@ def _record(ctx: RunContext, session: Session, golden: Tape | None, clock: WireC
             session.steps,
             loaded.config.client_for(session),
             session=session.name,
-            protocol=server.protocol,
+            protocol=session_protocol(loaded.config, session),
             step_timeout=session.step_timeout,
             session_timeout=session.timeout,
             golden_tools=None if (ctx.update or golden is None) else golden_tools(golden),
@@ -482,7 +512,7 @@ def orphan_goldens(ctx: RunContext) -> list[str]:
     """Golden tapes in golden_dir that no session of the config (selected or not) owns."""
     if not ctx.golden_dir.is_dir():
         return []
-    names = {s.name for s in ctx.loaded.config.sessions}
+    names = set(session_names(ctx.loaded.config))
     return sorted(
         _rel(ctx, p)
         for p in ctx.golden_dir.glob(f"*{TAPE_SUFFIX}")

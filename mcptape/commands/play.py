@@ -21,7 +21,7 @@ import argparse
 import gc
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +30,12 @@ from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log, utf8
 from mcptape.replay.engine import Fallback, ReplayEngine, load_tape, stream_tape
+from mcptape.replay.era_pair import choose, era_tapes
 from mcptape.replay.lab import LabEngine, LabOptions
 from mcptape.replay.matching import match_on_name_only
 from mcptape.replay.outcome import ReplayReport
 from mcptape.replay.pacing import parse_pace
-from mcptape.replay.stdio import hang_up, serve
+from mcptape.replay.stdio import ClientLines, hang_up, serve
 from mcptape.tape.seal import require as require_sealed
 
 
@@ -157,6 +158,7 @@ def run(options: Options) -> int:
         from mcptape.telemetry import open_telemetry  # the SDK: only a traced play pays for it
 
         telemetry = open_telemetry(options.otel, options.otel_payloads)
+    options, client = _era_of_pair(options)
     live_fallback = options.fallback or (options.fallback_url is not None and not options.live_tools)
     fallback = _new_fallback(options)() if live_fallback else None
     stream = stream_tape(options.tape)
@@ -185,7 +187,7 @@ def run(options: Options) -> int:
         from mcptape.telemetry import WireLog
 
         log = WireLog()
-    serve(served, sys.stdin.fileno(), out, log)
+    serve(served, sys.stdin.fileno(), out, log, client)
     if served.hung_up:
         print("mcptape play: --fault close: hanging up", file=sys.stderr)
         hang_up(out)
@@ -204,6 +206,20 @@ def run(options: Options) -> int:
     if live is not None:
         code = max(code, live.finish())
     return code
+
+
+def _era_of_pair(options: Options) -> tuple[Options, ClientLines | None]:
+    """A `protocol: both` golden pair (replay/era_pair.py): the tape of the era the client's first
+    line opens, and the client's reader holding that line; the options as given otherwise."""
+    tapes = era_tapes(options.tape)
+    if tapes is None:
+        return options, None
+    client = ClientLines(sys.stdin.fileno())
+    first = client.readline()
+    client.push_back(first)
+    tape, why = choose(tapes, first)
+    say(f"mcptape play: {options.tape}: a `protocol: both` pair; {why}: serving {tape}")
+    return replace(options, tape=str(tape)), client
 
 
 def _say_unpaced(served: LabEngine) -> None:
@@ -234,6 +250,10 @@ def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
     """Serve the tape over streamable HTTP until SIGINT/SIGTERM, then report like stdio play."""
     from mcptape.replay.http import serve_http  # http.server, the HTTP transport's framing: --listen only
 
+    pair = era_tapes(options.tape)
+    if pair is not None and not Path(options.tape).exists():
+        raise ConfigError(f"{options.tape} is a `protocol: both` pair; play --listen serves one tape",
+                          hint=f"give one of {pair['modern']} and {pair['legacy']} (stdio play picks by the client)")
     with TAPE_MEMORY:
         tape = load_tape(options.tape)
     _require_sealed(options)

@@ -108,11 +108,12 @@ def _fail(message: str, *, at: tuple[str | int, ...] = (), key: str | None = Non
 
 
 def _check_protocol(value: str | None) -> str | None:
-    if value is None or value == "auto" or value in PROTOCOL_VERSIONS:
+    # `both`: ci records the session in both eras, a golden each (ci/eras.py).
+    if value is None or value in ("auto", "both") or value in PROTOCOL_VERSIONS:
         return value
     raise _fail(
-        f'unknown protocol version "{value}"{suggest(str(value), PROTOCOL_VERSIONS)} '
-        f"Valid: auto, {', '.join(PROTOCOL_VERSIONS)}"
+        f'unknown protocol version "{value}"{suggest(str(value), ("auto", "both", *PROTOCOL_VERSIONS))} '
+        f"Valid: auto, both, {', '.join(PROTOCOL_VERSIONS)}"
     )
 
 
@@ -143,7 +144,7 @@ def _split_command(v: Any) -> Any:
     return v
 
 
-_PROTOCOL_SCHEMA = {"enum": ["auto", *PROTOCOL_VERSIONS], "type": "string"}
+_PROTOCOL_SCHEMA = {"enum": ["auto", "both", *PROTOCOL_VERSIONS], "type": "string"}
 _COMMAND_SCHEMA = {
     "anyOf": [
         {"type": "string", "description": "split like a shell would"},
@@ -406,7 +407,8 @@ class ClientSettings(_Strict):
     """How the scripted client presents itself and answers the server's own requests."""
 
     protocol: Annotated[str, WithJsonSchema(_PROTOCOL_SCHEMA)] = Field(
-        default="auto", description="auto (discover, then initialize) or a pinned protocol version"
+        default="auto", description="auto (discover, then initialize), a pinned protocol version, or both (ci records "
+        "each session in 2026-07-28 and 2025-11-25, a golden tape each: <session>@<version>)"
     )
     name: str = Field(default="mcptape", description="clientInfo.name sent to the server")
     version: str | None = Field(default=None, description="clientInfo.version (default: mcptape's version)")

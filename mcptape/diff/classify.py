@@ -11,7 +11,8 @@ where `default_checks` lists mcptape's own explicitly):
 Categories and kinds emitted (severity before DriftSettings are applied); their names are
 verdict.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked against:
     call          added | removed (structural) · arguments (output) ·
-                  server_request_added | server_request_removed (output)
+                  server_request_added | server_request_removed | server_request_changed (what
+                  is left of one method on both sides, paired in order) (output)
     surface       added (DriftSettings.added_surface, default structural) | removed (structural)
     schema        breaking (structural) | compatible (output) | cosmetic (output)
     session       protocol (structural) · client_protocol (the client asked another version in
@@ -600,19 +601,36 @@ def check_server_requests(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding
     for k, sreq in enumerate(g.server_requests):
         pool[sreq.key].append(k)
     out: list[tuple[int, Finding]] = []
+    added = []
     for sreq in f.server_requests:
         if pool.get(sreq.key):
             pool[sreq.key].pop(0)
+        else:
+            added.append(sreq)
+    removed = sorted(k for ks in pool.values() for k in ks)
+    # What is left of one method on both sides pairs in order: a sampling loop asked other
+    # questions (the same turns, another content), said as what changed in each, not as requests
+    # gone and new ones whose text is cut before the difference.
+    for sreq in list(added):
+        same = next((i for i in removed if g.server_requests[i].method == sreq.method), None)
+        if same is None:
             continue
+        removed.remove(same)
+        added.remove(sreq)
+        old = g.server_requests[same]
+        path = f"server_request[{sreq.method}].params"
+        for c in changes(old.params, sreq.params, path):
+            out.append((sreq.event, Finding("call", "output", c.path, describe(c), c.before, c.after,
+                                            "server_request_changed", g.line(old.event), f.line(sreq.event))))
+    for sreq in added:
         out.append((sreq.event, Finding("call", "output", f"server_request[{sreq.method}]",
                                         f"server now sends {sreq.method} {show(sreq.params)}", None, clip(sreq.params),
                                         "server_request_added", None, f.line(sreq.event))))
-    for ks in pool.values():
-        for k in ks:
-            sreq = g.server_requests[k]
-            out.append((len(f.tape.events), Finding("call", "output", f"server_request[{sreq.method}]",
-                                                    f"server no longer sends {sreq.method}", clip(sreq.params), None,
-                                                    "server_request_removed", g.line(sreq.event), None)))
+    for k in removed:
+        sreq = g.server_requests[k]
+        out.append((len(f.tape.events), Finding("call", "output", f"server_request[{sreq.method}]",
+                                                f"server no longer sends {sreq.method}", clip(sreq.params), None,
+                                                "server_request_removed", g.line(sreq.event), None)))
     return out
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcptape.diff import classify, protocol
 from mcptape.diff.align import Step, align
+from mcptape.diff.attribution import attribute_notifications, attribute_server_requests
 from mcptape.diff.calls import Call, TapeCalls, Window, build_calls, build_stretch, find_window
 from mcptape.diff.checks import Checks, default_checks
 from mcptape.diff.classify import Pair, SurfaceNote
@@ -257,8 +258,10 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, more: Placed |
     # Removed golden calls wait before the next fresh call; after the window, that is its first one.
     end = window.stop_f if window.stop_f is not None else len(fresh.events)
     placed, surface_notes = _call_drifts(g, f, steps, stretch_pairs, end, policy, registry)
+    placed = attribute_notifications(placed, golden, fresh)  # a moved log stays its call's (attribution.py)
     last_step = len(steps) + len(stretch_pairs)
     placed.extend(_session_drifts(g, f, policy, registry, last_step))
+    placed = attribute_server_requests(placed, golden, fresh)  # a sampling request is its tool call's
     if more is not None:
         for pos, d in more.drifts:
             placed.append((_prepared_index(more.tape, fresh, pos), last_step + 1, d))

@@ -54,7 +54,8 @@ _OWN_TEXT = {
         golden_size listed called""",
     "verdicts, severities and finding tags (diff/)": """same updated output structural secret none info
         breaking compatible cosmetic added removed changed order schema conformance process notification
-        side_effect result_to_error error_to_result server_request_added server_request_removed crash stdout""",
+        side_effect result_to_error error_to_result server_request_added server_request_removed
+        server_request_changed crash stdout""",
     "JUnit (report/junit.py)": """testsuites testsuite testcase failure failures errors skipped classname
         system-out time tests output_drift structural_drift secret_leak could_not_run encoding""",
     "terminal and markdown reports (report/)": """verdict first drifted call error no drift redaction redacted

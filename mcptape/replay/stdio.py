@@ -34,6 +34,11 @@ class ClientLines:
         self.poller = select.poll()
         self.poller.register(fd, select.POLLIN)
 
+    def push_back(self, line: bytes) -> None:
+        """Give back a line already read (play read the first one to pick a tape: era_pair.py)."""
+        self.buf[0:0] = line
+        self.scanned = 0
+
     def waiting(self) -> bool:
         """A line (or EOF) is here or on its way: the caller should read rather than do other work."""
         if self.eof or self.buf.find(b"\n", self.scanned) >= 0:
@@ -90,11 +95,13 @@ def _write_data(fd: int, data: str) -> None:
             view = view[os.write(fd, view) :]
 
 
-def serve(engine: Served, in_fd: int, out_fd: int, observe: Observer | None = None) -> None:
-    """Answer the client's lines on `in_fd` on `out_fd` until it hangs up or the recorded server
-    died (engine.closed; then `hang_up`). Startup lines first; idle time reads the tape ahead.
+def serve(engine: Served, in_fd: int, out_fd: int, observe: Observer | None = None,
+          client: ClientLines | None = None) -> None:
+    """Answer the client's lines on `in_fd` (or `client`, a reader of it already used) on `out_fd`
+    until it hangs up or the recorded server died (engine.closed; then `hang_up`). Startup lines
+    first; idle time reads the tape ahead.
     `observe(direction, line)` is told of every line after it was sent (--otel: telemetry.py)."""
-    client = ClientLines(in_fd)
+    client = client if client is not None else ClientLines(in_fd)
     try:
         _write(out_fd, _seen(observe, S2C, engine.pending_startup()))
         while not engine.closed:
