@@ -10,6 +10,12 @@ down. Every event goes through one EventBuilder and carries `"step": n` (1-based
 handshake events). Bytes and framing are the transport's (transports/); comparing is diff/'s;
 volatile values are normalize.py's; how sessions are chosen and judged is ci.py's.
 
+Over 800 lines, on purpose: every step kind here (calls, input-required rounds, the two eras'
+tasks, server requests answered mid-call) drives the one receive loop, id counter, deadline and
+event log of a ScriptedClient, and interleaves with the others on the wire (a task's poll meets
+a sampling request, an input round a log). Split by step kind, each part would reach into that
+shared state; kept together, the state has one owner.
+
 A failing session (timeout, crash) never loses what was seen: `record_session` returns the
 events gathered so far together with the error. stderr lines come last (their interleaving
 with stdout is unknowable); the process exit is recorded when the session failed or the server

@@ -3,6 +3,12 @@
 A Redactor builds two of these from the same configuration, separately, so a scrubber that
 misses a kind is still caught by the checker (redactor.py). What the detectors look for is
 shapes.py's; which known values are skipped is decided here (`_ignorable_known`).
+
+Over 800 lines, on purpose: this is rec's per-line hot path (the writer's throughput is measured
+against the release before the rule set, docs/performance.md). The prefilters and gates at the
+top (which trigger words, key ends and runs a line can hold before a detector runs) are tuned to
+the exact scan in Engine that reads them, and each is tested against its plain definition
+(tests/test_redact_prefilters.py); apart from that scan they would be a second description of it.
 """
 
 from __future__ import annotations
