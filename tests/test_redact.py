@@ -485,3 +485,26 @@ def test_raw_field_is_scrubbed_and_dropped_when_it_matches_msg() -> None:
     out = make_redactor().redact_event(ev)
     assert tok not in dumps(out) and "raw" not in out  # the escaped form carried no other difference
 
+
+
+def test_a_fork_compiles_nothing_and_keeps_its_own_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ci compiles its config's Redactor once per run and gives each session a fork
+    # (ci/session.py): the same detectors, found values counted per session, state apart.
+    run = Redactor(known={"env.API_KEY": "kq7-Zr2m-Wx9p-Lt4v"}, patterns=[r"ACME-[A-Z0-9]{12}"], home=None, user=None)
+
+    def compile_again(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a fork compiled its detectors again")
+
+    monkeypatch.setattr(engine.Engine, "__init__", compile_again)
+    one, other = run.fork(), run.fork()
+    text = "key kq7-Zr2m-Wx9p-Lt4v and ACME-ABCDEF123456 and " + "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    cleaned = one.redact_text(text)
+    assert "kq7-Zr2m-Wx9p-Lt4v" not in cleaned and "ACME-ABCDEF123456" not in cleaned and "ghp_a1B2" not in cleaned
+    assert set(one.counts) == {"env.API_KEY", "pattern", "github-token"}, one.counts
+    assert other.counts == {} and run.counts == {}  # the other session's and the run's own stay apart
+    assert other.redact_text("nothing secret here") == "nothing secret here" and other.counts == {}
+    with pytest.raises(SecretLeak):  # a fork's checker verifies as the original's does
+        other.verify("leaked kq7-Zr2m-Wx9p-Lt4v", "test output")
+    # A PEM block one fork is inside of (a tape scanned line by line) is not the other's.
+    one._scrubber.pem_open = True
+    assert not other._scrubber.pem_open and not run.fork()._scrubber.pem_open

@@ -37,7 +37,7 @@ from mcptape.conformance import gate as conformance
 from mcptape.errors import ConfigError, McptapeError
 from mcptape.nondeterminism import call_of, find_volatile, suggest_rules, unfixed
 from mcptape.normalize import Normalizer
-from mcptape.outlet import config_redactor
+from mcptape.redact.redactor import Redactor
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header
 from mcptape.transports.stdio import minimal_env
@@ -76,12 +76,12 @@ def base_side(loaded: LoadedConfig, checkout: Path, repo: Path) -> LoadedConfig:
     return replace(loaded, base_dir=checkout / loaded.base_dir.resolve().relative_to(repo.resolve()))
 
 
-def run_setup(base: LoadedConfig, sessions: Sequence[Session]) -> list[str]:
+def run_setup(base: LoadedConfig, sessions: Sequence[Session], redactor: Redactor) -> list[str]:
     """The `baseline:` setup commands in REF's checkout: the config's, then those of each server a
     selected session uses. Same rules as a server: allowlisted environment plus `baseline.env`,
-    a timeout, output redacted. A failing command is a McptapeError (exit 3) naming it."""
+    a timeout, output redacted (by the run's `redactor`). A failing command is a McptapeError
+    (exit 3) naming it."""
     settings = base.config.baseline
-    redactor = config_redactor(base)
     env = minimal_env(settings.env)
     steps: list[tuple[list[str], Path]] = [(cmd, base.base_dir) for cmd in settings.setup]
     used = list(dict.fromkeys(s.server for s in sessions))
@@ -347,8 +347,10 @@ def reference_report(ctx: RunContext, sessions: Sequence[Session], *, baseline: 
             if not base_loaded.base_dir.is_dir():
                 raise ConfigError(f"{loaded.path}: its directory does not exist at {base.label}",
                                   hint="the base commit predates the servers this config runs; compare with a later ref")
-            lines += [f"setup: {cmd}" for cmd in run_setup(base_loaded, sessions)]
-            ref_ctx = RunContext(loaded=base_loaded, update=False, out_dir=None, golden_dir=base_loaded.golden_dir)
+            lines += [f"setup: {cmd}" for cmd in run_setup(base_loaded, sessions, ctx.redactor.fork())]
+            # The head's config, so the head's Redactor: compiled once for both sides.
+            ref_ctx = RunContext(loaded=base_loaded, update=False, out_dir=None, golden_dir=base_loaded.golden_dir,
+                                 run_redactor=ctx.redactor)
             ref = Reference(ref_ctx, f"against {base.label}", "base")
             compared = compare_all(ctx, ref, sessions, runs=runs, latency_runs=latency_runs or 0, jobs=jobs)
     for c in compared:

@@ -7,24 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptape.ci.eras import era_of
-from mcptape.ci.session import (
-    RunContext,
-    last_side_effects,
-    open_sandbox,
-    session_normalizer,
-    started_server_lock,
-)
-from mcptape.client import Recording, record_session
+from mcptape.ci.session import CannotRecord, RunContext, record, recording_error, scrub
+from mcptape.client import Recording
 from mcptape.config.models import HttpServer, NormalizeRule, Session, StdioServer
-from mcptape.errors import (
-    EXIT_COULD_NOT_RUN,
-    McptapeError,
-)
-from mcptape.launch import open_transport
+from mcptape.errors import EXIT_COULD_NOT_RUN
 from mcptape.nondeterminism import carried_state, find_volatile, ignore_hint, suggest_rules, unfixed, whole
-from mcptape.normalize import Normalizer, canonical_order
-from mcptape.outlet import config_redactor
+from mcptape.normalize import Normalizer
 from mcptape.tape.format import Tape
 
 # -- the nondeterminism check: `mcptape ci --repeat N` -----------------------------------------------
@@ -56,46 +44,16 @@ class LiveRun:
 
 def live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer | None = None) -> LiveRun | str:
     """One live run of `session` against `server` (default: the session's own), or the error
-    (redacted). ctx.loaded.base_dir is where the server's paths resolve."""
-    server = server if server is not None else ctx.loaded.config.servers[session.server]
-    lock = started_server_lock(server)  # one port: one run of it at a time
-    if lock is None:
-        return _live_run(ctx, session, server)
-    with lock:
-        return _live_run(ctx, session, server)
-
-
-def _live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer) -> LiveRun | str:
-    loaded = ctx.loaded
-    cfg = loaded.config
-    redactor = config_redactor(loaded)
+    (redacted): recorded and scrubbed as ci records and scrubs a session (ci/session.py)."""
+    redactor = ctx.redactor.fork()
     try:
-        sandbox = open_sandbox(ctx, session)
-    except McptapeError as e:
+        recording = record(ctx, session, server)
+    except CannotRecord as e:
         return redactor.redact_text(str(e))
-    try:
-        try:
-            transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
-        except McptapeError as e:
-            return redactor.redact_text(f"server `{session.server}` failed to start: {e}")
-        recording = record_session(
-            transport,
-            session.steps,
-            cfg.client_for(session),
-            session=session.name,
-            protocol=era_of(session) or server.protocol,  # an era of `protocol: both` pins it
-            step_timeout=session.step_timeout,
-            session_timeout=session.timeout,
-            after_step=sandbox.step if sandbox is not None else None,
-        )
-        last_side_effects(sandbox, recording)
-    finally:
-        if sandbox is not None:
-            sandbox.restore()
     if recording.error is not None:
-        return redactor.redact_text(str(recording.error))
-    redacted = [redactor.redact_event(e) for e in recording.events]
-    return LiveRun(session_normalizer(ctx, session).fresh(redacted), canonical_order(redacted), recording)
+        return redactor.redact_text(recording_error(ctx, session, recording))
+    scrubbed = scrub(ctx, session, recording, redactor)
+    return LiveRun(scrubbed.events, scrubbed.as_sent, recording)
 
 
 def repeat_session(ctx: RunContext, session: Session, runs: int) -> Repeated:

@@ -1,7 +1,9 @@
 """One ci session: record it, redact, normalize, and compare with its golden tape or write the golden.
 
 Owns the per-session pipeline (record -> redact -> normalize -> compare or write the golden),
-golden files and orphans. It leaves the protocol to client.py, volatile values to normalize.py,
+golden files and orphans. Recording a session and scrubbing it (`record`, `scrub`) are the same
+for every job that runs one: `--repeat` and `--baseline`/`--against` take them from here
+(ci/repeat.py's live_run). It leaves the protocol to client.py, volatile values to normalize.py,
 secrets to redact/, the verdict of one pair of tapes to diff/; which sessions run is
 selection.py's and running them (threads, reports, exit code) commands/ci.py's.
 
@@ -26,7 +28,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,10 +40,10 @@ from typing import Any, TypeVar
 # tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
 # The one exception is the conformance check (conformance/gate.py, loaded by run_in_pool).
 from mcptape import environment
-from mcptape.ci.eras import config_index, era_refusal, session_names, session_protocol
+from mcptape.ci.eras import config_index, era_of, era_refusal, session_names
 from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
-from mcptape.config.models import Config, HttpServer, Session, StdioServer
+from mcptape.config.models import Config, DriftSettings, HttpServer, Session, StdioServer
 from mcptape.conformance import gate as conformance
 from mcptape.diff.surface_cost import add_budget_drift, surface_facts
 from mcptape.errors import (
@@ -54,6 +57,7 @@ from mcptape.launch import open_transport
 from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.outlet import Outlet, config_redactor
 from mcptape.redact import rules
+from mcptape.redact.redactor import Redactor
 from mcptape.refusal import refused_everything
 from mcptape.report.model import DiffResult, Drift, Finding, SessionResult
 from mcptape.sandbox import Sandbox
@@ -87,6 +91,14 @@ class RunContext:
     messages: list[str] = field(default_factory=list)
     allow_edited: bool = False  # --allow-edited: goldens that do not match their seal are read anyway
     telemetry: Telemetry | None = None  # --otel: each session's trace is exported (telemetry.py)
+    # The run's Redactor, compiled once: the config's, or `run_redactor` (the head's, for the other
+    # side of a comparison: ci/baseline.py). Each session and output scrubs with a fork of it
+    # (Redactor.fork: its own counts, nothing compiled again).
+    run_redactor: InitVar[Redactor | None] = None
+    redactor: Redactor = field(init=False)
+
+    def __post_init__(self, run_redactor: Redactor | None) -> None:
+        self.redactor = run_redactor if run_redactor is not None else config_redactor(self.loaded)
 
 
 def golden_path(ctx: RunContext, session: Session) -> Path:
@@ -186,24 +198,57 @@ class _Failed(Exception):
         self.note = note
 
 
+class CannotRecord(Exception):
+    """The session could not be recorded at all: its sandbox or its server did not start (the message says which)."""
+
+
 @dataclass
-class _Fresh:
-    """A session's fresh recording, as the pipeline has it after redaction and normalization."""
+class Scrubbed:
+    """A session's recording as every job has it (ci, --repeat, --baseline/--against, init's trial):
+    redacted, then normalized in canonical order (scrub)."""
 
     recording: Recording
-    header: dict[str, Any]
-    redacted: list[dict[str, Any]]  # redacted, in recorded order: what conformance checks
-    events: list[dict[str, Any]]  # redacted and normalized: what is compared and written
-    data: bytes  # the verified tape: golden-ready, so without timing (tape/timing.py)
+    redacted: list[dict[str, Any]]  # redacted, in recorded order
+    events: list[dict[str, Any]]  # redacted and normalized, in canonical order: what is compared and written
+    positions: list[int]  # where each of `events` was recorded: its time moves with it
     normalizer: Normalizer
+
+    @cached_property
+    def as_sent(self) -> list[dict[str, Any]]:
+        """Redacted, not normalized (a normalize rule may rewrite what the server sent, even a
+        schema), in canonical order: what the conformance check reads. Ordered once per session.
+        Only the floating block (normalize.py) can order differently from `events`, where
+        normalized values sort differently."""
+        return canonical_order(self.redacted)
+
+
+@dataclass(kw_only=True)
+class _Fresh(Scrubbed):
+    """A session's fresh recording as ci's pipeline has it: scrubbed, serialized and verified."""
+
+    header: dict[str, Any]
+    data: bytes  # the verified tape: golden-ready, so without timing (tape/timing.py)
     timing: dict[str, Any] | None = None  # the footer's timing, for the fresh tape --out-dir keeps
+    _checked: list[tuple[int, Finding]] | None = field(default=None, repr=False)
+
+    @cached_property
+    def sent(self) -> Tape:
+        """`as_sent` as a tape, in the fresh tape's order: the one the conformance check reads."""
+        return _fresh_tape(self.header, self.as_sent)
+
+    def checked(self, drift: DriftSettings) -> list[tuple[int, Finding]]:
+        """The conformance check of `sent`, made once per session however many verdicts read it
+        (under --update-golden: the comparison with the old golden, and the notes)."""
+        if self._checked is None:
+            self._checked = conformance.check(self.sent, drift)
+        return self._checked
 
 
 def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     """Record one session and judge it; never raises for a session-level failure."""
     started = time.monotonic()
     result = SessionResult(name=session.name, verdict="error", golden=_rel(ctx, golden_path(ctx, session)))
-    redactor = config_redactor(ctx.loaded)  # this session's: its counts are the session's
+    redactor = ctx.redactor.fork()  # this session's: its counts are the session's
     try:
         return _run(ctx, session, result, Outlet(redactor))
     except _Failed as e:
@@ -282,11 +327,7 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
         return outcome
     if recording.error is not None:
         result.verdict = "error"
-        message = str(recording.error)
-        if isinstance(recording.error, ConfigError) and recording.failed_step is not None:
-            index = config_index(ctx.loaded.config, session)
-            message = f"{ctx.loaded.path}:{ctx.loaded.step_line(index, recording.failed_step - 1)}: {message}"
-        result.error = outlet.redactor.redact_text(message)
+        result.error = outlet.redactor.redact_text(recording_error(ctx, session, recording))
         if ctx.update:
             result.notes.append(f"golden tape {result.golden} left untouched: the session did not complete")
         return outcome
@@ -298,7 +339,7 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
     if golden is None:
         result.verdict = "structural"
         result.diff = _no_golden(ctx, session)
-        result.diff.drifts.extend(_conformance(fresh.header, fresh.redacted, cfg))
+        result.diff.drifts.extend(_conformance(fresh, cfg))
         add_budget_drift(result.diff, result.surface_facts, cfg.drift)
         result.notes.append(f"no golden tape yet: run `{UPDATE_HINT} --session {session.name}`")
         return outcome
@@ -344,27 +385,42 @@ def started_server_lock(server: StdioServer | HttpServer) -> threading.Lock | No
 
 
 def _record(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None = None) -> Recording:
-    """Start the session's server in its sandbox and run the session's steps against it (telling
-    `clock` when each line crossed the wire, for --otel)."""
-    lock = started_server_lock(ctx.loaded.config.servers[session.server])
+    """ci's recording of the session (record), the arguments checked against the golden's schemas."""
+    try:
+        return record(ctx, session, golden_tools=None if (ctx.update or golden is None) else golden_tools(golden),
+                      clock=clock)
+    except CannotRecord as e:
+        raise _Failed(str(e)) from e
+
+
+def record(ctx: RunContext, session: Session, server: StdioServer | HttpServer | None = None, *,
+           golden_tools: dict[str, Any] | None = None, clock: WireClock | None = None) -> Recording:
+    """Start the session's server (or `server`: the other side of a comparison, ci/baseline.py) in
+    the session's sandbox and run its steps against it: the one recording of a session, for every
+    job that runs one. `golden_tools`: the schemas the golden accepted (client.py checks the
+    arguments against them); `clock` is told when each line crossed the wire (--otel).
+    CannotRecord if the sandbox or the server does not start; a step that fails is the recording's
+    `error`. ctx.loaded.base_dir is where the server's paths resolve."""
+    server = server if server is not None else ctx.loaded.config.servers[session.server]
+    lock = started_server_lock(server)  # one port: one run of it at a time
     if lock is None:
-        return _record_alone(ctx, session, golden, clock)
+        return _record_alone(ctx, session, server, golden_tools, clock)
     with lock:
-        return _record_alone(ctx, session, golden, clock)
+        return _record_alone(ctx, session, server, golden_tools, clock)
 
 
-def _record_alone(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None) -> Recording:
+def _record_alone(ctx: RunContext, session: Session, server: StdioServer | HttpServer,
+                  golden_tools: dict[str, Any] | None, clock: WireClock | None) -> Recording:
     loaded = ctx.loaded
-    server = loaded.config.servers[session.server]
     try:
         sandbox = open_sandbox(ctx, session)
     except McptapeError as e:
-        raise _Failed(str(e)) from e
+        raise CannotRecord(str(e)) from e
     try:
         try:
             transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
         except McptapeError as e:
-            raise _Failed(f"session {session.name}: server `{session.server}` failed to start: {e}") from e
+            raise CannotRecord(f"session {session.name}: server `{session.server}` failed to start: {e}") from e
         if clock is not None:
             transport = TimedTransport(transport, clock)
         recording = record_session(
@@ -372,10 +428,10 @@ def _record_alone(ctx: RunContext, session: Session, golden: Tape | None, clock:
             session.steps,
             loaded.config.client_for(session),
             session=session.name,
-            protocol=session_protocol(loaded.config, session),
+            protocol=era_of(session) or server.protocol,  # an era of `protocol: both` pins it (ci/eras.py)
             step_timeout=session.step_timeout,
             session_timeout=session.timeout,
-            golden_tools=None if (ctx.update or golden is None) else golden_tools(golden),
+            golden_tools=golden_tools,
             after_step=sandbox.step if sandbox is not None else None,
         )
         last_side_effects(sandbox, recording)
@@ -385,13 +441,29 @@ def _record_alone(ctx: RunContext, session: Session, golden: Tape | None, clock:
     return recording
 
 
-def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outlet, result: SessionResult) -> _Fresh:
-    """Redact, normalize and serialize the recording; a tape a secret survived in fails the session."""
+def recording_error(ctx: RunContext, session: Session, recording: Recording) -> str:
+    """What a recording that failed says (not redacted): a step the config got wrong with its file:line."""
+    message = str(recording.error)
+    if isinstance(recording.error, ConfigError) and recording.failed_step is not None:
+        index = config_index(ctx.loaded.config, session)
+        message = f"{ctx.loaded.path}:{ctx.loaded.step_line(index, recording.failed_step - 1)}: {message}"
+    return message
+
+
+def scrub(ctx: RunContext, session: Session, recording: Recording, redactor: Redactor) -> Scrubbed:
+    """A recording redacted, then normalized with the session's rules, in canonical order."""
     normalizer = session_normalizer(ctx, session)
     # Redaction first: a rotated token must not be drift, and nothing unredacted is normalized into a golden.
-    redacted = [outlet.redactor.redact_event(e) for e in recording.events]
-    positions: list[int] = []  # where each normalized event was recorded: its time moves with it
+    redacted = [redactor.redact_event(e) for e in recording.events]
+    positions: list[int] = []
     events = canonical_order(normalizer.events(redacted), positions)  # normalizer.fresh, keeping positions
+    return Scrubbed(recording, redacted, events, positions, normalizer)
+
+
+def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outlet, result: SessionResult) -> _Fresh:
+    """Scrub and serialize the recording; a tape a secret survived in fails the session."""
+    scrubbed = scrub(ctx, session, recording, outlet.redactor)
+    redacted, events, positions = scrubbed.redacted, scrubbed.events, scrubbed.positions
     times = recording.times
     timing = timing_footer([times[p] for p in positions]) if len(times) == len(redacted) else None
     result.notes.extend(recording_notes(events))  # a limit that triggered is reported, never silent
@@ -407,7 +479,8 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
         data = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")
     except SecretLeak as e:
         raise _Failed(str(e), "secret") from e
-    return _Fresh(recording, header, redacted, events, data, normalizer, timing)
+    return _Fresh(recording=recording, redacted=redacted, events=events, positions=positions,
+                  normalizer=scrubbed.normalizer, header=header, data=data, timing=timing)
 
 
 def _write_view(tape: Path, fresh: _Fresh, outlet: Outlet, what: str, data: bytes | None = None) -> None:
@@ -448,7 +521,7 @@ def _update_golden(ctx: RunContext, session: Session, result: SessionResult, gol
             result.diff = _compare(golden, fresh, ctx.loaded.config)
     # Accepting a golden is a person's call, so a nonconformant server does not fail it; but
     # they are told, and the gate checks every fresh run's conformance anyway.
-    drifts = _conformance(fresh.header, fresh.redacted, ctx.loaded.config)
+    drifts = _conformance(fresh, ctx.loaded.config)
     if drifts:
         result.notes.append(
             f"conformance: the server broke the MCP schema in {len(drifts)} message(s) of this recording; "
@@ -471,7 +544,7 @@ def _compare(golden: Tape, fresh: _Fresh, cfg: Config) -> DiffResult:
         event_lines=list(golden.event_lines),
     )
     diff = conformance.diff_checked(golden_n, _fresh_tape(fresh.header, fresh.events), cfg.drift,
-                                    as_sent=_as_sent(fresh.header, fresh.redacted))
+                                    as_sent=fresh.sent, checked=fresh.checked(cfg.drift))
     return _merge_schema_breaks(diff, fresh.recording)
 
 
@@ -480,17 +553,11 @@ def _fresh_tape(header: dict[str, Any], events: list[dict[str, Any]]) -> Tape:
                 event_lines=[i + 2 for i in range(len(events))])
 
 
-def _as_sent(header: dict[str, Any], redacted: list[dict[str, Any]]) -> Tape:
-    """The fresh recording for the conformance check: redacted, not normalized (a normalize rule
-    may rewrite what the server sent, even a schema), in the fresh tape's order. Only the floating
-    block (normalize.py) can order differently, where normalized values sort differently."""
-    return _fresh_tape(header, canonical_order(redacted))
-
-
-def _conformance(header: dict[str, Any], redacted: list[dict[str, Any]], cfg: Config) -> list[Drift]:
+def _conformance(fresh: _Fresh, cfg: Config) -> list[Drift]:
     """Failing conformance findings (conformance/gate.py, drift settings applied) of a fresh
     recording that is not compared with a golden one: no golden yet, or --update-golden."""
-    return [d for _, d in conformance.conformance_drifts(_as_sent(header, redacted), cfg.drift) if d.severity != "info"]
+    drifts = conformance.conformance_drifts(fresh.sent, cfg.drift, checked=fresh.checked(cfg.drift))
+    return [d for _, d in drifts if d.severity != "info"]
 
 
 Item = TypeVar("Item")

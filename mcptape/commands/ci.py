@@ -1,9 +1,10 @@
 """`mcptape ci`: run mcptape.yml's sessions, compare each fresh tape with its golden, exit with the worst verdict.
 
 Owns the command: its options and their safety rules (`--update-golden` under CI=true), running
-the selected sessions in parallel (one server process per session, so a thread each is enough),
-writing the reports and the exit code. The per-session pipeline is ci/session.py's, which
-sessions ci/selection.py's, `--repeat` ci/repeat.py's; rendering is report/'s and github.py's.
+the selected sessions in parallel (one server process per session, so a thread each is enough)
+and the exit code. The per-session pipeline is ci/session.py's, which sessions ci/selection.py's,
+`--repeat` ci/repeat.py's; writing and publishing the report is commands/run_report.py's (merge's
+too), rendering report/'s and github.py's.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from mcptape.ci.baseline import has_goldens, reference_report
 from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
 from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_in_pool, run_session
-from mcptape.commands.terminal import report_stream, write_output
-from mcptape.config.load import LoadedConfig, load_config
+from mcptape.commands.run_report import ReportFiles, leave
+from mcptape.config.load import load_config
 from mcptape.config.models import Session
 from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import (
@@ -30,15 +31,9 @@ from mcptape.errors import (
     McptapeError,
     SecretLeak,
 )
-from mcptape.github import publish_run
-from mcptape.logsafe import safe_log, utf8
+from mcptape.logsafe import safe_log
 from mcptape.outlet import Outlet
-from mcptape.report.json_report import report_bytes
-from mcptape.report.junit import junit_xml
-from mcptape.report.markdown import render_summary
 from mcptape.report.model import RunReport
-from mcptape.report.sarif import sarif_bytes
-from mcptape.report.terminal import render_run_text
 from mcptape.telemetry import open_telemetry
 from mcptape.verdict import worst_exit
 
@@ -123,7 +118,7 @@ def run(options: Options) -> int:
         updated_golden=update,
         shard=options.shard,
     )
-    return _finish(options, loaded, report, _update_lines(outcomes) if update else [])
+    return _finish(options, ctx, report, _update_lines(outcomes) if update else [])
 
 
 def run_reference(options: Options) -> int | None:
@@ -145,27 +140,16 @@ def run_reference(options: Options) -> int | None:
         baseline = "merge-base"
     report = reference_report(ctx, sessions, baseline=baseline, against=options.against, runs=options.repeat,
                               latency_runs=options.latency, jobs=options.jobs_for(sessions))
-    return _finish(options, loaded, report, [])
+    return _finish(options, ctx, report, [])
 
 
-def _finish(options: Options, loaded: LoadedConfig, report: RunReport, extra: Sequence[str]) -> int:
-    """Show, write and publish a run's report; the exit code is the worst of the verdict and publishing."""
-    exit_code = report.exit_code
-    outlet = Outlet.for_config(loaded)
-    outlet.commands_to = report_stream(options.json_report)
-    try:
-        text = render_run_text(report) + "".join(extra)
-        if report.compared:
-            text += "".join(f"{line}\n" for line in [f"\ncompared {report.compared}", *report.comparison])
-        outlet.show(text, "terminal report", file=report_stream(options.json_report))
-        _write_reports(options, report, outlet)
-        if options.sarif:
-            data = sarif_bytes(report, config_dir=loaded.base_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."))
-            outlet.write(options.sarif, data, what="SARIF report", where=f"SARIF report {options.sarif}")
-    except SecretLeak as e:
-        print(f"mcptape ci: {e}", file=sys.stderr)
-        return EXIT_SECRET
-    return worst_exit([exit_code, _publish(report, loaded, outlet)])
+def _finish(options: Options, ctx: RunContext, report: RunReport, extra: Sequence[str]) -> int:
+    """Show, write and publish a run's report (commands/run_report.py, as merge does); the exit code
+    is the worst of the verdict and of that."""
+    files = ReportFiles(options.json_report, options.junit, options.summary, options.sarif)
+    left = leave(report, files, Outlet(ctx.redactor.fork()), name="ci", config_path=str(ctx.loaded.path),
+                 config_dir=ctx.loaded.base_dir, extra="".join(extra))
+    return worst_exit([report.exit_code, left])
 
 
 def _update_lines(outcomes: Sequence[SessionOutcome]) -> list[str]:
@@ -179,28 +163,6 @@ def _update_lines(outcomes: Sequence[SessionOutcome]) -> list[str]:
     if any(o.golden_change in ("created", "updated") for o in outcomes):
         lines.append("review the changes with `git diff`, then commit the tapes\n")
     return lines
-
-
-def _write_reports(options: Options, report: RunReport, outlet: Outlet) -> None:
-    if options.json_report:
-        write_output(options.json_report, report_bytes(report), what="JSON report", outlet=outlet)
-    if options.junit:
-        outlet.write(options.junit, utf8(junit_xml(report)), what="JUnit report", where=f"JUnit report {options.junit}")
-    if options.summary:
-        outlet.write_document(options.summary, render_summary(report), what="markdown summary",
-                              where=f"summary {options.summary}")
-
-
-def _publish(report: RunReport, loaded: LoadedConfig, outlet: Outlet) -> int:
-    """In a GitHub Actions job: summary, annotations, outputs, PR comment (github.py decides how)."""
-    if not environment.on_github_actions():
-        return 0
-    try:
-        publish_run(report, config_path=str(loaded.path), outlet=outlet)
-    except McptapeError as e:
-        print(f"mcptape ci: publishing to GitHub failed: {e}", file=sys.stderr)
-        return e.exit_code
-    return 0
 
 
 def run_repeat(options: Options) -> int:
@@ -222,7 +184,7 @@ def run_repeat(options: Options) -> int:
     results = run_in_pool(options.jobs_for(sessions), lambda s: repeat_session(ctx, s, runs), sessions, "repeat")
     text, exit_code = analyse_repeats(results, runs)
     try:
-        Outlet.for_config(loaded).show(text, "--repeat report", escape=True)
+        Outlet(ctx.redactor.fork()).show(text, "--repeat report", escape=True)
     except SecretLeak as e:
         print(f"mcptape ci: {e}", file=sys.stderr)
         return EXIT_SECRET

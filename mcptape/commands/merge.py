@@ -1,30 +1,22 @@
 """`mcptape merge REPORT... [-c CONFIG] [--json FILE] [--summary FILE]`: one verdict from sharded ci runs.
 
-The merge itself is ci/merge.py's; this module reads the options, writes the merged report,
-summary and terminal report through the outlet (outlet.py: the same redaction `mcptape ci`
-writes through), publishes in a GitHub job (github.py) and picks the exit code.
+The merge itself is ci/merge.py's; this module reads the options and picks the exit code. The
+merged report leaves as a run's does (commands/run_report.py, the path `mcptape ci` takes: the
+terminal report, the files, and in a GitHub job the summary, annotations, outputs and comment).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
-from mcptape import environment
 from mcptape.ci.merge import load_report, merge_reports, missing_shards
-from mcptape.commands.terminal import JSON_STDOUT, report_stream, write_output
+from mcptape.commands.run_report import ReportFiles, leave
 from mcptape.config.load import LoadedConfig, load_config
-from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak
-from mcptape.github import command, publish_run
+from mcptape.errors import McptapeError
 from mcptape.outlet import Outlet
-from mcptape.report.json_report import report_bytes
-from mcptape.report.markdown import render_summary
-from mcptape.report.model import RunReport
-from mcptape.report.terminal import render_run_text
 from mcptape.verdict import worst_exit
 
 
@@ -61,12 +53,6 @@ def _load_config(given: str | None, config_name: str) -> tuple[LoadedConfig | No
     return None, config_name
 
 
-def _warn(message: str, commands_to: IO[str]) -> None:
-    print(f"mcptape merge: warning: {message}", file=sys.stderr)
-    if environment.on_github_actions():
-        print(command("warning", message, title="mcptape merge"), flush=True, file=commands_to)
-
-
 def run(options: Options) -> int:
     """`mcptape merge REPORT... [--json FILE] [--summary FILE]`: one verdict, summary and PR comment."""
     shards = [load_report(p) for p in options.reports]
@@ -74,35 +60,11 @@ def run(options: Options) -> int:
     report = merge_reports(shards, loaded)
     gaps = missing_shards(shards, loaded)
 
-    outlet = Outlet.for_config(loaded)
-    outlet.commands_to = report_stream(options.json_report)
-    try:
-        outlet.show(render_run_text(report), "terminal report", file=report_stream(options.json_report))
-        if options.json_report:
-            write_output(options.json_report, report_bytes(report), what="JSON report", outlet=outlet)
-        if options.summary:
-            outlet.write_document(options.summary, render_summary(report), what="markdown summary",
-                                  where=f"summary {options.summary}")
-    except SecretLeak as e:
-        print(f"mcptape merge: {e}", file=sys.stderr)
-        return EXIT_SECRET
-    for gap in gaps:
-        _warn(gap + " (did that shard's job fail before writing its report?)", report_stream(options.json_report))
-
+    files = ReportFiles(json_report=options.json_report, summary=options.summary)
+    left = leave(report, files, Outlet.for_config(loaded), name="merge", config_path=config_path,
+                 config_dir=loaded.base_dir if loaded is not None else Path("."),
+                 warnings=[f"{gap} (did that shard's job fail before writing its report?)" for gap in gaps])
     codes = [report.exit_code] + [s.stored_exit for s in shards if s.stored_exit is not None]
-    report_path = None if options.json_report == JSON_STDOUT else options.json_report
-    return worst_exit([worst_exit(codes), _publish(report, config_path, report_path, outlet)])
-
-
-def _publish(report: RunReport, config_path: str, report_path: str | None, outlet: Outlet) -> int:
-    """In a GitHub Actions job: the merged summary, annotations and the one PR comment."""
-    if not environment.on_github_actions():
-        return 0
-    try:
-        publish_run(report, config_path=config_path, report_path=report_path, outlet=outlet)
-    except McptapeError as e:
-        print(f"mcptape merge: publishing to GitHub failed: {e}", file=sys.stderr)
-        return e.exit_code
-    return 0
+    return worst_exit([*codes, left])
 
 

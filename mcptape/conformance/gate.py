@@ -17,6 +17,7 @@ importing one module at once can hand one of them a partially initialized module
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
 from types import ModuleType
@@ -27,7 +28,6 @@ from mcptape.diff.checks import Checks
 from mcptape.diff.engine import Placed, Policy, comparable, diff_tapes, no_cyclic_gc
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding
 from mcptape.tape.format import Tape
-from mcptape.verdict import Severity
 
 if TYPE_CHECKING:
     from mcptape.config.models import DriftSettings
@@ -66,23 +66,33 @@ def loaded() -> ModuleType:
 
 
 def diff_checked(golden: Tape, fresh: Tape, drift: DriftSettings | None = None, *, as_sent: Tape | None = None,
-                 checks: Checks | None = None) -> DiffResult:
+                 checked: list[tuple[int, Finding]] | None = None, checks: Checks | None = None) -> DiffResult:
     """diff_tapes with the fresh recording's conformance drifts placed among the diff's own.
 
     The fresh tape is checked against the MCP schema of its protocol revision at the severity
     `drift.conformance` (default structural); a violation the golden tape holds too is known (info).
     `as_sent` is the fresh recording before normalization, events in the same order (ci): it is
     the one checked then, since a normalize rule may rewrite a schema (`$..day_of_week` also hits
-    an outputSchema's property of that name) into something the server never sent.
+    an outputSchema's property of that name) into something the server never sent. `checked` is
+    that tape's `check`, if the caller has it already (conformance_drifts).
     """
-    checked = as_sent or fresh
+    sent = as_sent or fresh
     with no_cyclic_gc():
-        drifts = conformance_drifts(checked, drift, baseline=comparable(golden))
-    return diff_tapes(golden, fresh, drift, placed=Placed(checked, drifts), checks=checks)
+        drifts = conformance_drifts(sent, drift, baseline=comparable(golden), checked=checked)
+    return diff_tapes(golden, fresh, drift, placed=Placed(sent, drifts), checks=checks)
 
 
-def conformance_drifts(tape: Tape, drift: DriftSettings | None = None, *, baseline: Tape | None = None
-                       ) -> list[tuple[int, Drift]]:
+def check(tape: Tape, drift: DriftSettings | None = None) -> list[tuple[int, Finding]]:
+    """check.check_tape_placed on one tape at the severity `drift.conformance`: the findings
+    conformance_drifts judges, for a caller that judges one recording twice (ci's --update-golden:
+    against the old golden, and alone for the notes), so it is checked once."""
+    placed: list[tuple[int, Finding]] = loaded().check_tape_placed(
+        tape, severity=drift.conformance if drift is not None else "structural")
+    return placed
+
+
+def conformance_drifts(tape: Tape, drift: DriftSettings | None = None, *, baseline: Tape | None = None,
+                       checked: list[tuple[int, Finding]] | None = None) -> list[tuple[int, Drift]]:
     """check.check_tape_placed on one tape, as (event index, Drift) per message, the project's
     drift settings applied (severity `drift.conformance`, `fail_on`, `ignore` with method/name
     matched against the message's call). Builds the mcp-types models: 1-5 s once per process.
@@ -91,13 +101,16 @@ def conformance_drifts(tape: Tape, drift: DriftSettings | None = None, *, baseli
     of expected failures is: a violation the golden tape holds too (the same rule broken at the
     same place of the same call) is known, reported at severity info with "known:" and does not
     fail the run; only new ones count. So an unchanged server whose schemas break the MCP schema
-    checks green, and the day it breaks another rule, that rule is drift."""
+    checks green, and the day it breaks another rule, that rule is drift.
+
+    `checked`: the tape's `check`, made once by a caller that judges it more than once; its
+    findings are copied here, since judging them changes them (severity, message, line)."""
     check_tape_placed = loaded().check_tape_placed
     policy = Policy.from_settings(drift)
-    severity: Severity = drift.conformance if drift is not None else "structural"
     known = _conformance_keys(baseline, check_tape_placed(baseline)) if baseline is not None else set()
+    placed = check(tape, drift) if checked is None else [(pos, copy.copy(f)) for pos, f in checked]
     groups: dict[tuple[int, bool], list[Finding]] = {}
-    for pos, finding in check_tape_placed(tape, severity=severity):
+    for pos, finding in placed:
         if finding.fresh_line is None and finding.kind != "version":
             finding.fresh_line = tape.line_of(pos)
         groups.setdefault((pos, finding.kind == "version"), []).append(finding)

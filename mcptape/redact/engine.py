@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import functools
 import hashlib
 import hmac
@@ -388,6 +389,15 @@ class Engine:
         self.literals = set(self._known_text) | set(self._known_core)
         self._compile()
         self._index_triggers()
+
+    def fork(self) -> Engine:
+        """This engine's compiled detectors (shared: they are only read) with scanning state of its
+        own: a PEM block open, a decoded run's edges, the clean-text cache (Redactor.fork)."""
+        twin = copy.copy(self)
+        twin._edges_ok = True
+        twin.pem_open = False
+        twin._clean = set()
+        return twin
 
     def _compile(self) -> None:
         """One regex of every detector, each an outer group (lastgroup names the one that matched)."""

@@ -72,10 +72,24 @@ class Redactor:
         )
         self._scrubber = Engine(self._config, SHAPES)
         self._checker = Engine(self._config, SHAPES)  # built separately: a scrubber bug cannot blind it
+        self._start_counting()
+
+    def _start_counting(self) -> None:
         self.counts: dict[str, int] = {}
         self.occurrences: dict[str, int] = {}
         self._seen: set[tuple[str, str]] = set()
         self._sink = Sink(self._record)
+
+    def fork(self) -> Redactor:
+        """A Redactor for another output of the same run: the same compiled detectors (nothing is
+        compiled again: a run compiles its config's once, however many sessions and outputs it
+        has), its own counts and its own scanning state, so forks may scrub in parallel threads."""
+        twin = object.__new__(Redactor)
+        twin._config = self._config
+        twin._scrubber = self._scrubber.fork()
+        twin._checker = self._checker.fork()  # still apart from the scrubber: a copy of the checker
+        twin._start_counting()
+        return twin
 
     def _record(self, kind: str, value: str, path: str, named: bool) -> None:
         self.occurrences[kind] = self.occurrences.get(kind, 0) + 1

@@ -1,0 +1,87 @@
+"""A run's report on its way out, for `mcptape ci` and `mcptape merge` alike: one path for both.
+
+Owns what happens once a RunReport exists: the terminal report, the files the options ask for
+(`--json`, `--junit`, `--summary`, `--sarif`), warnings about the run, and in a GitHub Actions job
+the job summary, annotations, step outputs and PR comment (github.py's publish_run), all through
+one Outlet (outlet.py), and the exit code of that part. The report itself is ci/'s (a run, or
+ci/merge.py's merged shards); how each format looks is report/'s.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcptape import environment
+from mcptape.commands.terminal import JSON_STDOUT, report_stream, write_output
+from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak
+from mcptape.github import command, publish_run
+from mcptape.logsafe import utf8
+from mcptape.outlet import Outlet
+from mcptape.report.json_report import report_bytes
+from mcptape.report.junit import junit_xml
+from mcptape.report.markdown import render_summary
+from mcptape.report.model import RunReport
+from mcptape.report.sarif import sarif_bytes
+from mcptape.report.terminal import render_run_text
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """Where the options say the report goes besides the terminal (None: not written)."""
+
+    json_report: str | None = None  # `-`: stdout, and the terminal report goes to stderr
+    junit: str | None = None
+    summary: str | None = None
+    sarif: str | None = None
+
+
+def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, config_path: str,
+          config_dir: Path, extra: str = "", warnings: Sequence[str] = ()) -> int:
+    """Show, write and publish `report`: 0, or the exit code of what failed (EXIT_SECRET if a
+    secret survived: then nothing more leaves). The verdict's own exit code is the caller's.
+
+    `name` is the command (`ci`, `merge`) its messages start with; `config_path` the config as the
+    job names it (the PR comment's key); `config_dir` where SARIF's paths start; `extra` more
+    terminal text; `warnings` are said after the files are written, before publishing.
+    """
+    stream = report_stream(files.json_report)
+    outlet.commands_to = stream
+    try:
+        text = render_run_text(report) + extra
+        if report.compared:
+            text += "".join(f"{line}\n" for line in [f"\ncompared {report.compared}", *report.comparison])
+        outlet.show(text, "terminal report", file=stream)
+        _write(report, files, outlet, config_dir)
+    except SecretLeak as e:
+        print(f"mcptape {name}: {e}", file=sys.stderr)
+        return EXIT_SECRET
+    for warning in warnings:
+        print(f"mcptape {name}: warning: {warning}", file=sys.stderr)
+        if environment.on_github_actions():
+            print(command("warning", warning, title=f"mcptape {name}"), flush=True, file=stream)
+    if not environment.on_github_actions():
+        return 0
+    try:
+        report_path = None if files.json_report == JSON_STDOUT else files.json_report
+        publish_run(report, config_path=config_path, report_path=report_path, outlet=outlet)
+    except McptapeError as e:
+        print(f"mcptape {name}: publishing to GitHub failed: {e}", file=sys.stderr)
+        return e.exit_code
+    return 0
+
+
+def _write(report: RunReport, files: ReportFiles, outlet: Outlet, config_dir: Path) -> None:
+    if files.json_report:
+        write_output(files.json_report, report_bytes(report), what="JSON report", outlet=outlet)
+    if files.junit:
+        outlet.write(files.junit, utf8(junit_xml(report)), what="JUnit report", where=f"JUnit report {files.junit}")
+    if files.summary:
+        outlet.write_document(files.summary, render_summary(report), what="markdown summary",
+                              where=f"summary {files.summary}")
+    if files.sarif:
+        data = sarif_bytes(report, config_dir=config_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."))
+        outlet.write(files.sarif, data, what="SARIF report", where=f"SARIF report {files.sarif}")
