@@ -249,12 +249,12 @@ def _outputs(text: str) -> dict[str, str]:
     for line in lines:
         if "<<" in line:
             name, _, marker = line.partition("<<")
-            value = []
+            held: list[str] = []
             for more in lines:
                 if more == marker:
                     break
-                value.append(more)
-            out[name] = "\n".join(value)
+                held.append(more)
+            out[name] = "\n".join(held)
         elif "=" in line:
             name, _, value = line.partition("=")
             out[name] = value
