@@ -220,12 +220,13 @@ class ScriptedClient:
 
     # -- recording ---------------------------------------------------------------------------
 
-    def _record(self, event: Event) -> Event:
+    def _record(self, event: Event, at: float | None = None) -> Event:
+        """Keep `event`; a message is timed `at` (a request: before it was sent) or now (on arrival)."""
         if self._step is not None:
             event["step"] = self._step
         self.events.append(event)
         if is_message(event):
-            self._timed.append((event, time.monotonic()))
+            self._timed.append((event, time.monotonic() if at is None else at))
         return event
 
     def event_times(self) -> list[float | None]:
@@ -235,8 +236,11 @@ class ScriptedClient:
 
     def _send(self, msg: dict[str, Any]) -> None:
         text = dumps(msg)
+        # Timed before the write: the server may read it and start on it before send() returns,
+        # and a latency must never read shorter than what the server took.
+        at = time.monotonic()
         self.transport.send(text.encode("utf-8"))
-        self._record(self.builder.message(C2S, msg, text))
+        self._record(self.builder.message(C2S, msg, text), at)
 
     def _new_id(self) -> int:
         msg_id = self._next_id
