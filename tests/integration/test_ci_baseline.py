@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +101,17 @@ def findings(report: dict[str, Any], category: str | None = None) -> list[dict[s
     return [f for f in out if category is None or f["category"] == category]
 
 
+_last_stamp: list[datetime] = []
+
+
 def now() -> str:
-    return datetime.now(UTC).replace(microsecond=0).isoformat()
+    """A build time as a build writes it (whole seconds), later than the last one given: two commits
+    made within one second must still differ in their stamp."""
+    stamp = datetime.now(UTC).replace(microsecond=0)
+    if _last_stamp and stamp <= _last_stamp[-1]:
+        stamp = _last_stamp[-1] + timedelta(seconds=1)
+    _last_stamp.append(stamp)
+    return stamp.isoformat()
 
 
 def test_head_minus_one_gives_1_for_a_result_2_for_a_removed_tool_0_for_a_timestamp(tmp_path: Path) -> None:
