@@ -61,9 +61,9 @@ def safe_message(text: str, argv: Sequence[str] = (), fallback: str = "") -> str
     the message is the user's own. `fallback` (or a withheld notice) if it cannot be checked.
     """
     try:
-        from mcptape.redact.policy import argv_secrets, env_secrets
+        from mcptape.redact.policy import command_secrets
 
-        known = {**env_secrets(os.environ), **argv_secrets(list(argv))[1]}
+        known = command_secrets(list(argv), os.environ)
         text = Redactor(known=known, home=None, user=None).guard(text, "message")
     except Exception:  # noqa: BLE001 - reporting an error must not crash: then say less
         text = fallback or "mcptape: error (message withheld: it could not be checked for secrets)\n"
@@ -92,9 +92,6 @@ class Outlet:
             self.redactor.verify(data, where)
             self._checked.append(data)
         return data
-
-    def verified_text(self, text: str, where: str) -> str:
-        return self.verified(text, where)
 
     def document(self, text: str, where: str) -> str:
         """Text scrubbed and checked (Redactor.guard): a document or message about to leave. The
@@ -131,12 +128,12 @@ class Outlet:
     def show(self, text: str, where: str, *, escape: bool = False, file: IO[str] | None = None) -> None:
         """Check `text`, then print it framed for a CI log (logsafe.ci_log_block); `escape` for text
         no renderer of ours has made safe already (logsafe.safe_log escapes what could act)."""
-        self.verified_text(text, where)
+        self.verified(text, where)
         out = file if file is not None else sys.stdout
         out.write(safe_log(text) if escape else ci_log_block(text))
         out.flush()
 
     def command(self, line: str, where: str) -> None:
         """A workflow command of ours (`::error file=...::...`), checked, printed as it is."""
-        self.verified_text(line, where)
+        self.verified(line, where)
         print(line, flush=True, file=self.commands_to if self.commands_to is not None else sys.stdout)

@@ -307,7 +307,7 @@ class _SessionSpans:
     def payload(self, value: Any) -> str:
         text = value if isinstance(value, str) else dumps(value)
         where = f"telemetry of session {self.meta.name}"
-        return self.outlet.verified_text(text, where) if self.outlet is not None else text
+        return self.outlet.verified(text, where) if self.outlet is not None else text
 
     def _note_attributes(self, ev: Event) -> dict[str, Any]:
         attrs: dict[str, Any] = {DIRECTION: str(ev.get("dir", "")), "mcp.method.name": str(ev.get("method", ""))}

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from mcptape.commands.terminal import say
 from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.record.stdio import default_name, record, strip_command_secrets
-from mcptape.redact.policy import env_secrets, own_text_secrets
+from mcptape.redact.policy import command_secrets, own_text_secrets
 from mcptape.tape.format import TAPE_SUFFIX, make_header
 from mcptape.telemetry import TapeTrace, require_sdk
 
@@ -54,9 +54,9 @@ def run(options: Options) -> int:
         raise McptapeError("no server command given", hint="mcptape rec [--out TAPE] [--name NAME] -- python server.py")
     name = options.name or default_name(command)
     out = Path(options.out) if options.out else Path("tapes") / f"{name}{TAPE_SUFFIX}"
-    clean_command, secrets = strip_command_secrets(command)
+    clean_command, _ = strip_command_secrets(command)
     # GITHUB_TOKEN's value is a secret, AUTHOR_NAME's and GIT_AUTHOR_EMAIL's are not.
-    secrets.update(env_secrets(os.environ))
+    secrets = command_secrets(command, os.environ)
     # Secrets whose values are mcptape's own text (a JSON key, a method name) cannot be scrubbed
     # without rewriting the tape's structure: said, never the values (redact/policy.py).
     for source in own_text_secrets(secrets):

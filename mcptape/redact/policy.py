@@ -196,6 +196,12 @@ def env_secrets(env: Mapping[str, str]) -> dict[str, str]:
     return {f"env.{k}": v for k, v in env.items() if secret_reason(k, v)}
 
 
+def command_secrets(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:
+    """The known secrets of a command run in `env` (rec's, play --fallback's, an error message's):
+    the command line's (`argv.*`) and the environment's (`env.*`)."""
+    return {**argv_secrets(argv)[1], **env_secrets(env)}
+
+
 def own_text_secrets(known: Mapping[str, str], extra: Iterable[str] = (), allow: Iterable[str] = ()) -> list[str]:
     """The sources of known secrets that are (or hold a part that is) mcptape's own text: they
     cannot be scrubbed without rewriting tapes and reports, so the Redactor leaves them out and

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 from mcptape.errors import EXIT_OK, EXIT_SECRET, McptapeError, SecretLeak, ServerError
 from mcptape.jsonrpc import classify, dumps, id_key, loads
 from mcptape.outlet import Outlet
-from mcptape.redact.policy import argv_secrets, env_secrets
+from mcptape.redact.policy import command_secrets
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import C2S
@@ -280,7 +280,7 @@ class LiveFallback:
                 return EXIT_OK  # recorded (so redacted and verified like any rec) but not appended: see __init__
             if not live.exists():
                 raise McptapeError(f"--fallback: the recorder wrote no tape (exit {code}); nothing was appended to {self.tape}")
-            outlet = Outlet(make_redactor({**env_secrets(os.environ), **argv_secrets(self.command)[1]}))
+            outlet = Outlet(make_redactor(command_secrets(self.command, os.environ)))
             appended = append_recording(self.tape, live, outlet, replayed_handshake=self.replayed_handshake)
             self.say(f"mcptape play: --fallback: appended {appended} event(s) recorded live to {self.tape}")
             return EXIT_OK
