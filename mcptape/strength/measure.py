@@ -15,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcptape.ci.selection import select_sessions
 from mcptape.ci.session import RunContext, golden_path
+from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Session
 from mcptape.errors import TapeError
 from mcptape.report.model import DiffResult
@@ -92,6 +94,13 @@ def measure(ctx: RunContext, sessions: Sequence[Session], *, seed: int = 0,
         entry.judged.extend(Judged.of(m, judge.judge(m)) for m in mutants(golden, seed))
     _unreached(out, sessions, read)
     return out
+
+
+def measure_config(loaded: LoadedConfig, *, seed: int = 0, goldens: Mapping[str, Tape] | None = None) -> Measure:
+    """The strength of the whole gate `loaded` makes: every session (each era of a `protocol: both`
+    one), whatever a run selects, since a tool one session calls is reached by the gate."""
+    ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
+    return measure(ctx, select_sessions(loaded, (), None), seed=seed, goldens=goldens)
 
 
 def _read(ctx: RunContext, session: Session, entry: SessionMeasure) -> Tape | None:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptape.verdict import drift_classes
+from mcptape.diff.schema import effective_annotations
 
 Event = dict[str, Any]
 Path = tuple[str | int, ...]
@@ -420,35 +420,55 @@ def _output_removed(golden: Golden, seed: int) -> Iterator[Mutant]:
                                     f"outputSchema property {chosen} removed", _item_change(change))
 
 
-def _description(golden: Golden, seed: int) -> Iterator[Mutant]:
+def _descriptions(golden: Golden) -> Iterator[tuple[str, str, str]]:
+    """(list method, item name, description) of every listed item that has one."""
     for method in SURFACE:
         for name, item in golden.surface_items(method).items():
-            text = item.get("description")
-            if not isinstance(text, str):
-                continue
-            rng = rng_for(seed, golden.session, "description", method, name)
-            for how, new, _span in text_changes(text, rng, golden.placeholders):
-                def change(item: dict[str, Any], new: str = new) -> dict[str, Any] | None:
-                    return {**item, "description": new}
-                yield from _surface_mutants(golden, "description_changed", method, name, f"description: {how}",
-                                            _item_change(change))
+            if isinstance(item.get("description"), str):
+                yield method, name, item["description"]
 
 
-HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
-# MCP's defaults for a hint the tool does not set: flipping one means setting the other value.
-_HINT_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+def _described(new: str) -> Callable[[list[Any], int], list[Any] | None]:
+    return _item_change(lambda item: {**item, "description": new})
+
+
+def _description(golden: Golden, seed: int) -> Iterator[Mutant]:
+    for method, name, text in _descriptions(golden):
+        rng = rng_for(seed, golden.session, "description", method, name)
+        for how, new, _span in text_changes(text, rng, golden.placeholders):
+            yield from _surface_mutants(golden, "description_changed", method, name, f"description: {how}",
+                                        _described(new))
+
+
+def _description_list(golden: Golden, seed: int, mutation: str) -> Iterator[Mutant]:
+    """A list a description holds (a shell server's allowed commands): an item dropped, or two swapped."""
+    for method, name, text in _descriptions(golden):
+        split = _items(text)
+        if split is None or (mutation == "list_reordered" and len(set(split[0])) < 2):
+            continue
+        rng = rng_for(seed, golden.session, mutation, method, name)
+        how, new = _list_change(split[0], mutation, rng)
+        yield from _surface_mutants(golden, mutation, method, name, f"description: {how}", _described(split[1].join(new)))
+
+
+def widened_hint(annotations: Any) -> tuple[str, bool]:
+    """The hint a tool's change would flip to let it do more (diff/schema.py: a read-only tool that no
+    longer is, a tool that became destructive; else one that now reaches the open world, or stops)."""
+    effective = effective_annotations(annotations)
+    if effective.get("readOnlyHint") is True:
+        return "readOnlyHint", False
+    if effective.get("destructiveHint") is not True:
+        return "destructiveHint", True
+    return "openWorldHint", not effective.get("openWorldHint", True)
 
 
 def _hint(golden: Golden, seed: int) -> Iterator[Mutant]:
     for name, tool in golden.surface_items("tools/list").items():
-        annotations = _dict(tool.get("annotations"))
-        hint = rng_for(seed, golden.session, "hint", name).choice(HINTS)
-        value = annotations.get(hint, _HINT_DEFAULTS[hint])
-        flipped = not value if isinstance(value, bool) else True
+        hint, value = widened_hint(tool.get("annotations"))
 
-        def change(tool: dict[str, Any], hint: str = hint, flipped: bool = flipped) -> dict[str, Any] | None:
-            return {**tool, "annotations": {**_dict(tool.get("annotations")), hint: flipped}}
-        yield from _surface_mutants(golden, "hint_changed", "tools/list", name, f"{hint} set to {str(flipped).lower()}",
+        def change(tool: dict[str, Any], hint: str = hint, value: bool = value) -> dict[str, Any] | None:
+            return {**tool, "annotations": {**_dict(tool.get("annotations")), hint: value}}
+        yield from _surface_mutants(golden, "hint_changed", "tools/list", name, f"{hint} set to {str(value).lower()}",
                                     _item_change(change))
 
 
@@ -567,19 +587,21 @@ def _listed(candidate: tuple[Path, Any, str | None]) -> list[Any]:
     return list(items)
 
 
-def _list_mutant(golden: Golden, mutation: str, subject: str, i: int, result: dict[str, Any], path: Path,
-                 items: Any, text: str | None, rng: random.Random) -> Mutant:
-    listed = _listed((path, items, text))
+def _list_change(listed: list[Any], mutation: str, rng: random.Random) -> tuple[str, list[Any]]:
+    """(how, the new items): one item dropped, or two neighbours that differ swapped."""
     if mutation == "list_item_dropped":
         at = rng.randrange(len(listed))
-        new_items = [*listed[:at], *listed[at + 1:]]
-        how = f"item {at + 1} of {len(listed)} dropped"
-    else:
-        new_items = list(listed)
-        distinct = [j for j in range(len(listed) - 1) if listed[j] != listed[j + 1]]
-        j = rng.choice(distinct) if distinct else 0
-        new_items[j], new_items[j + 1] = new_items[j + 1], new_items[j]
-        how = f"items {j + 1} and {j + 2} of {len(listed)} swapped"
+        return f"item {at + 1} of {len(listed)} dropped", [*listed[:at], *listed[at + 1:]]
+    new_items = list(listed)
+    distinct = [j for j in range(len(listed) - 1) if listed[j] != listed[j + 1]]
+    j = rng.choice(distinct) if distinct else 0
+    new_items[j], new_items[j + 1] = new_items[j + 1], new_items[j]
+    return f"items {j + 1} and {j + 2} of {len(listed)} swapped", new_items
+
+
+def _list_mutant(golden: Golden, mutation: str, subject: str, i: int, result: dict[str, Any], path: Path,
+                 items: Any, text: str | None, rng: random.Random) -> Mutant:
+    how, new_items = _list_change(_listed((path, items, text)), mutation, rng)
     if isinstance(items, str):  # a text's lines or items
         _, separator = _items(items) or ([], ", ")
         return _result_mutant(golden, mutation, subject, i, path, items, separator.join(new_items),
@@ -594,10 +616,12 @@ def _list_mutant(golden: Golden, mutation: str, subject: str, i: int, result: di
 
 
 def _dropped(golden: Golden, seed: int) -> Iterator[Mutant]:
+    yield from _description_list(golden, seed, "list_item_dropped")
     yield from _list_mutants(golden, seed, "list_item_dropped")
 
 
 def _reordered(golden: Golden, seed: int) -> Iterator[Mutant]:
+    yield from _description_list(golden, seed, "list_reordered")
     yield from _list_mutants(golden, seed, "list_reordered")
 
 
@@ -642,7 +666,7 @@ MUTATIONS: dict[str, Mutation] = {
     "schema_narrowed": Mutation("schema.breaking", "a parameter's schema narrowed", _narrowed),
     "output_property_removed": Mutation("schema.breaking", "an outputSchema property removed", _output_removed),
     "description_changed": Mutation("schema.cosmetic", "a description changed", _description),
-    "hint_changed": Mutation("security.widened", "an annotation hint changed", _hint),
+    "hint_changed": Mutation("schema", "an annotation hint changed", _hint),
     "result_text_changed": Mutation("result.changed", "a result's text changed", _result_text),
     "result_number_changed": Mutation("result.changed", "a number in a result changed", _result_number),
     "list_item_dropped": Mutation("result.changed", "a list item dropped", _dropped),
@@ -652,7 +676,6 @@ MUTATIONS: dict[str, Mutation] = {
     "notification_dropped": Mutation("notification.removed", "a notification dropped", _notification),
     "resource_content_changed": Mutation("result.changed", "a resource's content changed", _resource_content),
 }
-assert {m.expects for m in MUTATIONS.values()} <= set(drift_classes())  # the verdict's own names
 
 
 def mutants(golden: Golden, seed: int = 0) -> Iterator[Mutant]:

@@ -60,6 +60,17 @@ def meets(measure: Measure, minimum: int) -> bool:
     return score is not None and score >= minimum
 
 
+def below_minimum(measure: Measure, minimum: int, line: int) -> str | None:
+    """What a gate weaker than `drift.min_strength` says (the config's file:line, the score, the
+    fix), or None if it is strong enough."""
+    if meets(measure, minimum):
+        return None
+    return (f"{measure.config}:{line}: drift.min_strength: the gate's strength is "
+            f"{Tally.of(measure.judged).percent()}, under the minimum {minimum}%: {summary_line(measure)}; "
+            "call the tools no session calls, narrow the rules named (`mcptape check --strength` lists "
+            "every change that passes and why), or lower the minimum")
+
+
 def _where(measure: Measure, mask: Mask) -> str:
     if mask.line <= 0:
         return mask.says
