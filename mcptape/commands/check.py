@@ -21,11 +21,11 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mcptape.commands.strength import run_strength
 from mcptape.commands.surface import run_surface
-from mcptape.commands.terminal import say
+from mcptape.commands.terminal import report_stream, say
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, ConfigError
@@ -92,7 +92,7 @@ def run(options: Options) -> int:
         if len(options.configs) > 1:
             raise ConfigError(f"--strength measures one config's gate, and {len(options.configs)} were given",
                               hint="run `mcptape check --strength -c FILE` once per config")
-        loaded = _check(options.configs[0], options.allow_unset)
+        loaded = _check(options.configs[0], options.allow_unset, report_stream(options.json_report))
         surface = run_surface(loaded) if options.surface else EXIT_OK
         return worst_exit([surface, run_strength(loaded, json_report=options.json_report, seed=options.seed or 0)])
     if options.surface:
@@ -111,7 +111,7 @@ def run(options: Options) -> int:
     return code
 
 
-def _check(path: str, allow_unset: bool) -> LoadedConfig:
+def _check(path: str, allow_unset: bool, out: IO[str] | None = None) -> LoadedConfig:
     env = None
     if allow_unset:
         try:
@@ -126,5 +126,6 @@ def _check(path: str, allow_unset: bool) -> LoadedConfig:
     config = loaded.config
     sessions, servers = len(config.sessions), len(config.servers)
     unset = f"; not set here, ci needs them: {', '.join(env.missing)}" if env is not None and env.missing else ""
-    print(f"ok: {sessions} session{'s' * (sessions != 1)}, {servers} server{'s' * (servers != 1)} ({loaded.path}){unset}")
+    print(f"ok: {sessions} session{'s' * (sessions != 1)}, {servers} server{'s' * (servers != 1)} ({loaded.path}){unset}",
+          file=out or sys.stdout)
     return loaded

@@ -267,7 +267,7 @@ def _text_number(text: str, rng: random.Random, placeholders: Sequence[str]) -> 
     if not numbers:
         return None
     number = rng.choice(numbers)
-    new = str(int(number.group(0)) + 1)
+    new = str(int(number.group(0)) + 1).zfill(len(number.group(0)))  # `05` -> `06`: a clock stays a clock
     return f"the number {number.group(0)} in a text", text[:number.start()] + new + text[number.end():], number.span()
 
 

@@ -65,8 +65,9 @@ def below_minimum(measure: Measure, minimum: int, line: int) -> str | None:
     fix), or None if it is strong enough."""
     if meets(measure, minimum):
         return None
+    passing = what_passes(measure) or "no change could be derived from the goldens"
     return (f"{measure.config}:{line}: drift.min_strength: the gate's strength is "
-            f"{Tally.of(measure.judged).percent()}, under the minimum {minimum}%: {summary_line(measure)}; "
+            f"{Tally.of(measure.judged).percent()}, under the minimum {minimum}%: {passing}; "
             "call the tools no session calls, narrow the rules named (`mcptape check --strength` lists "
             "every change that passes and why), or lower the minimum")
 
@@ -93,20 +94,27 @@ def summary_line(measure: Measure) -> str:
         return f"gate strength: not measured (no change to derive from the goldens{why})"
     head = (f"gate strength {tally.percent()}: {tally.killed} of {tally.killed + tally.survived} changes "
             f"derived from the goldens fail the gate")
-    if not tally.survived:
+    passing = what_passes(measure)
+    if passing is None:
         return head + (f" ({tally.by_design} more hidden on purpose)" if tally.by_design else "")
-    unreached = {j.subject for j in judged if j.judgement.verdict == "survived" and not j.judgement.masks}
+    return f"{head}; {passing}"
+
+
+def what_passes(measure: Measure) -> str | None:
+    """"N pass: M in tools no session calls, K masked by mcptape.yml:14, ...", or None if none does."""
+    survivors = [j for j in measure.judged if j.judgement.verdict == "survived"]
+    if not survivors:
+        return None
+    unreached = [j for j in survivors if not j.judgement.masks]
+    subjects = {j.subject for j in unreached}
     masked: dict[str, int] = {}
-    for j in judged:
-        if j.judgement.verdict == "survived" and j.judgement.masks:
-            for mask in j.judgement.masks:
-                key = f"{os.path.basename(measure.config)}:{mask.line}" if mask.line > 0 else mask.says
-                masked[key] = masked.get(key, 0) + 1
-    parts = []
-    if unreached:
-        parts.append(f"{len(unreached)} tool(s)/resource(s)/prompt(s) no session asks for")
+    for j in survivors:
+        for mask in j.judgement.masks:
+            key = f"{os.path.basename(measure.config)}:{mask.line}" if mask.line > 0 else mask.says
+            masked[key] = masked.get(key, 0) + 1
+    parts = [f"{len(unreached)} in {len(subjects)} tool(s), resource(s) or prompt(s) no session asks for"] if unreached else []
     parts.extend(f"{n} masked by {key}" for key, n in masked.items())
-    return f"{head}; {tally.survived} pass: {', '.join(parts)}"
+    return f"{len(survivors)} pass: {', '.join(parts)}"
 
 
 def survivor_lines(measure: Measure, limit: int | None = None) -> list[str]:
