@@ -113,6 +113,13 @@ class SessionJudge:
         self._variants: dict[frozenset[str], _Variant] = {}
         self._as_sent = canonical_order(golden.events, copy=False)
         self._tools = golden_tools(golden)
+        self._calls: dict[str, list[Event]] = {}  # tool name -> the session's tools/call requests of it
+        for event in golden.events:
+            msg = event.get("msg")
+            params = msg.get("params") if isinstance(msg, dict) else None
+            if (event.get("kind"), event.get("dir"), event.get("method")) == ("request", "c2s", "tools/call") \
+                    and isinstance(params, dict) and isinstance(params.get("name"), str):
+                self._calls.setdefault(params["name"], []).append(event)
 
     # -- the config with some masks on -------------------------------------------------------------
 
@@ -182,12 +189,8 @@ class SessionJudge:
         if live is None:
             return []
         out = []
-        for event in events:
-            if event.get("kind") != "request" or event.get("method") != "tools/call" or event.get("dir") != "c2s":
-                continue
-            params = event["msg"].get("params") if isinstance(event.get("msg"), dict) else None
-            if not isinstance(params, dict) or params.get("name") != name:
-                continue
+        for event in self._calls.get(name, []):  # a schema mutant changes a listing, never a request
+            params = event["msg"]["params"]
             arguments: dict[str, Any] = params["arguments"] if isinstance(params.get("arguments"), dict) else {}
             live_rule = schema_violation(arguments, live.get("inputSchema"))
             golden_rule = schema_violation(arguments, golden.get("inputSchema")) if golden is not None else None
@@ -201,19 +204,23 @@ class SessionJudge:
 
     def baseline(self) -> DiffResult | None:
         """The golden judged against itself with the whole config: None if it passes, as it must
-        (a golden that fails against itself would make every mutant look killed)."""
-        return self.fails(list(self.golden.events), None, self._all())
+        (a golden that fails against itself would make every mutant look killed). Without the
+        conformance gate: every violation the golden holds is one the fresh tape holds too, which
+        the gate calls known, and it would cost the schema check's import and a validation of every
+        message in a check whose mutants may all fail without it."""
+        diff = self.verdict(list(self.golden.events), None, self._all(), conformance_check=False)
+        return diff if VERDICT_EXIT[diff.verdict] != 0 else None
 
     def _all(self) -> frozenset[str]:
         return frozenset(m.key for m in self.masks)
 
     def judge(self, mutant: Mutant) -> Judgement:
         events = self.redacted(mutant)
+        failed = self.fails(events, mutant, self._all())
+        if failed is not None:  # a golden passes against itself (baseline): what fails is not equivalent
+            return Judgement("killed", caught_by=_caught_by(failed))
         if canonical_order(events, copy=False) == self._as_sent:
             return Judgement("equivalent")
-        failed = self.fails(events, mutant, self._all())
-        if failed is not None:
-            return Judgement("killed", caught_by=_caught_by(failed))
         bare = self.fails(events, mutant, frozenset())
         if bare is None:
             variant = self._variant(frozenset())
