@@ -196,6 +196,16 @@ def leaves(node: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
         yield path, node
 
 
+# A result's keys that are not what it says: its `_meta` (the 2026-07-28 envelope's serverInfo among
+# other notes) and the envelope's `resultType` and `ttlMs` (timing), which diff/protocol.py leaves out.
+NOT_CONTENT = frozenset({"_meta", "resultType", "ttlMs"})
+
+
+def said(result: dict[str, Any]) -> dict[str, Any]:
+    """What a result says: the result without NOT_CONTENT."""
+    return {k: v for k, v in result.items() if k not in NOT_CONTENT}
+
+
 def containers(node: Any, path: Path = ()) -> Iterator[tuple[Path, list[Any]]]:
     """Every list in `node`, with its path, outermost first."""
     if isinstance(node, list):
@@ -497,7 +507,7 @@ def _show(path: Path) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
-def _texts(result: dict[str, Any], kind: str) -> list[Path]:
+def _texts(result: dict[str, Any]) -> list[Path]:
     """The paths of the texts a reviewer reads in a result: content texts, resource contents, prompt messages."""
     return [p for p, v in leaves(result) if isinstance(v, str) and p and p[-1] == "text"]
 
@@ -506,7 +516,7 @@ def _result_text(golden: Golden, seed: int, mutation: str = "result_text_changed
                  kinds: Sequence[str] = ("tool", "prompt")) -> Iterator[Mutant]:
     for i, subject in _drawn(golden, seed, mutation, kinds):
         result = golden.events[i]["msg"]["result"]
-        texts = _texts(result, subject)
+        texts = _texts(said(result))
         if not texts:
             continue
         rng = rng_for(seed, golden.session, mutation, subject, i)
@@ -520,7 +530,7 @@ def _resource_content(golden: Golden, seed: int) -> Iterator[Mutant]:
     yield from _result_text(golden, seed, "resource_content_changed", ("resource",))
     for i, subject in _drawn(golden, seed, "resource_blob", ("resource",)):
         result = golden.events[i]["msg"]["result"]
-        for path, value in leaves(result):
+        for path, value in leaves(said(result)):
             if path and path[-1] == "blob" and isinstance(value, str):
                 new = value[:-4] + ("AAAA" if not value.endswith("AAAA") else "BBBB") if len(value) >= 4 else "AAAA"
                 yield _result_mutant(golden, "resource_content_changed", subject, i, path, value, new,
@@ -532,13 +542,13 @@ def _result_number(golden: Golden, seed: int) -> Iterator[Mutant]:
     for i, subject in _drawn(golden, seed, "result_number_changed"):
         result = golden.events[i]["msg"]["result"]
         rng = rng_for(seed, golden.session, "number", subject, i)
-        numbers = [(p, v) for p, v in leaves(result) if type(v) in (int, float)]
+        numbers = [(p, v) for p, v in leaves(said(result)) if type(v) in (int, float)]
         if numbers:
             path, value = rng.choice(numbers)
             yield _result_mutant(golden, "result_number_changed", subject, i, path, value, value + 1,
                                  f"{_show(path)}: {value} → {value + 1}")
             continue
-        texts = [(p, v) for p, v in leaves(result) if isinstance(v, str) and _NUMBER.search(v)]
+        texts = [(p, v) for p, v in leaves(said(result)) if isinstance(v, str) and _NUMBER.search(v)]
         if texts:
             path, text = rng.choice(texts)
             found = _text_number(text, rng, golden.placeholders)
@@ -570,7 +580,7 @@ def _list_mutants(golden: Golden, seed: int, mutation: str) -> Iterator[Mutant]:
     for i, subject in _drawn(golden, seed, mutation):
         result = golden.events[i]["msg"]["result"]
         rng = rng_for(seed, golden.session, mutation, subject, i)
-        candidates = _lists(result)
+        candidates = _lists(said(result))
         if mutation == "list_reordered":
             candidates = [c for c in candidates if len({json.dumps(x, sort_keys=True) for x in _listed(c)}) >= 2]
         if not candidates:

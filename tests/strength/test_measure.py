@@ -113,3 +113,16 @@ def test_the_same_config_and_goldens_give_the_same_report_and_the_seed_moves_the
 
 def test_the_demo_tools_are_the_ones_listed() -> None:
     assert [t["name"] for t in TOOLS] == ["echo", "list_items", "stats"]
+
+
+def test_a_results_envelope_is_not_what_it_says_and_is_never_mutated(tmp_path: Path) -> None:
+    # A 2026-07-28 answer carries the server's name and version in `_meta` and `ttlMs`: diff leaves
+    # them out, so a mutant there would be a blind spot of nobody's (the git server's, first run).
+    events = golden_events()
+    for event in events:
+        if event.get("kind") == "response" and event.get("method") == "tools/call":
+            event["msg"]["result"] = {**event["msg"]["result"], "ttlMs": 0,
+                                      "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "demo", "version": "1.26.0"}}}
+    measured = _measure(tmp_path, "", events)
+    assert not [j for j in measured.judged if "_meta" in j.detail or "ttlMs" in j.detail]
+    assert not [j for j in measured.judged if j.judgement.masks and j.judgement.masks[0].key == "not-compared"]
