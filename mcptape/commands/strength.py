@@ -14,11 +14,14 @@ its minimum, or nothing to measure (no golden tape yet, a golden that fails agai
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from mcptape.commands.terminal import report_stream, write_output
+from mcptape.ci.selection import check_output_paths
+from mcptape.commands.terminal import JSON_STDOUT, report_stream, write_output
 from mcptape.config.load import LoadedConfig
 from mcptape.errors import EXIT_OK, ConfigError
+from mcptape.logsafe import safe_log
 from mcptape.outlet import Outlet
 from mcptape.strength.measure import measure_config
 from mcptape.strength.report import (
@@ -34,6 +37,12 @@ from mcptape.tape.format import Tape
 
 
 def run_strength(loaded: LoadedConfig, *, json_report: str | None = None, seed: int = 0) -> int:
+    if json_report is not None and json_report != JSON_STDOUT:
+        check_output_paths(loaded, None, (("--json", json_report),))
+        target = Path(json_report).resolve()
+        if target == loaded.path.resolve() or target.is_relative_to(loaded.golden_dir.resolve()):
+            raise ConfigError(f"--json {json_report}: that is the config or its golden tapes, which the check reads",
+                              hint="write the report elsewhere, e.g. --json strength.json")
     measured = measure_config(loaded, seed=seed)
     minimum = loaded.config.drift.min_strength
     outlet = Outlet.for_config(loaded)
@@ -71,5 +80,5 @@ def init_summary(loaded: LoadedConfig, recorded: list[dict[str, Any]] | None) ->
     session = loaded.config.sessions[0]
     golden = Tape(header={"name": session.name}, events=recorded, event_lines=[i + 2 for i in range(len(recorded))])
     measured = measure_config(loaded, goldens={session.name: golden})
-    survivors = survivor_lines(measured, limit=SHOWN)
-    return "".join(f"{line}\n" for line in [summary_line(measured), *(f"  passes: {s}" for s in survivors)])
+    survivors = survivor_lines(measured, limit=SHOWN)  # a server's words among them: escaped for the terminal
+    return "".join(f"{safe_log(line)}\n" for line in [summary_line(measured), *(f"  passes: {s}" for s in survivors)])

@@ -59,10 +59,12 @@ def test_what_strength_cannot_measure_or_was_not_asked_for_is_refused_with_exit_
     assert proc.returncode == 3 and "mcptape ci --update-golden" in proc.stderr
     for args, said in [(("check", "--seed", "2"), "--seed belongs to the strength report"),
                        (("check", "--json", "x.json"), "--json belongs to the strength report"),
-                       (("check", "--strength", "mcptape.yml", "mcptape.yml"), "--strength measures one config's gate")]:
+                       (("check", "--strength", "mcptape.yml", "mcptape.yml"), "--strength measures one config's gate"),
+                       (("check", "--strength", "--json", "mcptape.yml"), "that is the config or its golden tapes")]:
         proc = _run(project, *args)
         assert proc.returncode == 3 and said in proc.stderr, (args, proc.stderr)
     assert not (project / "x.json").exists()
+    assert (project / "mcptape.yml").read_text(encoding="utf-8") == CONFIG  # never written onto
 
 
 def test_the_shell_fixtures_placeholder_over_the_allowed_commands_is_named_as_a_survivor() -> None:
