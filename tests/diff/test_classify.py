@@ -8,9 +8,7 @@ the row's negative control: the difference is what the findings come from.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, get_args
 
 import pytest

@@ -59,7 +59,7 @@ def test_every_row_has_every_column() -> None:
 def test_the_names_fail_on_accepts_and_the_security_rules_are_the_tables() -> None:
     assert drift_classes() == [n for c, kinds in FINDING_KINDS.items() for n in (c, *(f"{c}.{k}" for k in kinds))]
     assert {(c, k) for c, kinds in FINDING_KINDS.items() for k in kinds} == set(DRIFT_TABLE)
-    assert SECURITY_KINDS == {k: row.meaning for (c, k), row in DRIFT_TABLE.items() if c == "security"}
+    assert {k: row.meaning for (c, k), row in DRIFT_TABLE.items() if c == "security"} == SECURITY_KINDS
 
 
 def built_findings() -> list[tuple[str, ast.Call, bool]]:
