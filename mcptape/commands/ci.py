@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +21,8 @@ from mcptape.ci.baseline import has_goldens, reference_report
 from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
 from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_in_pool, run_session
-from mcptape.commands.run_report import ReportFiles, leave
+from mcptape.commands.run_report import FreshTape, ReportFiles, leave
+from mcptape.commands.terminal import check_html
 from mcptape.config.load import load_config
 from mcptape.config.models import Session
 from mcptape.config.semantics import check_config, outside_repository
@@ -60,6 +61,7 @@ class Options:
     allow_edited: bool = False  # --allow-edited: read goldens that do not match their seal
     otel: bool = False  # --otel: export each session as a trace (telemetry.py)
     otel_payloads: bool = False  # --otel-payloads: with the messages, redacted
+    html: str | None = None  # --html FILE: the run as one self-contained page (report/html.py)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -72,6 +74,7 @@ class Options:
             sarif=getattr(args, "sarif", None),
             allow_edited=bool(getattr(args, "allow_edited", False)),
             otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
+            html=getattr(args, "html", None),
         )
 
     def jobs_for(self, sessions: Sequence[Session]) -> int:
@@ -80,6 +83,7 @@ class Options:
 
 
 def run(options: Options) -> int:
+    check_html(options.html)
     if options.baseline is not None or options.against is not None:
         reference = run_reference(options)
         if reference is not None:
@@ -99,7 +103,8 @@ def run(options: Options) -> int:
         print(safe_log(f"mcptape ci: warning: {warning}"), file=sys.stderr)
     sessions = select_sessions(loaded, options.sessions, options.shard)
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
-                                                  ("--summary", options.summary), ("--sarif", options.sarif)))
+                                                  ("--summary", options.summary), ("--sarif", options.sarif),
+                                                  ("--html", options.html)))
     out_dir = Path(options.out_dir).resolve() if options.out_dir else None
     telemetry = open_telemetry(options.otel, options.otel_payloads)
     ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir,
@@ -118,7 +123,8 @@ def run(options: Options) -> int:
         updated_golden=update,
         shard=options.shard,
     )
-    return _finish(options, ctx, report, _update_lines(outcomes) if update else [])
+    fresh = {o.result.name: FreshTape(o.fresh_bytes, o.fresh_timing) for o in outcomes if o.fresh_bytes is not None}
+    return _finish(options, ctx, report, _update_lines(outcomes) if update else [], fresh)
 
 
 def run_reference(options: Options) -> int | None:
@@ -131,7 +137,7 @@ def run_reference(options: Options) -> int | None:
     loaded = load_config(options.config)
     sessions = select_sessions(loaded, options.sessions, options.shard)
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
-                                                  ("--summary", options.summary)))
+                                                  ("--summary", options.summary), ("--html", options.html)))
     ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
     baseline = options.baseline
     if baseline == "auto":
@@ -143,12 +149,13 @@ def run_reference(options: Options) -> int | None:
     return _finish(options, ctx, report, [])
 
 
-def _finish(options: Options, ctx: RunContext, report: RunReport, extra: Sequence[str]) -> int:
+def _finish(options: Options, ctx: RunContext, report: RunReport, extra: Sequence[str],
+            fresh: Mapping[str, FreshTape] | None = None) -> int:
     """Show, write and publish a run's report (commands/run_report.py, as merge does); the exit code
     is the worst of the verdict and of that."""
-    files = ReportFiles(options.json_report, options.junit, options.summary, options.sarif)
+    files = ReportFiles(options.json_report, options.junit, options.summary, options.sarif, options.html)
     left = leave(report, files, Outlet(ctx.redactor.fork()), name="ci", config_path=str(ctx.loaded.path),
-                 config_dir=ctx.loaded.base_dir, extra="".join(extra))
+                 config_dir=ctx.loaded.base_dir, extra="".join(extra), fresh=fresh)
     return worst_exit([report.exit_code, left])
 
 
