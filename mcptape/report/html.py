@@ -48,6 +48,7 @@ from mcptape.report.html_views import (
 from mcptape.report.markdown import VERDICT_LABEL, Context, accept_commands
 from mcptape.report.model import DiffResult, RunReport, SessionResult
 from mcptape.tape.format import Tape
+from mcptape.tape.timing import event_times
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -194,7 +195,7 @@ def render_pair(result: DiffResult, golden: Tape, fresh: Tape, *, golden_path: s
     session = SessionResult(name=name, verdict=verdict, diff=result, golden=golden_path, fresh=fresh_path,
                             notes=list(notes or []))
     report = RunReport(config=f"{golden_path} vs {fresh_path}", sessions=[session])
-    tapes = {name: SessionTapes(golden=golden, fresh=fresh)}
+    tapes = {name: SessionTapes(golden=golden, fresh=fresh, fresh_times=event_times(fresh))}
     views = [tape_view(golden, id="a", title=f"golden (A): {golden_path}"), tape_view(fresh, id="b", title=f"fresh (B): {fresh_path}")]
     return _page("run.html.j2", f"mcptape diff: {plain_label(VERDICT_LABEL.get(verdict, verdict))}", view=run_view(report, tapes),
                  config=report.config, commit=None, commit_url=None, run_url=None,

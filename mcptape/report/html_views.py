@@ -75,11 +75,17 @@ def plain_label(label: str) -> str:
     return rest if rest and not head.isascii() else label
 
 
+def _said(drift: Drift) -> Words:
+    """The drift in the PR comment's words (markdown.in_words)."""
+    return words(lambda code: markdown.in_words(drift, code))
+
+
 def anchor(*parts: str) -> str:
-    """An element id from names: `session-arith`, `session-arith-drift-2`. Characters an id or a
-    URL fragment would need escaped become `_` plus their code point, so every name keeps its
-    own id and `report.html#session-NAME` is the link a comment writes for a plain name."""
-    return "-".join(re.sub(r"[^A-Za-z0-9_.-]", lambda m: f"_{ord(m.group()):x}", p) for p in parts)
+    """An element id from names: `session-arith`, `session-arith-drift-2`. A name of the characters
+    a session name may have (config/models.py: letters, digits, `_.-`) stays as it is, so
+    `report.html#session-NAME` is the link to write; any other character becomes `~` and its code
+    point and `~` (a URL fragment keeps it as it is), so no two names share an id."""
+    return "-".join(re.sub(r"[^A-Za-z0-9_.-]", lambda m: f"~{ord(m.group()):x}~", p) for p in parts)
 
 
 def session_anchor(name: str) -> str:
@@ -223,7 +229,7 @@ def _what(event: dict[str, Any] | None) -> str:
 def drift_view(drift: Drift, did: str, tapes: SessionTapes | None, *, side_by_side_rows: bool) -> DriftView:
     findings = drift.findings[:FINDINGS_PER_DRIFT]
     view = DriftView(
-        id=did, drift=drift, said=words(lambda code: markdown.in_words(drift, code)),
+        id=did, drift=drift, said=_said(drift),
         call=drift.call.one_line() if drift.call is not None else "session",
         findings=[FindingView(f"{did}-finding-{k + 1}", f, None if f.before is None else _text(f.before),
                               None if f.after is None else _text(f.after)) for k, f in enumerate(findings)],
@@ -265,27 +271,26 @@ def _calls(tape: Tape, times: list[float | None] | None) -> list[tuple[int, int 
     return [(i, answers.get(i), ev) for i, ev in enumerate(tape.events) if ev.get("kind") == "request" and ev.get("dir") == C2S]
 
 
-def timeline(tape: Tape, times: list[float | None] | None, drifted: Mapping[int, str], limit: int = TIMELINE_CALLS) -> Timeline:
+def timeline(tape: Tape, times: list[float | None] | None, drifted: Mapping[tuple[int | None, str], str],
+             limit: int = TIMELINE_CALLS) -> Timeline:
     """The session's calls in order, with their latency where the tape is timed; `drifted` maps a
-    step to the drift found at it."""
+    call (its step and label, `tools/call add`) to the drift found at it."""
     parents = nesting(tape)
     under: dict[int, int] = {}
-    for child, parent in parents.items():
-        if child != parent:
-            under[parent] = under.get(parent, 0) + 1
-    calls = _calls(tape, times)
+    for parent in parents.values():
+        under[parent] = under.get(parent, 0) + 1
     rows: list[TimelineCall] = []
     slowest = 0.0
-    for i, answer, ev in calls:
+    for i, answer, ev in _calls(tape, times):
         sent = times[i] if times is not None else None
         got = times[answer] if times is not None and answer is not None else None
         latency = round(got - sent, 2) if sent is not None and got is not None else None
         slowest = max(slowest, latency or 0.0)
         outcome = "no answer" if answer is None else "error" if _failed(tape.events[answer]) else "ok"
         step = ev.get("step") if isinstance(ev.get("step"), int) else None
-        rows.append(TimelineCall(i + 1, step, call_label(str(ev.get("method")), (ev.get("msg") or {}).get("params")),
-                                 outcome, sent, latency, 0.0, under.get(i, 0),
-                                 drifted.get(step) if step is not None else None))
+        label = call_label(str(ev.get("method")), (ev.get("msg") or {}).get("params"))
+        rows.append(TimelineCall(i + 1, step, label, outcome, sent, latency, 0.0, under.get(i, 0),
+                                 drifted.get((step, label))))
     for row in rows:
         if row.latency_ms is not None and slowest > 0:
             row.share = max(0.01, row.latency_ms / slowest)
@@ -313,7 +318,11 @@ def session_view(s: SessionResult, tapes: SessionTapes | None) -> SessionView:
         tape = tapes.fresh or tapes.golden
         times = tapes.fresh_times if tapes.fresh is not None else None
     if tape is not None:
-        drifted = {d.drift.call.step: d.id for d in views if d.drift.call is not None and d.drift.call.step is not None}
+        drifted: dict[tuple[int | None, str], str] = {}
+        for d in views:
+            if d.drift.call is not None:
+                label = f"{d.drift.call.method} {d.drift.call.name}" if d.drift.call.name else d.drift.call.method
+                drifted.setdefault((d.drift.call.step, label), d.id)
         line = timeline(tape, times, drifted)
     return SessionView(sid, s, plain_label(markdown.VERDICT_LABEL.get(s.verdict, s.verdict)), views[0] if views else None, views[1:],
                        max(0, len(drifts) - 1 - LATER_DRIFTS), line, tapes.missing if tapes is not None else ())
@@ -357,9 +366,13 @@ def surfaces(report: RunReport, tapes: Mapping[str, SessionTapes]) -> list[Surfa
     classes = _classes(report)
     out: dict[str, SurfaceView] = {}
     for s in report.sessions:
-        server = s.surface_facts.server if s.surface_facts is not None and s.surface_facts.server else "(server)"
         t = tapes.get(s.name)
-        if server in out or t is None:
+        if t is None:
+            continue
+        server = s.surface_facts.server if s.surface_facts is not None and s.surface_facts.server else None
+        either = t.fresh or t.golden
+        server = server or str((either.header if either is not None else {}).get("server") or "(server)")
+        if server in out:
             continue
         items: list[ItemView] = []
         for method, (_, _, noun, prefix) in SURFACE_LISTS.items():
@@ -380,8 +393,8 @@ def run_view(report: RunReport, tapes: Mapping[str, SessionTapes], accept: str |
     first = report.first_drift()
     sessions = [session_view(s, tapes.get(s.name)) for s in report.sessions]
     first_view = next((v for v in sessions if first is not None and v.result is first[0]), None)
-    causes = [CauseView(c.severity, words(lambda code, d=c.drift: markdown.in_words(d, code)),  # type: ignore[misc]
-                        [(s.name, session_anchor(s.name)) for s in c.sessions]) for c in markdown.causes(report)]
+    causes = [CauseView(c.severity, _said(c.drift), [(s.name, session_anchor(s.name)) for s in c.sessions])
+              for c in markdown.causes(report)]
     return RunView(
         report=report,
         headline=plain_label(markdown.RESULT_HEADLINE.get(report.result, report.result)),
@@ -563,7 +576,7 @@ def tape_view(tape: Tape, *, id: str = "tape", title: str | None = None, times: 
         events.append(EventView(
             index=i + 1, line=tape.line_of(i), dir=str(ev.get("dir") or ""), kind=kind,
             id=dumps(ev["id"]) if "id" in ev else "", method=method, target=target,
-            summary=message_summary(ev, 160), body=_pretty(ev),
+            summary=message_summary(ev, 160) or "(no parameters)", body=_pretty(ev),
             at_ms=times[i] if times is not None else None, latency_ms=answered.get(i),
             parent=parents[i] + 1 if i in parents else None,
             method_key=methods.setdefault(method, len(methods)), target_key=targets.setdefault(target, len(targets)),
