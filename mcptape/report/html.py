@@ -11,7 +11,7 @@ onto a page, which HTML-escapes it and shows every character the escaper for unt
 (`_escapes`, the only caller of logsafe's) would escape — controls, bidi overrides and isolates,
 zero-width characters, lone surrogates — as that escape, boxed and named, never as the
 character. Only our own markup is `Markup`. No server text is ever put in an attribute: filters
-use indices and our own vocabulary (`_token`), anchors are built by html_views.anchor. The page
+use indices and our own vocabulary (`_token`), anchors are built by report/anchors.py. The page
 carries a Content-Security-Policy that allows its one inline style and its one inline script by
 their SHA-256 hashes and nothing else (no other script, no inline handler, no `javascript:`
 URL, no network: `default-src 'none'`), so even markup that got through would do nothing.
@@ -31,16 +31,18 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
+from markupsafe import escape as _escape
 
 from mcptape import __version__
 from mcptape.logsafe import escape_controls
 from mcptape.report import surface_notes
+from mcptape.report.anchors import anchor
 from mcptape.report.html_views import (
+    VALUE_CHARS,
     RunView,
     SessionTapes,
     TapeView,
-    anchor,
     plain_label,
     run_view,
     tape_view,
@@ -68,14 +70,23 @@ def _name(char: str) -> str:
     return f"U+{ord(char):04X} {name}".strip() if name else f"U+{ord(char):04X} (a control character)"
 
 
-def _visible(text: str) -> Markup:
+def _element_text(text: str) -> str:
+    """HTML-escaped for an element's content, where quotes are text: `&`, `<` and `>` only."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _visible(text: str, *, in_attribute: bool = True) -> Markup:
     """Untrusted text for a page: HTML-escaped, each hidden character shown as its escape in a box
     that names it (`<span class="hidden-char" title="U+202E RIGHT-TO-LEFT OVERRIDE">\\u202e</span>`).
 
     Which characters are hidden is the escaper's to say (`_escapes`), asked once per run of
     non-ASCII text and, where it changed something, once per character of that run, so a
-    server's literal `\\u202e` stays text and only a real U+202E is boxed.
+    server's literal `\\u202e` stays text and only a real U+202E is boxed. Quotes are escaped
+    too, as if the text could land in an attribute (none does: this is the second fence), but for
+    a message's body (the `content` filter: element content only), where they are most of a
+    10 000-message page's escapes.
     """
+    escape = _escape if in_attribute else _element_text
     out: list[str] = []
     at = 0
     for m in _MAYBE_HIDDEN.finditer(text):
@@ -88,10 +99,10 @@ def _visible(text: str) -> Markup:
             if shown == char:
                 out.append(escape(char))
             else:
-                out.append(f'<span class="hidden-char" title="{escape(_name(char))}">{escape(shown)}</span>')
+                out.append(f'<span class="hidden-char" title="{_escape(_name(char))}">{_escape(shown)}</span>')
         at = m.end()
     if not out:
-        return escape(text)
+        return Markup(escape(text))
     out.append(escape(text[at:]))
     return Markup("".join(out))
 
@@ -127,11 +138,15 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, default=repr)
 
 
+def _clip(text: str, limit: int = VALUE_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
+
+
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, finalize=_finalize,
                              undefined=jinja2.StrictUndefined, trim_blocks=False, lstrip_blocks=False)
-    env.filters.update(token=_token, ms=_ms, one_line=_one_line, text=_text, group=surface_notes.group_number,
+    env.filters.update(content=lambda text: _visible(text, in_attribute=False), token=_token, ms=_ms, one_line=_one_line, text=_text, clip=_clip, group=surface_notes.group_number,
                        tool_label=surface_notes.tool_label, json_key=lambda k: json.dumps(k, ensure_ascii=False))
     env.globals.update(anchor=anchor, version=__version__,
                        direction_names={"c2s": "client → server", "s2c": "server → client"},

@@ -12,7 +12,6 @@ server's, and only html.py's one escaper ever puts one on a page.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from mcptape.diff.classify import SURFACE_LISTS
 from mcptape.jsonrpc import dumps, id_key
 from mcptape.report import markdown, surface_notes
+from mcptape.report.anchors import session_anchor
 from mcptape.report.json_diff import Row, changed_paths, side_by_side
 from mcptape.report.model import Drift, Finding, RunReport, SessionResult
 from mcptape.report.terminal import message_summary
@@ -78,18 +78,6 @@ def plain_label(label: str) -> str:
 def _said(drift: Drift) -> Words:
     """The drift in the PR comment's words (markdown.in_words)."""
     return words(lambda code: markdown.in_words(drift, code))
-
-
-def anchor(*parts: str) -> str:
-    """An element id from names: `session-arith`, `session-arith-drift-2`. A name of the characters
-    a session name may have (config/models.py: letters, digits, `_.-`) stays as it is, so
-    `report.html#session-NAME` is the link to write; any other character becomes `~` and its code
-    point and `~` (a URL fragment keeps it as it is), so no two names share an id."""
-    return "-".join(re.sub(r"[^A-Za-z0-9_.-]", lambda m: f"~{ord(m.group()):x}~", p) for p in parts)
-
-
-def session_anchor(name: str) -> str:
-    return anchor("session", name)
 
 
 # --- the run page ------------------------------------------------------------------------------
@@ -595,5 +583,4 @@ def tape_view(tape: Tape, *, id: str = "tape", title: str | None = None, times: 
                     timed=times is not None)
 
 
-__all__ = ["RunView", "SessionTapes", "TapeView", "anchor", "nesting", "run_view", "session_anchor", "tape_view",
-           "tasks", "timeline"]
+__all__ = ["RunView", "SessionTapes", "TapeView", "nesting", "run_view", "tape_view", "tasks", "timeline"]

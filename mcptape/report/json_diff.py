@@ -30,7 +30,7 @@ FOLD_LINES = 12  # an unchanged container longer than this is one row (an unchan
 LONG_STRING = 160  # a string longer than this is shown in part
 SHOWN_CHARS = 120  # how much of a long string a row shows
 MAX_ROWS = 2000  # rows of one side-by-side diff, the rest counted
-FOLDED_CHARS = 200_000  # the most of one folded value kept for the page
+FOLDED_CHARS = 64_000  # the most of one folded value kept for the page (the tape has the rest)
 
 Change = Literal["same", "changed", "added", "removed", "more"]
 
@@ -164,6 +164,11 @@ def _pairs(a: list[Any], b: list[Any], path: str) -> list[tuple[int | None, int 
     return out
 
 
+def _short(cell: Cell) -> Cell:
+    """The fresh side of an unchanged row: the same line, its whole text kept once (on the left)."""
+    return cell if cell.whole is None else Cell(cell.depth, cell.key, cell.text, note=cell.note)
+
+
 def _folded(value: dict[str, Any] | list[Any], depth: int, key: str | None, name: str | None) -> Cell:
     """An unchanged item of a changed list as one row: `{"name": "divide", … 3 keys}`."""
     text = _summary(value)
@@ -188,10 +193,10 @@ def _walk(a: Any, b: Any, depth: int, key: str | None, path: str, item_key: str 
         if item_key is not None and isinstance(a, (dict, list)) and a:
             # An unchanged item of a list that changed: its siblings are the news, it is one row.
             cell = _folded(a, depth, key, item_key if item_key in a else None)
-            yield Row(cell, cell, "same", path)
+            yield Row(cell, _short(cell), "same", path)
             return
         for cell, at in _cells(a, depth, key, path):
-            yield Row(cell, cell, "same", at)
+            yield Row(cell, _short(cell), "same", at)
         return
     if isinstance(a, dict) and isinstance(b, dict):
         yield Row(Cell(depth, key, "{"), Cell(depth, key, "{"), "same", path)

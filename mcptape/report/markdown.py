@@ -35,6 +35,7 @@ from urllib.parse import quote
 
 from mcptape.jsonrpc import dumps
 from mcptape.report import surface_notes
+from mcptape.report.anchors import session_anchor
 from mcptape.report.md_safe import MARKER_RE, clip, code_span, comment_marker, fenced, html_text, one_line
 from mcptape.report.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
 from mcptape.tape.view import view_path
@@ -84,6 +85,7 @@ class Context:
     action_repository: str = DEFAULT_ACTION_REPOSITORY
     action_ref: str = DEFAULT_ACTION_REF
     artifact: str | None = None  # name of the workflow artifact holding the fresh tapes and report
+    html_report: str | None = None  # the HTML report's file name in that artifact (`report.html`)
     attested_repo: str | None = None  # owner/name whose artifact attestations cover the artifact's tapes
 
     def config_shown(self, report: RunReport) -> str:
@@ -442,6 +444,8 @@ def _reflects(report: RunReport, ctx: Context) -> str:
         parts.append(f"at commit [{sha}]({ctx.commit_url})" if ctx.commit_url else f"at commit {sha}")
     if ctx.run_url:
         parts.append(f"[workflow run]({ctx.run_url})")
+    if ctx.html_report and ctx.artifact:
+        parts.append(f"HTML report {code_span(ctx.html_report, max_chars=80)} in artifact {code_span(ctx.artifact, max_chars=120)}")
     if report.shard:
         parts.append(f"shard {code_span(report.shard, max_chars=20)}")
     return "<sub>" + " · ".join(parts) + "</sub>"
@@ -520,6 +524,8 @@ def session_details(s: SessionResult, ctx: Context, limits: Limits, *, compact: 
         url = ctx.golden_url(s.golden, line)
         label = code_span(path + (f":{line}" if line else ""), max_chars=200)
         parts += [f"Golden tape: {f'[{label}]({url})' if url else label}", ""]
+    if ctx.html_report and ctx.artifact:  # a page inside an artifact cannot be linked to: named, for who opens it
+        parts += [f"In the HTML report: {code_span(f'{ctx.html_report}#{session_anchor(s.name)}', max_chars=200)}", ""]
     if s.diff is not None and s.diff.first is not None:
         if compact:
             parts += [f"_Diff cut to stay under GitHub's size limit: see {limits.where_more}._", ""]

@@ -20,8 +20,9 @@ import pytest
 
 from mcptape.logsafe import escape_controls
 from mcptape.report import html as html_report
+from mcptape.report.anchors import anchor, session_anchor
 from mcptape.report.html import render_pair, render_run, render_tape
-from mcptape.report.html_views import SessionTapes, anchor, nesting, session_anchor, tape_view, tasks, timeline
+from mcptape.report.html_views import SessionTapes, nesting, tape_view, tasks, timeline
 from mcptape.report.json_diff import side_by_side
 from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult, SurfaceChanges
 from mcptape.tape.format import Tape
@@ -146,6 +147,9 @@ def test_visible_shows_each_hidden_character_as_its_escape_in_a_named_box() -> N
     assert shown.endswith(" \\u202e") and shown.count("hidden-char") == 1
     plain = "just text, <and> a quote\" & more"
     assert str(html_report._visible(plain)) == "just text, &lt;and&gt; a quote&#34; &amp; more"
+    # A message's body is element content only: its quotes stay quotes, its markup does not.
+    assert str(html_report._visible(plain + "\u202e", in_attribute=False)) == (
+        'just text, &lt;and&gt; a quote" &amp; more<span class="hidden-char" title="U+202E RIGHT-TO-LEFT OVERRIDE">\\u202e</span>')
 
 
 @pytest.mark.parametrize("char", ["\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\u200b", "\ufeff", "\u061c",
@@ -377,3 +381,62 @@ def test_size_per_session_stays_small(tmp_path: Path) -> None:
     page = render_run(report, tapes)
     per_session = len(page.encode()) / 100
     assert per_session < 12_000, per_session  # 4.7 kB on this data when written
+
+
+def test_a_megabyte_description_is_folded_not_poured_onto_the_page() -> None:
+    huge = dict(ADD, description="Add two numbers. " + "A" * (1 << 20) + HOSTILE[0])
+    golden, fresh = calc_tape("5"), calc_tape("5", ())
+    fresh.events[1] = ans(1, "tools/list", tools(huge))
+    finding = Finding("security", "structural", "result.tools[add].description", "tool `add` description grew", None,
+                      huge["description"], kind="oversize", golden_line=3, fresh_line=3)
+    diff = DiffResult("structural", [Drift(CallRef("tools/list", step=1), [finding])], SurfaceChanges(cosmetic=["add"]))
+    report = RunReport(config="mcptape.yml", sessions=[SessionResult("arith", "structural", diff=diff)])
+    page = render_run(report, {"arith": SessionTapes(golden=golden, fresh=fresh)})
+    # Each showing of it is folded (json_diff.FOLDED_CHARS) or clipped, and says how long it is.
+    assert len(page) < 200_000
+    assert "(1048626 characters)" in page and "1044626 more characters" in page
+    assert "<script>window" not in page
+
+
+# --- the doors: show --html, diff --html, the refusals --------------------------------------------
+
+
+def _write_tape(path: Path, text: str) -> Path:
+    from mcptape.tape.format import tape_bytes
+
+    t = calc_tape(text)
+    path.write_bytes(tape_bytes(t.header, t.events))
+    return path
+
+
+def test_show_and_diff_write_their_pages_and_refuse_a_page_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mcptape import cli
+
+    golden, fresh = _write_tape(tmp_path / "a.tape.jsonl", "5"), _write_tape(tmp_path / "b.tape.jsonl", "6")
+    assert cli.main(["show", "--html", str(tmp_path / "show.html"), str(golden)]) == 0
+    assert capsys.readouterr().out == ""  # the page instead of the table
+    assert 'id="tape-4"' in (tmp_path / "show.html").read_text(encoding="utf-8")
+    assert cli.main(["diff", "--html", str(tmp_path / "pair.html"), str(golden), str(fresh)]) == 1
+    page = (tmp_path / "pair.html").read_text(encoding="utf-8")
+    assert '<h1 id="verdict">output drift</h1>' in page and 'id="a-events"' in page and 'id="b-events"' in page
+    assert cli.main(["diff", "--html", str(tmp_path / "same.html"), str(golden), str(golden)]) == 0
+    assert '<h1 id="verdict">no drift</h1>' in (tmp_path / "same.html").read_text(encoding="utf-8")
+    for argv in (["show", "--html", "-", str(golden)], ["diff", "--html", "-", str(golden), str(fresh)]):
+        assert cli.main(argv) == 3
+        assert "--html -: the page is written to a file" in capsys.readouterr().err
+    assert not (tmp_path / "-").exists()
+
+
+def test_a_secret_in_a_tape_keeps_its_page_from_being_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mcptape import cli
+    from tests.redact_corpus import corpus
+
+    token = next(p for p in corpus(seed=44) if p.kind == "github-token").values[0]
+    tape_path = _write_tape(tmp_path / "leaky.tape.jsonl", f"token {token}")
+    target = tmp_path / "leaky.html"
+    assert cli.main(["show", "--html", str(target), str(tape_path)]) == 4
+    assert not target.exists()
+    err = capsys.readouterr().err
+    assert "secret" in err and token not in err
+    assert cli.main(["diff", "--html", str(target), str(_write_tape(tmp_path / "ok.tape.jsonl", "5")), str(tape_path)]) == 4
+    assert not target.exists()

@@ -25,6 +25,18 @@
   window.addEventListener("hashchange", reveal);
   reveal();
 
+  // A message of the tape viewer opens where it is (its link's :target works without this script,
+  // one at a time and by scrolling; here each link toggles its own, and several stay open).
+  document.addEventListener("click", (event) => {
+    const link = event.target instanceof Element ? event.target.closest("a.msg") : null;
+    if (!link) return;
+    const body = document.getElementById(link.getAttribute("href").slice(1));
+    if (!body) return;
+    event.preventDefault();
+    const open = body.classList.toggle("open");
+    link.setAttribute("aria-expanded", String(open));
+  });
+
   // The run report: sessions by verdict and by words in them.
   const sessionFilter = document.getElementById("session-filter");
   if (sessionFilter) {
@@ -50,7 +62,7 @@
   // The tape viewer: messages by direction, kind, method, tool and words.
   all("form.event-filter").forEach((form) => {
     const table = document.getElementById(form.dataset.table);
-    const rows = all("tbody tr", table);
+    const rows = all(".ev:not(.head)", table);
     const count = form.querySelector("output");
     const field = (name) => form.elements.namedItem(name);
     const apply = () => {
