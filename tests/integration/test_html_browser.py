@@ -65,6 +65,7 @@ def _need_chromium() -> None:
 class Pages:
     report: Path  # the example, `add` drifted (output drift)
     hostile: Path  # the example's server turned hostile
+    merged: Path  # `mcptape merge --html` of that run's JSON report (its fresh tapes kept by --out-dir)
     hundred: Path  # 100 sessions
     tape: Path  # 10 000 messages
     pair: Path  # diff --html of a golden and its drifted fresh tape
@@ -125,6 +126,9 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Pages:
     assert _ci(work, "--html", str(out / "report.html"), "--json", str(out / "report.json"), "--out-dir", str(base / "fresh"),
                variant="changed_result") == 1
     assert _ci(work, "--html", str(out / "hostile.html"), variant="hostile_html") == 2
+    merge = subprocess.run(mcptape_command("merge", str(out / "report.json"), "--html", str(out / "merged.html")),
+                           cwd=work, env=user_env(PYTHONPATH=str(ROOT)), capture_output=True, timeout=180)
+    assert merge.returncode == 1, merge.stderr
     report = RunReport.from_dict(json.loads((out / "report.json").read_text(encoding="utf-8")))
     many = RunReport(config=report.config, sessions=[])
     tapes = {}
@@ -145,7 +149,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Pages:
                           capture_output=True, timeout=180)
     assert diff.returncode == 1, diff.stderr
     assert len(read_tape(base / "long.tape.jsonl").events) == 10_000
-    return Pages(out / "report.html", out / "hostile.html", out / "hundred.html", out / "tape.html",
+    return Pages(out / "report.html", out / "hostile.html", out / "merged.html", out / "hundred.html", out / "tape.html",
                  out / "pair.html")
 
 
@@ -208,6 +212,10 @@ def test_the_verdict_the_first_drift_and_its_side_by_side_diff_are_in_the_first_
         README_PICTURE.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(picture, README_PICTURE)
     _shot(page, "report-whole", full=True)
+    # merge's page of the same run (a sharded run's), from its JSON report and the kept fresh tapes.
+    merged = watched.open(pages.merged)
+    assert merged.locator("h1#verdict").inner_text() == "output drift"
+    assert _in_view(merged, "#session-arithmetic-drift-1 table.sbs tr.c-changed")
 
 
 def test_an_anchor_scrolls_to_its_session_and_a_link_goes_there(pages: Pages, watched: Watched) -> None:
