@@ -195,6 +195,8 @@ def run_repeat(options: Options) -> int:
         raise ConfigError(f"--repeat {runs}: compare at least 2 runs, e.g. --repeat 5")
     if options.update_golden:
         raise ConfigError("--repeat never writes golden tapes; run it without --update-golden")
+    if options.html is not None:  # its report is the suggested rules on the terminal, no verdict to show
+        raise ConfigError("--repeat writes no HTML report (it compares runs, not goldens); run it without --html")
     loaded = load_config(options.config)
     check_config(loaded)  # what `mcptape check` checks, before any server starts
     sessions = select_sessions(loaded, options.sessions, options.shard)

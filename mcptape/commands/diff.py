@@ -37,6 +37,7 @@ from mcptape.tape.format import Tape
 from mcptape.tape.lineage import is_fork_of
 from mcptape.tape.reader import read_pair
 from mcptape.tape.seal import require as require_sealed
+from mcptape.verdict.model import DiffResult
 from mcptape.volatility.normalize import Normalizer, canonical_order, session_paths
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ def run(options: Options) -> int:
 def _write_page(options: Options, result: DiffResult, golden: Tape, fresh: Tape, notes: list[str],
                 loaded: LoadedConfig | None) -> int:
     """`--html FILE`: the pair's page, checked by the outlet (the config's secrets with -c): 0, or EXIT_SECRET."""
-    from mcptape.outlet import Outlet  # the redactor, for --html only
+    from mcptape.publish.outlet import Outlet  # the redactor, for --html only
     from mcptape.report.html import render_pair  # jinja2 and rich, for --html only
 
     assert options.html is not None

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcptape.ci.merge import load_report, merge_reports, missing_shards
+from mcptape.commands.output import check_html
 from mcptape.commands.run_report import ReportFiles, leave
-from mcptape.commands.terminal import check_html
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.errors import McptapeError
 from mcptape.publish.outlet import Outlet

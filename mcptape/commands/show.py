@@ -21,10 +21,17 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from mcptape.commands.output import JSON_STDOUT, check_html, print_report, print_text, write_output, write_page
+from mcptape.commands.output import (
+    JSON_STDOUT,
+    check_html,
+    print_report,
+    print_text,
+    write_output,
+    write_page,
+)
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls, utf8
-from mcptape.outlet import Outlet
+from mcptape.publish.outlet import Outlet
 from mcptape.report.html import render_tape
 from mcptape.report.terminal import message_summary, rich_text
 from mcptape.tape.format import Tape

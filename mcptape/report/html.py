@@ -48,9 +48,9 @@ from mcptape.report.html_views import (
     tape_view,
 )
 from mcptape.report.markdown import VERDICT_LABEL, Context, accept_commands
-from mcptape.report.model import DiffResult, RunReport, SessionResult
 from mcptape.tape.format import Tape
 from mcptape.tape.timing import event_times
+from mcptape.verdict.model import DiffResult, RunReport, SessionResult
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -21,11 +21,11 @@ from mcptape.jsonrpc import dumps, id_key
 from mcptape.report import markdown, surface_notes
 from mcptape.report.anchors import session_anchor
 from mcptape.report.json_diff import Row, changed_paths, side_by_side
-from mcptape.report.model import Drift, Finding, RunReport, SessionResult
 from mcptape.report.terminal import message_summary
 from mcptape.tape.events import C2S, S2C
 from mcptape.tape.format import Tape
 from mcptape.tape.timing import call_label, event_times
+from mcptape.verdict.model import Drift, Finding, RunReport, SessionResult
 
 TIMELINE_CALLS = 400  # calls of one session on the run page; the tape page has them all
 LATER_DRIFTS = 50  # drifts after the first shown per session, with their findings

@@ -33,10 +33,10 @@ import pytest
 
 from mcptape.report.html import render_run
 from mcptape.report.html_views import SessionTapes
-from mcptape.report.model import RunReport, SessionResult
 from mcptape.tape.format import tape_bytes
 from mcptape.tape.reader import read_tape
 from mcptape.tape.timing import event_times
+from mcptape.verdict.model import RunReport, SessionResult
 from tests.conftest import FIXTURES, ROOT, mcptape_command, user_env
 
 CHROMIUM = Path("/usr/bin/chromium")

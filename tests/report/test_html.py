@@ -24,8 +24,16 @@ from mcptape.report.anchors import anchor, session_anchor
 from mcptape.report.html import render_pair, render_run, render_tape
 from mcptape.report.html_views import SessionTapes, nesting, tape_view, tasks, timeline
 from mcptape.report.json_diff import side_by_side
-from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult, SurfaceChanges
 from mcptape.tape.format import Tape
+from mcptape.verdict.model import (
+    CallRef,
+    DiffResult,
+    Drift,
+    Finding,
+    RunReport,
+    SessionResult,
+    SurfaceChanges,
+)
 from tests.conftest import CALC_SERVER
 
 _spec = importlib.util.spec_from_file_location("calc_server_fixture", CALC_SERVER)
@@ -421,10 +429,13 @@ def test_show_and_diff_write_their_pages_and_refuse_a_page_on_stdout(tmp_path: P
     assert '<h1 id="verdict">output drift</h1>' in page and 'id="a-events"' in page and 'id="b-events"' in page
     assert cli.main(["diff", "--html", str(tmp_path / "same.html"), str(golden), str(golden)]) == 0
     assert '<h1 id="verdict">no drift</h1>' in (tmp_path / "same.html").read_text(encoding="utf-8")
-    for argv in (["show", "--html", "-", str(golden)], ["diff", "--html", "-", str(golden), str(fresh)]):
+    for argv in (["show", "--html", "-", str(golden)], ["diff", "--html", "-", str(golden), str(fresh)],
+                 ["ci", "--html", "-"], ["merge", "--html", "-", "report.json"]):
         assert cli.main(argv) == 3
         assert "--html -: the page is written to a file" in capsys.readouterr().err
     assert not (tmp_path / "-").exists()
+    assert cli.main(["ci", "-c", str(tmp_path / "none.yml"), "--repeat", "3", "--html", str(tmp_path / "r.html")]) == 3
+    assert "--repeat writes no HTML report" in capsys.readouterr().err
 
 
 def test_a_secret_in_a_tape_keeps_its_page_from_being_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
