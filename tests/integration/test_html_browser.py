@@ -79,11 +79,15 @@ class Watched:
     errors: list[str] = field(default_factory=list)
     dialogs: list[str] = field(default_factory=list)
 
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)  # alert(), confirm(): only a script of the page's can open one
+        dialog.dismiss()
+
     def open(self, path: Path, anchor: str = "") -> Any:
         page = self.context.new_page()
         page.on("console", lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
         page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        page.on("dialog", self._dialog)
         page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else self.errors.append(f"request {r.url}"))
         page.goto(path.as_uri() + anchor)
         return page
