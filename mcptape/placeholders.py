@@ -23,6 +23,11 @@ import re
 KIND = r"[A-Za-z0-9_.:@\-]{1,120}"  # a detector's kind or a known secret's source (`env.NAME`)
 TAG = r"#[0-9a-f]{8}"
 PLACEHOLDER_RE = re.compile(rf"<REDACTED:{KIND}(?:{TAG})?>|<HOME>|<USER>")
+# Where an absolute directory may be replaced by its placeholder (`<HOME>`, normalize.py's
+# `<CONFIG_DIR>`): as a path, at a path's start, not inside a name or a longer path, nor in a URL's
+# authority (`mysql://root:PW@db` with HOME=/root, a root container's), but in a file:// URL's path.
+PATH_START = r"(?:(?<![\w.\-~/])|(?<=file://))"
+PATH_END = r"(?![\w.\-])"
 # Our placeholders as report formats escape them: XML and HTML (JUnit, the markdown's <summary>
 # lines) write `&lt;REDACTED:x&gt;`, HTML-safe JSON `\u003cREDACTED:x\u003e`. Escaped, a placeholder
 # is still ours: `&` and `;` could otherwise read as a URL password or a cookie value.

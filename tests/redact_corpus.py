@@ -145,8 +145,80 @@ def corpus(seed: int | None = None) -> list[Planted]:
         Planted("aws-secret-key", "standalone " + (v := r(38, ALNUM + "/+") + "7a"), (v,)),
         Planted(KNOWN_SOURCE, "conf " + known, (known,)),
         Planted("pattern", "acme " + "ACME-" + (v := r(24, upper_num)), ("ACME-" + v,)),
+        *structure_corpus(seed),
     ]
     return items
+
+
+# The first words of BIP-39's English list: a wallet's seed phrase is twelve of them.
+BIP39_WORDS = """abandon ability able about above absent absorb abstract absurd abuse access accident account accuse achieve
+    acid acoustic acquire across act action actor actress actual adapt add addict address"""
+
+
+def _guid(rng: random.Random) -> str:
+    hex_ = "0123456789abcdef"
+    return "-".join("".join(rng.choice(hex_) for _ in range(n)) for n in (8, 4, 4, 4, 12))
+
+
+def key_body(rng: random.Random, kind: str = "pkcs8") -> list[str]:
+    """A private key's base64 body as PEM prints it (64 characters a line), without its armour:
+    the DER header a real key of `kind` starts with (what says it is a private key), random after."""
+    head = {
+        "pkcs8": "308204bd020100300d06092a864886f70d0101010500048204a7308204a30201000282010100",  # RSA 2048, PKCS#8
+        "rsa": "308204a40201000282010100",  # RSA 2048, PKCS#1
+        "ec": "30770201010420",  # P-256, SEC1
+    }[kind]
+    size = {"pkcs8": 1217, "rsa": 1192, "ec": 121}[kind]
+    der = bytes.fromhex(head) + rng.randbytes(size - len(head) // 2)
+    text = base64.b64encode(der).decode()
+    return [text[i : i + 64] for i in range(0, len(text), 64)]
+
+
+def structure_corpus(seed: int | None = None) -> list[Planted]:
+    """Issue 38's families: secrets found by where they are (a header's value whatever its scheme,
+    a URL's user name, a webhook's documented path, a `.netrc` password, a `.env` assignment, a
+    private key's body without its armour, names of one-time codes and answers) and the two shapes
+    the rule set reports only with their context. Fresh characters each seed."""
+    rng = random.Random(None if seed is None else seed + 38)
+
+    def r(n: int, alphabet: str = ALNUM) -> str:
+        return _r(n, alphabet, rng)
+
+    hex_ = "0123456789abcdef"
+    url = ALNUM + "-_"
+    django = string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)"
+    while True:  # a Django key holds punctuation that once cut it: make sure this one does
+        django_key = "django-insecure-" + r(50, django)
+        if any(c in django_key[16:] for c in "&(),"):
+            break
+    teams = f"{_guid(rng)}@{_guid(rng)}/IncomingWebhook/{r(32, hex_)}/{_guid(rng)}"
+    words = BIP39_WORDS.split()
+    mnemonic = " ".join(rng.choice(words) for _ in range(12))
+    body = key_body(rng)
+    return [
+        Planted("teams-webhook", f"notify https://contoso-ops.webhook.office.com/webhookb2/{teams}", (teams,)),
+        Planted("teams-webhook", "legacy https://outlook.office.com/webhook/" + (v := f"{_guid(rng)}@{_guid(rng)}/IncomingWebhook/{r(32, hex_)}/{_guid(rng)}"), (v,)),
+        Planted("discord-webhook", "hook https://discord.com/api/webhooks/" + (v := f"{rng.randint(10**17, 10**18)}/{r(68, url)}"), (v,)),
+        Planted("authorization", "Authorization: ApiKey " + (v := r(36)), (v,)),
+        Planted("authorization", "GET /api/v1/users\nAuthorization: SSWS 00" + (v := r(40, url)), (v,)),
+        Planted("authorization", "Proxy-Authorization: Negotiate YIIG" + (v := r(60, ALNUM + "+/")), (v,)),
+        Planted("netrc-password", "machine api.example.com\n  login deploy\n  password " + (v := r(22)), (v,)),
+        Planted("url-user-token", "git clone https://" + (v := r(40)) + "@github.com/acme/app.git", (v,)),
+        Planted("secret-key-base", "RAILS_ENV=production\nSECRET_KEY_BASE=" + (v := r(128, hex_)) + "\nPORT=3000", (v,)),
+        Planted("secret-key", f"DEBUG=False\nSECRET_KEY='{django_key}'\nALLOWED_HOSTS=*", (django_key, django_key[16:])),
+        Planted("private-key", "\n".join(body), tuple(body)),
+        Planted("one-time-code", json.dumps({"one_time_code": (v := str(rng.randint(100000, 999999)))}), (v,)),
+        Planted("recovery-codes", json.dumps({"recovery_codes": [a := f"{r(5, hex_)}-{r(5, hex_)}", b := f"{r(5, hex_)}-{r(5, hex_)}"]}), (a, b)),
+        Planted("session-id", json.dumps({"sessionId": (v := r(32))}), (v,)),
+        Planted("authorization-code", "https://app.example.com/cb?authorization_code=" + (v := r(22)) + "&state=xyz", (v,)),
+        Planted("code-verifier", json.dumps({"code_verifier": (v := r(43, url))}), (v,)),
+        Planted("passphrase", json.dumps({"passphrase": (v := "-".join(rng.choice(words) for _ in range(4)) + "-7")}), (v,)),
+        Planted("security-answer", json.dumps({"security_answer": (v := f"{rng.choice(words).title()} the {rng.choice(words)}")}), (v,)),
+        Planted("mnemonic", json.dumps({"mnemonic": mnemonic}), (mnemonic,)),
+        Planted("artifactory-api-key", "jfrog " + "AK" + "Cp" + (v := r(69)), ("AKCp" + v,)),
+        Planted("artifactory-reference-token", "jfrog " + "cmVmdGtu" + (v := r(56)), ("cmVmdGtu" + v,)),
+        Planted("flyio-access-token", "fly " + "fo" + "1_" + (v := r(43, url)), ("fo1_" + v,)),
+    ]
 
 
 def forms(value: str) -> set[str]:

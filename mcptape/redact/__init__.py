@@ -29,25 +29,46 @@ Detectors, in the order they win on overlapping text:
    `pk_` keys are public by design and stay), GitLab, npm, PyPI, Hugging Face, Azure storage
    `AccountKey=`/`SharedAccessKey=`, Twilio `SK...`, SendGrid `SG.x.y`, Discord bot tokens,
    DigitalOcean `do?_v1_`, Databricks `dapi...`, Alibaba `LTAI...`, Azure AD client secrets
-   (`xxx8Q~...`), a standalone 40-character AWS secret key (between value delimiters, random;
-   not in a decoded run cut out of a longer base64 one), JWTs, whole PEM private key blocks (also as
-   escaped JSON text, a GCP service-account key, and when printed line by line on stderr),
+   (`xxx8Q~...`), Artifactory `AKCp`/`cmVmdGtu` and Fly.io `fo1_`/`fm2_` tokens (the rule set
+   knows these only with a host or keyword nearby), a standalone 40-character AWS secret key
+   (between value delimiters, random; not in a decoded run cut out of a longer base64 one), JWTs,
    `Authorization: Bearer|Basic` values, and `user:pass@` in URLs (postgres, mysql, mongodb,
-   redis, any scheme).
+   redis, any scheme). And by structure, where a secret is rather than what it looks like:
+   any `Authorization`/`Proxy-Authorization` value whatever its scheme (`ApiKey`, `SSWS`,
+   `Negotiate`: the credentials after the scheme), a URL's user name that is a token
+   (`https://TOKEN@github.com/...`), Microsoft Teams and Discord webhook URLs by their documented
+   paths, `.netrc` passwords (`machine ... password X`, or a `password X` line of its own), and
+   private keys by their armour (whole PEM blocks, escaped, encrypted) and by their body: base64
+   DER whose first bytes say it is a private key (PKCS#1, PKCS#8, SEC1, encrypted PKCS#8,
+   OpenSSH), with or without BEGIN/END, in any split across lines, content blocks, array items,
+   notifications or stderr lines of one session (a key cut off in one string makes the strings
+   after it its continuation: `pem_open`). A cut-off armour never takes a JSON message's own
+   quotes with it.
 3. Secret-named fields (`name_class`). Whether a name is a secret's is ONE table in shapes.py,
-   read as words (`secret_name`: `DB_PASS`, `signingKey`, `seed_phrase`, `otp`; not
-   `PUBLIC_KEY`, `TOKEN_URL`, `author`), the same for what a server writes and for what mcptape
+   read as words (`secret_name`: `DB_PASS`, `signingKey`, `seed_phrase`, `otp`, `code_verifier`,
+   `recovery_codes`, `one_time_code`, `SECRET_KEY_BASE`; not `PUBLIC_KEY`, `TOKEN_URL`,
+   `author`, `password_changed_at`), the same for what a server writes and for what mcptape
    hands it (policy.py). Under such a name a value is a secret when it looks like one: for
    `password`, `pass`, `pwd`, `secret`, `mnemonic`, ... no spaces and a digit, symbol or mixed
    case, or 12+ letters, or 8+ varied ones, or a 12-24 word seed phrase (`looks_secret`); for
    `token`, `api_key`, `*_key`, `session_id`, ... 8+ characters, no spaces, 3.0+ bits of
-   entropy a character; for `otp`, `pin`, `cvv` also 4-12 digits. Prose (`Best regards, Ada`,
-   `required`, `The token budget is 4096`) and code references (`process.env.API_KEY`) are not.
-   The same rule covers JSON keys, `key=value` and `key: value` in text (the words it starts
-   from are derived from the table), URL query strings and `--flag value` pairs in argv lists.
+   entropy a character, and not an identifier of words (`cl100k_base`, `same-origin`); for
+   `otp`, `pin`, `cvv`, one-time codes also 4-12 digits, as a string or a number; for security
+   answers anything but a number. Prose (`Best regards, Ada`, `required`, `The token budget is
+   4096`), code references (`process.env.API_KEY`), credential-free URLs and documentation
+   placeholders (`YOUR_API_KEY`, `<token>`, `ghp_xxxx...`, `user:password@localhost`,
+   AWS's `...EXAMPLE` keys: `placeholder_value`) are not. The same rule covers JSON keys,
+   `key=value` and `key: value` in text (from any word of the name: `SECRET_KEY_BASE=`; a quoted
+   value to its closing quote, a `.env` line's to its end, a JSON list's quoted items), URL query
+   strings and `--flag value` pairs in argv lists. A value a field's name made secret is
+   redacted in every other copy of it in the same message (structuredContent's JSON text in
+   content[0].text: `copies`). In code (minified JavaScript or CSS: an MCP App's `ui://` HTML,
+   `looks_like_code`), a name counts only with a quoted key or a real assignment of a string
+   literal that looks like a token: `key:o==null?` and `L.key===null` are code.
    `progressToken` and friends (MCP protocol fields, not credentials) are excluded.
 4. User patterns (`redact.patterns`), kind `pattern`.
-5. Who recorded: the home directory becomes `<HOME>` (only as a whole path component), the user
+5. Who recorded: the home directory becomes `<HOME>` (only as a path: never inside a URL's
+   authority, `mysql://root:...` with HOME=/root, nor a longer path: placeholders.PATH_START), the user
    name becomes `<USER>` as a whole word, case-insensitively, unless it is shorter than 4
    characters or a common account/word name (`COMMON_USER_NAMES`: root, runner, ci, admin,
    ...), which would over-redact ordinary text and identifies nobody.
@@ -81,6 +102,11 @@ only where a base64-alphabet run starts with one of their first characters (`Sha
 test (no trigger in its lowercase, plain or JSON-escaped; no encoded run; no user patterns
 configured, since a pattern may be anchored to a field's value): a line it clears is not walked
 at all, by the scrubber nor by `verify`. Short clean strings (JSON keys) are cached.
+
+A high-entropy backstop (any random-looking value, whatever its name or shape) is not one of them:
+measured on the false-positive corpus and on the goldens of real servers, it flags ids, digests
+and hashes there (issue 38's closing note has the figures), so randomness counts only under a
+secret's name (3.) and for what mcptape hands a server (policy.token_like).
 
 Fail closed: redaction and verification use two separately built detector engines, each with
 our detectors and the rule set, so a scrubber that misses a kind (a bug, or a fault injected in

@@ -29,12 +29,13 @@ from typing import Any
 from urllib.parse import quote, quote_plus, unquote
 
 from mcptape.jsonrpc import dumps, loads, wire_dumps
-from mcptape.placeholders import PLACEHOLDER_RE
+from mcptape.placeholders import PATH_END, PATH_START, PLACEHOLDER_RE
 from mcptape.redact import rules
 from mcptape.redact.own_text import own_text
 from mcptape.redact.shapes import (
     ALWAYS_MIN_LEN,
     B64_MIN_RUN,
+    ENTROPY_MIN_LEN,
     KNOWN_MIN_LEN,
     MAX_DEPTH,
     TAG_KEY,
@@ -47,16 +48,29 @@ from mcptape.redact.shapes import (
     name_class,
     name_end_words,
     plain_value,
+    private_key_body_start,
     shannon,
 )
 
+# A private key's armour, whole (BEGIN to END) or cut off (BEGIN and the body lines after it: the
+# rest comes in later strings of the session, `pem_open`). Neither crosses a `"`: inside a JSON
+# message's raw text that would take the message's own closing quotes and braces with it, and the
+# tape's raw line would no longer be JSON. A string holds no raw `"` of a key (one in JSON text is `\"`).
+_PEM_HEAD = r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+_PEM_BODY_CHARS = r"(?:[A-Za-z0-9+/=\s]|\\[nrt]|Proc-Type:[^\n\\\"]{0,80}|DEK-Info:[^\n\\\"]{0,120})"
 _PEM = (
-    r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:[\s\S]{0,65536}?-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|[\s\S]{0,65536}$)"
+    _PEM_HEAD + r"(?:[^\"]{0,65536}?-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|" + _PEM_BODY_CHARS + r"{0,65536})"
 )
-_PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BEGIN = re.compile(_PEM_HEAD)
 _PEM_END = re.compile(r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----")
-_PEM_BODY = re.compile(r"\s*(?:[A-Za-z0-9+/=]{1,128})?\s*|\s*[A-Za-z\-]+:.*")
+# A string that continues a key cut off in an earlier one: body lines (64 characters of base64 each
+# as PEM wraps them, the last shorter), its headers, or the END line after them.
+_PEM_PIECE = r"(?:[A-Za-z0-9+/]{1,128}={0,2}|Proc-Type:[^\n]*|DEK-Info:[^\n]*)"
+_PEM_BODY = re.compile(r"\s*" + _PEM_PIECE + r"(?:\s+" + _PEM_PIECE + r")*\s*")  # pieces apart: no backtracking
+# Strings shorter than this that are no body line neither continue nor end a cut-off key: the
+# protocol's own (`text`, `info`, `notifications/message`) sit between the lines one per message.
+_PEM_QUIET = 24
+_PEM_MAX_PIECES = 512  # a key is ~100 lines at most; past this a cut-off key is taken as ended
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _AWS_NEAR = 200
 
@@ -70,11 +84,32 @@ _KV_TRIGGERS = tuple(sorted({w.split("_")[0] for w in _KV_WORDS}))
 # count for could_match where they end a key: followed by `:` or `=` (after a quote or spaces).
 _KV_PLAIN_TRIGGERS = frozenset({"session", "passphrase", "passw", "secret", "key", "token", "credential", "signature",
                                 "authorization"})
+# The word, the rest of the name after it (`SECRET_KEY_BASE`: the class of the whole name decides),
+# the key's closing quote, the separator, the value's opening quote, the value.
 _KV = (
-    r"(?P<kvk>" + _KV_NAMES + r")(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
-    r"(?P<kvv>(?:(?i:bearer|basic|token|digest|bot)[ \t]+)?[^\s\"'\\&,;<>()\[\]{}]+)"
+    r"(?P<kvk>" + _KV_NAMES + r")(?P<kvt>[A-Za-z0-9_\-]{0,40}+)(?P<kvq>\\?[\"'])?[ \t]*(?P<kvs>[:=])[ \t]*"
+    r"(?:(?P<kvl>\[)|(?P<kvo>\\?[\"'])?(?P<kvv>(?:(?i:bearer|basic|token|digest|bot)[ \t]+)?[^\s\"'\\&,;<>()\[\]{}]+))"
 )
+_KV_ITEM = re.compile(r"[ \t]*,?[ \t]*(\\?[\"'])")
 _KV_RX = re.compile(_KV)
+# A quoted value runs to its closing quote (a Django key holds `&`, `(` and `,`; a seed phrase spaces);
+# an unquoted one in a `.env` line (KEY=value at a line's start) to the end of its line.
+_KV_QUOTED_MAX = 1024
+_ENV_VALUE = re.compile(r"[^\s\"'\\]+")
+_LINE_START = re.compile(r"(?:^|\n|\\n|\r|\\r)(?:export[ \t]+)?[ \t]*$")
+# An Authorization value is a scheme and credentials, whatever the scheme (`ApiKey`, `SSWS`,
+# `Negotiate`, `Digest ...`): the credentials are the secret.
+_ANY_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9._\-]*)[ \t]+(\S.*)", re.S)
+_AUTH_PARAMS = re.compile(r"[A-Za-z0-9_\-]+=[^,]*,")  # `Digest username="x", response="..."`: the rest is its
+_CREDENTIAL = re.compile(r"(?:<[^<>\s]{1,80}>|[^\s;,\"'\\<>])+")
+_SCHEME_WORD = re.compile(r"[A-Za-z][A-Za-z\-]{0,23}")  # `Bearer`, `ApiKey`, `SSWS`: no digit, no credential
+_AUTH_REST = re.compile(r"(?:[^\r\n\"'\\<>]|<REDACTED:[^<>\s]{1,80}>|<[A-Za-z_\-]{1,40}>)+")  # a placeholder is a value
+# Minified JavaScript and CSS (an MCP App's `ui://` HTML) are not key-value documents: `key:o==null?`
+# is an object literal and `L.key===null` a comparison. In code, the name rule needs a quoted key or a
+# real assignment, and a string literal for a value that looks like a token (`_token_literal`).
+_CODE_MIN_LEN = 256
+_CODE_PUNCTUATION = re.compile(r"[{};()]")
+_CODE_MARKERS = ("function", "=>", "){", "};", "<script", "<style", "var ", "const ", "return ")
 _COOKIE = r"(?<![A-Za-z0-9])(?P<ck>(?i:set-cookie|cookie))(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?(?P<ckv>[^\r\n\"\\]+)"
 _COOKIE_ATTRS = frozenset({"path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority", "partitioned"})
 _SCHEMES = frozenset({"bearer", "basic", "token", "digest", "bot"})
@@ -101,7 +136,7 @@ def _prune(triggers: set[str] | frozenset[str]) -> list[str]:
 
 def _ends_a_key(low: str, words: tuple[str, ...]) -> bool:
     """Whether one of `words` (whole last words of secret names) ends a key in `low`: is followed
-    by a quote after up to 3 backslashes, spaces, then `:` or `=`. Searched in the reversed text,
+    by a quote after up to 7 backslashes, spaces, then `:` or `=`. Searched in the reversed text,
     where the pattern starts with the `:` (or `=`), a literal the regex engine skips to: 19
     substring searches of a 1 KB line cost ~8 µs, this ~1."""
     return _key_end_found(low, *_reversed_key_end(words))
@@ -115,11 +150,12 @@ def _key_end_found(low: str, colon: re.Pattern[str], equals: re.Pattern[str]) ->
 
 @functools.lru_cache(maxsize=8)
 def _reversed_key_end(words: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """A word, an optional quote after up to 3 backslashes, spaces or tabs, then `:`; and the same
+    """A word, an optional quote after up to 7 backslashes (JSON text in a string in a `raw` in a
+    tape line escapes it three times), spaces or tabs, then `:`; and the same
     with `=`; each reversed (longest word first). Possessive (`*+`, `?+`): each word ends with a letter, so giving back a space, a quote or a
     backslash never lets one match; backtracking into them only retried every word."""
     alternatives = "|".join(re.escape(w[::-1]) for w in sorted(words, key=lambda w: (-len(w), w)))
-    tail = r"[ \t]*+(?:[\"']\\{0,3}+)?+(?:" + alternatives + ")"
+    tail = r"[ \t]*+(?:[\"']\\{0,7}+)?+(?:" + alternatives + ")"
     return re.compile(":" + tail), re.compile("=" + tail)
 
 
@@ -131,7 +167,7 @@ _NAME_CHARS = frozenset(string.ascii_lowercase + string.digits + "_-")
 
 def _key_spans(low: str) -> list[tuple[int, int]]:
     """Where in `low` a key=value or cookie branch's name can lie: the run of name characters
-    that ends before each `:` and `=` (after spaces, and a quote after up to 3 backslashes)."""
+    that ends before each `:` and `=` (after spaces, and a quote after up to 7 backslashes)."""
     spans = []
     for sep in ":=":
         q = low.find(sep)
@@ -141,7 +177,7 @@ def _key_spans(low: str) -> list[tuple[int, int]]:
                 end -= 1
             if end > 0 and low[end - 1] in "\"'":
                 end -= 1
-                for _ in range(3):
+                for _ in range(7):
                     if end > 0 and low[end - 1] == "\\":
                         end -= 1
             start = end
@@ -224,6 +260,13 @@ def _in_token(c: str) -> bool:
     return c.isalnum() or c in "+/=_-"
 
 
+_IN_RUN_MIN = 36  # the shortest match of a Shape.in_run shape (a key's DER body: `MII` + 33)
+
+
+def _mixed(run: str) -> bool:
+    return run.lower() != run and run.upper() != run
+
+
 def _has_b64_run(text: str) -> bool:
     """Whether `text` has a run of B64_MIN_RUN base64-alphabet characters (bytes.translate: fast)."""
     return _B64_NEEDLE in text.encode("utf-8", "surrogatepass").translate(_B64_MASK)
@@ -267,6 +310,62 @@ def _requote(text: str) -> str:
     out.append(quote(text[last:], safe=""))
     return "".join(out)
 
+
+
+def looks_like_code(text: str) -> bool:
+    """Whether a text is (or holds) code: long, dense in `{};()`, with a word code is made of."""
+    if len(text) < _CODE_MIN_LEN or not any(marker in text for marker in _CODE_MARKERS):
+        return False
+    return len(_CODE_PUNCTUATION.findall(text)) * 25 >= len(text)
+
+
+def _code_assignment(m: re.Match[str], text: str) -> bool:
+    """Whether a key=value match in code is a real assignment or a quoted key (`"apiKey": "..."`,
+    `API_KEY = "..."`), not an object literal's `key:`, a ternary's `:` or a `===` comparison;
+    and the value a string literal."""
+    if not m.group("kvo"):
+        return False
+    if m.group("kvs") == ":":
+        return bool(m.group("kvq"))
+    after = m.end("kvs")
+    before = m.start("kvs") - 1
+    return not (after < len(text) and text[after] in "=>") and not (before >= 0 and text[before] in "=!<>")
+
+
+def _token_literal(value: str) -> bool:
+    """A string literal in code that looks like a credential: 8+ characters, no spaces, not an
+    identifier of words (`same-origin`), and a digit, or mixed case, or a symbol."""
+    v = value.strip()
+    if len(v) < ENTROPY_MIN_LEN or any(c.isspace() for c in v) or _IDENTIFIER_LITERAL.fullmatch(v):
+        return False
+    return any(c.isdigit() for c in v) or (v.lower() != v and v.upper() != v) or not v.isalnum()
+
+
+_IDENTIFIER_LITERAL = re.compile(r"[a-z][a-z0-9]*(?:[_\-.][a-z0-9]+)*")
+
+
+def _closing_quote(text: str, start: int, opening: str) -> int | None:
+    """Where the value that starts at `start` after the quote `opening` (`"`, `'`, or `\\"` inside
+    JSON text) ends: its closing quote on the same line, within _KV_QUOTED_MAX characters."""
+    limit = min(len(text), start + _KV_QUOTED_MAX)
+    i = start
+    while i < limit:
+        c = text[i]
+        if c in "\r\n":
+            return None
+        if opening.startswith("\\"):
+            if c == "\\" and text.startswith(opening, i):
+                return i
+            if c == "\\":
+                i += 2
+                continue
+        elif c == "\\":
+            i += 2
+            continue
+        elif c == opening:
+            return i
+        i += 1
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -362,6 +461,7 @@ class Hit:
     value: str
     named: bool = False  # a known value: placeholder named after its source, no tag
     rule: bool = False  # found by the maintained rule set (rules.py), not by our own detectors
+    context: bool = False  # a secret by the name before it (`key=value` in text), not by its own shape
 
 
 class Engine:
@@ -373,7 +473,10 @@ class Engine:
         self.shapes = list(shapes)
         self.use_rules = rules
         self._edges_ok = True  # False while a decoded run cut out of a longer base64 one is scanned
+        self._code: bool | None = None  # whether the text being scanned is code (_in_code; None: not known yet)
         self.pem_open = False
+        self.pem_pieces = 0  # strings a cut-off key has continued in since its BEGIN
+        self.named_values: list[tuple[str, str]] = []  # (kind, value) the names of this message's fields made secret
         self._clean: set[str] = set()  # short strings known to hold nothing (a cache, not state)
         self._known_text: dict[str, str] = {}  # literal form -> source
         self._known_core: dict[str, str] = {}  # base64 core -> source
@@ -396,6 +499,8 @@ class Engine:
         twin = copy.copy(self)
         twin._edges_ok = True
         twin.pem_open = False
+        twin.pem_pieces = 0
+        twin.named_values = []
         twin._clean = set()
         return twin
 
@@ -424,7 +529,8 @@ class Engine:
         branches.append("(?P<cookie>" + _COOKIE + ")")  # outer groups: lastgroup names the branch
         branches.append("(?P<kv>" + _KV + ")")
         if config.home:
-            branches.append("(?P<home>" + re.escape(config.home) + r")(?![A-Za-z0-9_.\-])")
+            # As a path, never inside a URL's authority nor a longer path (placeholders.PATH_START).
+            branches.append(PATH_START + "(?P<home>" + re.escape(config.home) + ")" + PATH_END)
         if config.user:
             branches.append(r"(?<![A-Za-z0-9_])(?P<user>(?i:" + re.escape(config.user) + r"))(?![A-Za-z0-9_])")
         self.regex = re.compile("|".join(branches))
@@ -445,9 +551,17 @@ class Engine:
         # could_match leaves the noisy name words to `_ends_a_key` (below); it keeps the old
         # plain ones (`passw`, not `pass`, which `passed` holds).
         quiet = _prune((triggers - _NOISY_KV) | _KV_PLAIN_TRIGGERS)
+        # Triggers could_match need not search for: a mixed-case base64 run rules a line in before
+        # any trigger is (Shape.in_run), and a match that holds another trigger is found by that
+        # one (Shape.held).
+        spared = {t for shape in self.shapes if shape.in_run and config.decode for t in shape.triggers}
+        spared |= {t for shape in self.shapes if shape.held and shape.held in quiet for t in shape.triggers}
+        quiet = [t for t in quiet if t not in spared]
         # The whole noisy words (`pwd`, `pin`), each tested where it ends: one that holds a quiet
         # trigger (`apikey` holds `key`) is found by that trigger already.
-        self._noisy = tuple(sorted(w for w in _NOISY_WORDS if not any(t in w for t in quiet)))
+        # (nor one that ends with another: `onetimecode` ends a key where `code` does).
+        self._noisy = tuple(sorted(w for w in _NOISY_WORDS if not any(t in w for t in quiet)
+                                   and not any(o != w and w.endswith(o) for o in _NOISY_WORDS)))
         self._noisy_key_end = _reversed_key_end(self._noisy) if self._noisy else None
         # The triggers as they read inside JSON text: once escaped (a message's strings in a tape
         # line) and twice (a `raw` message inside one). Only a literal holding a quote, a
@@ -475,7 +589,13 @@ class Engine:
         # spaces, `:` or `=`), so in a long text with few of those, scan looks for these triggers
         # in its keys only (_key_spans), not through the whole text (an image: 64 KB each).
         kv_sources = {*_KV_TRIGGERS, "cookie"}
-        others = triggers - kv_sources
+        # What else starts at a trigger, a kv word too or not (`password` starts the netrc shape).
+        others = (triggers - kv_sources) | {t for shape in self.shapes for t in shape.triggers if t != "://"}
+        # The triggers that start nothing but Shape.in_run shapes (scan looks for them only in a text
+        # with a long mixed-case base64 run).
+        in_run = {t for shape in self.shapes if shape.in_run for t in shape.triggers}
+        not_in_run = {t for shape in self.shapes if not shape.in_run for t in shape.triggers} | {*_KV_TRIGGERS, "cookie"}
+        self._in_run_only = frozenset(t for t in self.triggers if t in in_run and t not in not_in_run)
         self._kv_only = frozenset(
             t for t in self.triggers if t in kv_sources and not any(o.startswith(t) for o in others)
         )
@@ -513,7 +633,7 @@ class Engine:
         low = text.lower()
         for harmless in self._harmless:
             low = low.replace(harmless, '""')  # quotes: no trigger holds one, so none spans the cut
-        if "://" in low and "@" in low:
+        if "://" in low and ("@" in low or "discord" in low):  # user info, a Teams or Discord webhook
             return True
         for group in self._trigger_groups:
             if group.gate in low and group.found_in(low):  # the gate first: most groups' is absent
@@ -540,6 +660,7 @@ class Engine:
         candidates are the places a trigger occurs in the lowercased text, and the combined
         regex is only *matched* there, anchored.
         """
+        self._code = None  # known once a name rule asks (_in_code): most texts never need to be read for it
         low = text.lower()
         if len(low) != len(text):
             return self._scan_everywhere(text)  # lower() changed lengths (rare scripts): no position map
@@ -547,10 +668,16 @@ class Engine:
         key_spans = None
         if self._kv_only and (low.count(":") + low.count("=")) * KEY_SPAN_RATIO < len(low):
             key_spans = _key_spans(low)
+        runs = _b64_runs(text) if len(text) >= B64_MIN_RUN else []
+        # Triggers of shapes that lie in a long mixed-case base64 run (Shape.in_run): looked for only
+        # in a text that has one (an image's run, a key's body), not through all prose and JSON.
+        in_runs = bool(self._in_run_only) and any(e - s >= _IN_RUN_MIN and _mixed(text[s:e]) for s, e in runs)
         for gate, literals in self._scan_groups:
             if gate and gate not in low:
                 continue
             for lit in literals:
+                if not in_runs and lit in self._in_run_only:
+                    continue
                 if key_spans is not None and lit in self._kv_only:
                     for start, end in key_spans:
                         i = low.find(lit, start, end)
@@ -572,7 +699,7 @@ class Engine:
                 candidates.add(j)
                 i = low.find("://", i + 1)
         if self._run_first and len(text) >= B64_MIN_RUN:
-            candidates.update(start for start, _ in _b64_runs(text) if text[start] in self._run_first)
+            candidates.update(start for start, _ in runs if text[start] in self._run_first)
         hits: list[Hit] = []
         skips: list[tuple[int, int]] = []
         pos = 0
@@ -661,6 +788,8 @@ class Engine:
         if group == "user":
             return [Hit(m.start(), m.end(), "user", m.group(0))]
         if group == "cookie":
+            if self._in_code(text) and not (m.start("ck") > 0 and text[m.start("ck") - 1] in "\"'"):
+                return None  # in code, `cookie:` is an object literal's key (a quoted one is data)
             hits = self._cookie(m.start("ckv"), m.group("ckv"))
             if hits:
                 return hits
@@ -708,28 +837,90 @@ class Engine:
         start = m.start("kvk")
         while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-."):
             start -= 1
-        cls = name_class(text[start : m.end("kvk")])
+        cls = name_class(text[start : m.end("kvt")])
         if cls is None:
             return None
-        value = m.group("kvv")
-        vstart = m.start("kvv")
+        if m.group("kvl") is not None:
+            return None if self._in_code(text) else self._kv_list(m.end("kvl"), text, cls)
+        value, vstart = m.group("kvv"), m.start("kvv")
+        opening, separator = m.group("kvo"), m.group("kvs")
+        code = self._in_code(text)
+        if code and not _code_assignment(m, text):
+            return None
         if _PEM_BEGIN.match(text, vstart):
             # `"private_key": "-----BEGIN PRIVATE KEY-----\n...` (a GCP service-account key): the
             # value is the whole block, which the pem branch takes from here to its END line.
             return None
+        if opening:
+            close = _closing_quote(text, vstart, opening)
+            if close is not None:
+                value = text[vstart:close]
+        elif cls[1].endswith("authorization"):
+            rest = _AUTH_REST.match(text, vstart)
+            value = rest.group(0).rstrip() if rest else value
+        elif separator == "=" and _LINE_START.search(text, max(0, start - 12), start):
+            env = _ENV_VALUE.match(text, vstart)
+            value = env.group(0) if env else value
+        if code and not _token_literal(value):
+            return None
+        if cls[1].endswith("authorization"):
+            return self._authorization(text, vstart, value)
         scheme = _AUTH_SCHEME.match(value)
         if scheme:
-            # `Authorization: Bearer x`, `Bot x`: a shape that starts at the scheme or at the token
-            # names it (bearer-token, basic-auth, discord-bot-token); each is tested by that kind.
+            # `token: Bearer x`, `Bot x`: a shape that starts at the scheme or at the token names it
+            # (bearer-token, basic-auth, discord-bot-token); each is tested by that kind.
             if self._shape_at(text, vstart) or self._shape_at(text, vstart + scheme.start(2)):
                 return None
             vstart += scheme.start(2)
             value = scheme.group(2)
         elif value.lower() in _SCHEMES:
-            return None  # `Authorization: Bearer <REDACTED:...>`: the scheme word alone is no secret
+            return None  # `token: Bearer <REDACTED:...>`: the scheme word alone is no secret
         if not field_is_secret(cls[0], value, self.config.allow):
             return None
-        return [self._named(Hit(vstart, vstart + len(value), self._classify(value, cls[1]), value))]
+        kind = self._classify(value, cls[1])
+        return [self._named(Hit(vstart, vstart + len(value), kind, value, context=kind == cls[1]))]
+
+    def _kv_list(self, pos: int, text: str, cls: tuple[str, str]) -> list[Hit] | None:
+        """`"recovery_codes": ["...", "..."]` in text: each quoted item, judged under the name."""
+        hits: list[Hit] = []
+        while (item := _KV_ITEM.match(text, pos)) is not None and len(hits) < 64:
+            close = _closing_quote(text, item.end(), item.group(1))
+            if close is None:
+                break
+            value = text[item.end() : close]
+            if field_is_secret(cls[0], value, self.config.allow):
+                hits.append(self._named(Hit(item.end(), close, cls[1], value, context=True)))
+            pos = close + len(item.group(1))
+        return hits or None
+
+    def _in_code(self, text: str) -> bool:
+        """Whether `text`, the text being scanned, is code (looks_like_code), read once per scan."""
+        if self._code is None:
+            self._code = looks_like_code(text)
+        return self._code
+
+    def _authorization(self, text: str, vstart: int, value: str) -> list[Hit] | None:
+        """An Authorization (or Proxy-Authorization) value: the credentials after its scheme,
+        whatever the scheme, or the whole value without one. A token shape there names the kind."""
+        if self._shape_at(text, vstart):
+            return None
+        scheme = _ANY_SCHEME.fullmatch(value)
+        kind = "authorization"
+        if scheme:
+            if self._shape_at(text, vstart + scheme.start(2)):
+                return None
+            kind = {"bearer": "bearer-token", "basic": "basic-auth"}.get(scheme.group(1).lower(), kind)
+            vstart += scheme.start(2)
+            value = scheme.group(2).rstrip()
+            if not _AUTH_PARAMS.match(value):
+                # A token (token68), then whatever text goes on; an escaped placeholder is one token.
+                token = _CREDENTIAL.match(mask_escaped_placeholders(value))
+                value = value[: token.end()] if token else value
+        elif _SCHEME_WORD.fullmatch(value):
+            return None  # `Authorization: ApiKey <REDACTED:...>`: the scheme word alone is no secret
+        if not field_is_secret("always", value, self.config.allow):
+            return None
+        return [self._named(Hit(vstart, vstart + len(value), kind, value, context=True))]
 
     def _shape_at(self, text: str, pos: int) -> bool:
         """Whether a token shape (or a known value) starts at `pos` and accepts what it matches."""
@@ -850,17 +1041,38 @@ class Engine:
         return text
 
     def _pem_continuation(self, text: str, sink: Sink, path: str) -> str:
-        """Body and END lines of a private key printed one line per event (stderr)."""
+        """A string after a private key that was cut off (`pem_open`): body lines and the END line
+        are the key's, printed one line per message, content block, array item or stderr line.
+        The protocol's own short strings between them (`text`, `info`) neither continue nor end it."""
         end = _PEM_END.search(text)
-        if end:
+        if end and _PEM_BODY.fullmatch(text, 0, end.start()) or (end and not text[: end.start()].strip()):
             self.pem_open = False
             sink.hit("private-key", text[: end.end()], path, False)
             return self.placeholder("private-key", text[: end.end()], False) + text[end.end() :]
-        if _PEM_BODY.fullmatch(text):
+        stripped = text.strip()
+        if _PEM_BODY.fullmatch(text) and _body_line(stripped):
+            self.pem_pieces += 1
+            if self.pem_pieces > _PEM_MAX_PIECES:
+                self.pem_open = False
             sink.hit("private-key", text, path, False)
             return self.placeholder("private-key", text, False)
+        if len(stripped) < _PEM_QUIET or PLACEHOLDER_RE.fullmatch(stripped):
+            return text
         self.pem_open = False
         return text
+
+    def _string(self, value: str, name: str | None, sink: Sink, path: str) -> str:
+        """One string of a walked message or event, scrubbed (by its field's name too), in order:
+        a private key cut off in an earlier string of the session goes on in this one
+        (_pem_continuation), and one cut off here makes the strings after it its continuation."""
+        rest = self._pem_continuation(value, sink, path) if self.pem_open else value
+        before = sink.count
+        out = self.field(name, rest, sink, path) if name is not None else self.text(rest, 0, sink, path)
+        # A key starts here only where its armour is, or where a detector found its body.
+        found_key = sink.count != before and sink.last_kind == "private-key"
+        if not self.pem_open and (found_key or "-----BEGIN" in rest) and _cuts_off_a_key(rest):
+            self.pem_open, self.pem_pieces = True, 0
+        return out
 
     def placeholder(self, kind: str, value: str, named: bool) -> str:
         if named or kind in ("home", "user"):
@@ -875,7 +1087,9 @@ class Engine:
     def obj(self, value: Any, sink: Sink, path: str = "$", name: str | None = None) -> Any:
         """A deep copy of a JSON-like value with every string scrubbed; `name` is its field name."""
         if isinstance(value, str):
-            return self.field(name, value, sink, path) if name is not None else self.text(value, 0, sink, path)
+            return self._string(value, name, sink, path)
+        if isinstance(value, int) and not isinstance(value, bool) and name is not None:
+            return self._number(value, name, sink, path)
         if isinstance(value, dict):
             out: dict[Any, Any] = {}
             for k, v in value.items():
@@ -902,6 +1116,15 @@ class Engine:
             return result
         return value
 
+    def _number(self, value: int, name: str, sink: Sink, path: str) -> int | str:
+        """A number under a one-time code's or PIN's name (`"otp": 493817`) is that code: replaced
+        by its placeholder (a string), as the same digits in a string are. Other numbers stay."""
+        cls = name_class(name)
+        if cls is None or cls[0] != "digits" or not field_is_secret("digits", str(value), self.config.allow):
+            return value
+        sink.hit(cls[1], str(value), path, False)
+        return self.placeholder(cls[1], str(value), False)
+
     def field(self, name: str, value: str, sink: Sink, path: str) -> str:
         scrubbed = self.text(value, 0, sink, path)
         cls = name_class(name)
@@ -916,20 +1139,22 @@ class Engine:
                 return value  # a bare value (no `name=`) is the cookie's secret itself
             stripped = value.strip()
             start = value.index(stripped)
-            return self._apply(value, [Hit(start, start + len(stripped), cls[1], stripped)], sink, path)
-        scheme = _AUTH_SCHEME.match(value.strip())
-        if scheme and cls[1].endswith("authorization"):
-            token = scheme.group(2).strip()
-            if field_is_secret("always", token, allow):
-                start = value.index(token)
-                kind = {"bearer": "bearer-token", "basic": "basic-auth"}.get(scheme.group(1).lower(), "authorization")
-                return self._apply(value, [Hit(start, start + len(token), kind, token)], sink, path)
-            return value
+            return self._by_name(value, [Hit(start, start + len(stripped), cls[1], stripped)], sink, path)
+        stripped = value.strip()
+        start = value.index(stripped)
+        if cls[1].endswith("authorization"):
+            found = self._authorization(value, start, stripped)
+            return self._by_name(value, found, sink, path) if found else value
         if field_is_secret(cls[0], value, allow):
-            stripped = value.strip()
-            start = value.index(stripped)
-            return self._apply(value, [Hit(start, start + len(stripped), self._classify(stripped, cls[1]), stripped)], sink, path)
+            return self._by_name(value, [Hit(start, start + len(stripped), self._classify(stripped, cls[1]), stripped)],
+                                 sink, path)
         return value
+
+    def _by_name(self, value: str, hits: list[Hit], sink: Sink, path: str) -> str:
+        """`value` with what its field's name makes secret replaced; each such value is kept for
+        the message's other copies of it (`copies`: structuredContent's text in content[0].text)."""
+        self.named_values.extend((h.kind, h.value) for h in hits if not h.named)
+        return self._apply(value, hits, sink, path)
 
     def _apply(self, text: str, hits: list[Hit], sink: Sink, path: str) -> str:
         parts, last = [], 0
@@ -945,17 +1170,21 @@ class Engine:
 
     def event(self, event: Mapping[str, Any], sink: Sink, path: str = "$") -> dict[str, Any]:
         out: dict[str, Any] = {}
+        # `raw` and `msg` are one message twice: each is read from the state the event began in
+        # (a key cut off before it), and the state after it is the message's, read once.
+        before = (self.pem_open, self.pem_pieces)
+        after: tuple[bool, int] | None = None
+        self.named_values = []
         for k, v in event.items():
             sub = _join(path, k)
-            if k == "raw" and isinstance(v, str):
-                out[k] = self.raw(v, sink, sub)
-            elif k == "text" and isinstance(v, str) and event.get("kind") == "stderr":
-                # A key printed line by line: BEGIN in one stderr event, body and END in the next.
-                rest = self._pem_continuation(v, sink, sub) if self.pem_open else v
-                begin = _PEM_BEGIN.search(v)
-                if begin and not _PEM_END.search(v, begin.end()):
-                    self.pem_open = True
-                out[k] = self.text(rest, 0, sink, sub)
+            if k in ("raw", "msg"):
+                if after is not None:
+                    self.pem_open, self.pem_pieces = before
+                out[k] = self.raw(v, sink, sub) if k == "raw" and isinstance(v, str) else self.obj(v, sink, sub, None)
+                if after is None:
+                    after = (self.pem_open, self.pem_pieces)
+                else:
+                    self.pem_open, self.pem_pieces = after
             elif k == "b64" and isinstance(v, str) and event.get("kind") == "garbage":
                 text = self.b64_payload(v, sink, sub)
                 if text is None:
@@ -964,9 +1193,41 @@ class Engine:
                     out["text"] = text
             else:
                 out[k] = self.obj(v, sink, sub, None)
+        if self.named_values:
+            self._copies(out, sink, path)
         if "raw" in out and "msg" in out and out["raw"] == dumps(out["msg"]):
             del out["raw"]  # the scrubbed raw is now just the compact form of the scrubbed msg
         return out
+
+    def _copies(self, out: dict[str, Any], sink: Sink, path: str) -> None:
+        """Every other copy, in the same message, of a value a field's name made secret: servers
+        send structuredContent with its JSON text in content[0].text, where a name may not stand
+        next to the value (`"phrase": ...` read as `"seed_phrase"` there) or the value is cut."""
+        found = {v: kind for kind, v in self.named_values if len(v) >= KNOWN_MIN_LEN}
+        self.named_values = []
+        if not found:
+            return
+        forms = {f: (kind, v) for v, kind in found.items() for f in {v, _json_escaped(v), json.dumps(v)[1:-1]}}
+        rx = re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)))
+
+        def replace(value: Any, where: str) -> Any:
+            if isinstance(value, str):
+                if not any(f in value for f in forms):
+                    return value
+                def one(m: re.Match[str]) -> str:
+                    kind, secret = forms[m.group(0)]
+                    sink.hit(kind, secret, where, False)
+                    return self.placeholder(kind, secret, False)
+                return rx.sub(one, value)
+            if isinstance(value, dict):
+                return {k: replace(v, _join(where, k)) for k, v in value.items()}
+            if isinstance(value, list):
+                return [replace(v, f"{where}[{i}]") for i, v in enumerate(value)]
+            return value
+
+        for k in ("msg", "raw", "text"):
+            if k in out:
+                out[k] = replace(out[k], _join(path, k))
 
     def raw(self, raw: str, sink: Sink, path: str) -> str:
         """Exact wire text: scrubbed as text, then as parsed JSON (finds `\\u`-escaped secrets).
@@ -991,6 +1252,25 @@ class Engine:
         before = sink.count
         scrubbed = self.text(text, 0, sink, path)
         return scrubbed if sink.count != before or scrubbed != text else None
+
+
+def _body_line(line: str) -> bool:
+    """Whether a string that reads as base64 is a key's body line: one of 16+ characters (PEM
+    wraps at 64), or a short last one with padding or mixed case and a digit (not `text`, `info`)."""
+    if len(line) >= 16:
+        return True
+    return "=" in line or (any(c.isdigit() for c in line) and line.lower() != line and line.upper() != line)
+
+
+def _cuts_off_a_key(text: str) -> bool:
+    """Whether a private key starts in `text` and does not end there: a BEGIN line with no END
+    after it, or a key's base64 body (shapes.private_key_body) with none."""
+    if "-----BEGIN" in text:
+        begin = _PEM_BEGIN.search(text)
+        if begin is not None:
+            return _PEM_END.search(text, begin.end()) is None
+    body = private_key_body_start(text)
+    return body is not None and _PEM_END.search(text, body) is None
 
 
 def _join(path: str, key: Any) -> str:

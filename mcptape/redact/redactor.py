@@ -40,8 +40,11 @@ class Redactor:
         user: str | None = "",
         decode: bool = True,
         salt: bytes = b"",
+        rules: bool = True,
     ) -> None:
-        """`home`/`user` default ("") to this machine's; pass None to turn that detector off."""
+        """`home`/`user` default ("") to this machine's; pass None to turn that detector off.
+        `rules=False`: our detectors and the known values without the rule set (redact/rules.py),
+        for the messages of a process that speaks the MCP wire (publish/outlet.py's say)."""
         compiled = []
         for i, p in enumerate(patterns):
             try:
@@ -70,8 +73,8 @@ class Redactor:
             decode=decode,
             salt=salt,
         )
-        self._scrubber = Engine(self._config, SHAPES)
-        self._checker = Engine(self._config, SHAPES)  # built separately: a scrubber bug cannot blind it
+        self._scrubber = Engine(self._config, SHAPES, rules=rules)
+        self._checker = Engine(self._config, SHAPES, rules=rules)  # built separately: a scrubber bug cannot blind it
         self._start_counting()
 
     def _start_counting(self) -> None:
@@ -79,6 +82,11 @@ class Redactor:
         self.occurrences: dict[str, int] = {}
         self._seen: set[tuple[str, str]] = set()
         self._sink = Sink(self._record)
+
+    @property
+    def known(self) -> dict[str, str]:
+        """The known secret values it was built with (source -> value)."""
+        return self._config.known
 
     def fork(self) -> Redactor:
         """A Redactor for another output of the same run: the same compiled detectors (nothing is
@@ -176,12 +184,21 @@ class Redactor:
 
     # -- verification -------------------------------------------------------------------------
 
-    def verify(self, data: str | bytes, where: str) -> None:
+    def verify(self, data: str | bytes, where: str, *, form: str = "lines") -> None:
         """Scan finished output with the separately built checker; SecretLeak names place and kind.
 
-        JSON lines (tapes, JSON reports) are parsed and walked, so the place is a line and a JSON
-        path; other lines are scanned as text. Decoded forms are checked too.
+        `form` says how the bytes are read. "lines" (tapes, reports, documents, messages): JSON
+        lines are parsed and walked, so the place is a line and a JSON path; other lines are
+        scanned as text. "view" (tape/view.py's review view): each `path = <JSON value>` line is
+        read as what it is, a value at a path: the value parsed and walked as the tape's strings
+        are, the path scanned as the tape's keys are, the line's exact text scanned as a tape
+        line's is; `@@` and `#` lines as text. The view holds the tape's values, JSON-escaped: read
+        as plain text, a `\\n` before a name or a number after one reads as something the tape
+        does not hold (a `Cookie:` line, `total_tokens = 12345678`), and every golden with one
+        could never be written. Decoded forms are checked too.
         """
+        if form not in ("lines", "view"):
+            raise ValueError(f"verify: unknown form {form!r}")
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
         checker = self._checker
         checker.pem_open = False
@@ -194,23 +211,31 @@ class Redactor:
                 continue  # nothing there any detector could find, as text or parsed
             place = f"{where}:{number}" if multi else where
             parsed: Any = None
-            stripped = line.strip()
-            if stripped[:1] in "{[":
-                try:
-                    parsed = json.loads(stripped)
-                except ValueError:
-                    parsed = None
-            if isinstance(parsed, dict):
-                checker.event(parsed, sink)
-            elif isinstance(parsed, list):
-                checker.obj(parsed, sink)
+            view_value = _view_value(line) if form == "view" else None
+            if view_value is not None:
+                path, parsed = view_value
+                checker.text(path, 0, sink, "path")
+                checker.obj(parsed, sink, path)
             else:
-                checker.text(line, 0, sink, "text")
+                stripped = line.strip()
+                if stripped[:1] in "{[":
+                    try:
+                        parsed = json.loads(stripped)
+                    except ValueError:
+                        parsed = None
+                if isinstance(parsed, dict):
+                    checker.event(parsed, sink)
+                elif isinstance(parsed, list):
+                    checker.obj(parsed, sink)
+                else:
+                    checker.text(line, 0, sink, "text")
             if not found and parsed is not None:
                 # The exact text as well: a walker bug must not hide a plain token in the bytes.
                 # Not the rule set's hits: some of its rules read a keyword nearby, which a JSON
                 # line may put in another field; the walk above gave them each string to check.
-                strict = [h for h in checker.scan(line) if h.kind not in _CONTEXT_KINDS and not h.rule]
+                # Nor what only a name makes a secret (Hit.context): the walk judged each value
+                # under its own name, which the line's text may put beside another value.
+                strict = [h for h in checker.scan(line) if not (h.context or h.rule or h.kind in _CONTEXT_KINDS)]
                 if strict:
                     found.append((strict[0].kind, "line text", strict[0].named))
             if found:
@@ -223,6 +248,24 @@ class Redactor:
                     "redact.patterns in mcptape.yml"
                 )
                 raise SecretLeak(f"{place}: a {kind} value survived redaction (at {path}); nothing was written", hint=hint)
+
+
+_VIEW_SEPARATOR = " = "
+
+
+def _view_value(line: str) -> tuple[str, Any] | None:
+    """(path, value) of a review view's `path = <JSON value>` line, None for any other line (tape/view.py).
+
+    A path may hold ` = ` itself (inside a tool's name): the first split whose right side parses is it."""
+    if line.startswith(("@@ ", "# ")):
+        return None
+    at = line.find(_VIEW_SEPARATOR)
+    while at > 0:
+        try:
+            return line[:at], json.loads(line[at + len(_VIEW_SEPARATOR) :])
+        except ValueError:
+            at = line.find(_VIEW_SEPARATOR, at + 1)
+    return None
 
 
 # Kinds whose detection depends on context a raw JSON line garbles (escaped quotes, entropy of a

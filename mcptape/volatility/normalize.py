@@ -84,6 +84,7 @@ from typing import Any
 
 from mcptape.jsonpath import parse_json_path
 from mcptape.jsonrpc import DEEP_KEY, MAX_DEPTH, canonical, expand_deep, id_key, is_deep, loads_depth
+from mcptape.placeholders import PATH_END, PATH_START
 
 FLOATING_NOTIFICATIONS = frozenset(
     {
@@ -151,8 +152,6 @@ def _first_per_line(data: bytes, needle: bytes) -> Iterable[int]:
         at = data.find(needle, end + 1)
 
 
-_PATH_END = r"(?![\w.-])"
-_PATH_START = r"(?<![\w.-])"
 
 # -- JSON paths ---------------------------------------------------------------------------------
 
@@ -335,7 +334,7 @@ class Normalizer:
                 if variant.count("/") >= 1 and len(variant) > 1:
                     known.setdefault(variant, placeholder)
         self.known_paths: list[tuple[re.Pattern[str], str]] = [
-            (re.compile(_PATH_START + re.escape(p) + _PATH_END), ph)
+            (re.compile(PATH_START + re.escape(p) + PATH_END), ph)
             for p, ph in sorted(known.items(), key=lambda kv: -len(kv[0]))
         ]
         # A tape line no rule could change is not walked (lines_it_may_change): with the built-in

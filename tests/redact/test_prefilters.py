@@ -14,7 +14,7 @@ from mcptape.redact import detectors, rules
 from mcptape.redact.redactor import make_redactor
 
 # The definition _ends_a_key stands in for: a word, then this, at the word's end.
-KEY_END = re.compile(r"(?:\\{0,3}[\"'])?[ \t]*[:=]")
+KEY_END = re.compile(r"(?:\\{0,7}[\"'])?[ \t]*[:=]")
 
 
 def _by_definition(low: str, words: tuple[str, ...]) -> bool:
@@ -47,7 +47,8 @@ def test_ends_a_key_cases() -> None:
     assert detectors._ends_a_key('{\\\\\\"pin\\\\\\": 1}', words)  # a raw message inside a tape line
     assert detectors._ends_a_key("pwd \t= x", words)
     assert not detectors._ends_a_key('{"spinner": "pwd"}', words)
-    assert not detectors._ends_a_key('pwd \\\\\\\\": x', words)  # four backslashes: not a key's end
+    assert detectors._ends_a_key("{" + "\\" * 7 + '"pin' + "\\" * 7 + '": 1}', words)  # JSON text in a raw in a tape line
+    assert not detectors._ends_a_key('pwd ' + '\\' * 8 + '": x', words)  # eight backslashes: not a key's end
     assert not detectors._ends_a_key("pwd x: y", words)
 
 

@@ -508,3 +508,85 @@ def test_a_fork_compiles_nothing_and_keeps_its_own_counts(monkeypatch: pytest.Mo
     # A PEM block one fork is inside of (a tape scanned line by line) is not the other's.
     one._scrubber.pem_open = True
     assert not other._scrubber.pem_open and not run.fork()._scrubber.pem_open
+
+
+# --- issue 38: structure, names in every copy, what is not a secret -------------------------------
+
+
+def _response(result: dict[str, Any], *, wire: str | None = None) -> dict[str, Any]:
+    msg = {"jsonrpc": "2.0", "id": 3, "result": result}
+    return EventBuilder().line("s2c", (wire if wire is not None else dumps(msg)).encode())
+
+
+@pytest.mark.parametrize("text", [
+    "GET / HTTP/1.1\nHost: api.example.com\nCookie: sid=Qx81kfz29Lr0aB; theme=dark\n",  # a `\n` before the name
+    "usage:\ntotal_tokens = 12345678",
+])
+def test_a_golden_whose_view_holds_what_the_tape_holds_can_be_written(text: str) -> None:
+    """The review view is the tape's values at their paths, JSON-escaped: checked as that (form
+    "view"), a `Cookie:` line or a count under a `token` name is what the tape holds, not a leak.
+    Read as plain text it failed every `--update-golden` of such a server."""
+    from mcptape.tape.view import render_view
+
+    r = make_redactor()
+    event = r.redact_event(_response({"content": [{"type": "text", "text": text}],
+                                      "structuredContent": {"usage": {"total_tokens": 12345678}}}))
+    r.verify(tape_bytes(make_header("t"), [event]), "tape")
+    view = render_view(make_header("t"), [event])
+    r.verify(view, "view", form="view")
+    with pytest.raises(SecretLeak):  # positive control: a token the view shows is still found in it
+        r.verify(view.replace(b"usage", b"ghp_" + b"Zx9" * 12), "view", form="view")
+
+
+def test_a_value_redacted_by_its_name_is_redacted_in_every_copy_of_the_message() -> None:
+    phrase = "abandon ability able about above absent absorb abstract absurd abuse access accident"
+    structured = {"mnemonic": phrase, "note": {"otp": 493817}}
+    r = make_redactor()
+    event = r.redact_event(_response({"content": [{"type": "text", "text": f"your words: {phrase}"}],
+                                      "structuredContent": structured}))
+    data = dumps(event)
+    assert phrase not in data and "493817" not in data and "<REDACTED:otp>" in data
+    assert event["msg"]["result"]["content"][0]["text"].startswith("your words: <REDACTED:mnemonic")
+    r.verify(tape_bytes(make_header("t"), [event]), "tape")
+
+
+def test_a_private_key_one_line_per_message_is_redacted_and_the_tape_stays_json() -> None:
+    from tests.redact_corpus import key_body
+
+    body = key_body(random.Random(SEED))
+    lines = ["-----BEGIN PRIVATE KEY-----", *body, "-----END PRIVATE KEY-----"]
+    r = make_redactor()
+    events = [r.redact_event(_response({"content": [{"type": "text", "text": line}]})) for line in lines]
+    # ... and as content blocks of one message, and with no armour at all
+    events.append(r.redact_event(_response({"content": [{"type": "text", "text": ln} for ln in lines]})))
+    events.append(r.redact_event(_response({"content": [{"type": "text", "text": "\n".join(body)}]})))
+    data = tape_bytes(make_header("t"), events)
+    assert not any(line in data.decode() for line in body)
+    r.verify(data, "tape")
+    # A BEGIN line with no END in the same message: the redacted raw line is still JSON.
+    wire = '{"result": {"content": [{"type": "text", "text": "-----BEGIN PRIVATE KEY-----\\n' + body[0] + '\\n"}]}, "id": 3}'
+    event = make_redactor().redact_event(_response({}, wire=wire))
+    assert body[0] not in dumps(event) and json.loads(event["raw"])["id"] == 3
+
+
+@pytest.mark.parametrize("text", [
+    '{"api_key": "YOUR_API_KEY"}', "export OPENAI_API_KEY=YOUR_API_KEY", "ghp_" + "x" * 36,
+    "postgres://user:password@localhost:5432/app", '{"token": "cl100k_base"}', '{"credentials": "same-origin"}',
+    "Authorization: Bearer <your-token>", '{"aws_access_key_id": "AKIAIOSFODNN7EXAMPLE"}',
+    'return{$$typeof:r,key:z==null?null:""+z,children:g};C.get(L.key===null?q:L.key)||null;H={sessionId:d==null?void 0:d.sessionId}'
+    ";d.credentials=\"same-origin\";function e(t){return t}" * 3,
+])
+def test_what_a_reader_knows_is_no_secret_is_left_as_it_is(text: str) -> None:
+    r = make_redactor()
+    assert r.redact_text(text) == text, r.counts
+    r.verify(text, "text")
+
+
+def test_code_keeps_its_real_secrets() -> None:
+    """Minified code is not a key-value document, but a quoted key or a real assignment of a
+    string literal that looks like a token is still one (the positive control of the test above)."""
+    code = 'function f(){return 1};var a={b:1};' * 10
+    for secret in ('const apiKey="Zq8kR4mW9xT2vB7n";', '{"password":"Hunter2pw9x"}'):
+        r = make_redactor()
+        assert "Zq8kR4mW9xT2vB7n" not in r.redact_text(code + secret + code) if "apiKey" in secret else True
+        assert "Hunter2pw9x" not in r.redact_text(code + secret + code)
