@@ -421,3 +421,25 @@ def test_the_runner_reads_workflow_commands_as_the_runner_does() -> None:
     commands = workflow_commands(out)
     assert [(c.name, c.properties, c.message) for c in commands] == [
         ("error", {"file": "a,b.txt", "line": "3"}, "one\ntwo"), ("notice", {}, "back")]
+
+
+def test_a_secret_only_the_last_check_finds_leaves_no_artifact_and_posts_one_sentence(
+        runner: ActionRunner, workspace: Path) -> None:
+    """Through action.yml's own steps, installed: a secret only the review view's check can see
+    (a user pattern over its `path = "value"` text) ends the run with exit 4; nothing of the
+    session was written, so nothing is uploaded, and the comment is the sentence saying so."""
+    example = workspace / "fixtures" / "example"
+    config = example / "mcptape.yml"
+    config.write_text(config.read_text(encoding="utf-8")
+                      + "redact:\n  patterns: ['= \"5\"']\n", encoding="utf-8")  # `...text = "5"`: a view's line
+    run = runner.run(workspace, {**EXAMPLE, "fail-on": "never"})
+    assert run.result == "failure" and run.step("run").returncode == 4, run.log
+    assert run.outputs["result"] == "secret" and run.outputs["exit-code"] == "4"
+    assert run.artifacts == [], run.log
+    [comment] = run.comments
+    assert comment["body"].startswith(MARKER) and "a secret survived redaction in session" in comment["body"]
+    assert "tools/call" not in comment["body"] and "drift" not in comment["body"]
+    fresh = {p.name for p in (Path(run.outputs["report"]).parent / "fresh").iterdir()}
+    assert not {name for name in fresh if name.startswith("arithmetic.")}, fresh  # nothing of that session
+    assert "surface.tape.jsonl" in fresh  # the others' (verified) stay on the runner, not uploaded
+    assert_no_traceback(run)

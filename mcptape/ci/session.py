@@ -57,7 +57,7 @@ from mcptape.live.client import Recording, SchemaBreak, record_session
 from mcptape.live.launch import open_transport
 from mcptape.live.refusal import refused_everything
 from mcptape.live.sandbox import Sandbox
-from mcptape.publish.outlet import Outlet, config_redactor
+from mcptape.publish.outlet import Outlet, Release, config_redactor
 from mcptape.publish.telemetry import SessionMeta, Telemetry, TimedTransport, WireClock
 from mcptape.redact import rules
 from mcptape.redact.redactor import Redactor
@@ -236,6 +236,11 @@ class _Fresh(Scrubbed):
         """`as_sent` as a tape, in the fresh tape's order: the one the conformance check reads."""
         return fresh_tape(self.header, self.as_sent)
 
+    @cached_property
+    def view(self) -> bytes:
+        """The review view of the tape (tape/view.py), made once: the fresh tape's and the golden's are one."""
+        return render_view(self.header, self.events)
+
     def checked(self, drift: DriftSettings) -> list[tuple[int, Finding]]:
         """The conformance check of `sent`, made once per session however many verdicts read it
         (under --update-golden: the comparison with the old golden, and the notes)."""
@@ -258,6 +263,17 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         if e.note is not None:
             result.notes.append(e.note)
         return SessionOutcome(result)
+    except SecretLeak as e:
+        # A secret a check found, at whatever stage (the fresh tape, a view, the golden, a trace's
+        # payload): the session's verdict is `secret` (exit 4) and nothing of it was written, its
+        # files leaving as one release once all are verified (_run). Never an internal error,
+        # with MCPTAPE_DEBUG or without.
+        result.verdict = "secret"
+        result.error = redactor.redact_text(str(e))
+        result.diff, result.fresh = None, None
+        result.duration_s = round(time.monotonic() - started, 3)
+        result.notes.append(f"nothing of session {session.name} was written: a secret survived redaction")
+        return SessionOutcome(result)
     except Exception as e:  # noqa: BLE001 - a session is the gate's unit (below)
         # A bug met by one session's data (a server answering what no check foresaw) must not take
         # the verdicts of the other sessions with it: this session could not run (exit 3), said
@@ -274,45 +290,52 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
 
 
 def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet) -> SessionOutcome:
+    """Record, scrub and judge the session; then its files leave as one release, once every one of
+    them (and with --otel its trace's payloads) is verified: a secret found at any stage leaves
+    none of them written (SecretLeak, run_session)."""
     golden = _read_golden(ctx, session, result)
     clock = WireClock() if ctx.telemetry is not None else None
     fresh = _fresh(ctx, session, _record(ctx, session, golden, clock), outlet, result)
+    release = outlet.release()
     try:
-        return _judge(ctx, session, result, outlet, golden, fresh)
+        outcome = _judge(ctx, session, result, release, golden, fresh)
     finally:
         if ctx.telemetry is not None and clock is not None:
             _export(ctx.telemetry, ctx, session, result, fresh, clock, outlet)
+    try:
+        release.write()
+    except WriteError as e:
+        untouched = outcome.golden_change in ("created", "updated") and golden_path(ctx, session) not in release.written
+        note = f"golden tape {result.golden} left untouched: it could not be written" if untouched else None
+        raise _Failed(str(e), note=note) from e
+    return outcome
 
 
 def _export(telemetry: Telemetry, ctx: RunContext, session: Session, result: SessionResult, fresh: _Fresh,
             clock: WireClock, outlet: Outlet) -> None:
-    """--otel: the session's trace, from its redacted events and the times the client saw them."""
+    """--otel: the session's trace, from its redacted events and the times the client saw them;
+    SecretLeak (and nothing sent) if a payload asked for (--otel-payloads) held a secret."""
     server = ctx.loaded.config.servers[session.server]
     meta = SessionMeta("ci", session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
                        protocol=fresh.recording.protocol,
                        attributes={"mcptape.verdict.vocabulary": str(result.verdict), "mcptape.server": session.server})
-    try:
-        telemetry.export(meta, clock.timed(fresh.redacted), outlet)
-    except SecretLeak as e:  # a payload asked for (--otel-payloads) held a known secret: nothing sent
-        raise _Failed(str(e), "secret") from e
+    telemetry.export(meta, clock.timed(fresh.redacted), outlet)
 
 
-def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet, golden: Tape | None,
+def _judge(ctx: RunContext, session: Session, result: SessionResult, release: Release, golden: Tape | None,
            fresh: _Fresh) -> SessionOutcome:
-    result.redactions = dict(outlet.redactor.counts)
+    """The session's verdict; the files it writes are added to `release` (verified, not yet written)."""
+    result.redactions = dict(release.outlet.redactor.counts)
     if ctx.out_dir is not None:
         fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
         # The fresh tape is golden-ready bytes (accepting a change copies it into golden_dir as it
         # is); its timing goes beside it (tape/timing.py).
-        try:
-            outlet.write(fresh_path, fresh.data, what=f"fresh tape of session {session.name}")
-            if fresh.timing is not None:
-                outlet.write(sidecar_path(fresh_path), sidecar_bytes(fresh.timing),
-                             what=f"timing of the fresh tape of session {session.name}")
-        except WriteError as e:
-            raise _Failed(str(e)) from e
+        release.add(fresh_path, fresh.data, what=f"fresh tape of session {session.name}")
+        if fresh.timing is not None:
+            release.add(sidecar_path(fresh_path), sidecar_bytes(fresh.timing),
+                        what=f"timing of the fresh tape of session {session.name}")
+        _add_view(release, fresh_path, fresh, f"review view of the fresh tape of session {session.name}")
         result.fresh = str(fresh_path)
-        _write_view(fresh_path, fresh, outlet, f"review view of the fresh tape of session {session.name}")
     outcome = SessionOutcome(result, fresh_bytes=fresh.data, fresh_timing=fresh.timing)
     recording = fresh.recording
     refusal = refused_everything(recording.events)
@@ -327,13 +350,13 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
         return outcome
     if recording.error is not None:
         result.verdict = "error"
-        result.error = outlet.redactor.redact_text(recording_error(ctx, session, recording))
+        result.error = release.outlet.redactor.redact_text(recording_error(ctx, session, recording))
         if ctx.update:
             result.notes.append(f"golden tape {result.golden} left untouched: the session did not complete")
         return outcome
     result.surface_facts = surface_facts(fresh_tape(fresh.header, fresh.events), golden, session.server)
     if ctx.update:
-        outcome.golden_change = _update_golden(ctx, session, result, golden, fresh, outlet)
+        outcome.golden_change = _update_golden(ctx, session, result, golden, fresh, release)
         return outcome
     cfg = ctx.loaded.config
     if golden is None:
@@ -475,46 +498,33 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
         protocol=recording.protocol,
         negotiation=recording.negotiation,
     )
-    try:
-        data = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")
-    except SecretLeak as e:
-        raise _Failed(str(e), "secret") from e
+    data = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")  # or SecretLeak
     return _Fresh(recording=recording, redacted=redacted, events=events, positions=positions,
                   normalizer=scrubbed.normalizer, header=header, data=data, timing=timing)
 
 
-def _write_view(tape: Path, fresh: _Fresh, outlet: Outlet, what: str, data: bytes | None = None) -> None:
-    """The review view beside a tape just written (tape/view.py: the tape diff, readable)."""
-    try:
-        outlet.write(view_path(tape), render_view(fresh.header, fresh.events) if data is None else data, what=what)
-    except WriteError as e:
-        raise _Failed(str(e)) from e
+def _add_view(release: Release, tape: Path, fresh: _Fresh, what: str) -> None:
+    """The review view beside a tape (tape/view.py: the tape diff, readable), to the release."""
+    release.add(view_path(tape), fresh.view, what=what, form="view")
 
 
 def _update_golden(ctx: RunContext, session: Session, result: SessionResult, golden: Tape | None, fresh: _Fresh,
-                   outlet: Outlet) -> str:
-    """--update-golden: write the fresh tape as the golden one; created, updated or unchanged."""
+                   release: Release) -> str:
+    """--update-golden: the fresh tape as the golden one, to the release; created, updated or unchanged."""
     gpath = golden_path(ctx, session)
     try:
         old = gpath.read_bytes() if gpath.exists() else None
     except OSError as e:  # e.g. a directory where the golden tape should be
         raise _Failed(f"{gpath}: cannot read the golden tape to replace it: {e.strerror or e}") from e
-    view = view_path(gpath)
+    what = f"review view of the golden tape of session {session.name}"
     if old == fresh.data:
         change = "unchanged"
         result.verdict = "same"
-        if not view.exists():  # a golden from before views existed gets its view now
-            _write_view(gpath, fresh, outlet, f"review view of the golden tape of session {session.name}")
+        if not view_path(gpath).exists():  # a golden from before views existed gets its view now
+            _add_view(release, gpath, fresh, what)
     else:
-        # The view is made (and checked) before the golden is touched: a view that cannot be
-        # made must not leave a run that failed with its golden rewritten.
-        what = f"review view of the golden tape of session {session.name}"
-        view_data = outlet.verified(render_view(fresh.header, fresh.events), what)
-        try:
-            outlet.write(gpath, fresh.data, what=f"golden tape of session {session.name}")
-        except WriteError as e:
-            raise _Failed(str(e), note=f"golden tape {result.golden} left untouched: it could not be written") from e
-        _write_view(gpath, fresh, outlet, what, view_data)
+        release.add(gpath, fresh.data, what=f"golden tape of session {session.name}")
+        _add_view(release, gpath, fresh, what)
         change = "created" if old is None else "updated"
         result.verdict = "updated"
         if golden is not None:

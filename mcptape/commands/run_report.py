@@ -16,18 +16,17 @@ page, never a failed report.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcptape import environment
-from mcptape.commands.output import JSON_STDOUT, report_stream, write_output
+from mcptape.commands.output import JSON_STDOUT, report_stream
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak, TapeError
 from mcptape.logsafe import utf8
-from mcptape.publish.github import command, publish_run, render_context
-from mcptape.publish.outlet import Outlet
+from mcptape.publish.github import command, post, prepare_run, render_context
+from mcptape.publish.outlet import Outlet, Release
 from mcptape.report.html import render_run
 from mcptape.report.html_views import SessionTapes
 from mcptape.report.json_report import report_bytes
@@ -64,8 +63,10 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
           config_dir: Path, extra: str = "", warnings: Sequence[str] = (),
           fresh: Mapping[str, FreshTape] | None = None) -> int:
     """Show, write and publish `report`: 0, or the exit code of what failed (EXIT_SECRET if a
-    secret survived: then nothing more leaves). The verdict's own exit code is the caller's.
+    secret survived: then nothing leaves). The verdict's own exit code is the caller's.
 
+    Everything is rendered and verified before anything leaves: a secret that one rendering
+    shows and another does not (the comment, say) leaves no report file behind it either.
     `name` is the command (`ci`, `merge`) its messages start with; `config_path` the config as the
     job names it (the PR comment's key); `config_dir` where SARIF's paths and the golden tapes'
     start; `extra` more terminal text; `warnings` are said after the files are written, before
@@ -73,46 +74,57 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
     """
     stream = report_stream(files.json_report)
     outlet.commands_to = stream
+    on_github = environment.on_github_actions()
     try:
         text = render_run_text(report) + extra
         if report.compared:
             text += "".join(f"{line}\n" for line in [f"\ncompared {report.compared}", *report.comparison])
         if report.strength:
             text += f"\n{report.strength}\n"
-        outlet.show(text, "terminal report", file=stream)
-        _write(report, files, outlet, config_dir)
+        outlet.verified(text, "terminal report")
+        release = _files(report, files, outlet, config_dir)
         if files.html:
             page = render_run(report, session_tapes(report, config_dir, fresh or {}), context=_context(config_path))
-            outlet.write(files.html, utf8(page), what="HTML report", where=f"HTML report {files.html}")
+            release.add(files.html, utf8(page), what="HTML report")
+        said = [outlet.verified(f"mcptape {name}: warning: {w}", "warning") for w in warnings]
+        shown = [outlet.verified(command("warning", w, title=f"mcptape {name}"), "warning") for w in warnings]
+        report_path = None if files.json_report == JSON_STDOUT else files.json_report
+        publication = prepare_run(report, config_path=config_path, report_path=report_path,
+                                  outlet=outlet) if on_github else None
     except SecretLeak as e:
-        print(f"mcptape {name}: {e}", file=sys.stderr)
+        outlet.say(f"mcptape {name}: {e}")
         return EXIT_SECRET
-    for warning in warnings:
-        print(f"mcptape {name}: warning: {warning}", file=sys.stderr)
-        if environment.on_github_actions():
-            print(command("warning", warning, title=f"mcptape {name}"), flush=True, file=stream)
-    if not environment.on_github_actions():
+    outlet.show(text, "terminal report", file=stream)
+    release.write()
+    for line in said:
+        outlet.say(line)
+    if on_github:
+        for line in shown:
+            outlet.command(line, "warning")
+    if publication is None:
         return 0
     try:
-        report_path = None if files.json_report == JSON_STDOUT else files.json_report
-        publish_run(report, config_path=config_path, report_path=report_path, outlet=outlet)
+        post(publication)
     except McptapeError as e:
-        print(f"mcptape {name}: publishing to GitHub failed: {e}", file=sys.stderr)
+        outlet.say(f"mcptape {name}: publishing to GitHub failed: {e}")
         return e.exit_code
     return 0
 
 
-def _write(report: RunReport, files: ReportFiles, outlet: Outlet, config_dir: Path) -> None:
+def _files(report: RunReport, files: ReportFiles, outlet: Outlet, config_dir: Path) -> Release:
+    """The report files the options ask for, rendered and verified, to be written together."""
+    release = outlet.release()
     if files.json_report:
-        write_output(files.json_report, report_bytes(report), what="JSON report", outlet=outlet)
+        release.output(files.json_report, report_bytes(report), what="JSON report")
     if files.junit:
-        outlet.write(files.junit, utf8(junit_xml(report)), what="JUnit report", where=f"JUnit report {files.junit}")
+        release.add(files.junit, utf8(junit_xml(report)), what="JUnit report")
     if files.summary:
-        outlet.write_document(files.summary, render_summary(report), what="markdown summary",
-                              where=f"summary {files.summary}")
+        release.add(files.summary, utf8(outlet.document(render_summary(report), f"summary {files.summary}")),
+                    what="markdown summary")
     if files.sarif:
         data = sarif_bytes(report, config_dir=config_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."))
-        outlet.write(files.sarif, data, what="SARIF report", where=f"SARIF report {files.sarif}")
+        release.add(files.sarif, data, what="SARIF report")
+    return release
 
 
 def _context(config_path: str) -> Context:

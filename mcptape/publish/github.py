@@ -410,44 +410,80 @@ def _save_body(body: str, key: str, env: Mapping[str, str], outlet: Outlet) -> s
     return str(path)
 
 
-def publish_run(
+@dataclass
+class Publication:
+    """What a run posts to GitHub, rendered and verified (prepare_run), not yet posted (post)."""
+
+    report: RunReport
+    env: Mapping[str, str]
+    outlet: Outlet
+    key: str
+    marker: str
+    summary: str
+    body: str
+    notes: list[str]
+    outputs: dict[str, str]
+
+
+def secret_sentence(report: RunReport) -> str:
+    """The one thing a run that exited 4 posts: which sessions a secret survived in, and that
+    nothing of them was written (their names are the config's; the secret is named nowhere)."""
+    names = ", ".join(f"`{one_line(s.name, 100)}`" for s in report.sessions if s.verdict == "secret")
+    where = f" in session{'s' if ',' in names else ''} {names}" if names else ""
+    return (f"a secret survived redaction{where} (exit 4): nothing of it was written, and nothing else of this run "
+            "is posted; run `mcptape ci` where the server runs to see where (the message names the place and "
+            "the kind, never the value)")
+
+
+def prepare_run(
     report: RunReport,
     *,
     config_path: str,
     outlet: Outlet,
     report_path: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """Publish a ci run to GitHub Actions; returns the step outputs it wrote (plus `comment`: what happened).
-
-    Everything leaves through `outlet`, the run's (the same Redactor that scrubbed the report).
-    Order matters for fail-closed redaction: everything is rendered and verified first, and only
-    then written or posted, so a SecretLeak leaves no summary, output or comment behind.
-    """
+) -> Publication:
+    """Render and verify everything a ci run posts to GitHub Actions (SecretLeak: nothing of it is
+    posted); `post` then writes and posts it. A run that exited 4 posts one verified sentence
+    (`secret_sentence`) as its summary, comment and annotation, and no drift detail."""
     env = os.environ if env is None else env
     workspace = env.get("GITHUB_WORKSPACE") or os.getcwd()
     report_path = report_path or env.get("MCPTAPE_REPORT") or None
     key = comment_key(config_path, workspace)
     marker = comment_marker(key)
+    outputs = run_outputs(report, report_path=report_path)
+    if report.result == "secret":
+        sentence = secret_sentence(report)
+        summary = outlet.document(f"### mcptape: 🔒 a secret survived redaction\n\n{sentence}\n", "job summary")
+        body = outlet.document(f"{marker}\n### mcptape: 🔒 a secret survived redaction\n\n{sentence}\n", "PR comment")
+        notes = [outlet.verified(command("error", sentence, title="mcptape: a secret survived redaction"),
+                                 "workflow annotations")]
+        outputs["first-drift"] = outputs["drifted-sessions"] = ""
+        return Publication(report, env, outlet, key, marker, summary, body, notes, outputs)
     context = render_context(env, config_path, workspace)
     summary = outlet.document(render_summary(report, context=context) + "\n", "job summary")
     body = outlet.document(render_comment(report, marker, context=context), "PR comment")
-    outputs = run_outputs(report, report_path=report_path)
     notes = annotation_lines(report, config_path=config_path, workspace=workspace,
                              fail_on=env.get("MCPTAPE_FAIL_ON", "output"))
-    # Only what comes from tapes is checked: paths such as `report` legitimately hold the runner's
-    # home directory, which the redactor would rewrite to <HOME>.
     from_tapes = "\n".join([*notes, outputs["first-drift"], outputs["drifted-sessions"]])
     if outlet.document(from_tapes, "workflow annotations and outputs") != from_tapes:
         # Something needed scrubbing: re-derive both from the scrubbed text rather than risk a leak.
         notes = [command("error", "drift details withheld: they contained a secret; see the job summary")] if notes else []
         outputs["first-drift"] = "(withheld: contained a secret)" if outputs["first-drift"] else ""
+    return Publication(report, env, outlet, key, marker, summary, body, notes, outputs)
 
-    body_path = _save_body(body, key, env, outlet)
+
+def post(publication: Publication) -> dict[str, str]:
+    """Write and post what prepare_run made: the saved comment body, the job summary, the
+    annotations, the PR comment and the step outputs; returns the outputs (plus `comment`: what
+    happened to the comment)."""
+    report, env, outlet, outputs = publication.report, publication.env, publication.outlet, publication.outputs
+    body = publication.body
+    body_path = _save_body(body, publication.key, env, outlet)
     outputs["comment-body"] = body_path
     if env.get("GITHUB_STEP_SUMMARY"):
-        outlet.append(env["GITHUB_STEP_SUMMARY"], summary, what="job summary")
-    for line in notes:
+        outlet.append(env["GITHUB_STEP_SUMMARY"], publication.summary, what="job summary")
+    for line in publication.notes:
         outlet.command(line, "workflow annotations")
 
     comment_url, action = "", "skipped"
@@ -470,19 +506,20 @@ def publish_run(
                 title="mcptape",
             ),
             "workflow warning",
+            own=(body_path,),
         )
     else:
         token = env.get("MCPTAPE_GITHUB_TOKEN") or env.get("GITHUB_TOKEN") or ""
         if not token:
             action = "skipped: no token"
             outlet.command(command("warning", f"PR comment not posted: no github-token. Body saved to {body_path}.",
-                                   title="mcptape"), "workflow warning")
+                                   title="mcptape"), "workflow warning", own=(body_path,))
         else:
             drifted_or_failed = report.exit_code != 0
             try:
                 with CommentClient(pr.repo, token, env.get("GITHUB_API_URL") or DEFAULT_API_URL) as client:
                     action, comment_url = upsert_comment(
-                        client, pr.number, marker, body, create=drifted_or_failed,
+                        client, pr.number, publication.marker, body, create=drifted_or_failed,
                         login_override=env.get("MCPTAPE_COMMENT_AUTHOR"),
                     )
             except GitHubError as e:
@@ -493,13 +530,29 @@ def publish_run(
                     else "GitHub did not accept it"
                 )
                 outlet.command(command("warning", f"PR comment not posted: {e.message}; {why}. Body saved to {body_path}.",
-                                       title="mcptape"), "workflow warning")
+                                       title="mcptape"), "workflow warning", own=(body_path,))
     outputs["comment-url"] = comment_url
     if env.get("GITHUB_OUTPUT"):
-        # Not verified as a whole: `report` and `comment-body` are the runner's own paths, which the
-        # home-directory detector would flag; what came from the tapes was verified above.
-        outlet.append(env["GITHUB_OUTPUT"], format_outputs(outputs), what="step outputs", verify=False)
+        # `report` and `comment-body` are the runner's own paths (RUNNER_TEMP), which the
+        # home-directory detector would flag: the rest of the text is checked around them.
+        outlet.append(env["GITHUB_OUTPUT"], format_outputs(outputs), what="step outputs",
+                      own=tuple(p for p in (outputs.get("report", ""), body_path) if p))
     return {**outputs, "comment": action}
+
+
+def publish_run(
+    report: RunReport,
+    *,
+    config_path: str,
+    outlet: Outlet,
+    report_path: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Publish a ci run to GitHub Actions (prepare_run, then post); returns the step outputs it
+    wrote (plus `comment`: what happened). Everything leaves through `outlet`, the run's (the same
+    Redactor that scrubbed the report), rendered and verified before anything is written or
+    posted, so a SecretLeak leaves no summary, output or comment behind."""
+    return post(prepare_run(report, config_path=config_path, outlet=outlet, report_path=report_path, env=env))
 
 
 __all__ = [
@@ -510,6 +563,9 @@ __all__ = [
     "escape_data",
     "escape_property",
     "format_outputs",
+    "Publication",
+    "post",
+    "prepare_run",
     "publish_run",
     "pull_request_from_event",
     "render_context",

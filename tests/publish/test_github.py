@@ -464,3 +464,26 @@ def test_outputs_use_heredoc_with_a_random_delimiter_for_multiline_values() -> N
     assert parse_file_commands(text) == {"result": "output", "drifted-sessions": "a\nb", "first-drift": "x=y"}
     again = format_outputs({"drifted-sessions": "a\nb"}).split("\n")[0]
     assert again.split("<<")[1] != delim
+
+
+def test_a_run_that_exited_4_posts_only_the_sentence_that_says_so(runner: Runner, github: FakeGitHub) -> None:
+    """A secret survived in one session: the comment, the summary and the annotation say that and
+    nothing else (no drift of the other sessions, no detail of where); the outputs say `secret`.
+    An earlier drift comment is replaced, not left standing beside it."""
+    assert runner.publish(drifted_report("6")).returncode == 2
+    report = drifted_report("7")
+    report.sessions.append(SessionResult("keys", "secret", error="fresh tape of session keys: a github-token value "
+                                         "survived redaction (at $.msg.result); nothing was written"))
+    proc = runner.publish(report)
+    assert proc.returncode == 4, proc.stderr
+    [comment] = github.thread(REPO, PR)
+    body = comment["body"]
+    assert body.split("\n", 1)[0] == MARKER and "a secret survived redaction in session `keys` (exit 4)" in body
+    assert "arith" not in body and "multiply" not in body and '"7"' not in body and "github-token" not in body
+    summary = runner.summary.read_text(encoding="utf-8")
+    assert "a secret survived redaction" in summary and "arith" not in summary
+    [error] = [line for line in proc.stdout.splitlines() if line.startswith("::")]
+    assert error.startswith("::error title=mcptape%3A a secret survived redaction::")
+    out = runner.outputs()
+    assert out["result"] == "secret" and out["exit-code"] == "4" and out["first-drift"] == "" and out["drifted-sessions"] == ""
+    assert Path(out["comment-body"]).read_text(encoding="utf-8") == body
