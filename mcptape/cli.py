@@ -62,11 +62,10 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error exits 3 (could not run): its own 2 reads as structural drift."""
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
         # `unrecognized arguments: --token=ghp_...` quotes what was typed: scrubbed like any message.
-        from mcptape.publish.outlet import safe_message
-
-        self.exit(EXIT_COULD_NOT_RUN, safe_message(f"{self.prog}: error: {message}\n", _ARGV, f"{self.prog}: error\n"))
+        usage = self.format_usage()
+        _say(f"{usage}{self.prog}: error: {message}\n", f"{usage}{self.prog}: error\n")
+        raise SystemExit(EXIT_COULD_NOT_RUN)
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -307,12 +306,20 @@ def _debug() -> bool:
 _ARGV: list[str] = []
 
 
-def _safe(text: str, fallback: str) -> str:
-    """`text` with secrets scrubbed (an exception's message may quote a config value, the command
-    line or a server's answer), made inert for a CI log; `fallback` if it cannot be checked."""
-    from mcptape.publish.outlet import safe_message
+def _refuse_platform(problem: str) -> None:
+    """The one line written without the outlet: on a platform mcptape does not run on, nothing of
+    it can be imported (Windows paths break the redactor's), and the sentence is ours alone."""
+    print(problem, file=sys.stderr)
 
-    return safe_message(text, _ARGV, fallback)
+
+def _say(text: str, fallback: str) -> None:
+    """`text` on stderr through the outlet: scrubbed of the command line's and the environment's
+    secrets (an exception's message may quote a config value, the command line or a server's
+    answer), made inert for a CI log; `fallback` if it cannot be checked."""
+    from mcptape.publish.outlet import say, set_command_line
+
+    set_command_line(_ARGV)
+    say(text, fallback=fallback)
 
 
 def _report_crash(command: str, e: BaseException, *, where: str = "") -> None:
@@ -333,11 +340,11 @@ def _print_error(e: BaseException, line: str, head: str) -> None:
     if _debug():
         import traceback
 
-        print(_safe("".join(traceback.format_exception(e)), "(traceback withheld)\n"), file=sys.stderr, end="")
-        print(_safe(line + "\n", fallback + "\n"), file=sys.stderr, end="")
+        _say("".join(traceback.format_exception(e)), "(traceback withheld)\n")
+        _say(line + "\n", fallback + "\n")
     else:
         hint = f"; {DEBUG_VARIABLE}=1 shows the traceback\n"
-        print(_safe(line + hint, fallback + hint), file=sys.stderr, end="")
+        _say(line + hint, fallback + hint)
 
 
 def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
@@ -352,7 +359,7 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
             stream.reconfigure(errors="backslashreplace")
     problem = unsupported_platform()
     if problem is not None and arguments != ["--version"]:
-        print(problem, file=sys.stderr)
+        _refuse_platform(problem)
         return EXIT_COULD_NOT_RUN
     parser = build_parser()
     # `play TAPE [options] --fallback -- CMD...`: argparse cannot give a second positional after
@@ -366,7 +373,7 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
         args.server = server
     args.exiting = exiting
     if not args.command:
-        parser.print_help(sys.stderr)
+        _say(parser.format_help(), parser.format_usage())
         return EXIT_COULD_NOT_RUN
     command = args.command
     crashed: list[BaseException] = []
@@ -387,10 +394,10 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     except McptapeError as e:
         # Error messages can quote a server's stderr, a tape, the command line or an interpolated
         # config value: scrubbed and verified, and inert on a terminal and in a CI log.
-        print(_safe(f"mcptape {command}: {e}\n", f"mcptape {command}: {type(e).__name__}\n"), file=sys.stderr, end="")
+        _say(f"mcptape {command}: {e}\n", f"mcptape {command}: {type(e).__name__}\n")
         code = e.exit_code
     except KeyboardInterrupt:
-        print(f"mcptape {command}: interrupted", file=sys.stderr)
+        _say(f"mcptape {command}: interrupted", f"mcptape {command}: interrupted")
         return 130
     except BrokenPipeError:
         code = EXIT_COULD_NOT_RUN

@@ -23,13 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from mcptape.commands.output import report_stream, say
+from mcptape.commands.output import report_stream, say, terminal
 from mcptape.commands.strength import run_strength
 from mcptape.commands.surface import run_surface
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, ConfigError
-from mcptape.logsafe import safe_log
 from mcptape.verdict.vocabulary import worst_exit
 
 UNSET_PLACEHOLDER = "mcptape-unset-"  # + the name: a value no check mistakes for a URL part or a secret
@@ -122,10 +121,10 @@ def _check(path: str, allow_unset: bool, out: IO[str] | None = None) -> LoadedCo
     loaded = load_config(path, env=env)
     check_config(loaded)
     for warning in outside_repository(loaded):
-        print(safe_log(f"mcptape check: warning: {warning}"), file=sys.stderr)
+        say(f"mcptape check: warning: {warning}")
     config = loaded.config
     sessions, servers = len(config.sessions), len(config.servers)
     unset = f"; not set here, ci needs them: {', '.join(env.missing)}" if env is not None and env.missing else ""
-    print(f"ok: {sessions} session{'s' * (sessions != 1)}, {servers} server{'s' * (servers != 1)} ({loaded.path}){unset}",
-          file=out or sys.stdout)
+    terminal(loaded.secrets).show(f"ok: {sessions} session{'s' * (sessions != 1)}, {servers} server{'s' * (servers != 1)} "
+                                  f"({loaded.path}){unset}\n", "check", escape=True, file=out or sys.stdout)
     return loaded

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from mcptape.ci.baseline import has_goldens, reference_report
 from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
 from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_in_pool, run_session
-from mcptape.commands.output import check_html
+from mcptape.commands.output import check_html, say
 from mcptape.commands.run_report import FreshTape, ReportFiles, leave
 from mcptape.commands.strength import gate_strength
 from mcptape.config.load import load_config
@@ -34,7 +33,6 @@ from mcptape.errors import (
     McptapeError,
     SecretLeak,
 )
-from mcptape.logsafe import safe_log
 from mcptape.publish.outlet import Outlet
 from mcptape.publish.telemetry import open_telemetry
 from mcptape.verdict.model import RunReport
@@ -107,7 +105,7 @@ def run(options: Options) -> int:
         )
     loaded = load_config(options.config)
     for warning in outside_repository(loaded):
-        print(safe_log(f"mcptape ci: warning: {warning}"), file=sys.stderr)
+        say(f"mcptape ci: warning: {warning}")
     sessions = select_sessions(loaded, options.sessions, options.shard)
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
                                                   ("--summary", options.summary), ("--sarif", options.sarif),
@@ -134,7 +132,7 @@ def run(options: Options) -> int:
     fresh = {o.result.name: FreshTape(o.fresh_bytes, o.fresh_timing) for o in outcomes if o.fresh_bytes is not None}
     code = _finish(options, ctx, report, _update_lines(outcomes) if update else [], fresh)
     if weak is not None:  # a weaker gate than drift.min_strength asks for: it cannot vouch (exit 3, docs/strength.md)
-        print(safe_log(f"mcptape ci: {weak}"), file=sys.stderr)
+        say(f"mcptape ci: {weak}")
     return code if weak is None else worst_exit([code, EXIT_COULD_NOT_RUN])
 
 
@@ -203,10 +201,11 @@ def run_repeat(options: Options) -> int:
     ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
     results = run_in_pool(options.jobs_for(sessions), lambda s: repeat_session(ctx, s, runs), sessions, "repeat")
     text, exit_code = analyse_repeats(results, runs)
+    outlet = Outlet(ctx.redactor.fork())
     try:
-        Outlet(ctx.redactor.fork()).show(text, "--repeat report", escape=True)
+        outlet.show(text, "--repeat report", escape=True)
     except SecretLeak as e:
-        print(f"mcptape ci: {e}", file=sys.stderr)
+        outlet.say(f"mcptape ci: {e}")
         return EXIT_SECRET
     return exit_code
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,7 +119,7 @@ def run(options: Options) -> int:
         raise
     finally:
         client.close()
-    print(f"mcptape comment: {action} {url}".rstrip(), file=sys.stderr)
+    outlet.say(f"mcptape comment: {action} {url}".rstrip())
     if env.get("GITHUB_OUTPUT"):
         outlet.append(env["GITHUB_OUTPUT"], format_outputs({"comment-url": url}), what="step outputs")
     return 0

@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcptape.commands.output import JSON_STDOUT, check_html, print_report, write_output, write_page
+from mcptape.commands.output import JSON_STDOUT, check_html, print_report, terminal, write_output, write_page
 from mcptape.diff.compare import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
 from mcptape.errors import EXIT_SECRET
-from mcptape.logsafe import ci_log_block, escape_controls, safe_log, utf8
-from mcptape.tape.atomic import write_atomic
+from mcptape.logsafe import utf8
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import Tape
 from mcptape.tape.lineage import is_fork_of
@@ -108,15 +107,13 @@ def run(options: Options) -> int:
     # was compared: said with the verdict, never left to the tapes alone.
     notes = [*sealed_notes, *(f"{side} tape: {line}" for side, tape in (("golden", golden), ("fresh", fresh))
                               for line in recording_notes(tape.events))]
+    outlet = terminal(loaded.secrets if loaded is not None else None)
     if options.json is not None:
         data = result.to_dict()
         data["first_drift"] = result.first.one_line() if result.first is not None else None
         data["notes"] = notes
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-        if options.json == JSON_STDOUT:  # one JSON document, inert in a CI log (write_output)
-            write_output(options.json, utf8(text), what="JSON verdict")
-        else:
-            write_atomic(options.json, utf8(text), what="JSON verdict")
+        write_output(options.json, utf8(text), what="JSON verdict", outlet=outlet)  # `-`: inert in a CI log
     if options.html is not None and _write_page(options, result, golden, fresh, notes, loaded):
         return EXIT_SECRET
     if options.json != JSON_STDOUT:
@@ -126,7 +123,7 @@ def run(options: Options) -> int:
             render_diff(result, console)
             note_lines(notes, console)
 
-        print_report(render)
+        print_report(render, outlet)
     if options.exiting:
         # The process ends here. Both tapes and the diff are millions of small objects; freeing
         # them one by one was 0.2 s of a 1.8 s diff of two 100k-event tapes. The OS takes the
@@ -156,14 +153,14 @@ def _fork(golden: Tape, fresh: Tape, options: Options) -> int | None:
         return None
     line = (f"fork at call {lineage['at']} ({lineage.get('call')}): {lineage.get('change')}; "
             f"later exchanges {lineage.get('later')} (parent {lineage.get('parent')})")
+    outlet = terminal()
     if options.json is not None:
         text = json.dumps({"verdict": "fork", "exit_code": 0, "fork": lineage, "first_drift": None},
                           ensure_ascii=False, indent=2) + "\n"
+        write_output(options.json, utf8(text), what="JSON verdict", outlet=outlet)
         if options.json == JSON_STDOUT:
-            sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
             return 0
-        write_atomic(options.json, text.encode("utf-8"), what="JSON verdict")
-    print(safe_log(line))
+    outlet.show(line + "\n", "diff", escape=True)
     return 0
 
 

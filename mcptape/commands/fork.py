@@ -19,8 +19,8 @@ from typing import Any
 
 from mcptape.commands.output import say
 from mcptape.errors import EXIT_OK, ConfigError
+from mcptape.publish.outlet import Outlet
 from mcptape.redact.redactor import make_redactor
-from mcptape.tape.atomic import write_atomic
 from mcptape.tape.lineage import fork_tape
 from mcptape.tape.reader import read_tape
 
@@ -86,8 +86,7 @@ def run(options: Options) -> int:
         parent_name=_parent_name(options.tape, options.out),
     )
     # Scrubbed and verified like every tape mcptape writes: the new answer is the user's text.
-    data = make_redactor().redact_tape(header, events, where=f"forked tape {options.out}", **footer)
-    write_atomic(options.out, data, what="forked tape")
+    Outlet(make_redactor()).write_tape(options.out, header, events, what="forked tape", **footer)
     fork = header["fork"]
     say(f"mcptape fork: {options.out}: {fork['call']} (call {fork['at']}): {fork['change']}; "
         f"later exchanges {fork['later']}")

@@ -31,7 +31,6 @@ from mcptape.publish.outlet import Outlet
 from mcptape.publish.telemetry import DIRECTION, MESSAGE, NOTIFICATION_EVENT, REQUEST, RESPONSE, SESSION
 from mcptape.redact.policy import env_secrets
 from mcptape.redact.redactor import make_redactor
-from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import C2S, S2C, EventBuilder
 from mcptape.tape.format import TAPE_SUFFIX, make_header
 
@@ -68,8 +67,7 @@ def run(options: Options) -> int:
     header = make_header(name, transport="http" if attrs.get("network.transport") == "tcp" else "stdio",
                          protocol=attrs.get("mcp.protocol.version"), imported={"from": "otlp", "trace": Path(options.trace).name})
     outlet = Outlet(make_redactor(env_secrets(os.environ)))  # as rec: the environment's secrets and the detectors
-    data = outlet.redactor.redact_tape(header, events, where=str(out))  # SecretLeak -> exit 4: nothing written
-    write_atomic(out, data, what="tape")
+    outlet.write_tape(out, header, events, what="tape")  # SecretLeak -> exit 4: nothing written
     say(f"mcptape import: {len(events)} events -> {out}")
     return EXIT_OK
 

@@ -38,7 +38,6 @@ import json
 import os
 import re
 import shlex
-import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -52,7 +51,7 @@ from pydantic import ValidationError
 
 from mcptape.ci.repeat import repeat_session
 from mcptape.ci.session import RunContext
-from mcptape.commands.output import say
+from mcptape.commands.output import say, terminal
 from mcptape.commands.strength import init_summary
 from mcptape.commands.surface import first_contact_text
 from mcptape.config.interpolate import VAR_NAME, Interpolator, escape_refs
@@ -199,10 +198,11 @@ def run(options: Options) -> int:
     if surface.tools and not called:
         say(f"mcptape init: WARNING: the gate calls no tool at all ({coverage}): it checks only what the server "
             "lists. Uncomment the calls that are safe to run (see the reasons in the file)")
-    sys.stdout.write(_next_steps(out, name, surface, trial, coverage))
-    sys.stdout.write(init_summary(dataclasses.replace(written, path=out), trial.recorded if trial is not None else None))
-    sys.stdout.write(first_contact_text(tools=surface.tools, prompts=surface.prompts, resources=surface.resources,
-                                        resource_templates=surface.resource_templates))
+    terminal(written.secrets).show(
+        _next_steps(out, name, surface, trial, coverage)
+        + init_summary(dataclasses.replace(written, path=out), trial.recorded if trial is not None else None)
+        + first_contact_text(tools=surface.tools, prompts=surface.prompts, resources=surface.resources,
+                             resource_templates=surface.resource_templates), "init")
     return 0
 
 
@@ -631,9 +631,9 @@ def _a_file(hints: Hints) -> str | None:
 def _verified(temp: Path, text: str, env: Mapping[str, str]) -> LoadedConfig:
     """`text` written to `temp`, loaded and checked as `mcptape check` does; a failure is init's bug."""
     try:
-        temp.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise WriteError(f"{temp.parent}: cannot write the config: {e.strerror or e}") from e
+        terminal().write(temp, text, what="config")  # checked like everything mcptape writes
+    except WriteError as e:
+        raise WriteError(f"{temp.parent}: cannot write the config: {e}") from e
     try:
         loaded = load_config(temp, env={**os.environ, **env})
         check_config(loaded)

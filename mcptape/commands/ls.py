@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.table import Table
 
-from mcptape.commands.output import JSON_STDOUT, print_report, write_output
+from mcptape.commands.output import JSON_STDOUT, print_report, terminal, write_output
 from mcptape.diff.calls import build_calls
 from mcptape.errors import TapeError
 from mcptape.logsafe import utf8
@@ -84,13 +84,15 @@ def _name_cell(tape: Tape) -> str:
 def run(options: Options) -> int:
     """`mcptape ls [PATH...] [--json FILE]`: the tapes under the paths."""
     tapes = _find_tapes(list(options.paths))
+    outlet = terminal()
     if options.json is not None:
         data = json.dumps([_listing(p) for p in tapes], indent=2, ensure_ascii=False) + "\n"
-        write_output(options.json, utf8(data), what="tape list")
+        write_output(options.json, utf8(data), what="tape list", outlet=outlet)
         if options.json == JSON_STDOUT:
             return 0
     if not tapes:
-        print_report(lambda console: console.print(rich_text(f"no tapes (*.tape.jsonl) under {', '.join(options.paths)}")))
+        print_report(lambda console: console.print(rich_text(f"no tapes (*.tape.jsonl) under {', '.join(options.paths)}")),
+                     outlet)
         return 0
     table = Table()
     for col, justify in (("name", "left"), ("path", "left"), ("events", "right"), ("calls", "right"),
@@ -106,7 +108,7 @@ def run(options: Options) -> int:
         calls = sum(1 for c in build_calls(tape).calls if not c.notify)
         table.add_row(rich_text(_name_cell(tape)), rich_text(str(path)), str(len(tape.events)), str(calls), rich_text(tape.protocol or "?"),
                       rich_text(("yes", "green") if tape.complete else ("no (cut short)", "red")), rich_text(_time_cell(tape)), size)
-    print_report(lambda console: console.print(table))
+    print_report(lambda console: console.print(table), outlet)
     return 0
 
 

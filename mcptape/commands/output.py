@@ -1,71 +1,58 @@
-"""How commands speak to a person: a line on stderr, a report on stdout.
+"""How commands speak to a person: a line on stderr, a report on stdout, a file an option names.
 
-`say` is a human line on stderr (for `rec` and `play` stdout is the MCP wire): it may quote a
-tape or a peer, so it is escaped and, in a GitHub job, framed (logsafe.safe_log). `print_report`
-renders a rich report (report/terminal.py) on stdout for `diff`, `ls` and `show`, framed in a
-GitHub job as logsafe.ci_log_block says. What a command writes that must be verified first goes
-through the outlet (publish/outlet.py) instead. `write_output` is what `--json FILE` means in every
-command that has it: FILE written atomically, or stdout for `-` (JSON_STDOUT); a command whose
---json goes to stdout prints its human report on stderr instead (`report_stream`). `--html FILE`
-is always a file (`check_html`), written through the outlet (`write_page`).
+Every byte of it leaves through the outlet (publish/outlet.py), checked for secrets first: these
+are the commands' names for it. `say` is a human line on stderr (for `rec` and `play` stdout is
+the MCP wire): it may quote a tape or a peer, so it is scrubbed, escaped and, in a GitHub job,
+framed. `print_report` renders a rich report (report/terminal.py) on stdout for `diff`, `ls` and
+`show`, framed in a GitHub job as logsafe.ci_log_block says. `write_output` is what `--json FILE`
+means in every command that has it: FILE written atomically, or stdout for `-` (JSON_STDOUT); a
+command whose --json goes to stdout prints its human report on stderr instead (`report_stream`).
+`--html FILE` is always a file (`check_html`), written through the outlet (`write_page`). A
+command without a config's outlet passes `terminal()`'s.
 """
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
-from mcptape import environment
 from mcptape.errors import EXIT_SECRET, ConfigError, SecretLeak
-from mcptape.logsafe import ci_log_block, inert_json, safe_log, utf8
-from mcptape.tape.atomic import write_atomic
+from mcptape.logsafe import utf8
+from mcptape.publish import outlet as _outlet
+from mcptape.publish.outlet import JSON_STDOUT, Outlet, terminal
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from mcptape.publish.outlet import Outlet
-
-JSON_STDOUT = "-"  # `--json -`: the JSON goes to stdout
+__all__ = ["JSON_STDOUT", "check_html", "print_report", "print_text", "report_stream", "say", "show", "terminal",
+           "write_output", "write_page"]
 
 
 def say(text: str) -> None:
-    """A human line on stderr, escaped and framed (module docstring)."""
-    print(safe_log(text), file=sys.stderr, flush=True)
+    """A human line on stderr, scrubbed, escaped and framed (module docstring)."""
+    _outlet.say(text)
 
 
-def print_report(render: Callable[[Console], None], file: IO[str] | None = None) -> None:
-    """Render to `file` (stdout); in a GitHub job through a buffer and logsafe.ci_log_block, so
-    no tape text in it acts as a workflow command."""
-    from mcptape.report.terminal import make_console  # rich: only commands that print a report pay for it
-
-    target = file if file is not None else sys.stdout
-    if not environment.on_github_actions():
-        render(make_console(target))
-        return
-    buffer = io.StringIO()
-    render(make_console(buffer))
-    target.write(ci_log_block(buffer.getvalue()))
+def show(text: str) -> None:
+    """A line (or lines) of a command's own output on stdout: checked, escaped, framed in a GitHub job."""
+    terminal().show(text if text.endswith("\n") else text + "\n", "terminal", escape=True)
 
 
-def print_text(text: str) -> None:
-    """Text already escaped by the caller, on stdout; framed in a GitHub job (logsafe.ci_log_block)."""
-    sys.stdout.write(ci_log_block(text) if environment.on_github_actions() else text)
+def print_report(render: Callable[[Console], None], outlet: Outlet, file: IO[str] | None = None) -> None:
+    """Render to `file` (stdout), checked by `outlet` and framed in a GitHub job (Outlet.report)."""
+    outlet.report(render, file)
 
 
-def write_output(target: str, data: bytes, *, what: str, outlet: Outlet | None = None) -> None:
-    """`--json FILE` (or another output option): `data`, checked by `outlet` when there is one, written
-    to FILE atomically, or to stdout when FILE is `-`."""
-    if outlet is not None:
-        data = outlet.verified(data, f"{what} {target}")
-    if target == JSON_STDOUT:
-        data = utf8(inert_json(data.decode("utf-8")))  # one JSON document, never framed, yet inert
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    else:
-        write_atomic(target, data, what=what)
+def print_text(text: str, outlet: Outlet) -> None:
+    """Text already escaped by the caller, checked, on stdout; framed in a GitHub job."""
+    outlet.show(text, "terminal report")
+
+
+def write_output(target: str, data: bytes, *, what: str, outlet: Outlet) -> None:
+    """`--json FILE` (or another output option): `data` checked by `outlet`, written to FILE
+    atomically, or to stdout when FILE is `-` (Outlet.output)."""
+    outlet.output(target, data, what=what)
 
 
 def report_stream(*outputs: str | None) -> IO[str]:
@@ -78,7 +65,7 @@ def write_page(target: str, page: str, outlet: Outlet, name: str) -> int:
     try:
         outlet.write(target, utf8(page), what="HTML page", where=f"HTML page {target}")
     except SecretLeak as e:
-        print(f"mcptape {name}: {e}", file=sys.stderr)
+        outlet.say(f"mcptape {name}: {e}")
         return EXIT_SECRET
     return 0
 

@@ -25,10 +25,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mcptape.commands.output import say
+from mcptape.commands.output import say, terminal
 from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.jsonrpc import dumps
-from mcptape.logsafe import safe_log, utf8
+from mcptape.logsafe import utf8
+from mcptape.publish.outlet import Outlet, wire_process
 from mcptape.replay.engine import Fallback, ReplayEngine, load_tape, stream_tape
 from mcptape.replay.era_pair import choose, era_tapes
 from mcptape.replay.lab import LabEngine, LabOptions
@@ -141,6 +142,7 @@ def _lab(options: Options) -> LabOptions:
 
 
 def run(options: Options) -> int:
+    wire_process()  # play's stdout (or its HTTP) is the MCP wire: its messages keep the rule set off (publish/outlet.py)
     if options.server and not options.fallback and not options.live_tools:
         raise ConfigError(
             f"play got a server command ({options.server[0]}) without --fallback; replay never goes live unless asked",
@@ -176,10 +178,7 @@ def run(options: Options) -> int:
     served = LabEngine(engine, lab, options.pace)
     _say_unpaced(served)
     if not tape.complete:
-        print(
-            f"mcptape play: warning: {options.tape} was cut short (no footer); replaying the {held} event(s) it holds",
-            file=sys.stderr,
-        )
+        say(f"mcptape play: warning: {options.tape} was cut short (no footer); replaying the {held} event(s) it holds")
     sys.stdout.flush()
     out = sys.stdout.fileno()
     log = None
@@ -189,13 +188,13 @@ def run(options: Options) -> int:
         log = WireLog()
     serve(served, sys.stdin.fileno(), out, log, client)
     if served.hung_up:
-        print("mcptape play: --fault close: hanging up", file=sys.stderr)
+        say("mcptape play: --fault close: hanging up")
         hang_up(out)
     elif engine.closed:
-        print("mcptape play: the recorded server exited here; closing the connection", file=sys.stderr)
+        say("mcptape play: the recorded server exited here; closing the connection")
         hang_up(out)
     report = served.report()
-    print(safe_log(report.render()), file=sys.stderr)  # quotes the client's requests and the tape
+    say(report.render())  # quotes the client's requests and the tape: scrubbed, escaped
     _save_report(options, [report])
     code = report.exit_code
     if telemetry is not None and log is not None:
@@ -231,7 +230,6 @@ def _say_unpaced(served: LabEngine) -> None:
 def _export(options: Options, telemetry: Any, log: Any, protocol: str | None, code: int) -> None:
     """--otel: the session as play served it. The client's lines are scrubbed as the tape was
     recorded (the built-in detectors) and, with payloads, verified before anything is sent."""
-    from mcptape.publish.outlet import Outlet
     from mcptape.publish.telemetry import SessionMeta
 
     outlet = Outlet.for_config(None)
@@ -314,8 +312,6 @@ def _save_report(options: Options, reports: list[ReplayReport]) -> None:
     """--report FILE: each client session's report (one per HTTP session), as JSON, written atomically."""
     if options.report is None:
         return
-    from mcptape.tape.atomic import write_atomic  # tempfile: not on the path of a plain play
-
     # The report quotes the client's requests: they were scrubbed of redacted values (replay/nearmiss.py).
     data = dumps({"sessions": [r.to_dict() for r in reports]}) + "\n"
-    write_atomic(options.report, utf8(data), what="replay report")
+    terminal().write(options.report, utf8(data), what="replay report")

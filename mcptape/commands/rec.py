@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from mcptape.commands.output import say
 from mcptape.errors import EXIT_OK, ConfigError, McptapeError
+from mcptape.publish.outlet import wire_process
 from mcptape.publish.telemetry import TapeTrace, require_sdk
 from mcptape.record.stdio import default_name, record, strip_command_secrets
 from mcptape.redact.policy import command_secrets, own_text_secrets
@@ -45,6 +46,7 @@ class Options:
 
 
 def run(options: Options) -> int:
+    wire_process()  # rec relays the MCP wire and forks its writer: its messages keep the rule set off (publish/outlet.py)
     if options.listen or options.upstream:
         if options.otel or options.otel_payloads:
             raise ConfigError("--otel records stdio sessions only; rec --listen does not export traces yet")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 
+from mcptape.commands.output import terminal
 from mcptape.config.json_schema import shipped_schema_text
 
 
@@ -19,5 +19,5 @@ class Options:
 
 
 def run(options: Options) -> int:
-    sys.stdout.write(shipped_schema_text())
+    terminal().show(shipped_schema_text(), "schema")
     return 0

@@ -26,6 +26,7 @@ from mcptape.commands.output import (
     check_html,
     print_report,
     print_text,
+    terminal,
     write_output,
     write_page,
 )
@@ -87,7 +88,8 @@ def run(options: Options) -> int:
         if times is not None:
             doc["timing"] = {"unit": "ms", "calls": [c.to_dict() for c in calls],
                              "client_gaps": [{"event": i + 1, "gap_ms": gap} for i, gap in gaps]}
-        write_output(options.json, utf8(json.dumps(doc, indent=2, ensure_ascii=False) + "\n"), what="tape")
+        write_output(options.json, utf8(json.dumps(doc, indent=2, ensure_ascii=False) + "\n"), what="tape",
+                     outlet=terminal())
         if options.json == JSON_STDOUT:
             return 0
     ms: dict[int, str] | None = None
@@ -103,7 +105,7 @@ def run(options: Options) -> int:
         console.print(title, soft_wrap=True)
         console.print(table)
 
-    print_report(render)
+    print_report(render, terminal())
     return 0
 
 
@@ -147,7 +149,8 @@ def _show_streamed(options: Options, tape: Tape, count: int,
     (rich lays out ~1000 rows a second; this is the table's content at the speed of the reader),
     escaped as every rendering of tape text is, framed in a GitHub job (print_report)."""
     title = _title(tape, count)
-    print_report(lambda console: console.print(title, soft_wrap=True))
+    outlet = terminal()
+    print_report(lambda console: console.print(title, soft_wrap=True), outlet)
     digits = len(str(count))
     widths = (digits, digits + 1, 3, 12, 8, 28)
     head = ("#", "line", "dir", "kind", "id", "method", "summary")
@@ -161,11 +164,7 @@ def _show_streamed(options: Options, tape: Tape, count: int,
                     + "  ".join(f"{cell:<{w}}" for cell, w in zip(cells, widths[2:], strict=True))
                     + "  " + message_summary(ev, limit).replace("\n", " "))
         if len(rows) >= STREAM_ROWS:
-            _print_rows(rows)
+            print_text(escape_controls("\n".join(rows)) + "\n", outlet)
             rows = []
     if rows:
-        _print_rows(rows)
-
-
-def _print_rows(rows: list[str]) -> None:
-    print_text(escape_controls("\n".join(rows)) + "\n")
+        print_text(escape_controls("\n".join(rows)) + "\n", outlet)

@@ -20,10 +20,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcptape.commands.output import say
+from mcptape.commands.output import say, show, terminal
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, McptapeError
-from mcptape.logsafe import safe_log
-from mcptape.tape.atomic import write_atomic
 from mcptape.tape.seal import check
 
 NAMESPACE = "mcptape"  # ssh-keygen -n: a signature for mcptape tapes is no signature of anything else
@@ -50,7 +48,7 @@ def run(options: Options) -> int:
         try:
             signature = sign(Path(tape), Path(os.path.expanduser(key)))
         except McptapeError as e:
-            print(safe_log(f"{tape}: not signed: {e}"))
+            show(f"{tape}: not signed: {e}")
             code = EXIT_COULD_NOT_RUN
             continue
         say(f"mcptape sign: {tape} -> {signature}")
@@ -77,7 +75,7 @@ def sign(tape: Path, key: Path) -> Path:
     if done.returncode != 0 or not done.stdout.startswith(b"-----BEGIN SSH SIGNATURE-----"):
         raise McptapeError(f"ssh-keygen could not sign with {key}: {_said(done)}")
     out = signature_path(tape)
-    write_atomic(out, done.stdout, what="signature")
+    terminal().write(out, done.stdout, what="signature")
     return out
 
 

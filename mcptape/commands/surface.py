@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mcptape.commands.output import show, terminal
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Step
 from mcptape.diff.classify import SURFACE_LISTS
@@ -109,6 +110,6 @@ def run_surface(loaded: LoadedConfig) -> int:
                 codes.append(SEVERITY_EXIT[kept[0].severity])
         sizes = [(len(lists.get(m, {}).get(SURFACE_LISTS[m][0], [])), SURFACE_LISTS[m][2]) for m in SURFACE_LISTS]
         counts = ", ".join(f"{n} {noun}{'s' * (n != 1)}" for n, noun in sizes)
-        print(safe_log(f"server {name}: {counts}{', instructions' if instructions else ''}"))
-        print(review_table(kept_hits, severities), end="")
+        show(f"server {name}: {counts}{', instructions' if instructions else ''}")
+        terminal(loaded.secrets).show(review_table(kept_hits, severities), "surface review")
     return worst_exit(codes)

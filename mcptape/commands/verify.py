@@ -13,9 +13,9 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcptape.commands.output import show
 from mcptape.commands.sign import allowed_signers_file, check_signature
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, McptapeError, TapeError
-from mcptape.logsafe import safe_log
 from mcptape.tape.reader import TapeStream
 from mcptape.tape.seal import check
 
@@ -42,18 +42,18 @@ def run(options: Options) -> int:
             TapeStream(path)
             verdict = check(Path(path).read_bytes())
         except (TapeError, OSError) as e:
-            print(safe_log(f"{path}: cannot verify: {e}"))
+            show(f"{path}: cannot verify: {e}")
             code = EXIT_COULD_NOT_RUN
             continue
-        print(safe_log(verdict.describe(path)))
+        show(verdict.describe(path))
         if not verdict.ok:
             code = EXIT_COULD_NOT_RUN
         elif signers is not None:
             try:
                 principal = check_signature(Path(path), signers)
             except McptapeError as e:
-                print(safe_log(f"{path}: signature: {e}"))
+                show(f"{path}: signature: {e}")
                 code = EXIT_COULD_NOT_RUN
                 continue
-            print(safe_log(f"{path}: signed by {principal} (allowed in {signers})"))
+            show(f"{path}: signed by {principal} (allowed in {signers})")
     return code

@@ -34,7 +34,7 @@ import httpx
 
 from mcptape.errors import SecretLeak
 from mcptape.jsonrpc import loads_depth
-from mcptape.publish.outlet import Outlet
+from mcptape.publish.outlet import Outlet, say
 from mcptape.redact.policy import secret_reason
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
@@ -169,8 +169,7 @@ class _Proxy(Server):
         line on stderr, not socketserver's traceback; anything else is still reported in full."""
         error = sys.exc_info()[1]
         if isinstance(error, (ConnectionError, TimeoutError)):
-            print(f"mcptape rec: a client disconnected mid-exchange ({type(error).__name__}); recording goes on",
-                  file=sys.stderr, flush=True)
+            say(f"mcptape rec: a client disconnected mid-exchange ({type(error).__name__}); recording goes on")
             return
         super().handle_error(request, client_address)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import signal
 import sys
 import threading
@@ -22,8 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, SecretLeak
-from mcptape.logsafe import safe_log
-from mcptape.publish.outlet import Outlet
+from mcptape.publish.outlet import Outlet, say
 from mcptape.publish.telemetry import TapeTrace, WireClock
 from mcptape.record.relay import EXIT_SIGNALS, FRAME, TAG_C2S, TAG_CTL, TAG_ERR, TAG_S2C, ChunkReader
 from mcptape.redact.redactor import make_redactor
@@ -168,7 +166,7 @@ def run_writer(
         stderr_fd: int | None = None
         with contextlib.suppress(OSError):
             stderr_fd = os.dup(2)  # rec's stderr: where the server's scrubbed stderr is shown
-        say = None if stderr_fd is not None else _say_on_stderr
+        speak = None if stderr_fd is not None else _say_on_stderr
         if header is not None:
             try:
                 outlet.verified(serialize(header), f"{where}:1")
@@ -176,12 +174,13 @@ def run_writer(
                 writer.abandon()
                 with contextlib.suppress(OSError):
                     os.unlink(writer.path)
-                print(safe_log(f"mcptape rec: {e}"), file=sys.stderr, flush=True)
+                say(f"mcptape rec: {e}")
                 code = EXIT_SECRET
                 return
-        code = TapeRecorder(writer, where=where, outlet=outlet, stderr_fd=stderr_fd, say=say, otel=otel).run(tee_r)
+        code = TapeRecorder(writer, where=where, outlet=outlet, stderr_fd=stderr_fd, say=speak, otel=otel).run(tee_r)
     except BaseException:  # noqa: BLE001 - a forked child must reach os._exit, never the parent's stack
-        traceback.print_exc()
+        say(traceback.format_exc(), fallback="mcptape rec: the tape writer failed (its traceback withheld: it could not "
+            "be checked for secrets)\n")
     finally:
         with contextlib.suppress(BaseException):
             sys.stderr.flush()
@@ -190,7 +189,7 @@ def run_writer(
 
 def _say_on_stderr(message: str) -> None:
     """The writer's own messages when its copy of rec's stderr could not be made: straight to fd 2."""
-    print(safe_log(message), file=sys.stderr, flush=True)  # it may quote the server
+    say(message)  # it may quote the server: scrubbed, escaped
 
 
 class _StderrRelay:
@@ -201,8 +200,9 @@ class _StderrRelay:
     bounded by STDERR_QUEUE_MAX; past it lines are dropped and a notice says how many bytes.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, outlet: Outlet) -> None:
         self.fd = fd
+        self.outlet = outlet
         self.queue: deque[bytes] = deque()
         self.size = 0
         self.dropped = 0
@@ -242,20 +242,20 @@ class _StderrRelay:
                 batch = b"".join(self.queue)
                 self.queue.clear()
                 self.size = 0
+            # Server text as it may reach a terminal or CI log: undecodable bytes as `\\xNN`, CRLF
+            # endings plain; the outlet checks it (each line was checked as its tape line already),
+            # escapes what could act and in a GitHub job frames it (Outlet.relay).
+            text = batch.decode("utf-8", "backslashreplace").replace("\r\n", "\n")
             try:
-                _write_blocking(self.fd, self._shown(batch))
+                try:
+                    self.outlet.relay(self.fd, text)
+                except SecretLeak as e:
+                    self.outlet.relay(self.fd, f"mcptape rec: {e}; the server's stderr lines were not shown\n")
             except OSError:  # rec's stderr is gone (EPIPE, closed): nobody left to show it to
                 with self.cond:
                     self.broken = True
                     self.queue.clear()
                 return
-
-    @staticmethod
-    def _shown(batch: bytes) -> bytes:
-        """Server text as it may reach a terminal or CI log: undecodable bytes as `\\xNN`, what
-        could act escaped, and in a GitHub job framed (logsafe.safe_log); CRLF endings kept plain."""
-        text = batch.decode("utf-8", "backslashreplace").replace("\r\n", "\n")
-        return safe_log(text).encode("utf-8")
 
     def close(self, timeout: float) -> None:
         """Let the last lines out (at most `timeout` seconds: a stalled reader must not keep rec alive)."""
@@ -267,16 +267,6 @@ class _StderrRelay:
         self.thread.join(timeout)
         with contextlib.suppress(OSError):
             os.close(self.fd)
-
-
-def _write_blocking(fd: int, data: bytes) -> None:
-    """Write all of `data`, waiting out EAGAIN: a terminal shared with O_NONBLOCK set elsewhere."""
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            select.select([], [fd], [], 1.0)
 
 
 class TapeRecorder:
@@ -310,7 +300,7 @@ class TapeRecorder:
         self.builder = EventBuilder()
         self.lines = {TAG_C2S: LineAssembler(), TAG_S2C: LineAssembler(), TAG_ERR: LineAssembler()}
         self.outlet = outlet if outlet is not None else Outlet(make_redactor(secrets))
-        self.relay = _StderrRelay(stderr_fd) if stderr_fd is not None else None
+        self.relay = _StderrRelay(stderr_fd, self.outlet) if stderr_fd is not None else None
         self.say = say  # rec's own messages when there is no stderr relay to keep them in order with the server's
         self.failed: str | None = None
         self.leaked = False

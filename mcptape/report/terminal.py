@@ -12,6 +12,7 @@ escape instead of clearing the screen.
 from __future__ import annotations
 
 import io
+import shutil
 import sys
 from typing import IO, Any
 
@@ -30,13 +31,16 @@ _STYLE = {"structural": "bold red", "output": "yellow", "info": "dim", "same": "
           "error": "bold magenta", "secret": "bold magenta"}
 
 
-def make_console(file: IO[str] | None = None) -> Console:
-    """A console on `file` (stdout by default); wide when not a terminal so lines stay whole in logs."""
-    target = file if file is not None else sys.stdout
-    is_tty = hasattr(target, "isatty") and target.isatty()
+def make_console(file: IO[str], *, terminal: bool = False) -> Console:
+    """A console rendering into `file` (the outlet's buffer: report/ only renders, publish/outlet.py
+    prints); as for a terminal of this one's width when `terminal`, else wide, so lines stay whole
+    in logs."""
     columns = environment.get("COLUMNS") or ""
-    width = None if is_tty else int(columns) if columns.isdigit() and 0 < int(columns) < 10_000 else 160
-    return Console(file=target, highlight=False, width=width, soft_wrap=False)
+    if terminal:
+        width = shutil.get_terminal_size().columns
+    else:
+        width = int(columns) if columns.isdigit() and 0 < int(columns) < 10_000 else 160
+    return Console(file=file, highlight=False, width=width, soft_wrap=False, force_terminal=terminal or None)
 
 
 def rich_text(*parts: tuple[str, str] | str) -> Any:
