@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pytest
+
 from mcptape.jsonrpc import dumps
 from mcptape.redact import shapes
 from mcptape.redact.own_text import own_text
@@ -35,6 +37,7 @@ from mcptape.tape.events import EventBuilder, stderr_event
 from mcptape.tape.format import make_header
 from mcptape.tape.reader import read_tape
 from mcptape.transports.stdio import StdioTransport, minimal_env
+from tests import leak_matrix
 from tests.conftest import FIXTURES, ROOT, mcptape_command
 from tests.redact_corpus import KNOWN_SOURCE, USER_PATTERN, Planted, corpus, leaks, rule_corpus
 
@@ -498,3 +501,58 @@ def test_rec_listen_the_rule_corpus_survives_in_no_tape_or_message(tmp_path: Pat
     survived = leaks(tape.read_text(encoding="utf-8") + rec.stderr, planted)
     assert survived == [], f"seed {SEED}: {len(survived)} of {len(planted)} survived: {survived}"
     assert all(f"<REDACTED:{p.kind}#" in tape.read_text(encoding="utf-8") for p in planted)
+
+
+# --- issue 38: every family in every channel, through every door; one server process per door ------
+
+
+@pytest.mark.parametrize("door", sorted(leak_matrix.DOORS))
+def test_every_family_in_every_channel_leaks_through_no_door(tmp_path: Path, door: str) -> None:
+    """tests/leak_matrix.py's families (webhooks, any Authorization scheme, a token as a URL's
+    user, .netrc, .env assignments, a key's body split a line per message, one-time codes and
+    answers, ...), each planted in every channel of one server, through `door`: none survives in
+    anything mcptape wrote, and the run did not fail closed instead (every planted value was
+    carried through and scrubbed, not withheld)."""
+    planted = leak_matrix.plants(SEED, door)
+    run = leak_matrix.DOORS[door](ROOT, tmp_path, planted)
+    leaked = run.leaked(planted)
+    assert not leaked, f"seed {SEED}: {len(leaked)} leaked: {sorted({(p.family, p.channel) for p in leaked})}"
+    assert run.codes and all(code == 0 for code in run.codes), (run.codes, [w[-2000:] for w in run.written[:2]])
+    written = "\n".join(run.written)
+    assert "event_withheld" not in written and "Traceback" not in written
+    # Positive control: the values went through and were scrubbed in place.
+    assert written.count("<REDACTED:") >= len(planted), written.count("<REDACTED:")
+
+
+def test_plain_values_stay_through_ci_in_a_root_container(tmp_path: Path) -> None:
+    """The false-positive side, HOME=/root: MCP-App HTML (minified JavaScript from a published
+    server), ids, digests, placeholders a reader recognises (YOUR_API_KEY, ghp_xxxx..., user:password),
+    a tokenizer under `token`: no placeholder in the golden but the one real URL password, and
+    `mysql://root:...` is not read as the home directory."""
+    assert leak_matrix.run_false_positives(ROOT, tmp_path, SEED) == {}
+
+
+def _view_only_config(directory: Path) -> Path:
+    # A user pattern only the review view's text can match (`path = "value"`): the tapes never hold
+    # `= "`, so the fresh tape and the golden pass their checks and only the last check, the view's,
+    # finds it. Once that ended as an internal error (exit 3) with the fresh tape left on disk.
+    return ci_config(directory, f"  echo:\n    command: {json.dumps(SERVER)}\n",
+                     "  - name: viewonly\n    server: echo\n    steps:\n      - call: echo_result\n"
+                     '        arguments: {text: "ZZ-482913"}\n',
+                     "redact:\n  patterns: ['= \"ZZ-[0-9]{6}\"']\n")
+
+
+@pytest.mark.parametrize("debug", ["0", "1"])
+def test_a_secret_only_the_last_check_finds_is_exit_4_with_nothing_written(tmp_path: Path, debug: str) -> None:
+    config = _view_only_config(tmp_path)
+    proc = run_ci(config, "--update-golden", "--out-dir", "fresh", MCPTAPE_DEBUG=debug)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "secret" in proc.stdout and "internal error" not in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["mcptape.yml"]
+    assert "ZZ-482913" not in proc.stdout + proc.stderr
+    # Positive control: without the pattern the same run writes the golden, its view and the fresh tape.
+    config.write_text(config.read_text(encoding="utf-8").split("redact:")[0], encoding="utf-8")
+    proc = run_ci(config, "--update-golden", "--out-dir", "fresh", MCPTAPE_DEBUG=debug)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {p.name for p in tmp_path.rglob("*.tape.*")} >= {"viewonly.tape.jsonl", "viewonly.tape.view.txt"}
