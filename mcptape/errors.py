@@ -10,9 +10,12 @@ into a message on stderr and that code, never a traceback::
     │   ├── ServerTimeout             3  a request or session ran past its timeout
     │   └── RequestRefused            3  the wire refused one request (an HTTP 4xx answer to its POST)
     ├── ReplayError                   3  a tape that cannot be replayed (say why): could not run
+    ├── ReplayMiss                    1  requests a tape could not answer (the library's replay, on leaving)
     ├── GitHubError                   3  a GitHub API call failed (which call, HTTP status, the fix)
     ├── WriteError                    3  a file could not be written (golden, fresh tape, report): path, cause
     └── SecretLeak                    4  a secret survived redaction; nothing was written
+
+    McptapeWarning                       what a command says on stderr, the library says as a warning
 
 Foreign exceptions are translated at the boundary where they occur, with `raise ... from e`.
 Anything that still escapes a command (a bug, by definition) is caught by cli.py's top level and
@@ -89,6 +92,19 @@ class ReplayError(McptapeError):
     not run (exit 3), which is not drift."""
 
 
+class ReplayMiss(McptapeError):
+    """Requests a replayed tape could not answer, or answered only with a --lenient substitute
+    (play's exit 1). The client saw each as an error already; the library's `replay` raises this when
+    its block ends without one of its own, as the pytest plugin fails a test that swallowed them.
+    `misses` holds one line per request: the call, then why no recording matched."""
+
+    exit_code = EXIT_OUTPUT_DRIFT
+
+    def __init__(self, message: str, *, misses: list[str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.misses = misses
+
+
 class GitHubError(McptapeError):
     """A GitHub API call failed: names the call, the HTTP status (`status`, None if none) and the fix."""
 
@@ -105,3 +121,8 @@ class SecretLeak(McptapeError):
     """A secret survived redaction. Nothing was written or posted; the message never holds the value."""
 
     exit_code = EXIT_SECRET
+
+
+class McptapeWarning(UserWarning):
+    """What a command says on stderr and carries on (a tape cut short, a tape played though edited,
+    `--pace` on a tape without timing), said by the library through `warnings` instead."""

@@ -29,6 +29,7 @@ from mcptape.diff.engine import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
 from mcptape.logsafe import ci_log_block, escape_controls, safe_log, utf8
 from mcptape.normalize import Normalizer, canonical_order, session_paths
+from mcptape.report.model import DiffResult, Verdict
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import Tape
@@ -61,6 +62,36 @@ class Options:
 def run(options: Options) -> int:
     # Parsing builds millions of acyclic objects; full GC passes over them only cost time.
     gc.disable()
+    verdict = compare(options)
+    if verdict.fork is not None:
+        return _show_fork(verdict, options)
+    if options.json is not None:
+        text = json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2) + "\n"
+        if options.json == JSON_STDOUT:  # one JSON document, inert in a CI log (write_output)
+            write_output(options.json, utf8(text), what="JSON verdict")
+        else:
+            write_atomic(options.json, utf8(text), what="JSON verdict")
+    if options.json != JSON_STDOUT:
+        from mcptape.report.terminal import note_lines, render_diff  # rich, for this report only
+
+        def render(console: Any) -> None:
+            render_diff(verdict.result, console)
+            note_lines(verdict.notes, console)
+
+        print_report(render)
+    if options.exiting:
+        # The process ends here. Both tapes and the diff are millions of small objects; freeing
+        # them one by one was 0.2 s of a 1.8 s diff of two 100k-event tapes. The OS takes the
+        # memory back at once, so the output is flushed and the process leaves without it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(verdict.exit_code)
+    return verdict.exit_code
+
+
+def compare(options: Options) -> Verdict:
+    """The verdict of `options.golden` against `options.fresh`, as `run` prints it and the library's
+    `mcptape.diff` returns it: nothing printed, nothing written, every failure an McptapeError."""
     drift: DriftSettings | None = None
     normalizer: Normalizer | None = None
     if options.config is not None:
@@ -76,9 +107,9 @@ def run(options: Options) -> int:
     sealed_notes = [note for path in (options.golden, options.fresh)
                     if (note := require_sealed(path, allow_edited=options.allow_edited)) is not None]
     golden, fresh = read_pair(options.golden, options.fresh)  # TapeError -> exit 3 in cli.py
-    fork = _fork(golden, fresh, options)
-    if fork is not None:
-        return fork
+    lineage = is_fork_of(golden, fresh) or is_fork_of(fresh, golden)
+    if lineage is not None:
+        return Verdict(DiffResult("same", a=options.golden, b=options.fresh), fork=lineage)
     # A refused discover probe leaves first: the canonical order would move its HTTP note away from it.
     golden, fresh = without_refused_probe(golden), without_refused_probe(fresh)
     as_sent = fresh
@@ -96,44 +127,17 @@ def run(options: Options) -> int:
     # was compared: said with the verdict, never left to the tapes alone.
     notes = [*sealed_notes, *(f"{side} tape: {line}" for side, tape in (("golden", golden), ("fresh", fresh))
                               for line in recording_notes(tape.events))]
-    if options.json is not None:
-        data = result.to_dict()
-        data["first_drift"] = result.first.one_line() if result.first is not None else None
-        data["notes"] = notes
-        text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-        if options.json == JSON_STDOUT:  # one JSON document, inert in a CI log (write_output)
-            write_output(options.json, utf8(text), what="JSON verdict")
-        else:
-            write_atomic(options.json, utf8(text), what="JSON verdict")
-    if options.json != JSON_STDOUT:
-        from mcptape.report.terminal import note_lines, render_diff  # rich, for this report only
-
-        def render(console: Any) -> None:
-            render_diff(result, console)
-            note_lines(notes, console)
-
-        print_report(render)
-    if options.exiting:
-        # The process ends here. Both tapes and the diff are millions of small objects; freeing
-        # them one by one was 0.2 s of a 1.8 s diff of two 100k-event tapes. The OS takes the
-        # memory back at once, so the output is flushed and the process leaves without it.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(result.exit_code)
-    return result.exit_code
+    return Verdict(result, notes)
 
 
-def _fork(golden: Tape, fresh: Tape, options: Options) -> int | None:
+def _show_fork(verdict: Verdict, options: Options) -> int:
     """A fork against its parent (either order) is that fork, not drift: said in one line, exit 0
-    (tape/lineage.py). None when the tapes are not exactly parent and fork."""
-    lineage = is_fork_of(golden, fresh) or is_fork_of(fresh, golden)
-    if lineage is None:
-        return None
+    (tape/lineage.py)."""
+    lineage = verdict.fork or {}
     line = (f"fork at call {lineage['at']} ({lineage.get('call')}): {lineage.get('change')}; "
             f"later exchanges {lineage.get('later')} (parent {lineage.get('parent')})")
     if options.json is not None:
-        text = json.dumps({"verdict": "fork", "exit_code": 0, "fork": lineage, "first_drift": None},
-                          ensure_ascii=False, indent=2) + "\n"
+        text = json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2) + "\n"
         if options.json == JSON_STDOUT:
             sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
             return 0
