@@ -1,0 +1,765 @@
+"""`mcptape.replay` and `mcptape.record`: a tape served, or a session recorded, where a client connects.
+
+Owns the library's Endpoint (what a client connects to: a stdio command, a URL, or an in-memory
+ClientSession), what a record mode does with a tape (modes.py) and turning how a replay or a
+recording ended into values and exceptions. What is served and how is play's: the engine comes
+from commands/play.py's `served_engine` and `lab_options` (the same checks, so a tape that cannot
+be replayed fails before the block starts), recording is rec's, a fork is `mcptape fork`'s
+(commands/fork.py's `write_fork`). Per transport:
+
+* stdio: the client spawns the process, so the Endpoint's command is `mcptape play` (or `rec`)
+  run by child.py, which leaves its exit code, its stderr and play's report in a scratch
+  directory this module reads when the block ends;
+* http: play's HTTP server (replay/http.py) or rec's recording proxy (record/http.py) in a thread
+  of this process, on a port the OS picks, stopped when the block ends;
+* memory: the engine answers the official SDK's ClientSession through memory streams (memory.py),
+  no process at all.
+
+Nothing here prints or exits: a command's stderr line is a warning (notices.py), a failure one
+of errors.py's exceptions, raised when the block ends without an exception of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict, Unpack
+from urllib.parse import urlsplit
+
+from mcptape import environment
+from mcptape.api import child
+from mcptape.api.modes import Action, RecordMode
+from mcptape.api.notices import tell, warn
+from mcptape.commands import fork as fork_command
+from mcptape.commands import play as play_command
+from mcptape.commands import rec as rec_command
+from mcptape.errors import (
+    EXIT_OK,
+    EXIT_OUTPUT_DRIFT,
+    EXIT_SECRET,
+    ConfigError,
+    McptapeError,
+    ReplayMiss,
+    SecretLeak,
+    ServerError,
+    TapeError,
+)
+from mcptape.replay.lab import LabEngine
+from mcptape.tape.format import TAPE_SUFFIX
+from mcptape.tape.seal import check as check_seal
+
+if TYPE_CHECKING:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.session_group import StreamableHttpParameters
+
+    from mcptape.replay.outcome import ReplayReport
+
+Transport = Literal["stdio", "http", "memory"]
+
+# How long the end of a block waits for a stdio child the client started to finish (writing its
+# tape or report), and for an HTTP server thread to start or stop.
+CHILD_WAIT = 30.0
+THREAD_WAIT = 30.0
+# Exit codes of a rec stopped by a signal (129 SIGHUP, 130 SIGINT, 143 SIGTERM): its tape still ends
+# in a footer. A client closing its stdio transport may end rec so (the SDK terminates after 2 s).
+_INTERRUPTED = (129, 130, 143)
+
+
+class ForkSpec(TypedDict, total=False):
+    """The answer to replace, as `mcptape fork` takes it: the call `at` (the N-th client request,
+    as `mcptape show` counts), and one of `result` (a JSON value), `error` ("CODE[:message]") or
+    `drop`; `cut` leaves out what came after it."""
+
+    at: Required[int]
+    result: Any
+    error: str
+    drop: bool
+    cut: bool
+
+
+class PlayOptions(TypedDict, total=False):
+    """What a replay can be asked, each as `mcptape play`'s option of the same name.
+
+    The live server (`server`: its command as a list of words, or `url`) is for `fallback`,
+    `live_tools` and the record modes that record; a replay never goes live unless asked.
+    `pace` is "recorded" or "xN"; `faults` are play's `--fault` rules (with `fault_seed`);
+    `fork` plays a fork of the tape (ForkSpec) made in a scratch directory, never the tape itself.
+    """
+
+    server: Sequence[str]
+    url: str
+    fallback: bool
+    live_tools: Sequence[str]
+    pace: str
+    faults: Sequence[str]
+    fault_seed: int
+    fork: ForkSpec
+    lenient: bool
+    ignore_args: Sequence[str]
+    match_on: Literal["params", "name"]
+    allow_reuse: bool
+    keep_placeholders: bool
+    allow_edited: bool
+
+
+_PLAY_OPTIONS = frozenset(PlayOptions.__annotations__)
+_LAB_OPTIONS = ("pace", "faults", "live_tools", "fork", "lenient", "ignore_args", "allow_reuse", "keep_placeholders")
+
+
+@dataclass(frozen=True)
+class PlayReport:
+    """What one client session of a replay got, as `mcptape play --report` writes it (one source:
+    replay/outcome.py's `to_dict`). Each miss, substitution and live call is one line.
+
+    >>> report = mcptape.PlayReport.from_dict({"tape": "t", "answered": 3, "exit_code": 0})
+    >>> report.clean, report.misses
+    (True, [])
+    """
+
+    tape: str
+    answered: int = 0
+    exit_code: int = EXIT_OK
+    misses: list[str] = field(default_factory=list)
+    substitutions: list[str] = field(default_factory=list)
+    forwarded: list[str] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    injected: list[str] = field(default_factory=list)
+    live_tools_calls: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        """Every request was answered by its own recording (play's exit 0)."""
+        return self.exit_code == EXIT_OK
+
+    def problems(self) -> list[str]:
+        """One line per request the client did not get its own recording for."""
+        lines = list(self.misses) + list(self.substitutions)
+        if not lines and not self.clean:
+            lines.append(f"{', '.join(self.refused) or 'the handshake'}: answered only by a refusal play made up; "
+                         "no session followed")
+        return lines
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PlayReport:
+        """From play's report document (`play --report`'s sessions, each one of these)."""
+        return cls(
+            tape=str(data.get("tape", "")),
+            answered=int(data.get("answered", 0)),
+            exit_code=int(data.get("exit_code", EXIT_OK)),
+            misses=[f"{m['call']}: {m['why']}" for m in data.get("misses", [])],
+            substitutions=[f"{m['call']} answered with {m.get('substituted')}: {m['why']}"
+                           for m in data.get("substitutions", [])],
+            forwarded=list(data.get("forwarded", [])),
+            unused=list(data.get("unused", [])),
+            warnings=list(data.get("warnings", [])),
+            refused=list(data.get("refused", [])),
+            injected=list(data.get("injected", [])),
+            live_tools_calls=list(data.get("live_tools_calls", [])),
+        )
+
+
+class Endpoint:
+    """What an MCP client connects to, handed out by `mcptape.replay` and `mcptape.record`.
+
+    `transport` says which of these holds: `command` and `args` (stdio: the process a client
+    starts), `url` (streamable HTTP on 127.0.0.1), or neither (memory: `client_session()` only).
+    `stdio_parameters()` and `http_parameters()` are the official SDK's parameter objects for them;
+    `client_session()` opens the SDK's ClientSession on any of the three. `action` says what the
+    block does with `tape`: "play", "record" or "fallback". `reports` holds what each client session
+    of a replay got, once the block has ended.
+
+    >>> with mcptape.replay("tapes/arithmetic.tape.jsonl") as endpoint:
+    ...     endpoint.transport, endpoint.action, endpoint.args[:2]
+    ('stdio', 'play', ['-m', 'mcptape.api.child'])
+    """
+
+    def __init__(self, tape: Path, action: Action, transport: Transport) -> None:
+        self.tape = tape
+        self.action: Action = action
+        self.transport: Transport = transport
+        self.command: str | None = None
+        self.args: list[str] = []
+        self.url: str | None = None
+        self.reports: list[PlayReport] = []
+        self._engine: LabEngine | None = None  # memory: the first session's engine, the model of the others
+        self._engines: list[LabEngine] = []
+
+    @property
+    def argv(self) -> list[str]:
+        """The stdio command with its arguments (empty for HTTP and memory)."""
+        return [self.command, *self.args] if self.command is not None else []
+
+    def stdio_parameters(self, **kwargs: Any) -> StdioServerParameters:
+        """The official SDK's `StdioServerParameters` for `command` and `args` (needs `pip install mcp`);
+        `kwargs` go to it (env, cwd, ...)."""
+        if self.command is None:
+            raise ConfigError(f"this endpoint is served over {self.transport}, not stdio",
+                              hint='mcptape.replay(tape, transport="stdio")')
+        _sdk()
+        from mcp import StdioServerParameters
+
+        return StdioServerParameters(command=self.command, args=list(self.args), **kwargs)
+
+    def http_parameters(self, **kwargs: Any) -> StreamableHttpParameters:
+        """The official SDK's `StreamableHttpParameters` for `url` (needs `pip install mcp`)."""
+        if self.url is None:
+            raise ConfigError(f"this endpoint is served over {self.transport}, not HTTP",
+                              hint='mcptape.replay(tape, transport="http")')
+        _sdk()
+        from mcp.client.session_group import StreamableHttpParameters
+
+        return StreamableHttpParameters(url=self.url, **kwargs)
+
+    @contextlib.asynccontextmanager
+    async def client_session(self, **session_options: Any) -> AsyncIterator[ClientSession]:
+        """The official SDK's ClientSession connected to this endpoint, not yet initialized;
+        `session_options` go to ClientSession (client_info, sampling_callback, ...).
+
+        >>> import asyncio
+        >>> async def add() -> str:
+        ...     with mcptape.replay("tapes/arithmetic.tape.jsonl", transport="memory") as endpoint:
+        ...         async with endpoint.client_session() as session:
+        ...             await session.initialize()
+        ...             result = await session.call_tool("add", {"a": 2, "b": 3})
+        ...     return result.content[0].text
+        >>> asyncio.run(add())
+        '5'
+        """
+        ClientSession = _sdk().ClientSession
+        if self.transport == "memory":
+            from mcptape.api.memory import memory_streams  # the SDK's streams: in-memory replays only
+
+            engine = self._next_engine()
+            async with memory_streams(engine) as (read, write), ClientSession(read, write, **session_options) as session:
+                yield session
+        elif self.transport == "http":
+            from mcp.client.streamable_http import streamable_http_client
+
+            assert self.url is not None
+            async with streamable_http_client(self.url) as (read, write, *_), \
+                    ClientSession(read, write, **session_options) as session:
+                yield session
+        else:
+            from mcp.client.stdio import stdio_client
+
+            async with stdio_client(self.stdio_parameters()) as (read, write), \
+                    ClientSession(read, write, **session_options) as session:
+                yield session
+
+    def _next_engine(self) -> LabEngine:
+        """The engine of the next in-memory client session: the first, then a fresh one each (as HTTP play)."""
+        if self._engine is None:
+            raise ConfigError(f"client_session() over {self.transport} needs a replay; this endpoint records",
+                              hint="connect with endpoint.stdio_parameters() or endpoint.url")
+        engine = self._engine if not self._engines else self._engine.fresh()
+        self._engines.append(engine)
+        return engine
+
+
+@contextlib.contextmanager
+def replay(
+    tape: str | os.PathLike[str],
+    *,
+    transport: Transport | None = None,
+    record_mode: RecordMode | str = RecordMode.NONE,
+    allow_record_in_ci: bool = False,
+    **options: Unpack[PlayOptions],
+) -> Iterator[Endpoint]:
+    """Serve `tape` as an MCP server while the block runs; the Endpoint says how to connect.
+
+    `transport` is "stdio" (the default; "http" when `url` names the live server), "http" or
+    "memory" (no process: `endpoint.client_session()`). `options` are play's (PlayOptions): the
+    agent lab's `pace`, `faults`, `fork`, `live_tools`, and `fallback` with the live `server` or `url`.
+    `record_mode` (RecordMode) may record instead, as the pytest plugin's modes do; recording under
+    CI=true is refused unless `allow_record_in_ci`. A tape that cannot be replayed raises (TapeError,
+    ReplayError, ConfigError) before the block starts; requests the tape could not answer raise
+    ReplayMiss when the block ends without an exception of its own.
+
+    >>> with mcptape.replay("tapes/arithmetic.tape.jsonl") as endpoint:
+    ...     answers = drive(endpoint)  # any MCP client: here the official SDK's, over stdio
+    >>> answers
+    ['5']
+    >>> endpoint.reports[0].clean, endpoint.reports[0].answered
+    (True, 2)
+    """
+    path = Path(tape)
+    mode = _record_mode(record_mode)
+    _known(options)
+    server, url = _live_server(options)
+    chosen = _transport(transport, url)
+    action = mode.action(path.exists())
+    if action == "play" and options.get("fallback"):
+        action = "fallback"
+    if action == "record":
+        if environment.in_ci() and not allow_record_in_ci:
+            raise McptapeError(f"CI={environment.get('CI')}: refusing to record {path} (record mode {mode.value}); "
+                               "in CI tapes are played, not recorded",
+                               hint="commit the tape, or pass allow_record_in_ci=True if recording here is meant")
+        if options.get("fork") is not None:
+            raise ConfigError(f"fork= plays a fork of a recorded tape; record mode {mode.value} would record {path} "
+                              "instead", hint="record it first, then play the fork with record_mode='none'")
+        unapplied = [name for name in _LAB_OPTIONS if options.get(name)]
+        if unapplied:
+            warn(f"{', '.join(unapplied)}: not applied: record mode {mode.value} records {path} this time")
+        with _recording(path, chosen, server, url, name=None) as endpoint:
+            yield endpoint
+        return
+    if not path.exists():
+        raise TapeError(f"{path}: no tape (record mode {mode.value} plays only)",
+                        hint="record it: mcptape.replay(tape, record_mode='once', server=[...]) or mcptape.record(tape, ...)")
+    if action == "fallback" and server is None and url is None:
+        raise ConfigError("fallback needs the live server: server=[...] or url=...")
+    with _playing(path, action, chosen, options, server, url) as endpoint:
+        yield endpoint
+
+
+@contextlib.contextmanager
+def record(
+    tape: str | os.PathLike[str],
+    command: Sequence[str] | str,
+    *,
+    name: str | None = None,
+) -> Iterator[Endpoint]:
+    """Record the session of the client that connects to the Endpoint, as `mcptape rec` does, into `tape`.
+
+    `command` is the live server: its command as a list of words (the client connects over stdio,
+    through rec) or its streamable HTTP URL (the client connects to `endpoint.url`, a recording
+    proxy). The tape is redacted and verified as rec's are (a secret that survives: SecretLeak,
+    nothing written) and sealed; `name` is the session's name in its header (the file's name
+    by default). When the block ends the tape is written, or the reason it is not is raised.
+
+    >>> with mcptape.record("recorded.tape.jsonl", [sys.executable, "../servers/calc_server.py"]) as endpoint:
+    ...     answers = drive(endpoint)
+    >>> answers, mcptape.diff("recorded.tape.jsonl", "tapes/arithmetic.tape.jsonl").verdict
+    (['5'], 'same')
+    """
+    path = Path(tape)
+    if isinstance(command, str):
+        if not command.startswith(("http://", "https://")):
+            raise ConfigError(f"record(tape, {command!r}): a command is a list of words, a URL starts with http(s)://",
+                              hint='mcptape.record(tape, ["python", "server.py"]) or mcptape.record(tape, "http://127.0.0.1:3001/mcp")')
+        with _recording(path, "http", None, command, name=name) as endpoint:
+            yield endpoint
+    else:
+        with _recording(path, "stdio", _words(command, "command"), None, name=name) as endpoint:
+            yield endpoint
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    tape: str | os.PathLike[str],
+    *,
+    session_options: dict[str, Any] | None = None,
+    **options: Unpack[PlayOptions],
+) -> AsyncIterator[ClientSession]:
+    """The official SDK's ClientSession, connected to `tape` in this process: no subprocess, no socket.
+
+    The session is not yet initialized (call `initialize()` as with any transport);
+    `session_options` go to ClientSession (client_info, sampling_callback, ...), `options` are
+    `mcptape.replay`'s (PlayOptions: pace, faults, fork, live_tools, fallback, ...). Requests the
+    tape could not answer raise ReplayMiss when the block ends without an exception of its own.
+
+    >>> import asyncio
+    >>> async def divide() -> bool:
+    ...     async with mcptape.connect("tapes/arithmetic.tape.jsonl") as session:
+    ...         await session.initialize()
+    ...         result = await session.call_tool("divide", {"a": 1, "b": 0})
+    ...     return result.is_error
+    >>> asyncio.run(divide())
+    True
+    """
+    with replay(tape, transport="memory", **options) as endpoint:
+        async with endpoint.client_session(**(session_options or {})) as session:
+            yield session
+
+
+# --- replaying -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _playing(path: Path, action: Action, transport: Transport, options: PlayOptions,
+             server: list[str] | None, url: str | None) -> Iterator[Endpoint]:
+    with tempfile.TemporaryDirectory(prefix="mcptape-") as scratch:
+        where = Path(scratch)
+        played = _forked(path, options["fork"], where) if options.get("fork") is not None else path
+        play = _play_options(played, options, fallback=action == "fallback", server=server, url=url)
+        lab = play_command.lab_options(play, tell)
+        first = play_command.served_engine(play, lab, warn, memory=contextlib.nullcontext(), tell=tell)
+        if not first.tape.complete:
+            warn(f"{path} was cut short (no footer); replaying the {len(first.tape.events)} event(s) it holds")
+        endpoint = Endpoint(path, action, transport)
+        if transport == "stdio":
+            endpoint.command, endpoint.args = sys.executable, ["-m", "mcptape.api.child", str(where),
+                                                                *_play_argv(play)]
+            ended = yield from _block(endpoint, lambda: _stdio_play_ended(endpoint, where))
+        elif transport == "http":
+            with _http_thread(lambda stop, ready: _serve_http(first, stop, ready)) as (thread, url_base):
+                endpoint.url = url_base
+                ended = yield from _block(endpoint, lambda: _http_play_ended(endpoint, thread))
+        else:
+            endpoint._engine = first
+            ended = yield from _block(endpoint, lambda: _ended(endpoint, *play_command.finish_sessions(endpoint._engines)))
+        if ended is not None:
+            raise ended
+
+
+def _block(endpoint: Endpoint, end: Any) -> Any:
+    """Yield `endpoint` to the caller's block; when it ends, `end()` says how the replay or recording
+    ended (an exception to raise, or None). Raised only if the block itself raised nothing: the
+    caller's own exception is the news, and is never masked by the one it probably caused."""
+    try:
+        yield endpoint
+    except BaseException:
+        with contextlib.suppress(Exception):  # the caller's exception goes on, whatever the end says
+            end()
+        raise
+    return end()
+
+
+def _ended(endpoint: Endpoint, reports: Sequence[ReplayReport], code: int) -> McptapeError | None:
+    """The end of a replay served here (HTTP, memory): its reports kept, what went wrong as an exception."""
+    endpoint.reports = [PlayReport.from_dict(report.to_dict()) for report in reports]
+    return _verdict(endpoint, code, "")
+
+
+def _verdict(endpoint: Endpoint, code: int | None, said: str) -> McptapeError | None:
+    """The exception a replay's end raises (None: all went well): a secret in what went live, a
+    live side that failed, or requests the tape could not answer."""
+    if code == EXIT_SECRET:
+        return SecretLeak(f"{endpoint.tape}: a secret survived redaction in what went live; nothing of it was "
+                          f"appended{_said(said)}")
+    if code is not None and code not in (EXIT_OK, EXIT_OUTPUT_DRIFT):  # play's 3: could not run (or a signal)
+        return McptapeError(f"{endpoint.tape}: the replay could not finish{_said(said)}")
+    problems = [line for report in endpoint.reports for line in report.problems()]
+    if problems:
+        return ReplayMiss(f"{endpoint.tape}: {len(problems)} request(s) the tape could not answer:\n"
+                          + "\n".join(f"  {line}" for line in problems), misses=problems,
+                          hint="re-record the tape, or replay with fallback=True and the live server")
+    return None
+
+
+def _said(text: str) -> str:
+    text = text.strip()
+    return f": {text.splitlines()[-1]}" if text else ""
+
+
+def _stdio_play_ended(endpoint: Endpoint, where: Path) -> McptapeError | None:
+    statuses = _children(where)
+    for pid in sorted(statuses):
+        report = child.report_path(where, pid)
+        if report.exists():
+            sessions = json.loads(report.read_text(encoding="utf-8")).get("sessions", [])
+            endpoint.reports += [PlayReport.from_dict(s) for s in sessions]
+    codes = [code for code in statuses.values() if code is not None]
+    worst = max(codes, default=None)
+    killed = [pid for pid, code in statuses.items() if code is None]
+    if killed and worst is None:
+        return McptapeError(f"{endpoint.tape}: mcptape play ended without an exit status (killed?)"
+                            f"{_said(_stderr(where, killed[0]))}")
+    return _verdict(endpoint, worst, "".join(_stderr(where, pid) for pid in statuses))
+
+
+def _children(where: Path) -> dict[int, int | None]:
+    """The stdio children the client started (pid -> exit code, None if it has none), each waited
+    for while it runs (CHILD_WAIT at most); what each said, logged."""
+    deadline = time.monotonic() + CHILD_WAIT
+    found: dict[int, int | None] = {}
+    for status in sorted(where.glob("*.status.json")):
+        pid = int(status.name.split(".", 1)[0])
+        while True:
+            code = json.loads(status.read_text(encoding="utf-8")).get("exit_code")
+            if code is not None or not _alive(pid) or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        found[pid] = code
+        for line in _stderr(where, pid).splitlines():
+            tell(line)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stderr(where: Path, pid: int) -> str:
+    try:
+        return child.stderr_path(where, pid).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _serve_http(first: LabEngine, stop: threading.Event, ready: Any) -> Any:
+    from mcptape.replay.http import serve_http  # http.server: HTTP replays only
+
+    return serve_http(first, "127.0.0.1:0", on_ready=ready, stop=stop)
+
+
+def _http_play_ended(endpoint: Endpoint, thread: _Thread) -> McptapeError | None:
+    engines = thread.result()
+    if not engines:
+        return None
+    return _ended(endpoint, *play_command.finish_sessions(engines))
+
+
+# --- recording -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _recording(path: Path, transport: Transport, server: list[str] | None, url: str | None,
+               name: str | None) -> Iterator[Endpoint]:
+    name = name or path.name.removesuffix(TAPE_SUFFIX).removesuffix(".jsonl")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    endpoint = Endpoint(path, "record", transport)
+    if transport == "memory":
+        raise ConfigError("recording needs a process to record: transport 'stdio' (a server command) or 'http' (a URL)")
+    if transport == "stdio":
+        if not server:
+            raise ConfigError(f"recording {path} over stdio needs the live server's command: server=[...]",
+                              hint="or url=... with transport='http'")
+        with tempfile.TemporaryDirectory(prefix="mcptape-") as scratch:
+            where = Path(scratch)
+            endpoint.command, endpoint.args = sys.executable, ["-m", "mcptape.api.child", str(where), "rec",
+                                                                "--out", str(path.resolve()), "--name", name, "--", *server]
+            ended = yield from _block(endpoint, lambda: _stdio_record_ended(endpoint, where))
+    else:
+        if not url:
+            raise ConfigError(f"recording {path} over HTTP needs the live server's URL: url=...",
+                              hint="or server=[...] with transport='stdio'")
+        upstream, out, name = rec_command.http_plan(rec_command.Options(
+            out=str(path), name=name, listen="127.0.0.1:0", upstream=url, server=()))
+        with _http_thread(lambda stop, ready: _record_http(upstream, out, name, stop, ready)) as (thread, base):
+            endpoint.url = base + (urlsplit(upstream).path or "/")
+            ended = yield from _block(endpoint, lambda: _http_record_ended(endpoint, thread))
+    if ended is not None:
+        raise ended
+
+
+def _record_http(upstream: str, out: Path, name: str, stop: threading.Event, ready: Any) -> int:
+    from mcptape.record.http import record_http  # httpx: HTTP recordings only
+
+    return record_http(upstream, "127.0.0.1:0", out, name, on_ready=ready, stop=stop)
+
+
+def _stdio_record_ended(endpoint: Endpoint, where: Path) -> McptapeError | None:
+    statuses = _children(where)
+    if not statuses:
+        return McptapeError(f"{endpoint.tape}: no client connected to the recorder; nothing was recorded",
+                            hint="connect a client to endpoint.stdio_parameters() (or endpoint.command and endpoint.args)")
+    pid = max(statuses)  # a client that opened several sessions keeps the last (the tape is one session)
+    code, said = statuses[pid], _stderr(where, pid)
+    if code == EXIT_SECRET:
+        return SecretLeak(f"{endpoint.tape}: a secret survived redaction; nothing was written{_said(said)}")
+    if code is None:
+        return McptapeError(f"{endpoint.tape}: mcptape rec ended without an exit status (killed?){_said(said)}")
+    if code not in (EXIT_OK, *_INTERRUPTED):
+        return ServerError(f"{endpoint.tape}: the recording did not complete (rec exit {code}){_said(said)}")
+    return _sealed(endpoint.tape)
+
+
+def _http_record_ended(endpoint: Endpoint, thread: _Thread) -> McptapeError | None:
+    try:
+        messages = thread.result()
+    except McptapeError as e:
+        return e
+    if not messages:
+        return McptapeError(f"{endpoint.tape}: no client connected to the recording proxy; nothing was recorded",
+                            hint="connect a client to endpoint.url")
+    return _sealed(endpoint.tape)
+
+
+def _sealed(path: Path) -> McptapeError | None:
+    """A recording that ended well has written a whole, sealed tape (tape/seal.py)."""
+    try:
+        state = check_seal(path.read_bytes()).state
+    except OSError as e:
+        return TapeError(f"{path}: the recording left no tape: {e.strerror or e}")
+    if state != "sealed":
+        return TapeError(f"{path}: the recording left a tape that is not sealed ({state})")
+    return None
+
+
+# --- threads of this process (HTTP) --------------------------------------------------------------
+
+
+class _Thread:
+    """A server of this process (play's HTTP server, rec's proxy) in a thread: serving until `stop`."""
+
+    def __init__(self, run: Any) -> None:
+        self.stop = threading.Event()
+        self.ready = threading.Event()
+        self.url = ""
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(run,), name="mcptape-endpoint", daemon=True)
+
+    def _run(self, run: Any) -> None:
+        try:
+            self._value = run(self.stop, self._on_ready)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread, raised there
+            self._error = e
+        finally:
+            self.ready.set()
+
+    def _on_ready(self, url: str) -> None:
+        self.url = url
+        self.ready.set()
+
+    def start(self) -> str:
+        self._thread.start()
+        if not self.ready.wait(THREAD_WAIT) or not self.url:
+            self.stop.set()
+            self.result()
+            raise ServerError("the endpoint did not start listening")
+        return self.url
+
+    def finish(self) -> None:
+        self.stop.set()
+        self._thread.join(THREAD_WAIT)
+
+    def result(self) -> Any:
+        self.finish()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+@contextlib.contextmanager
+def _http_thread(run: Any) -> Iterator[tuple[_Thread, str]]:
+    thread = _Thread(run)
+    url = thread.start()
+    try:
+        yield thread, url
+    finally:
+        thread.finish()
+
+
+def _sdk() -> Any:
+    """The official MCP SDK (`mcp`), which the client side of the library needs and mcptape itself does not."""
+    try:
+        import mcp
+    except ImportError as e:
+        raise McptapeError("this needs the official MCP SDK, which is not installed", hint="pip install mcp") from e
+    return mcp
+
+
+# --- options -------------------------------------------------------------------------------------
+
+
+def _record_mode(value: RecordMode | str) -> RecordMode:
+    try:
+        return RecordMode(value)
+    except ValueError:
+        raise ConfigError(f"record_mode {value!r}: expected one of {', '.join(m.value for m in RecordMode)}") from None
+
+
+def _known(options: PlayOptions) -> None:
+    """Options a type checker would refuse, refused at run time too (an untyped caller's typo)."""
+    unknown = sorted(set(options) - _PLAY_OPTIONS)
+    if unknown:
+        raise ConfigError(f"replay(): unknown option(s) {', '.join(unknown)}; it takes "
+                          f"{', '.join(sorted(_PLAY_OPTIONS))}, transport, record_mode and allow_record_in_ci")
+    match_on = options.get("match_on", "params")
+    if match_on not in ("params", "name"):
+        raise ConfigError(f"match_on {match_on!r}: expected 'params' or 'name'")
+    for key in ("live_tools", "faults", "ignore_args"):
+        _words(options.get(key, ()), key)
+
+
+def _words(value: Any, what: str) -> list[str]:
+    """A list of words given as one (a str is a sequence too: ["p", "y", ...] would be a surprise)."""
+    if isinstance(value, str | bytes) or not all(isinstance(word, str) for word in value):
+        raise ConfigError(f"{what}={value!r}: give a list of strings, e.g. {what}=[...]")
+    return list(value)
+
+
+def _live_server(options: PlayOptions) -> tuple[list[str] | None, str | None]:
+    server = _words(options["server"], "server") if options.get("server") else None
+    url = options.get("url") or None
+    if server and url:
+        raise ConfigError("give the live server's command (server=[...]) or its URL (url=...), not both")
+    return server, url
+
+
+def _transport(asked: Transport | None, url: str | None) -> Transport:
+    if asked is None:
+        return "http" if url else "stdio"
+    if asked not in ("stdio", "http", "memory"):
+        raise ConfigError(f"transport {asked!r}: expected 'stdio', 'http' or 'memory'")
+    return asked
+
+
+def _play_options(tape: Path, options: PlayOptions, *, fallback: bool, server: list[str] | None,
+                  url: str | None) -> play_command.Options:
+    """Play's own options (commands/play.py) for these: the one place the two vocabularies meet."""
+    return play_command.Options(
+        tape=str(tape.resolve()), lenient=bool(options.get("lenient")), listen=None,
+        ignore=tuple(options.get("ignore_args", ())), match_on=options.get("match_on", "params"),
+        allow_reuse=bool(options.get("allow_reuse")),
+        fallback=fallback and server is not None, server=tuple(server or ()),
+        fallback_url=url if (fallback or options.get("live_tools")) else None,
+        pace=options.get("pace"), faults=tuple(options.get("faults", ())), fault_seed=int(options.get("fault_seed", 0)),
+        live_tools=tuple(options.get("live_tools", ())), keep_placeholders=bool(options.get("keep_placeholders")),
+        allow_edited=bool(options.get("allow_edited")),
+    )
+
+
+def _play_argv(play: play_command.Options) -> list[str]:
+    """`mcptape play` arguments for `play` (its command line, the stable interface of docs/design.md)."""
+    argv = ["play", play.tape]
+    if play.lenient:
+        argv.append("--lenient")
+    argv += [f"--ignore-arg={path}" for path in play.ignore]
+    if play.match_on != "params":
+        argv.append(f"--match-on={play.match_on}")
+    if play.allow_reuse:
+        argv.append("--allow-reuse")
+    if play.pace is not None:
+        argv.append(f"--pace={play.pace}")
+    argv += [f"--fault={rule}" for rule in play.faults]
+    if play.fault_seed:
+        argv.append(f"--fault-seed={play.fault_seed}")
+    if play.live_tools:
+        argv.append(f"--live-tools={','.join(play.live_tools)}")
+    if play.keep_placeholders:
+        argv.append("--keep-placeholders")
+    if play.allow_edited:
+        argv.append("--allow-edited")
+    if play.fallback_url is not None:
+        argv.append(f"--fallback-url={play.fallback_url}")
+    if play.fallback:
+        argv.append("--fallback")
+    if play.server:
+        argv += ["--", *play.server]
+    return argv
+
+
+def _forked(tape: Path, spec: ForkSpec, where: Path) -> Path:
+    """The fork `spec` asks for, written into `where` by `mcptape fork`'s own code; the tape is never changed."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("at"), int):
+        raise ConfigError(f"fork={spec!r}: give a dict such as {{'at': 3, 'error': '-32000:quota'}} "
+                          "(or 'result': {...}, 'drop': True; 'cut': True)")
+    out = where / f"fork{TAPE_SUFFIX}"
+    result = json.dumps(spec["result"]) if "result" in spec else None
+    fork_command.write_fork(fork_command.Options(tape=str(tape), at=spec["at"], out=str(out), result=result,
+                                                 error=spec.get("error"), drop=bool(spec.get("drop")),
+                                                 cut=bool(spec.get("cut"))))
+    return out
+
+
+__all__ = ["Endpoint", "ForkSpec", "PlayOptions", "PlayReport", "connect", "record", "replay"]
