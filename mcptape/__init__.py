@@ -33,12 +33,12 @@ __version__ = "0.1.0"
 
 # Each public name and the module that holds it, imported when the name is first asked for.
 _PUBLIC = {
-    **dict.fromkeys(("replay", "record", "connect", "Endpoint", "PlayReport", "PlayOptions", "ForkSpec"),
-                    "mcptape.api.serving"),
+    **dict.fromkeys(("replay", "record", "connect"), "mcptape.api.serving"),
+    **dict.fromkeys(("Endpoint", "PlayReport"), "mcptape.api.endpoint"),
+    **dict.fromkeys(("PlayOptions", "ForkSpec"), "mcptape.api.options"),
     "RecordMode": "mcptape.api.modes",
     **dict.fromkeys(("diff", "run"), "mcptape.api.judging"),
-    **dict.fromkeys(("Verdict", "RunReport", "SessionResult", "DiffResult", "Drift", "Finding", "CallRef"),
-                    "mcptape.report.model"),
+    **dict.fromkeys(("Verdict", "RunReport"), "mcptape.report.model"),
     **dict.fromkeys(("McptapeError", "ConfigError", "TapeError", "ServerError", "ServerTimeout", "ReplayError",
                      "ReplayMiss", "SecretLeak", "WriteError", "McptapeWarning"), "mcptape.errors"),
 }
@@ -47,13 +47,13 @@ __all__ = ["__version__", *_PUBLIC]
 if TYPE_CHECKING:
     from typing import Any
 
+    from mcptape.api.endpoint import Endpoint as Endpoint
+    from mcptape.api.endpoint import PlayReport as PlayReport
     from mcptape.api.judging import diff as diff
     from mcptape.api.judging import run as run
     from mcptape.api.modes import RecordMode as RecordMode
-    from mcptape.api.serving import Endpoint as Endpoint
-    from mcptape.api.serving import ForkSpec as ForkSpec
-    from mcptape.api.serving import PlayOptions as PlayOptions
-    from mcptape.api.serving import PlayReport as PlayReport
+    from mcptape.api.options import ForkSpec as ForkSpec
+    from mcptape.api.options import PlayOptions as PlayOptions
     from mcptape.api.serving import connect as connect
     from mcptape.api.serving import record as record
     from mcptape.api.serving import replay as replay
@@ -67,12 +67,7 @@ if TYPE_CHECKING:
     from mcptape.errors import ServerTimeout as ServerTimeout
     from mcptape.errors import TapeError as TapeError
     from mcptape.errors import WriteError as WriteError
-    from mcptape.report.model import CallRef as CallRef
-    from mcptape.report.model import DiffResult as DiffResult
-    from mcptape.report.model import Drift as Drift
-    from mcptape.report.model import Finding as Finding
     from mcptape.report.model import RunReport as RunReport
-    from mcptape.report.model import SessionResult as SessionResult
     from mcptape.report.model import Verdict as Verdict
 
 

@@ -39,9 +39,9 @@ def diff(
     >>> verdict = mcptape.diff("tapes/arithmetic.tape.jsonl", "tapes/arithmetic.tape.jsonl")
     >>> verdict.verdict, verdict.exit_code, verdict.first
     ('same', 0, None)
-    >>> drifted = mcptape.diff("tapes/arithmetic.tape.jsonl", "drifted.tape.jsonl")
-    >>> drifted.verdict, drifted.first_drift()
-    ('output', 'tools/call add {"a":2,"b":3} · result.content[0].text "5" → "6" (output)')
+    >>> drifted = mcptape.diff("tapes/arithmetic.tape.jsonl", "tapes/surface.tape.jsonl")
+    >>> drifted.verdict, drifted.exit_code, drifted.first_drift()
+    ('structural', 2, 'step 1 · tools/call add {"a":2,"b":3} · call removed (not in the fresh tape) (structural)')
     """
     options = diff_command.Options(golden=os.fspath(a), fresh=os.fspath(b), json=None, conformance=conformance,
                                    exiting=False, raw=raw, config=os.fspath(config) if config is not None else None,

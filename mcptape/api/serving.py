@@ -29,16 +29,28 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 from urllib.parse import urlsplit
 
 from mcptape import environment
 from mcptape.api import child
+from mcptape.api.endpoint import Endpoint, PlayReport
 from mcptape.api.modes import Action, RecordMode
 from mcptape.api.notices import tell, warn
-from mcptape.commands import fork as fork_command
+from mcptape.api.options import (
+    LAB_OPTIONS,
+    PlayOptions,
+    Transport,
+    check_options,
+    forked,
+    live_server,
+    play_argv,
+    play_options,
+    record_mode_of,
+    transport_of,
+    words,
+)
 from mcptape.commands import play as play_command
 from mcptape.commands import rec as rec_command
 from mcptape.errors import (
@@ -57,12 +69,9 @@ from mcptape.tape.format import TAPE_SUFFIX
 from mcptape.tape.seal import check as check_seal
 
 if TYPE_CHECKING:
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.session_group import StreamableHttpParameters
+    from mcp import ClientSession
 
     from mcptape.replay.outcome import ReplayReport
-
-Transport = Literal["stdio", "http", "memory"]
 
 # How long the end of a block waits for a stdio child the client started to finish (writing its
 # tape or report), and for an HTTP server thread to start or stop.
@@ -71,199 +80,6 @@ THREAD_WAIT = 30.0
 # Exit codes of a rec stopped by a signal (129 SIGHUP, 130 SIGINT, 143 SIGTERM): its tape still ends
 # in a footer. A client closing its stdio transport may end rec so (the SDK terminates after 2 s).
 _INTERRUPTED = (129, 130, 143)
-
-
-class ForkSpec(TypedDict, total=False):
-    """The answer to replace, as `mcptape fork` takes it: the call `at` (the N-th client request,
-    as `mcptape show` counts), and one of `result` (a JSON value), `error` ("CODE[:message]") or
-    `drop`; `cut` leaves out what came after it."""
-
-    at: Required[int]
-    result: Any
-    error: str
-    drop: bool
-    cut: bool
-
-
-class PlayOptions(TypedDict, total=False):
-    """What a replay can be asked, each as `mcptape play`'s option of the same name.
-
-    The live server (`server`: its command as a list of words, or `url`) is for `fallback`,
-    `live_tools` and the record modes that record; a replay never goes live unless asked.
-    `pace` is "recorded" or "xN"; `faults` are play's `--fault` rules (with `fault_seed`);
-    `fork` plays a fork of the tape (ForkSpec) made in a scratch directory, never the tape itself.
-    """
-
-    server: Sequence[str]
-    url: str
-    fallback: bool
-    live_tools: Sequence[str]
-    pace: str
-    faults: Sequence[str]
-    fault_seed: int
-    fork: ForkSpec
-    lenient: bool
-    ignore_args: Sequence[str]
-    match_on: Literal["params", "name"]
-    allow_reuse: bool
-    keep_placeholders: bool
-    allow_edited: bool
-
-
-_PLAY_OPTIONS = frozenset(PlayOptions.__annotations__)
-_LAB_OPTIONS = ("pace", "faults", "live_tools", "fork", "lenient", "ignore_args", "allow_reuse", "keep_placeholders")
-
-
-@dataclass(frozen=True)
-class PlayReport:
-    """What one client session of a replay got, as `mcptape play --report` writes it (one source:
-    replay/outcome.py's `to_dict`). Each miss, substitution and live call is one line.
-
-    >>> report = mcptape.PlayReport.from_dict({"tape": "t", "answered": 3, "exit_code": 0})
-    >>> report.clean, report.misses
-    (True, [])
-    """
-
-    tape: str
-    answered: int = 0
-    exit_code: int = EXIT_OK
-    misses: list[str] = field(default_factory=list)
-    substitutions: list[str] = field(default_factory=list)
-    forwarded: list[str] = field(default_factory=list)
-    unused: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-    injected: list[str] = field(default_factory=list)
-    live_tools_calls: list[str] = field(default_factory=list)
-
-    @property
-    def clean(self) -> bool:
-        """Every request was answered by its own recording (play's exit 0)."""
-        return self.exit_code == EXIT_OK
-
-    def problems(self) -> list[str]:
-        """One line per request the client did not get its own recording for."""
-        lines = list(self.misses) + list(self.substitutions)
-        if not lines and not self.clean:
-            lines.append(f"{', '.join(self.refused) or 'the handshake'}: answered only by a refusal play made up; "
-                         "no session followed")
-        return lines
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PlayReport:
-        """From play's report document (`play --report`'s sessions, each one of these)."""
-        return cls(
-            tape=str(data.get("tape", "")),
-            answered=int(data.get("answered", 0)),
-            exit_code=int(data.get("exit_code", EXIT_OK)),
-            misses=[f"{m['call']}: {m['why']}" for m in data.get("misses", [])],
-            substitutions=[f"{m['call']} answered with {m.get('substituted')}: {m['why']}"
-                           for m in data.get("substitutions", [])],
-            forwarded=list(data.get("forwarded", [])),
-            unused=list(data.get("unused", [])),
-            warnings=list(data.get("warnings", [])),
-            refused=list(data.get("refused", [])),
-            injected=list(data.get("injected", [])),
-            live_tools_calls=list(data.get("live_tools_calls", [])),
-        )
-
-
-class Endpoint:
-    """What an MCP client connects to, handed out by `mcptape.replay` and `mcptape.record`.
-
-    `transport` says which of these holds: `command` and `args` (stdio: the process a client
-    starts), `url` (streamable HTTP on 127.0.0.1), or neither (memory: `client_session()` only).
-    `stdio_parameters()` and `http_parameters()` are the official SDK's parameter objects for them;
-    `client_session()` opens the SDK's ClientSession on any of the three. `action` says what the
-    block does with `tape`: "play", "record" or "fallback". `reports` holds what each client session
-    of a replay got, once the block has ended.
-
-    >>> with mcptape.replay("tapes/arithmetic.tape.jsonl") as endpoint:
-    ...     endpoint.transport, endpoint.action, endpoint.args[:2]
-    ('stdio', 'play', ['-m', 'mcptape.api.child'])
-    """
-
-    def __init__(self, tape: Path, action: Action, transport: Transport) -> None:
-        self.tape = tape
-        self.action: Action = action
-        self.transport: Transport = transport
-        self.command: str | None = None
-        self.args: list[str] = []
-        self.url: str | None = None
-        self.reports: list[PlayReport] = []
-        self._engine: LabEngine | None = None  # memory: the first session's engine, the model of the others
-        self._engines: list[LabEngine] = []
-
-    @property
-    def argv(self) -> list[str]:
-        """The stdio command with its arguments (empty for HTTP and memory)."""
-        return [self.command, *self.args] if self.command is not None else []
-
-    def stdio_parameters(self, **kwargs: Any) -> StdioServerParameters:
-        """The official SDK's `StdioServerParameters` for `command` and `args` (needs `pip install mcp`);
-        `kwargs` go to it (env, cwd, ...)."""
-        if self.command is None:
-            raise ConfigError(f"this endpoint is served over {self.transport}, not stdio",
-                              hint='mcptape.replay(tape, transport="stdio")')
-        _sdk()
-        from mcp import StdioServerParameters
-
-        return StdioServerParameters(command=self.command, args=list(self.args), **kwargs)
-
-    def http_parameters(self, **kwargs: Any) -> StreamableHttpParameters:
-        """The official SDK's `StreamableHttpParameters` for `url` (needs `pip install mcp`)."""
-        if self.url is None:
-            raise ConfigError(f"this endpoint is served over {self.transport}, not HTTP",
-                              hint='mcptape.replay(tape, transport="http")')
-        _sdk()
-        from mcp.client.session_group import StreamableHttpParameters
-
-        return StreamableHttpParameters(url=self.url, **kwargs)
-
-    @contextlib.asynccontextmanager
-    async def client_session(self, **session_options: Any) -> AsyncIterator[ClientSession]:
-        """The official SDK's ClientSession connected to this endpoint, not yet initialized;
-        `session_options` go to ClientSession (client_info, sampling_callback, ...).
-
-        >>> import asyncio
-        >>> async def add() -> str:
-        ...     with mcptape.replay("tapes/arithmetic.tape.jsonl", transport="memory") as endpoint:
-        ...         async with endpoint.client_session() as session:
-        ...             await session.initialize()
-        ...             result = await session.call_tool("add", {"a": 2, "b": 3})
-        ...     return result.content[0].text
-        >>> asyncio.run(add())
-        '5'
-        """
-        ClientSession = _sdk().ClientSession
-        if self.transport == "memory":
-            from mcptape.api.memory import memory_streams  # the SDK's streams: in-memory replays only
-
-            engine = self._next_engine()
-            async with memory_streams(engine) as (read, write), ClientSession(read, write, **session_options) as session:
-                yield session
-        elif self.transport == "http":
-            from mcp.client.streamable_http import streamable_http_client
-
-            assert self.url is not None
-            async with streamable_http_client(self.url) as (read, write, *_), \
-                    ClientSession(read, write, **session_options) as session:
-                yield session
-        else:
-            from mcp.client.stdio import stdio_client
-
-            async with stdio_client(self.stdio_parameters()) as (read, write), \
-                    ClientSession(read, write, **session_options) as session:
-                yield session
-
-    def _next_engine(self) -> LabEngine:
-        """The engine of the next in-memory client session: the first, then a fresh one each (as HTTP play)."""
-        if self._engine is None:
-            raise ConfigError(f"client_session() over {self.transport} needs a replay; this endpoint records",
-                              hint="connect with endpoint.stdio_parameters() or endpoint.url")
-        engine = self._engine if not self._engines else self._engine.fresh()
-        self._engines.append(engine)
-        return engine
 
 
 @contextlib.contextmanager
@@ -285,18 +101,26 @@ def replay(
     ReplayError, ConfigError) before the block starts; requests the tape could not answer raise
     ReplayMiss when the block ends without an exception of its own.
 
+    >>> import asyncio
+    >>> from mcp import ClientSession
+    >>> from mcp.client.stdio import stdio_client
+    >>> async def add(endpoint: mcptape.Endpoint) -> str:  # any MCP client: here the official SDK's
+    ...     async with stdio_client(endpoint.stdio_parameters()) as (read, write):
+    ...         async with ClientSession(read, write) as session:
+    ...             await session.initialize()
+    ...             result = await session.call_tool("add", {"a": 2, "b": 3})
+    ...     return result.content[0].text
     >>> with mcptape.replay("tapes/arithmetic.tape.jsonl") as endpoint:
-    ...     answers = drive(endpoint)  # any MCP client: here the official SDK's, over stdio
-    >>> answers
-    ['5']
-    >>> endpoint.reports[0].clean, endpoint.reports[0].answered
-    (True, 2)
+    ...     asyncio.run(add(endpoint))
+    '5'
+    >>> endpoint.reports[0].clean, endpoint.reports[0].unused[0]
+    (True, 'tools/call divide {"a":1,"b":0} (tape line 9)')
     """
     path = Path(tape)
-    mode = _record_mode(record_mode)
-    _known(options)
-    server, url = _live_server(options)
-    chosen = _transport(transport, url)
+    mode = record_mode_of(record_mode)
+    check_options(options)
+    server, url = live_server(options)
+    chosen = transport_of(transport, url)
     action = mode.action(path.exists())
     if action == "play" and options.get("fallback"):
         action = "fallback"
@@ -308,7 +132,7 @@ def replay(
         if options.get("fork") is not None:
             raise ConfigError(f"fork= plays a fork of a recorded tape; record mode {mode.value} would record {path} "
                               "instead", hint="record it first, then play the fork with record_mode='none'")
-        unapplied = [name for name in _LAB_OPTIONS if options.get(name)]
+        unapplied = [name for name in LAB_OPTIONS if options.get(name)]
         if unapplied:
             warn(f"{', '.join(unapplied)}: not applied: record mode {mode.value} records {path} this time")
         with _recording(path, chosen, server, url, name=None) as endpoint:
@@ -338,10 +162,17 @@ def record(
     nothing written) and sealed; `name` is the session's name in its header (the file's name
     by default). When the block ends the tape is written, or the reason it is not is raised.
 
-    >>> with mcptape.record("recorded.tape.jsonl", [sys.executable, "../servers/calc_server.py"]) as endpoint:
-    ...     answers = drive(endpoint)
-    >>> answers, mcptape.diff("recorded.tape.jsonl", "tapes/arithmetic.tape.jsonl").verdict
-    (['5'], 'same')
+    >>> import asyncio, sys
+    >>> async def add(endpoint: mcptape.Endpoint) -> str:
+    ...     async with endpoint.client_session() as session:
+    ...         await session.initialize()
+    ...         return (await session.call_tool("add", {"a": 2, "b": 3})).content[0].text
+    >>> with mcptape.record("calc.tape.jsonl", [sys.executable, "../servers/calc_server.py"]) as endpoint:
+    ...     asyncio.run(add(endpoint))
+    '5'
+    >>> with mcptape.replay("calc.tape.jsonl", transport="memory") as endpoint:  # offline from now on
+    ...     asyncio.run(add(endpoint))
+    '5'
     """
     path = Path(tape)
     if isinstance(command, str):
@@ -351,7 +182,7 @@ def record(
         with _recording(path, "http", None, command, name=name) as endpoint:
             yield endpoint
     else:
-        with _recording(path, "stdio", _words(command, "command"), None, name=name) as endpoint:
+        with _recording(path, "stdio", words(command, "command"), None, name=name) as endpoint:
             yield endpoint
 
 
@@ -370,13 +201,13 @@ async def connect(
     tape could not answer raise ReplayMiss when the block ends without an exception of its own.
 
     >>> import asyncio
-    >>> async def divide() -> bool:
+    >>> async def echo() -> str:
     ...     async with mcptape.connect("tapes/arithmetic.tape.jsonl") as session:
     ...         await session.initialize()
-    ...         result = await session.call_tool("divide", {"a": 1, "b": 0})
-    ...     return result.is_error
-    >>> asyncio.run(divide())
-    True
+    ...         result = await session.call_tool("echo", {"text": "hello, tape"})
+    ...     return result.content[0].text
+    >>> asyncio.run(echo())
+    'hello, tape'
     """
     with replay(tape, transport="memory", **options) as endpoint:
         async with endpoint.client_session(**(session_options or {})) as session:
@@ -391,8 +222,8 @@ def _playing(path: Path, action: Action, transport: Transport, options: PlayOpti
              server: list[str] | None, url: str | None) -> Iterator[Endpoint]:
     with tempfile.TemporaryDirectory(prefix="mcptape-") as scratch:
         where = Path(scratch)
-        played = _forked(path, options["fork"], where) if options.get("fork") is not None else path
-        play = _play_options(played, options, fallback=action == "fallback", server=server, url=url)
+        played = forked(path, options["fork"], where) if options.get("fork") is not None else path
+        play = play_options(played, options, fallback=action == "fallback", server=server, url=url)
         lab = play_command.lab_options(play, tell)
         first = play_command.served_engine(play, lab, warn, memory=contextlib.nullcontext(), tell=tell)
         if not first.tape.complete:
@@ -400,15 +231,15 @@ def _playing(path: Path, action: Action, transport: Transport, options: PlayOpti
         endpoint = Endpoint(path, action, transport)
         if transport == "stdio":
             endpoint.command, endpoint.args = sys.executable, ["-m", "mcptape.api.child", str(where),
-                                                                *_play_argv(play)]
+                                                                *play_argv(play)]
             ended = yield from _block(endpoint, lambda: _stdio_play_ended(endpoint, where))
         elif transport == "http":
             with _http_thread(lambda stop, ready: _serve_http(first, stop, ready)) as (thread, url_base):
                 endpoint.url = url_base
                 ended = yield from _block(endpoint, lambda: _http_play_ended(endpoint, thread))
         else:
-            endpoint._engine = first
-            ended = yield from _block(endpoint, lambda: _ended(endpoint, *play_command.finish_sessions(endpoint._engines)))
+            endpoint.engine = first
+            ended = yield from _block(endpoint, lambda: _ended(endpoint, *play_command.finish_sessions(endpoint.engines)))
         if ended is not None:
             raise ended
 
@@ -442,7 +273,7 @@ def _verdict(endpoint: Endpoint, code: int | None, said: str) -> McptapeError | 
         return McptapeError(f"{endpoint.tape}: the replay could not finish{_said(said)}")
     problems = [line for report in endpoint.reports for line in report.problems()]
     if problems:
-        return ReplayMiss(f"{endpoint.tape}: {len(problems)} request(s) the tape could not answer:\n"
+        return ReplayMiss(f"{len(problems)} request(s) the tape {endpoint.tape} could not answer:\n"
                           + "\n".join(f"  {line}" for line in problems), misses=problems,
                           hint="re-record the tape, or replay with fallback=True and the live server")
     return None
@@ -649,117 +480,4 @@ def _http_thread(run: Any) -> Iterator[tuple[_Thread, str]]:
         thread.finish()
 
 
-def _sdk() -> Any:
-    """The official MCP SDK (`mcp`), which the client side of the library needs and mcptape itself does not."""
-    try:
-        import mcp
-    except ImportError as e:
-        raise McptapeError("this needs the official MCP SDK, which is not installed", hint="pip install mcp") from e
-    return mcp
-
-
-# --- options -------------------------------------------------------------------------------------
-
-
-def _record_mode(value: RecordMode | str) -> RecordMode:
-    try:
-        return RecordMode(value)
-    except ValueError:
-        raise ConfigError(f"record_mode {value!r}: expected one of {', '.join(m.value for m in RecordMode)}") from None
-
-
-def _known(options: PlayOptions) -> None:
-    """Options a type checker would refuse, refused at run time too (an untyped caller's typo)."""
-    unknown = sorted(set(options) - _PLAY_OPTIONS)
-    if unknown:
-        raise ConfigError(f"replay(): unknown option(s) {', '.join(unknown)}; it takes "
-                          f"{', '.join(sorted(_PLAY_OPTIONS))}, transport, record_mode and allow_record_in_ci")
-    match_on = options.get("match_on", "params")
-    if match_on not in ("params", "name"):
-        raise ConfigError(f"match_on {match_on!r}: expected 'params' or 'name'")
-    for key in ("live_tools", "faults", "ignore_args"):
-        _words(options.get(key, ()), key)
-
-
-def _words(value: Any, what: str) -> list[str]:
-    """A list of words given as one (a str is a sequence too: ["p", "y", ...] would be a surprise)."""
-    if isinstance(value, str | bytes) or not all(isinstance(word, str) for word in value):
-        raise ConfigError(f"{what}={value!r}: give a list of strings, e.g. {what}=[...]")
-    return list(value)
-
-
-def _live_server(options: PlayOptions) -> tuple[list[str] | None, str | None]:
-    server = _words(options["server"], "server") if options.get("server") else None
-    url = options.get("url") or None
-    if server and url:
-        raise ConfigError("give the live server's command (server=[...]) or its URL (url=...), not both")
-    return server, url
-
-
-def _transport(asked: Transport | None, url: str | None) -> Transport:
-    if asked is None:
-        return "http" if url else "stdio"
-    if asked not in ("stdio", "http", "memory"):
-        raise ConfigError(f"transport {asked!r}: expected 'stdio', 'http' or 'memory'")
-    return asked
-
-
-def _play_options(tape: Path, options: PlayOptions, *, fallback: bool, server: list[str] | None,
-                  url: str | None) -> play_command.Options:
-    """Play's own options (commands/play.py) for these: the one place the two vocabularies meet."""
-    return play_command.Options(
-        tape=str(tape.resolve()), lenient=bool(options.get("lenient")), listen=None,
-        ignore=tuple(options.get("ignore_args", ())), match_on=options.get("match_on", "params"),
-        allow_reuse=bool(options.get("allow_reuse")),
-        fallback=fallback and server is not None, server=tuple(server or ()),
-        fallback_url=url if (fallback or options.get("live_tools")) else None,
-        pace=options.get("pace"), faults=tuple(options.get("faults", ())), fault_seed=int(options.get("fault_seed", 0)),
-        live_tools=tuple(options.get("live_tools", ())), keep_placeholders=bool(options.get("keep_placeholders")),
-        allow_edited=bool(options.get("allow_edited")),
-    )
-
-
-def _play_argv(play: play_command.Options) -> list[str]:
-    """`mcptape play` arguments for `play` (its command line, the stable interface of docs/design.md)."""
-    argv = ["play", play.tape]
-    if play.lenient:
-        argv.append("--lenient")
-    argv += [f"--ignore-arg={path}" for path in play.ignore]
-    if play.match_on != "params":
-        argv.append(f"--match-on={play.match_on}")
-    if play.allow_reuse:
-        argv.append("--allow-reuse")
-    if play.pace is not None:
-        argv.append(f"--pace={play.pace}")
-    argv += [f"--fault={rule}" for rule in play.faults]
-    if play.fault_seed:
-        argv.append(f"--fault-seed={play.fault_seed}")
-    if play.live_tools:
-        argv.append(f"--live-tools={','.join(play.live_tools)}")
-    if play.keep_placeholders:
-        argv.append("--keep-placeholders")
-    if play.allow_edited:
-        argv.append("--allow-edited")
-    if play.fallback_url is not None:
-        argv.append(f"--fallback-url={play.fallback_url}")
-    if play.fallback:
-        argv.append("--fallback")
-    if play.server:
-        argv += ["--", *play.server]
-    return argv
-
-
-def _forked(tape: Path, spec: ForkSpec, where: Path) -> Path:
-    """The fork `spec` asks for, written into `where` by `mcptape fork`'s own code; the tape is never changed."""
-    if not isinstance(spec, dict) or not isinstance(spec.get("at"), int):
-        raise ConfigError(f"fork={spec!r}: give a dict such as {{'at': 3, 'error': '-32000:quota'}} "
-                          "(or 'result': {...}, 'drop': True; 'cut': True)")
-    out = where / f"fork{TAPE_SUFFIX}"
-    result = json.dumps(spec["result"]) if "result" in spec else None
-    fork_command.write_fork(fork_command.Options(tape=str(tape), at=spec["at"], out=str(out), result=result,
-                                                 error=spec.get("error"), drop=bool(spec.get("drop")),
-                                                 cut=bool(spec.get("cut"))))
-    return out
-
-
-__all__ = ["Endpoint", "ForkSpec", "PlayOptions", "PlayReport", "connect", "record", "replay"]
+__all__ = ["connect", "record", "replay"]

@@ -124,7 +124,15 @@ class Options:
 
 
 def lab_options(options: Options, say: Say = say) -> LabOptions:
-    """The lab options of this play (replay/lab.py); checked before anything is served."""
+    """The lab options of this play (replay/lab.py), and the live side's options, checked before
+    anything is served."""
+    if options.server and not options.fallback and not options.live_tools:
+        raise ConfigError(
+            f"play got a server command ({options.server[0]}) without --fallback; replay never goes live unless asked",
+            hint="mcptape play TAPE --fallback -- <server command...> (or --live-tools NAME,... -- <server command...>)",
+        )
+    if options.fallback and options.fallback_url:
+        raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
     plan = None
     if options.faults:
         from mcptape.replay.faults import FaultPlan, parse_faults  # random: --fault only
@@ -144,13 +152,6 @@ def lab_options(options: Options, say: Say = say) -> LabOptions:
 
 
 def run(options: Options) -> int:
-    if options.server and not options.fallback and not options.live_tools:
-        raise ConfigError(
-            f"play got a server command ({options.server[0]}) without --fallback; replay never goes live unless asked",
-            hint="mcptape play TAPE --fallback -- <server command...> (or --live-tools NAME,... -- <server command...>)",
-        )
-    if options.fallback and options.fallback_url:
-        raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
     lab = lab_options(options)
     if options.listen:
         if options.otel or options.otel_payloads:

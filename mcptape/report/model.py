@@ -172,6 +172,10 @@ class Verdict:
     `result` is the comparison; `notes` what shaped it (a tape read though edited, a limit hit while
     recording). Two tapes that are a parent and its fork (tape/lineage.py) are that fork, not drift:
     `fork` then says where they part, `result` holds no drift, and the verdict is "fork" (exit 0).
+
+    >>> verdict = mcptape.diff("tapes/arithmetic.tape.jsonl", "tapes/surface.tape.jsonl")
+    >>> verdict.verdict, verdict.exit_code, verdict.to_dict()["first_drift"] == verdict.first_drift()
+    ('structural', 2, True)
     """
 
     result: DiffResult
@@ -277,7 +281,13 @@ class SessionResult:
 
 @dataclass
 class RunReport:
-    """A whole `mcptape ci` run (or several merged shards)."""
+    """A whole `mcptape ci` run (or several merged shards): its sessions' results, and the exit code
+    and `result` of the run. `to_dict()` is the document `mcptape ci --json` writes.
+
+    >>> report = mcptape.run(sessions=["surface"])
+    >>> report.result, report.to_dict()["sessions"][0]["verdict"]
+    ('none', 'same')
+    """
 
     config: str
     sessions: list[SessionResult] = field(default_factory=list)
