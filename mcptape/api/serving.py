@@ -384,7 +384,7 @@ def _recording(path: Path, transport: Transport, server: list[str] | None, url: 
 def _record_http(upstream: str, out: Path, name: str, stop: threading.Event, ready: Any) -> int:
     from mcptape.record.http import record_http  # httpx: HTTP recordings only
 
-    return record_http(upstream, "127.0.0.1:0", out, name, on_ready=ready, stop=stop)
+    return record_http(upstream, "127.0.0.1:0", out, name, on_ready=ready, stop=stop, say=tell)
 
 
 def _stdio_record_ended(endpoint: Endpoint, where: Path) -> McptapeError | None:

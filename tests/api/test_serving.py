@@ -115,7 +115,8 @@ def test_a_block_that_raises_keeps_its_own_exception(example: Path) -> None:
         raise KeyError("the agent's own bug")
 
 
-def test_record_then_replay_offline_over_stdio_and_http(example: Path, tmp_path: Path) -> None:
+def test_record_then_replay_offline_over_stdio_and_http(example: Path, tmp_path: Path,
+                                                        capfd: pytest.CaptureFixture[str]) -> None:
     stdio = tmp_path / "stdio.tape.jsonl"
     with mcptape.record(stdio, CALC) as endpoint:
         assert endpoint.action == "record" and add(endpoint, (2, 3), (20, 22)) == ["5", "42"]
@@ -133,6 +134,7 @@ def test_record_then_replay_offline_over_stdio_and_http(example: Path, tmp_path:
         assert add(endpoint, (2, 3)) == ["5.0"]  # this server's add answers a float
     with mcptape.replay(http, transport="memory") as endpoint:
         assert add(endpoint, (2, 3)) == ["5.0"]
+    assert capfd.readouterr() == ("", "")
     # A recorder no client connected to recorded nothing, and says so.
     with pytest.raises(mcptape.McptapeError, match="no client connected"), mcptape.record(tmp_path / "none.tape.jsonl", CALC):
         pass
