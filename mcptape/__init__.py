@@ -16,7 +16,7 @@ fast, so nothing is imported here but the standard library; each public name loa
 the first time it is asked for (PEP 562), and heavy modules (rich, ghapi, jsonschema, pydantic)
 are imported where they are used. Three public names are also subpackages' names (mcptape/replay/,
 record/, diff/): the name is the function, which keeps the subpackage's attributes reachable
-(`_Shared`), so `import mcptape.diff.engine as engine` works as it always did.
+(`_Shared`), so `import mcptape.diff.compare as engine` works as it always did.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ _PUBLIC = {
     **dict.fromkeys(("PlayOptions", "ForkSpec"), "mcptape.api.options"),
     "RecordMode": "mcptape.api.modes",
     **dict.fromkeys(("diff", "run"), "mcptape.api.judging"),
-    **dict.fromkeys(("Verdict", "RunReport"), "mcptape.report.model"),
+    **dict.fromkeys(("Verdict", "RunReport"), "mcptape.verdict.model"),
     **dict.fromkeys(("McptapeError", "ConfigError", "TapeError", "ServerError", "ServerTimeout", "ReplayError",
                      "ReplayMiss", "SecretLeak", "WriteError", "McptapeWarning"), "mcptape.errors"),
 }
@@ -67,8 +67,8 @@ if TYPE_CHECKING:
     from mcptape.errors import ServerTimeout as ServerTimeout
     from mcptape.errors import TapeError as TapeError
     from mcptape.errors import WriteError as WriteError
-    from mcptape.report.model import RunReport as RunReport
-    from mcptape.report.model import Verdict as Verdict
+    from mcptape.verdict.model import RunReport as RunReport
+    from mcptape.verdict.model import Verdict as Verdict
 
 
 def __getattr__(name: str) -> Any:

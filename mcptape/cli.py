@@ -64,7 +64,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         # `unrecognized arguments: --token=ghp_...` quotes what was typed: scrubbed like any message.
-        from mcptape.outlet import safe_message
+        from mcptape.publish.outlet import safe_message
 
         self.exit(EXIT_COULD_NOT_RUN, safe_message(f"{self.prog}: error: {message}\n", _ARGV, f"{self.prog}: error\n"))
 
@@ -81,7 +81,7 @@ class _HelpFormatter(argparse.HelpFormatter):
 def _document(parsers: Mapping[str, argparse.ArgumentParser]) -> None:
     """Each subcommand's description, exit codes and environment, from commands/usage.py's table."""
     for name, sub_parser in parsers.items():
-        if name not in USAGE:  # a command added without its row: tests/test_usage.py says so, --help still works
+        if name not in USAGE:  # a command added without its row: tests/commands/test_usage.py says so, --help still works
             continue
         sub_parser.formatter_class = _HelpFormatter
         sub_parser.description = USAGE[name].description
@@ -295,7 +295,7 @@ _ARGV: list[str] = []
 def _safe(text: str, fallback: str) -> str:
     """`text` with secrets scrubbed (an exception's message may quote a config value, the command
     line or a server's answer), made inert for a CI log; `fallback` if it cannot be checked."""
-    from mcptape.outlet import safe_message
+    from mcptape.publish.outlet import safe_message
 
     return safe_message(text, _ARGV, fallback)
 

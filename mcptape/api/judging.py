@@ -2,7 +2,7 @@
 
 Owns nothing but the mapping of keyword arguments onto the commands' options: the comparison is
 commands/diff.py's `compare`, the gate commands/ci.py's `gate`, and what they return are the
-models the `--json` reports serialize (report/model.py's Verdict and RunReport: `to_dict()` is the
+models the `--json` reports serialize (verdict/model.py's Verdict and RunReport: `to_dict()` is the
 document `diff --json` and `ci --json` write). Nothing is printed, no report file is written, no
 PR comment posted; what the command would warn about on stderr is a warning (notices.py).
 """
@@ -16,7 +16,7 @@ from mcptape.api.notices import warn
 from mcptape.commands import ci as ci_command
 from mcptape.commands import diff as diff_command
 from mcptape.errors import ConfigError
-from mcptape.report.model import RunReport, Verdict
+from mcptape.verdict.model import RunReport, Verdict
 
 
 def diff(

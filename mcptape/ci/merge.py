@@ -16,7 +16,7 @@ from typing import Any
 from mcptape.ci.selection import parse_shard, select_sessions
 from mcptape.errors import EXIT_SECRET, ConfigError, McptapeError
 from mcptape.report.json_report import read_report
-from mcptape.report.model import RunReport, SessionResult
+from mcptape.verdict.model import RunReport, SessionResult
 
 REPORT_HINT = "pass the files `mcptape ci --shard I/N --json FILE` wrote, one per shard"
 

@@ -3,7 +3,7 @@
 Owns the per-session pipeline (record -> redact -> normalize -> compare or write the golden),
 golden files and orphans. Recording a session and scrubbing it (`record`, `scrub`) are the same
 for every job that runs one: `--repeat` and `--baseline`/`--against` take them from here
-(ci/repeat.py's live_run). It leaves the protocol to client.py, volatile values to normalize.py,
+(ci/repeat.py's live_run). It leaves the protocol to live/client.py, volatile values to volatility/normalize.py,
 secrets to redact/, the verdict of one pair of tapes to diff/; which sessions run is
 selection.py's and running them (threads, reports, exit code) commands/ci.py's.
 
@@ -17,7 +17,7 @@ Sessions run in worker threads (run_in_pool), so everything the session pipeline
 imported here, at module level, in the main thread, before any worker starts (see the imports
 below), but for the conformance check, which the main thread imports while the sessions' servers
 start (conformance/gate.py): a first import racing in two threads can hand one of them a partially initialized module. Files are
-verified and written through the outlet (outlet.py; its OSErrors are WriteErrors, exit 3); a golden
+verified and written through the outlet (publish/outlet.py; its OSErrors are WriteErrors, exit 3); a golden
 or fresh tape that cannot be written fails its session, one a secret survived in is not written.
 """
 
@@ -41,7 +41,6 @@ from typing import Any, TypeVar
 # The one exception is the conformance check (conformance/gate.py, loaded by run_in_pool).
 from mcptape import environment
 from mcptape.ci.eras import config_index, era_of, era_refusal, session_names
-from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Config, DriftSettings, HttpServer, Session, StdioServer
 from mcptape.conformance import gate as conformance
@@ -53,21 +52,22 @@ from mcptape.errors import (
     TapeError,
     WriteError,
 )
-from mcptape.launch import open_transport
-from mcptape.normalize import Normalizer, canonical_order, session_paths
-from mcptape.outlet import Outlet, config_redactor
+from mcptape.live.client import Recording, record_session
+from mcptape.live.launch import open_transport
+from mcptape.live.refusal import refused_everything
+from mcptape.live.sandbox import Sandbox
+from mcptape.publish.outlet import Outlet, config_redactor
+from mcptape.publish.telemetry import SessionMeta, Telemetry, TimedTransport, WireClock
 from mcptape.redact import rules
 from mcptape.redact.redactor import Redactor
-from mcptape.refusal import refused_everything
-from mcptape.report.model import DiffResult, Drift, Finding, SessionResult
-from mcptape.sandbox import Sandbox
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
 from mcptape.tape.reader import read_tape
 from mcptape.tape.seal import require as require_sealed
 from mcptape.tape.timing import sidecar_bytes, sidecar_path, timing_footer
 from mcptape.tape.view import render_view, view_path
-from mcptape.telemetry import SessionMeta, Telemetry, TimedTransport, WireClock
+from mcptape.verdict.model import DiffResult, Drift, Finding, SessionResult
+from mcptape.volatility.normalize import Normalizer, canonical_order, session_paths
 
 UPDATE_HINT = "mcptape ci --update-golden"
 
@@ -90,7 +90,7 @@ class RunContext:
     golden_dir: Path
     messages: list[str] = field(default_factory=list)
     allow_edited: bool = False  # --allow-edited: goldens that do not match their seal are read anyway
-    telemetry: Telemetry | None = None  # --otel: each session's trace is exported (telemetry.py)
+    telemetry: Telemetry | None = None  # --otel: each session's trace is exported (publish/telemetry.py)
     # The run's Redactor, compiled once: the config's, or `run_redactor` (the head's, for the other
     # side of a comparison: ci/baseline.py). Each session and output scrubs with a fork of it
     # (Redactor.fork: its own counts, nothing compiled again).
@@ -135,7 +135,7 @@ def session_normalizer(ctx: RunContext, session: Session) -> Normalizer:
     return Normalizer(loaded.config.normalize, paths=paths)
 
 
-# -- side effects: the session's sandbox directories (sandbox.py) ----------------------------------
+# -- side effects: the session's sandbox directories (live/sandbox.py) ----------------------------------
 
 
 def open_sandbox(ctx: RunContext, session: Session) -> Sandbox | None:
@@ -217,7 +217,7 @@ class Scrubbed:
     def as_sent(self) -> list[dict[str, Any]]:
         """Redacted, not normalized (a normalize rule may rewrite what the server sent, even a
         schema), in canonical order: what the conformance check reads. Ordered once per session.
-        Only the floating block (normalize.py) can order differently from `events`, where
+        Only the floating block (volatility/normalize.py) can order differently from `events`, where
         normalized values sort differently."""
         return canonical_order(self.redacted)
 
@@ -290,7 +290,7 @@ def _export(telemetry: Telemetry, ctx: RunContext, session: Session, result: Ses
     server = ctx.loaded.config.servers[session.server]
     meta = SessionMeta("ci", session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
                        protocol=fresh.recording.protocol,
-                       attributes={"mcptape.verdict": str(result.verdict), "mcptape.server": session.server})
+                       attributes={"mcptape.verdict.vocabulary": str(result.verdict), "mcptape.server": session.server})
     try:
         telemetry.export(meta, clock.timed(fresh.redacted), outlet)
     except SecretLeak as e:  # a payload asked for (--otel-payloads) held a known secret: nothing sent
@@ -397,7 +397,7 @@ def record(ctx: RunContext, session: Session, server: StdioServer | HttpServer |
            golden_tools: dict[str, Any] | None = None, clock: WireClock | None = None) -> Recording:
     """Start the session's server (or `server`: the other side of a comparison, ci/baseline.py) in
     the session's sandbox and run its steps against it: the one recording of a session, for every
-    job that runs one. `golden_tools`: the schemas the golden accepted (client.py checks the
+    job that runs one. `golden_tools`: the schemas the golden accepted (live/client.py checks the
     arguments against them); `clock` is told when each line crossed the wire (--otel).
     CannotRecord if the sandbox or the server does not start; a step that fails is the recording's
     `error`. ctx.loaded.base_dir is where the server's paths resolve."""

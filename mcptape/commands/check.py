@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcptape.commands.output import say
 from mcptape.commands.surface import run_surface
-from mcptape.commands.terminal import say
 from mcptape.config.load import load_config
 from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, ConfigError
 from mcptape.logsafe import safe_log
-from mcptape.verdict import worst_exit
+from mcptape.verdict.vocabulary import worst_exit
 
 UNSET_PLACEHOLDER = "mcptape-unset-"  # + the name: a value no check mistakes for a URL part or a secret
 

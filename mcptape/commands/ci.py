@@ -4,7 +4,7 @@ Owns the command: its options and their safety rules (`--update-golden` under CI
 the selected sessions in parallel (one server process per session, so a thread each is enough)
 and the exit code. The per-session pipeline is ci/session.py's, which sessions ci/selection.py's,
 `--repeat` ci/repeat.py's; writing and publishing the report is commands/run_report.py's (merge's
-too), rendering report/'s and github.py's.
+too), rendering report/'s and publish/github.py's.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from mcptape.errors import (
     SecretLeak,
 )
 from mcptape.logsafe import safe_log
-from mcptape.outlet import Outlet
-from mcptape.report.model import RunReport
-from mcptape.telemetry import open_telemetry
-from mcptape.verdict import worst_exit
+from mcptape.publish.outlet import Outlet
+from mcptape.publish.telemetry import open_telemetry
+from mcptape.verdict.model import RunReport
+from mcptape.verdict.vocabulary import worst_exit
 
 # -- the command ----------------------------------------------------------------------------------
 
@@ -58,7 +58,7 @@ class Options:
     latency: int | None = None
     sarif: str | None = None
     allow_edited: bool = False  # --allow-edited: read goldens that do not match their seal
-    otel: bool = False  # --otel: export each session as a trace (telemetry.py)
+    otel: bool = False  # --otel: export each session as a trace (publish/telemetry.py)
     otel_payloads: bool = False  # --otel-payloads: with the messages, redacted
 
     @classmethod

@@ -25,8 +25,8 @@ from tests.conftest import ROOT
 SURFACE = ROOT / "docs" / "api-surface.txt"
 REFERENCE = ROOT / "docs" / "api.md"
 # The models a Verdict and a RunReport reach: their fields are covered as the returned models' are.
-REACHED = ("report.model.SessionResult", "report.model.DiffResult", "report.model.Drift", "report.model.Finding",
-           "report.model.CallRef", "report.model.SurfaceChanges", "report.model.SurfaceFacts")
+REACHED = ("verdict.model.SessionResult", "verdict.model.DiffResult", "verdict.model.Drift", "verdict.model.Finding",
+           "verdict.model.CallRef", "verdict.model.SurfaceChanges", "verdict.model.SurfaceFacts")
 
 
 @functools.cache

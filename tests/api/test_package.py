@@ -34,14 +34,14 @@ def test_import_mcptape_loads_nothing_but_the_standard_library() -> None:
 def test_the_shared_names_are_the_functions_whichever_comes_first() -> None:
     tape = "fixtures/example/tapes/arithmetic.tape.jsonl"
     subpackage_first = fresh(
-        "import mcptape.diff.engine as engine, mcptape.replay.engine, mcptape.record.stdio, mcptape; "
+        "import mcptape.diff.compare as engine, mcptape.replay.engine, mcptape.record.stdio, mcptape; "
         f"print(mcptape.diff({tape!r}, {tape!r}).verdict, engine.__name__, mcptape.replay.engine.__name__, "
         "callable(mcptape.record))")
-    assert subpackage_first == "same mcptape.diff.engine mcptape.replay.engine True"
+    assert subpackage_first == "same mcptape.diff.compare mcptape.replay.engine True"
     function_first = fresh(
-        f"import mcptape; v = mcptape.diff({tape!r}, {tape!r}).verdict; import mcptape.diff.engine as engine; "
+        f"import mcptape; v = mcptape.diff({tape!r}, {tape!r}).verdict; import mcptape.diff.compare as engine; "
         "from mcptape.replay import engine as replaying; print(v, engine.__name__, replaying.__name__, mcptape.diff)")
-    assert function_first == "same mcptape.diff.engine mcptape.replay.engine <function mcptape.diff>"
+    assert function_first == "same mcptape.diff.compare mcptape.replay.engine <function mcptape.diff>"
 
 
 def test_every_public_name_is_there_and_signed_as_its_function() -> None:
