@@ -65,7 +65,7 @@ LAZY = {
     ("mcptape.api.endpoint", "mcp.client.session_group"): "the SDK's parameter objects, when asked for",
     ("mcptape.api.endpoint", "mcp.client.stdio"): "the SDK's stdio client, for client_session() over stdio only",
     ("mcptape.api.endpoint", "mcp.client.streamable_http"): "the SDK's HTTP client, for client_session() over HTTP only",
-    ("mcptape.api.endpoint", "mcptape.api.memory"): "anyio and the SDK's streams, for in-memory replays only",
+    ("mcptape.api.endpoint", "mcptape.api.sdk_streams"): "anyio and the SDK's streams, for in-memory replays only",
     ("mcptape.api.serving", "mcptape.record.http"): "httpx, for HTTP recordings only",
     ("mcptape.api.serving", "mcptape.replay.http"): "http.server and the HTTP framing, for HTTP replays only",
     ("mcptape.pytest_plugin", "mcptape.environment"): "the plugin loads in every pytest run: no mcptape module until a test asks",

@@ -2,7 +2,7 @@
 
 Owns handing a client what it needs on each transport: the stdio command (a process the client
 starts), the URL (an HTTP server of this process), or, in memory, the official SDK's ClientSession
-itself (memory.py's streams); and the SDK's parameter objects for them. What the endpoint serves
+itself (sdk_streams.py's streams); and the SDK's parameter objects for them. What the endpoint serves
 and when it ends is serving.py's. Needs the official SDK only for the SDK's objects (`pip install mcp`).
 """
 
@@ -157,7 +157,7 @@ class Endpoint:
         """
         ClientSession = sdk().ClientSession
         if self.transport == "memory":
-            from mcptape.api.memory import memory_streams  # the SDK's streams: in-memory replays only
+            from mcptape.api.sdk_streams import memory_streams  # the SDK's streams: in-memory replays only
 
             engine = self._next_engine()
             async with memory_streams(engine) as (read, write), ClientSession(read, write, **session_options) as session:

@@ -12,7 +12,7 @@ be replayed fails before the block starts), recording is rec's, a fork is `mcpta
   directory this module reads when the block ends;
 * http: play's HTTP server (replay/http.py) or rec's recording proxy (record/http.py) in a thread
   of this process, on a port the OS picks, stopped when the block ends;
-* memory: the engine answers the official SDK's ClientSession through memory streams (memory.py),
+* memory: the engine answers the official SDK's ClientSession through memory streams (sdk_streams.py),
   no process at all.
 
 Nothing here prints or exits: a command's stderr line is a warning (notices.py), a failure one
