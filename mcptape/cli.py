@@ -239,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--latency", type=int, default=None, metavar="N",
                     help="with --baseline/--against: N interleaved runs a side, latency regressions reported")
     ci.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
+    ci.add_argument("--strength", action="store_true",
+                    help="add the gate's strength to the report, summary and comment: the share of changes derived "
+                    "from the golden tapes it would fail on (offline; `mcptape check --strength` names each that passes)")
     _otel_options(ci)
 
     # --- init / check ----------------------------------------------------------------------
@@ -266,6 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="*", metavar="FILE", help="configs to check instead of -c's (as pre-commit passes them)")
     check.add_argument("--surface", action="store_true",
                        help="also list each server and review its whole surface as agents read it (starts the servers)")
+    check.add_argument("--strength", action="store_true",
+                       help="measure the gate, offline: changes derived from the golden tapes judged as ci judges, "
+                       "the score, and each change that would pass with the rule that lets it through")
+    check.add_argument("--json", dest="json_report", metavar="FILE",
+                       help="with --strength: write the strength report as JSON here (- for stdout)")
+    check.add_argument("--seed", type=int, default=None, metavar="N",
+                       help="with --strength: seed of the draws among places a change could be made (default 0)")
 
     # --- schema / comment / merge ----------------------------------------------------------
     sub.add_parser("schema", help="print the JSON Schema of mcptape.yml")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from mcptape.api.notices import warn
 from mcptape.commands import ci as ci_command
 from mcptape.commands import diff as diff_command
-from mcptape.errors import ConfigError
+from mcptape.errors import ConfigError, McptapeError
 from mcptape.verdict.model import RunReport, Verdict
 
 
@@ -59,15 +59,18 @@ def run(
     allow_update_in_ci: bool = False,
     allow_edited: bool = False,
     jobs: int | None = None,
+    strength: bool = False,
 ) -> RunReport:
     """Run mcptape.yml's sessions and judge them as `mcptape ci` does: the RunReport `ci --json` writes.
 
     `sessions` selects sessions by name (all by default); `update_golden` writes the golden tapes
     (refused under CI=true unless `allow_update_in_ci`, as the command refuses it); `baseline`
     ("auto", "merge-base", "previous-tag" or a git ref) or `against` (a server of the config) gate
-    against a live reference instead of the goldens. The report's `exit_code` is the command's. An
-    invalid config raises ConfigError; a session that could not run is a session with verdict
-    "error" in the report, as in the command's.
+    against a live reference instead of the goldens; `strength` measures the gate on its goldens
+    (`report.strength`, as `ci --strength`). The report's `exit_code` is the command's. An invalid
+    config raises ConfigError; a session that could not run is a session with verdict "error" in the
+    report, as in the command's; a gate weaker than the config's `drift.min_strength` cannot vouch for
+    anything, so it raises McptapeError (the command's exit 3) rather than return a report that reads green.
 
     >>> report = mcptape.run("mcptape.yml", sessions=["arithmetic"])
     >>> report.exit_code, [(s.name, s.verdict) for s in report.sessions]
@@ -78,10 +81,12 @@ def run(
     options = ci_command.Options(
         config=os.fspath(config), update_golden=update_golden, allow_update_in_ci=allow_update_in_ci,
         sessions=tuple(sessions or ()), jobs=jobs, shard=None, repeat=None, json_report=None, junit=None,
-        summary=None, out_dir=None, baseline=baseline, against=against, allow_edited=allow_edited,
+        summary=None, out_dir=None, baseline=baseline, against=against, allow_edited=allow_edited, strength=strength,
     )
     gated = ci_command.gate(options, warn=warn)
     assert gated is not None  # None is --repeat's, which this never asks
+    if gated.weak is not None:
+        raise McptapeError(gated.weak, hint="see docs/strength.md: what the gate lets through, and the rule that does")
     return gated.report
 
 

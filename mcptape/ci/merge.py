@@ -148,6 +148,7 @@ def merge_reports(shards: list[ShardReport], loaded: Any = None) -> RunReport:
         shard=None,
         compared=shards[0].report.compared,  # every shard compared with the same reference
         comparison=[line for shard in shards for line in shard.report.comparison],
+        strength=shards[0].report.strength,  # every shard measured the whole gate (strength/)
     )
 
 

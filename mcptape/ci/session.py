@@ -42,8 +42,9 @@ from typing import Any, TypeVar
 from mcptape import environment
 from mcptape.ci.eras import config_index, era_of, era_refusal, session_names
 from mcptape.config.load import LoadedConfig
-from mcptape.config.models import Config, DriftSettings, HttpServer, Session, StdioServer
+from mcptape.config.models import Config, DriftSettings, HttpServer, NormalizeRule, Session, StdioServer
 from mcptape.conformance import gate as conformance
+from mcptape.diff.compare import diff_tapes
 from mcptape.diff.surface_cost import add_budget_drift, surface_facts
 from mcptape.errors import (
     ConfigError,
@@ -52,7 +53,7 @@ from mcptape.errors import (
     TapeError,
     WriteError,
 )
-from mcptape.live.client import Recording, record_session
+from mcptape.live.client import Recording, SchemaBreak, record_session
 from mcptape.live.launch import open_transport
 from mcptape.live.refusal import refused_everything
 from mcptape.live.sandbox import Sandbox
@@ -125,14 +126,16 @@ def golden_tools(tape: Tape) -> dict[str, Any]:
     return tools
 
 
-def session_normalizer(ctx: RunContext, session: Session) -> Normalizer:
+def session_normalizer(ctx: RunContext, session: Session, rules: Sequence[NormalizeRule] | None = None) -> Normalizer:
+    """The session's Normalizer: the config's rules (or `rules`: strength/ judges with some of
+    them left out) and the session's paths."""
     loaded = ctx.loaded
     extra = [loaded.resolve(d) for d in session.sandbox]
     server = loaded.config.servers[session.server]
     if server.cwd:
         extra.append(loaded.resolve(server.cwd))
     paths = session_paths(config_dir=loaded.base_dir, extra=extra)
-    return Normalizer(loaded.config.normalize, paths=paths)
+    return Normalizer(loaded.config.normalize if rules is None else rules, paths=paths)
 
 
 # -- side effects: the session's sandbox directories (live/sandbox.py) ----------------------------------
@@ -164,9 +167,9 @@ def last_side_effects(sandbox: Sandbox | None, recording: Recording) -> None:
     recording.events.extend(sandbox.step(step))
 
 
-def _merge_schema_breaks(diff: DiffResult, recording: Recording) -> DiffResult:
+def _merge_schema_breaks(diff: DiffResult, schema_breaks: Sequence[SchemaBreak]) -> DiffResult:
     """Add the client's schema findings (golden accepted the arguments, live does not) in step order."""
-    for brk in recording.schema_breaks:
+    for brk in schema_breaks:
         drift = Drift(call=brk.call, findings=[brk.finding])
         at = len(diff.drifts)
         for i, existing in enumerate(diff.drifts):
@@ -234,7 +237,7 @@ class _Fresh(Scrubbed):
     @cached_property
     def sent(self) -> Tape:
         """`as_sent` as a tape, in the fresh tape's order: the one the conformance check reads."""
-        return _fresh_tape(self.header, self.as_sent)
+        return fresh_tape(self.header, self.as_sent)
 
     def checked(self, drift: DriftSettings) -> list[tuple[int, Finding]]:
         """The conformance check of `sent`, made once per session however many verdicts read it
@@ -331,7 +334,7 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
         if ctx.update:
             result.notes.append(f"golden tape {result.golden} left untouched: the session did not complete")
         return outcome
-    result.surface_facts = surface_facts(_fresh_tape(fresh.header, fresh.events), golden, session.server)
+    result.surface_facts = surface_facts(fresh_tape(fresh.header, fresh.events), golden, session.server)
     if ctx.update:
         outcome.golden_change = _update_golden(ctx, session, result, golden, fresh, outlet)
         return outcome
@@ -534,21 +537,35 @@ def _update_golden(ctx: RunContext, session: Session, result: SessionResult, gol
 
 
 def _compare(golden: Tape, fresh: _Fresh, cfg: Config) -> DiffResult:
-    # The golden is normalized again with today's rules (values only: its order is already
-    # canonical, and keeping it keeps its line numbers right for annotations).
-    golden_n = Tape(
-        header=golden.header,
-        events=fresh.normalizer.events(golden.events),
-        footer=golden.footer,
-        path=golden.path,
-        event_lines=list(golden.event_lines),
-    )
-    diff = conformance.diff_checked(golden_n, _fresh_tape(fresh.header, fresh.events), cfg.drift,
-                                    as_sent=fresh.sent, checked=fresh.checked(cfg.drift))
-    return _merge_schema_breaks(diff, fresh.recording)
+    return compare(normalized_golden(golden, fresh.normalizer), fresh_tape(fresh.header, fresh.events), cfg.drift,
+                   as_sent=fresh.sent, checked=fresh.checked(cfg.drift), schema_breaks=fresh.recording.schema_breaks)
 
 
-def _fresh_tape(header: dict[str, Any], events: list[dict[str, Any]]) -> Tape:
+def normalized_golden(golden: Tape, normalizer: Normalizer) -> Tape:
+    """The golden normalized again with today's rules (values only: its order is already
+    canonical, and keeping it keeps its line numbers right for annotations)."""
+    return Tape(header=golden.header, events=normalizer.events(golden.events), footer=golden.footer,
+                path=golden.path, event_lines=list(golden.event_lines))
+
+
+def compare(golden_n: Tape, fresh: Tape, drift: DriftSettings, *, as_sent: Tape,
+            checked: list[tuple[int, Finding]] | None = None, schema_breaks: Sequence[SchemaBreak] = (),
+            conformance_check: bool = True) -> DiffResult:
+    """ci's verdict on a session: its fresh tape (scrubbed: redacted, normalized, canonical order)
+    against its golden (normalized_golden), the conformance gate on `as_sent` (the fresh events
+    before normalization; `checked`: its check, if made already) and the client's schema breaks.
+
+    `conformance_check=False` leaves the conformance gate out: it only ever adds drifts, so a
+    verdict that fails without it fails with it (strength/ asks that first, since the check costs
+    a schema validation of every message, and asks again with it only of what passed)."""
+    if conformance_check:
+        diff = conformance.diff_checked(golden_n, fresh, drift, as_sent=as_sent, checked=checked)
+    else:
+        diff = diff_tapes(golden_n, fresh, drift)
+    return _merge_schema_breaks(diff, schema_breaks)
+
+
+def fresh_tape(header: dict[str, Any], events: list[dict[str, Any]]) -> Tape:
     return Tape(header=header, events=events, footer=make_footer(len(events)), path=None,
                 event_lines=[i + 2 for i in range(len(events))])
 

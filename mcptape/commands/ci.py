@@ -22,10 +22,12 @@ from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
 from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_in_pool, run_session
 from mcptape.commands.run_report import ReportFiles, leave
+from mcptape.commands.strength import gate_strength
 from mcptape.config.load import load_config
 from mcptape.config.models import Session
 from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import (
+    EXIT_COULD_NOT_RUN,
     EXIT_SECRET,
     ConfigError,
     McptapeError,
@@ -60,6 +62,7 @@ class Options:
     allow_edited: bool = False  # --allow-edited: read goldens that do not match their seal
     otel: bool = False  # --otel: export each session as a trace (publish/telemetry.py)
     otel_payloads: bool = False  # --otel-payloads: with the messages, redacted
+    strength: bool = False  # --strength: the gate's strength in one line of the report (commands/strength.py)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -72,6 +75,7 @@ class Options:
             sarif=getattr(args, "sarif", None),
             allow_edited=bool(getattr(args, "allow_edited", False)),
             otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
+            strength=bool(getattr(args, "strength", False)),
         )
 
     def jobs_for(self, sessions: Sequence[Session]) -> int:
@@ -87,19 +91,27 @@ class Gated:
     report: RunReport
     ctx: RunContext
     extra: list[str]
+    weak: str | None = None  # what a gate weaker than drift.min_strength says (it cannot vouch: exit 3)
 
 
 def run(options: Options) -> int:
     gated = gate(options, warn=lambda text: print(safe_log(f"mcptape ci: warning: {text}"), file=sys.stderr))
     if gated is None:
         return run_repeat(options)
-    return _finish(options, gated.ctx, gated.report, gated.extra)
+    code = _finish(options, gated.ctx, gated.report, gated.extra)
+    if gated.weak is not None:  # a weaker gate than drift.min_strength asks for: it cannot vouch (exit 3, docs/strength.md)
+        print(safe_log(f"mcptape ci: {gated.weak}"), file=sys.stderr)
+        return worst_exit([code, EXIT_COULD_NOT_RUN])
+    return code
 
 
 def gate(options: Options, warn: Callable[[str], None]) -> Gated | None:
     """Run the sessions and judge them: the report, nothing shown or written but the golden tapes
     under --update-golden. None for `--repeat` without a reference (run_repeat: another report).
     `warn` gets what the run goes on despite (a config outside the repository)."""
+    if options.strength and (options.repeat is not None or options.baseline is not None or options.against is not None):
+        raise ConfigError("--strength measures the gate on its golden tapes; --repeat, --baseline and --against run "
+                          "without them: run `mcptape ci --strength` (or `mcptape check --strength`) on its own")
     if options.baseline is not None or options.against is not None:
         reference = run_reference(options)
         if reference is not None:
@@ -138,7 +150,8 @@ def gate(options: Options, warn: Callable[[str], None]) -> Gated | None:
         updated_golden=update,
         shard=options.shard,
     )
-    return Gated(report, ctx, _update_lines(outcomes) if update else [])
+    report.strength, weak = gate_strength(loaded, asked=options.strength)  # after -u: the goldens just written
+    return Gated(report, ctx, _update_lines(outcomes) if update else [], weak)
 
 
 def run_reference(options: Options) -> Gated | None:

@@ -53,6 +53,7 @@ from pydantic import ValidationError
 from mcptape.ci.repeat import repeat_session
 from mcptape.ci.session import RunContext
 from mcptape.commands.output import say
+from mcptape.commands.strength import init_summary
 from mcptape.commands.surface import first_contact_text
 from mcptape.config.interpolate import VAR_NAME, Interpolator, escape_refs
 from mcptape.config.json_schema import SCHEMA_ID
@@ -141,6 +142,7 @@ class Trial:
     rules: list[dict[str, Any]] = field(default_factory=list)  # suggest_rules' (path|pattern, replace, reason)
     unfixable: list[str] = field(default_factory=list)  # differences no rule fixes, one line each
     errors: list[str] = field(default_factory=list)  # runs that failed (redacted)
+    recorded: list[dict[str, Any]] | None = None  # the second run's events, redacted: the gate's strength is measured on them
 
 
 def run(options: Options) -> int:
@@ -187,7 +189,7 @@ def run(options: Options) -> int:
         raise WriteError(f"{out}: cannot write the config: {e.strerror or e}") from e
     temp = Path(temp_name)
     try:
-        _verified(temp, text, env_values)
+        written = _verified(temp, text, env_values)
         _link(temp, out)
     finally:
         temp.unlink(missing_ok=True)
@@ -198,6 +200,7 @@ def run(options: Options) -> int:
         say(f"mcptape init: WARNING: the gate calls no tool at all ({coverage}): it checks only what the server "
             "lists. Uncomment the calls that are safe to run (see the reasons in the file)")
     sys.stdout.write(_next_steps(out, name, surface, trial, coverage))
+    sys.stdout.write(init_summary(dataclasses.replace(written, path=out), trial.recorded if trial is not None else None))
     sys.stdout.write(first_contact_text(tools=surface.tools, prompts=surface.prompts, resources=surface.resources,
                                         resource_templates=surface.resource_templates))
     return 0
@@ -676,6 +679,7 @@ def _trial(loaded: LoadedConfig, *, http_unmanaged: bool = False) -> Trial:
     trial = Trial(errors=[e.partition(": ")[2] or e for e in second.errors])
     if trial.errors:
         return trial
+    trial.recorded = second.raw[0]  # for the strength of the gate written (commands/strength.py)
     volatiles = find_volatile([Tape(header={}, events=events) for events in first.normalized + second.normalized])
     trial.rules = narrow_rules(suggest_rules(volatiles), volatiles)
     for v in unfixed(volatiles, trial.rules):  # a text or list in random order: no placeholder fits it

@@ -54,6 +54,8 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
         text = render_run_text(report) + extra
         if report.compared:
             text += "".join(f"{line}\n" for line in [f"\ncompared {report.compared}", *report.comparison])
+        if report.strength:
+            text += f"\n{report.strength}\n"
         outlet.show(text, "terminal report", file=stream)
         _write(report, files, outlet, config_dir)
     except SecretLeak as e:

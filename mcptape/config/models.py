@@ -610,6 +610,13 @@ class DriftSettings(_Strict):
         "(UTF-8 JSON as sent); more is a `context.budget` finding, structural unless `fail_on` says otherwise",
     )
 
+    min_strength: int | None = Field(
+        default=None, ge=0, le=100,
+        description="least gate strength, in percent, that `mcptape ci` and `mcptape check --strength` accept: the "
+        "share of changes derived from the golden tapes (a tool removed, a result changed, ...) that fail the gate; "
+        "a weaker gate exits 3 and names the rules and uncalled tools that let changes through",
+    )
+
     @field_validator("fail_on")
     @classmethod
     def _known_classes(cls, v: dict[str, Severity]) -> dict[str, Severity]:

@@ -160,6 +160,26 @@ def schema_violation(arguments: Any, schema: Any) -> str | None:
     return f"{error.message} (rule `{error.validator}` at arguments{where})"
 
 
+def schema_break(step: int | None, name: str, arguments: dict[str, Any], live_rule: str, golden_tool: Any,
+                 live_tool: Mapping[str, Any]) -> SchemaBreak:
+    """The break a call meets when the live tool's inputSchema rejects (`live_rule`) arguments the
+    golden tool's accepted: structural whatever the drift settings, since the server now refuses
+    what the session sends (strength/ judges its mutants with it too)."""
+    return SchemaBreak(
+        step=step or 0,
+        call=CallRef(method="tools/call", name=name, arguments=arguments, step=step),
+        finding=Finding(
+            category="schema",
+            severity="structural",
+            path="inputSchema",
+            message=f"tool `{name}` no longer accepts arguments its golden schema accepted: {live_rule}",
+            before=golden_tool.get("inputSchema") if isinstance(golden_tool, dict) else None,
+            after=live_tool.get("inputSchema"),
+            kind="breaking",
+        ),
+    )
+
+
 class ScriptedClient:
     """Drives one session. Single-threaded: it reads the server's lines while it waits for answers."""
 
@@ -609,22 +629,7 @@ class ScriptedClient:
                 f"inputSchema: {live_rule}",
                 hint="fix `arguments:` of this step in mcptape.yml to match the tool's inputSchema",
             )
-        call = CallRef(method="tools/call", name=name, arguments=arguments, step=self._step)
-        self.schema_breaks.append(
-            SchemaBreak(
-                step=self._step or 0,
-                call=call,
-                finding=Finding(
-                    category="schema",
-                    severity="structural",
-                    path="inputSchema",
-                    message=f"tool `{name}` no longer accepts arguments its golden schema accepted: {live_rule}",
-                    before=golden_tool.get("inputSchema") if isinstance(golden_tool, dict) else None,
-                    after=tool.get("inputSchema"),
-                    kind="breaking",
-                ),
-            )
-        )
+        self.schema_breaks.append(schema_break(self._step, name, arguments, live_rule, golden_tool, tool))
 
     # -- the session ------------------------------------------------------------------------
 

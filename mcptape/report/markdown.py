@@ -657,6 +657,8 @@ def _document(report: RunReport, ctx: Context, limits: Limits, *, level: str, su
     redacted = report.redaction_summary()
     if redacted:  # kinds and counts only: the values never reach a report
         head.append(f"Redaction: {code_span(redacted, max_chars=500)}")
+    if report.strength:  # `ci --strength`: how much of a change this gate catches (strength/report.py)
+        head.append(code_span(report.strength, max_chars=600))
     head += surface_lines
     surface = merged_surface(report)
     # One changed tool is the headline already; a table earns its place when several changed.

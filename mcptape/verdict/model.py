@@ -298,6 +298,7 @@ class RunReport:
     # "`ts` vs `py`"; `comparison` holds what that comparison learned and measured, line by line.
     compared: str | None = None
     comparison: list[str] = field(default_factory=list)
+    strength: str | None = None  # `ci --strength` / drift.min_strength: the gate's strength in one line (strength/)
 
     @property
     def exit_code(self) -> int:
@@ -336,6 +337,7 @@ class RunReport:
             "shard": self.shard,
             "compared": self.compared,
             "comparison": list(self.comparison),
+            "strength": self.strength,
             "orphans": list(self.orphans),
             "sessions": [s.to_dict() for s in self.sessions],
         }
@@ -350,6 +352,7 @@ class RunReport:
             shard=data.get("shard"),
             compared=data.get("compared"),
             comparison=list(data.get("comparison", [])),
+            strength=data.get("strength"),
         )
 
 

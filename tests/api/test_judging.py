@@ -78,3 +78,13 @@ def test_run_keeps_the_commands_promises(example: Path, monkeypatch: pytest.Monk
     report = mcptape.run(update_golden=True, sessions=["surface"])  # unchanged server: goldens unchanged
     assert report.updated_golden and report.sessions[0].verdict in ("same", "updated")
     assert {p.name: p.read_bytes() for p in (example / "tapes").iterdir()} == goldens
+
+
+def test_a_gate_weaker_than_its_minimum_raises_rather_than_read_green(example: Path) -> None:
+    report = mcptape.run(sessions=["surface"], strength=True)
+    assert report.exit_code == 0 and report.strength is not None and report.strength.startswith("gate strength ")
+    config = example / "mcptape.yml"
+    config.write_text(config.read_text(encoding="utf-8") + "drift:\n  min_strength: 100\n", encoding="utf-8")
+    with pytest.raises(mcptape.McptapeError, match="min_strength") as weak:
+        mcptape.run(sessions=["surface"])
+    assert weak.value.exit_code == 3
