@@ -699,7 +699,9 @@ def narrow_rules(rules: Sequence[dict[str, Any]], volatiles: Sequence[Volatile])
     """The rules, each checked to keep a real change visible: a rule that would also hide a change the
     trial did not see (its placeholder swallows a whole text: an item added to a listed text) becomes a
     canonical order when the runs differ only in the order of the same items, and is dropped otherwise
-    (the difference is then reported as one no rule fixes)."""
+    (the difference is then reported as one no rule fixes). Where the runs differ only in order, the
+    order wins over a placeholder whatever it covers: a placeholder over "Allowed commands: ls, cat"
+    would hide a command removed, the order does not."""
     out: list[dict[str, Any]] = []
     for rule in rules:
         clean: dict[str, Any] = {k: rule[k] for k in ("path", "pattern", "replace") if k in rule}
@@ -709,6 +711,10 @@ def narrow_rules(rules: Sequence[dict[str, Any]], volatiles: Sequence[Volatile])
             out.append(rule)
             continue
         if "pattern" in clean:
+            reordered: dict[str, Any] = {"pattern": clean["pattern"], "order": "sorted"}
+            if all(fixed_by(v, [reordered]) for v in covered):
+                out.append({**reordered, "reason": _order_reason(covered[0])})
+                continue
             probe = Normalizer([SimpleNamespace(**clean)])
             if all(probe.text(t + " and one more") != probe.text(t) for t in texts):
                 out.append(rule)  # the placeholder covers a token inside the text: a change elsewhere shows
