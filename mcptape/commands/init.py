@@ -159,7 +159,9 @@ def run(options: Options) -> int:
     hints = path_hints(options.server, Path.cwd()) + listed_hints(surface)
     plans = plan_calls(surface, hints, file_hint=_a_file(hints))
     if plans and any(p.active or p.category == "query" for p in plans.values()):
-        plans = _probed(server, surface, plans, directory, env_values, probe=options.probe)
+        plans, legacy = _probed(server, surface, plans, directory, env_values, probe=options.probe)
+        if legacy:
+            server = {**server, "protocol": legacy}
     config_arg = "" if out == Path(DEFAULT_OUT) else f" -c {shlex.quote(str(out))}"
     text = render_config(name, server, surface, hints=hints, plans=plans, config_arg=config_arg)
     trial = None
@@ -532,16 +534,30 @@ def plan_calls(surface: Surface, hints: Hints, file_hint: str | None = None) -> 
 
 
 def _probed(entry: Mapping[str, Any], surface: Surface, plans: dict[str, Plan], directory: Path,
-            env: Mapping[str, str], *, probe: bool) -> dict[str, Plan]:
-    """Call the read-only and (unless --safe) the query-named tools once; keep those that answered."""
+            env: Mapping[str, str], *, probe: bool) -> tuple[dict[str, Plan], str | None]:
+    """Call the read-only and (unless --safe) the query-named tools once; keep those that answered.
+    Also the protocol to pin when the calls answered only in a session opened with `initialize`."""
     wanted = [(n, p.arguments or {}) for n, p in plans.items() if p.active or (probe and p.category == "query")]
     if not probe:  # --safe: nothing is called before the user says so; read-only ones run unchecked
-        return plans
+        return plans, None
     if not wanted:
-        return plans
+        return plans, None
     model = _model(entry)
-    outcomes = probe_calls(model, wanted, base_dir=directory, env=env, protocol=model.protocol,
-                           progress=lambda line: say(f"mcptape init: {line}"))
+    progress = lambda line: say(f"mcptape init: {line}")  # noqa: E731
+    outcomes = probe_calls(model, wanted, base_dir=directory, env=env, protocol=model.protocol, progress=progress)
+    legacy = None
+    refusals = {o.detail for o in outcomes.values() if o.kind == "refused"}
+    if not model.protocol and len(refusals) == 1 and all(o.kind == "refused" for o in outcomes.values()):
+        # A server that answers server/discover and lists its tools, then refuses every call with one
+        # refusing code ("-32600 initialize is required": an rmcp server whose tools need the peer's
+        # initialize) speaks the legacy handshake for calls: its arguments were never looked at.
+        say(f"mcptape init: the server refused every call after server/discover ({_one_line(refusals.pop(), 80)}); "
+            "trying initialize")
+        again = probe_calls(model.model_copy(update={"protocol": LEGACY_PROTOCOL}), wanted, base_dir=directory,
+                            env=env, protocol=LEGACY_PROTOCOL, progress=progress)
+        if any(o.ok for o in again.values()):
+            outcomes, legacy = again, LEGACY_PROTOCOL
+            say(f"mcptape init: its calls answered after initialize: the file pins `protocol: {LEGACY_PROTOCOL}` for it")
     out = dict(plans)
     for tname, _ in wanted:
         outcome = outcomes.get(tname)
@@ -558,10 +574,13 @@ def _probed(entry: Mapping[str, Any], surface: Surface, plans: dict[str, Plan], 
                               "need the network")
         elif outcome.kind == "timeout":
             out[tname] = Plan(plan.arguments, False, f"init's call timed out ({detail})", "timed out")
+        elif outcome.kind == "refused":
+            out[tname] = Plan(plan.arguments, False, f"the server refused init's call ({detail}): a protocol or "
+                              "transport mismatch, not its arguments (try --protocol)", "refused by the server")
         else:
             out[tname] = Plan(plan.arguments, False, f"init's call with these example arguments failed ({detail}); "
                               "put real ones here", "failed on example arguments")
-    return out
+    return out, legacy
 
 
 def _coverage(surface: Surface, plans: Mapping[str, Plan]) -> tuple[str, int]:

@@ -5,7 +5,8 @@ What each class checks on top: unannotated query tools are probed and kept, the 
 called (its side file stays absent); an open-world tool is commented out; a HOME counter is not drift
 (private_home); a description in random order gets a canonical-order rule, not a placeholder; epoch
 seconds under an unknown key get a rule; a repository lister sees the same repository in every run;
-a server that refuses every call after server/discover is named, with the fix.
+a server that refuses every call after server/discover is named, with the fix; one that lists its tools
+after server/discover but refuses their calls until `initialize` gets the legacy handshake pinned.
 """
 
 from __future__ import annotations
@@ -123,6 +124,17 @@ def test_a_server_that_refuses_every_call_after_discover_is_named_with_the_fix(t
     gate = ok(mcptape(tmp_path, "ci"))
     assert "refused every request (3) with -32600 Invalid Request: likely a protocol or transport mismatch" in gate.stdout
     assert "--protocol 2025-11-25" in gate.stdout
+
+
+def test_a_server_that_refuses_calls_until_initialize_gets_the_legacy_handshake_pinned(tmp_path: Path) -> None:
+    # As an rmcp server: server/discover and tools/list answer, every call is -32600 "initialize is
+    # required". Not the example arguments' fault: init retries its calls after initialize and pins it.
+    text = _gate(tmp_path, "peerless")
+    assert 'protocol: "2025-11-25"' in text
+    assert [s.target for s in load_config(tmp_path / "mcptape.yml").config.sessions[0].steps
+            if s.action == "call"] == ["get_status", "list_items"]
+    assert "failed on example arguments" not in text and "put real ones here" not in text
+    assert _changed(tmp_path) == 1
 
 
 @pytest.mark.parametrize(("argv", "hinted"), [
