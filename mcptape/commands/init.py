@@ -63,7 +63,15 @@ from mcptape.config.secrets import refuse_url_credentials
 from mcptape.config.semantics import check_config
 from mcptape.errors import ConfigError, McptapeError, ServerError, WriteError
 from mcptape.launch import open_transport
-from mcptape.nondeterminism import Volatile, find_volatile, fixed_by, path_candidates, suggest_rules, unfixed
+from mcptape.nondeterminism import (
+    Volatile,
+    call_of,
+    find_volatile,
+    fixed_by,
+    path_candidates,
+    suggest_rules,
+    unfixed,
+)
 from mcptape.normalize import Normalizer
 from mcptape.pinning import pin_packages
 from mcptape.probe import probe_calls
@@ -78,8 +86,10 @@ LIST_STEPS = ("list_tools", "list_resources", "list_resource_templates", "list_p
 INIT_STEP_TIMEOUT = 30.0
 INIT_SESSION_TIMEOUT = 120.0
 DEFAULT_OUT = "mcptape.yml"
+GOLDEN_DIR = "tapes"  # the file's golden_dir, beside it
 LEGACY_PROTOCOL = "2025-11-25"  # pinned for a server that dies on server/discover
 TRIAL_GAP = 1.1  # seconds from the start of one trial run to the next (see _trial)
+TRIAL_ROUNDS = 3  # trials, each without the calls the one before found unstable (commented out)
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,7 @@ class Trial:
     rules: list[dict[str, Any]] = field(default_factory=list)  # suggest_rules' (path|pattern, replace, reason)
     unfixable: list[str] = field(default_factory=list)  # differences no rule fixes, one line each
     errors: list[str] = field(default_factory=list)  # runs that failed (redacted)
+    unstable: dict[str, str] = field(default_factory=dict)  # tool -> how its answer differed where no rule helps
 
 
 def run(options: Options) -> int:
@@ -158,6 +169,7 @@ def run(options: Options) -> int:
     name = _name(named, surface)
     hints = path_hints(options.server, Path.cwd()) + listed_hints(surface)
     plans = plan_calls(surface, hints, file_hint=_a_file(hints))
+    plans = _clear_of_goldens(plans, Path.cwd(), directory / GOLDEN_DIR)
     if plans and any(p.active or p.category == "query" for p in plans.values()):
         plans, legacy = _probed(server, surface, plans, directory, env_values, probe=options.probe)
         if legacy:
@@ -172,9 +184,20 @@ def run(options: Options) -> int:
             # not see a file that exists only while init runs (its name is random, too).
             with tempfile.TemporaryDirectory(prefix="mcptape-init-") as scratch:
                 draft = Path(scratch) / "mcptape.yml"
-                loaded = _verified(draft, render_config(name, _absolute(server, directory), surface, hints=hints,
-                                                        plans=plans, config_arg=config_arg), env_values)
-                trial = _trial(loaded, http_unmanaged="url" in server and "start" not in server)
+                for _ in range(TRIAL_ROUNDS):
+                    loaded = _verified(draft, render_config(name, _absolute(server, directory), surface, hints=hints,
+                                                            plans=plans, config_arg=config_arg), env_values)
+                    trial = _trial(loaded, http_unmanaged="url" in server and "start" not in server)
+                    unstable = {t: why for t, why in trial.unstable.items() if t in plans and plans[t].active}
+                    if trial.errors or not unstable:
+                        break
+                    # A call whose answer no rule makes stable would make the first `ci` red: it is
+                    # commented out with what differed, and the trial runs again without it (its
+                    # calls may have moved what others answer: a usage counter, a call history).
+                    plans = _unstable(plans, unstable)
+                    say(f"mcptape init: {len(unstable)} call{'s' * (len(unstable) != 1)} answered differently "
+                        f"in the two trial runs where no normalize rule helps ({', '.join(sorted(unstable))}): "
+                        "commented out; trying again without them")
             text = render_config(name, server, surface, trial, hints=hints, plans=plans, config_arg=config_arg)
         fd, temp_name = tempfile.mkstemp(prefix=".mcptape-init-", suffix=".yml", dir=directory)
         os.close(fd)
@@ -429,7 +452,7 @@ def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial:
         f"# and gate: `mcptape ci{config_arg}`. Each golden tape gets a .tape.view.txt beside it: the same tape,",
         "# one line per value, for reviewing its diff (see the README).",
         "version: 1",
-        "golden_dir: tapes                # one golden tape per session; commit them",
+        f"golden_dir: {GOLDEN_DIR}                # one golden tape per session; commit them",
         "servers:",
         f"  {name}:",
     ]
@@ -583,6 +606,52 @@ def _probed(entry: Mapping[str, Any], surface: Surface, plans: dict[str, Plan], 
     return out, legacy
 
 
+def _clear_of_goldens(plans: Mapping[str, Plan], cwd: Path, golden: Path) -> dict[str, Plan]:
+    """The plans with each call commented out whose arguments name a directory the golden tapes will
+    be written into (`path: .` in the repository): `ci -u` makes tapes/ appear there after the run that
+    recorded the answer, so a listing or a search of it drifts on every later run."""
+    out = dict(plans)
+    for tname, plan in plans.items():
+        if not (plan.active or plan.category == "query"):
+            continue
+        for key, value in _strings(plan.arguments):
+            try:
+                place = (cwd / value).resolve() if value else None
+                holds = place is not None and place.is_dir() and golden.resolve().is_relative_to(place)
+            except (OSError, ValueError):
+                holds = False
+            if holds:
+                shown = os.path.relpath(golden, cwd)
+                out[tname] = Plan(plan.arguments, False,
+                                  f"its {key} {value!r} holds {shown}/, where `ci -u` writes the golden tapes: every "
+                                  "later run would see them appear; point it at a directory of test data",
+                                  "would see the golden tapes")
+                break
+    return out
+
+
+def _strings(value: Any, key: str = "") -> list[tuple[str, str]]:
+    """(property name, value) of each string an argument holds, nested ones included."""
+    if isinstance(value, str):
+        return [(key, value)]
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() for pair in _strings(v, str(k))]
+    if isinstance(value, list):
+        return [pair for v in value for pair in _strings(v, key)]
+    return []
+
+
+def _unstable(plans: Mapping[str, Plan], unstable: Mapping[str, str]) -> dict[str, Plan]:
+    """The plans with each unstable call commented out, saying what differed."""
+    out = dict(plans)
+    for tname, what in unstable.items():
+        out[tname] = Plan(plans[tname].arguments, False,
+                          f"its answer differed between init's two trial runs where no normalize rule helps "
+                          f"({_one_line(what, 100)}), so its golden tape would drift on every run; "
+                          "`mcptape ci --repeat 3` shows how", "answer differs every run")
+    return out
+
+
 def _coverage(surface: Surface, plans: Mapping[str, Plan]) -> tuple[str, int]:
     """"12 of 26 tools called; 14 commented out (8 may write, ...)", and how many are called."""
     total = len(plans)
@@ -694,7 +763,12 @@ def _trial(loaded: LoadedConfig, *, http_unmanaged: bool = False) -> Trial:
         ordered = _order_rule(v)
         if ordered is not None and not fixed_by(v, trial.rules):
             trial.rules.append(ordered)
-    trial.unfixable = [v.line() for v in unfixed(volatiles, trial.rules)]
+    left = unfixed(volatiles, trial.rules) + [v for v in volatiles if v.kind == "presence"]
+    trial.unfixable = [v.line() for v in left]
+    for v in left:
+        method, tool = call_of(v)
+        if method == "tools/call" and tool is not None:
+            trial.unstable.setdefault(tool, f"{v.path}: {v.line().rpartition(': ')[2]}" if v.path else v.line())
     return trial
 
 
@@ -754,7 +828,7 @@ def _order_reason(v: Volatile) -> str:
 
 def _next_steps(out: Path, name: str, surface: Surface, trial: Trial | None, coverage: str = "") -> str:
     config = "" if out == Path(DEFAULT_OUT) else f" -c {shlex.quote(str(out))}"
-    tapes = shlex.quote(str(out.parent / "tapes")) + "/"  # golden_dir, relative to the config file
+    tapes = shlex.quote(str(out.parent / GOLDEN_DIR)) + "/"  # golden_dir, relative to the config file
     tools = surface.tools or []
     rules = ""
     if trial is not None:

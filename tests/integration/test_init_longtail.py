@@ -111,6 +111,22 @@ def test_a_repository_lister_sees_the_same_repository_every_run_and_a_new_file(t
     assert mcptape(repo, "ci").returncode == 1
 
 
+def test_calls_that_would_make_the_first_gate_red_are_commented_out_with_why(tmp_path: Path) -> None:
+    # As @wonderwhy-er/desktop-commander: a call history that differs every start (no rule fits it),
+    # and a directory listing of `.`, where `ci -u` writes tapes/. Both active, the first `ci` was red.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("hello\n", encoding="utf-8")
+    text = _gate(repo, "commander")
+    calls = [s.target for s in load_config(repo / "mcptape.yml").config.sessions[0].steps if s.action == "call"]
+    assert calls == ["get_version"]
+    assert re.search(r"# not run: its answer differed between init's two trial runs where no normalize rule helps "
+                     r"\(result\.content\[0\]\.text.*\n\s*# - call: get_recent_calls", text)
+    assert re.search(r"# not run: its path '\.' holds tapes/, where `ci -u` writes the golden tapes.*\n"
+                     r"\s*# - call: list_directory", text)
+    assert _changed(repo) == 1
+
+
 def test_a_server_that_refuses_every_call_after_discover_is_named_with_the_fix(tmp_path: Path) -> None:
     proc = ok(mcptape(tmp_path, "init", "--", sys.executable, str(LONGTAIL), "--kind", "refuse"), 3)
     assert "answered server/discover and then refused every request" in proc.stderr
