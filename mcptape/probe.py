@@ -86,8 +86,12 @@ def _outcome(events: Sequence[Mapping[str, Any]], step: int) -> Outcome | None:
 
 def probe_calls(server: StdioServer | HttpServer, calls: Sequence[tuple[str, dict[str, Any]]], *, base_dir: Path,
                 env: Mapping[str, str], protocol: str | None,
-                progress: Callable[[str], None] = lambda _line: None) -> dict[str, Outcome]:
-    """tool name -> what calling it once with its arguments gave."""
+                progress: Callable[[str], None] = lambda _line: None,
+                start_timeout: float | None = None) -> dict[str, Outcome]:
+    """tool name -> what calling it once with its arguments gave. `start_timeout`: seconds a step may
+    take when it is longer than PROBE_TIMEOUT (init --timeout, for a server slow to start: the handshake
+    is a step too). A call that timed out, the handshake's included, is a "timeout", never an "error"."""
+    step_timeout = max(PROBE_TIMEOUT, start_timeout or 0.0)
     out: dict[str, Outcome] = {}
     remaining = list(calls)
     for _ in range(MAX_ROUNDS):
@@ -103,7 +107,7 @@ def probe_calls(server: StdioServer | HttpServer, calls: Sequence[tuple[str, dic
                 out[name] = Outcome("error", f"the server failed to start: {e.message}")
             return out
         recording = record_session(transport, steps, ClientSettings(), session="init-probe", protocol=protocol,
-                                   step_timeout=PROBE_TIMEOUT, session_timeout=PROBE_TIMEOUT * (len(steps) + 2))
+                                   step_timeout=step_timeout, session_timeout=step_timeout * (len(steps) + 2))
         failed = recording.failed_step
         for number, (name, _) in enumerate(remaining, start=1):
             got = _outcome(recording.events, number)
@@ -113,8 +117,10 @@ def probe_calls(server: StdioServer | HttpServer, calls: Sequence[tuple[str, dic
                 kind = "timeout" if isinstance(recording.error, ServerTimeout) else "error"
                 out[name] = Outcome(kind, recording.error.message)
         if recording.error is None or failed is None:
+            # Nothing failed, or the handshake did: every call left has the session's one outcome.
+            kind = "timeout" if isinstance(recording.error, ServerTimeout) else "error"
             for name, _ in remaining:
-                out.setdefault(name, Outcome("error", recording.error.message if recording.error else "no answer"))
+                out.setdefault(name, Outcome(kind, recording.error.message if recording.error else "no answer"))
             break
         remaining = remaining[failed:]
     for name, _ in remaining:

@@ -61,7 +61,7 @@ from mcptape.config.models import ClientSettings, HttpServer, StdioServer, Step
 from mcptape.config.schema import SCHEMA_ID
 from mcptape.config.secrets import refuse_url_credentials
 from mcptape.config.semantics import check_config
-from mcptape.errors import ConfigError, McptapeError, ServerError, WriteError
+from mcptape.errors import ConfigError, McptapeError, ServerError, ServerTimeout, WriteError
 from mcptape.launch import open_transport
 from mcptape.nondeterminism import (
     Volatile,
@@ -78,7 +78,7 @@ from mcptape.probe import probe_calls
 from mcptape.record.stdio import default_name
 from mcptape.redact.policy import argv_secrets, secret_reason
 from mcptape.refusal import looks_like_version_refusal, refused_everything
-from mcptape.scaffold import Hints, example_arguments, path_hints, prompt_arguments, tool_safety
+from mcptape.scaffold import Hints, example_arguments, file_hints, path_hints, prompt_arguments, tool_safety
 from mcptape.tape.format import Tape
 
 MAX_RESOURCES = 10  # a server may list thousands; the first few show the shape, the comment says so
@@ -103,15 +103,28 @@ class Options:
     protocol: str | None = None
     headers: tuple[str, ...] = ()  # --header 'Name: value' (HTTP only)
     probe: bool = True  # --safe: call nothing that is not annotated read-only
+    timeout: float | None = None  # --timeout SECONDS: one step's limit, written as the session's step_timeout
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
         server = list(args.server or [])
         if server and server[0] == "--":
             server = server[1:]
+        timeout = getattr(args, "timeout", None)
+        if timeout is not None and not 0 < timeout < float("inf"):
+            raise ConfigError(f"--timeout {timeout:g}: seconds one step may take, more than 0", hint="e.g. --timeout 90")
         return cls(server=tuple(server), url=args.url, out=args.out, name=args.name, env=tuple(args.env or ()),
                    trial=not args.no_trial, protocol=args.protocol, headers=tuple(args.header or ()),
-                   probe=not getattr(args, "safe", False))
+                   probe=not getattr(args, "safe", False), timeout=timeout)
+
+    @property
+    def step_timeout(self) -> float:
+        return self.timeout or INIT_STEP_TIMEOUT
+
+    @property
+    def session_timeout(self) -> float:
+        """The whole listing's limit: enough for the start and a few pages of lists at the step's limit."""
+        return max(INIT_SESSION_TIMEOUT, 4 * self.step_timeout)
 
 
 @dataclass
@@ -163,19 +176,21 @@ def run(options: Options) -> int:
     named = options  # the session is named after the package, not its pinned version
     options = dataclasses.replace(options, server=tuple(command))
     server = _server_entry(options, out, env_entries)
-    surface = _list_surface(server, base_dir=directory, env=env_values, pinned=pinned)
+    surface = _list_surface(server, base_dir=directory, env=env_values, pinned=pinned, options=options)
     if surface.legacy_protocol:
         server = {**server, "protocol": surface.legacy_protocol}
     name = _name(named, surface)
     hints = path_hints(options.server, Path.cwd()) + listed_hints(surface)
-    plans = plan_calls(surface, hints, file_hint=_a_file(hints))
+    plans = plan_calls(surface, hints, root=Path.cwd())
     plans = _clear_of_goldens(plans, Path.cwd(), directory / GOLDEN_DIR)
     if plans and any(p.active or p.category == "query" for p in plans.values()):
-        plans, legacy = _probed(server, surface, plans, directory, env_values, probe=options.probe)
+        plans, legacy = _probed(server, surface, plans, directory, env_values, probe=options.probe,
+                                start_timeout=options.timeout)
         if legacy:
             server = {**server, "protocol": legacy}
     config_arg = "" if out == Path(DEFAULT_OUT) else f" -c {shlex.quote(str(out))}"
-    text = render_config(name, server, surface, hints=hints, plans=plans, config_arg=config_arg)
+    text = render_config(name, server, surface, hints=hints, plans=plans, config_arg=config_arg,
+                         step_timeout=options.timeout)
     trial = None
     try:
         loaded = None
@@ -186,7 +201,8 @@ def run(options: Options) -> int:
                 draft = Path(scratch) / "mcptape.yml"
                 for _ in range(TRIAL_ROUNDS):
                     loaded = _verified(draft, render_config(name, _absolute(server, directory), surface, hints=hints,
-                                                            plans=plans, config_arg=config_arg), env_values)
+                                                            plans=plans, config_arg=config_arg,
+                                                            step_timeout=options.timeout), env_values)
                     trial = _trial(loaded, http_unmanaged="url" in server and "start" not in server)
                     unstable = {t: why for t, why in trial.unstable.items() if t in plans and plans[t].active}
                     if trial.errors or not unstable:
@@ -198,7 +214,8 @@ def run(options: Options) -> int:
                     say(f"mcptape init: {len(unstable)} call{'s' * (len(unstable) != 1)} answered differently "
                         f"in the two trial runs where no normalize rule helps ({', '.join(sorted(unstable))}): "
                         "commented out; trying again without them")
-            text = render_config(name, server, surface, trial, hints=hints, plans=plans, config_arg=config_arg)
+            text = render_config(name, server, surface, trial, hints=hints, plans=plans, config_arg=config_arg,
+                                 step_timeout=options.timeout)
         fd, temp_name = tempfile.mkstemp(prefix=".mcptape-init-", suffix=".yml", dir=directory)
         os.close(fd)
     except OSError as e:
@@ -314,7 +331,7 @@ def _model(entry: Mapping[str, Any]) -> StdioServer | HttpServer:
 
 
 def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str],
-                  pinned: Sequence[str] = ()) -> Surface:
+                  pinned: Sequence[str] = (), options: Options) -> Surface:
     model = _model(entry)
     what = model.url if isinstance(model, HttpServer) else shlex.join(model.command)
     say(f"mcptape init: starting {_one_line(what, 120)}")
@@ -323,7 +340,7 @@ def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str,
     transport = open_transport(model, base_dir=base_dir, env=env)
     steps = [Step(action=a) for a in LIST_STEPS]  # type: ignore[arg-type]
     recording = record_session(transport, steps, ClientSettings(), session="init", protocol=model.protocol,
-                               step_timeout=INIT_STEP_TIMEOUT, session_timeout=INIT_SESSION_TIMEOUT)
+                               step_timeout=options.step_timeout, session_timeout=options.session_timeout)
     legacy = None
     if recording.error is not None and not model.protocol and recording.negotiation is None \
             and "server/discover" in recording.error.message:
@@ -333,10 +350,16 @@ def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str,
         say("mcptape init: the server failed on server/discover (the 2026-07-28 handshake); trying initialize")
         retry = open_transport(model.model_copy(update={"protocol": LEGACY_PROTOCOL}), base_dir=base_dir, env=env)
         again = record_session(retry, steps, ClientSettings(), session="init", protocol=LEGACY_PROTOCOL,
-                               step_timeout=INIT_STEP_TIMEOUT, session_timeout=INIT_SESSION_TIMEOUT)
+                               step_timeout=options.step_timeout, session_timeout=options.session_timeout)
         if again.error is None:
             recording, transport, legacy = again, retry, LEGACY_PROTOCOL
             say(f"mcptape init: it answered initialize: the file pins `protocol: {LEGACY_PROTOCOL}` for it")
+    if isinstance(recording.error, ServerTimeout):
+        # The client's hint names config keys, of a file that does not exist yet: init's own option is the fix.
+        longer = int(max(90, 3 * options.step_timeout))
+        raise ServerTimeout(f"listing the server failed: {recording.error.message}",
+                            hint=f"if the server is just slow (to start, or to list), give each step longer: "
+                            f"mcptape init --timeout {longer} ... (written as the session's step_timeout)")
     if recording.error is not None:
         # --protocol is the fix only when the failure reads as a refused version (refusal.py).
         hint = recording.error.hint or (
@@ -437,7 +460,8 @@ def escaped_surface(surface: Surface) -> Surface:
 
 
 def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial: Trial | None = None,
-                  *, hints: Hints = (), plans: Mapping[str, Plan] | None = None, config_arg: str = "") -> str:
+                  *, hints: Hints = (), plans: Mapping[str, Plan] | None = None, config_arg: str = "",
+                  step_timeout: float | None = None) -> str:
     """The commented mcptape.yml for `surface` (see the module docstring). `config_arg`: ` -c FILE`
     when the file is not the default one, for the commands its header gives."""
     plans = plans if plans is not None else plan_calls(surface, hints)
@@ -465,7 +489,12 @@ def render_config(name: str, server: Mapping[str, Any], surface: Surface, trial:
                          "what the server keeps there is not drift")
         else:
             lines.append(f"    {key}: {yaml_scalar(value)}")
-    lines += ["sessions:", f"  - name: {name}", f"    server: {name}", "    steps:"]
+    lines += ["sessions:", f"  - name: {name}", f"    server: {name}"]
+    if step_timeout is not None:
+        lines.append(f"    step_timeout: {step_timeout:g}                # seconds one step may take (init --timeout)")
+        if 4 * step_timeout > INIT_SESSION_TIMEOUT:
+            lines.append(f"    timeout: {4 * step_timeout:g}                    # seconds for the whole session")
+    lines.append("    steps:")
     for action in LIST_STEPS:
         items = getattr(surface, key_attr(action))
         if items is None:
@@ -530,15 +559,18 @@ def _normalize_lines(trial: Trial | None) -> list[str]:
     return lines
 
 
-def plan_calls(surface: Surface, hints: Hints, file_hint: str | None = None) -> dict[str, Plan]:
-    """Each listed tool's plan before probing: read-only ones active, the rest commented out with why."""
+def plan_calls(surface: Surface, hints: Hints, root: Path | None = None) -> dict[str, Plan]:
+    """Each listed tool's plan before probing: read-only ones active, the rest commented out with why.
+    `root`: where the server runs; a tool that reads files is given one of the type it names, under
+    the directory its command names (the `path` hint) or under `root` (scaffold.file_hints)."""
+    shown_root = next((value for key, value in hints if key == "path"), None)
     plans: dict[str, Plan] = {}
     for tool in surface.tools or []:
         tname = tool.get("name")
         if not isinstance(tname, str) or not tname or tname in plans:
             continue
         schema = tool.get("inputSchema")
-        own = (("path", file_hint), ("file", file_hint)) if file_hint and "file" in re.split(r"[^a-z]+", tname.lower()) else ()
+        own = file_hints(tool, root / shown_root if shown_root else root, shown_root) if root is not None else ()
         arguments = example_arguments(schema, own + hints)
         problem = "no valid arguments could be built from its inputSchema" if arguments is None else \
             schema_violation(arguments, schema)
@@ -557,7 +589,7 @@ def plan_calls(surface: Surface, hints: Hints, file_hint: str | None = None) -> 
 
 
 def _probed(entry: Mapping[str, Any], surface: Surface, plans: dict[str, Plan], directory: Path,
-            env: Mapping[str, str], *, probe: bool) -> tuple[dict[str, Plan], str | None]:
+            env: Mapping[str, str], *, probe: bool, start_timeout: float | None = None) -> tuple[dict[str, Plan], str | None]:
     """Call the read-only and (unless --safe) the query-named tools once; keep those that answered.
     Also the protocol to pin when the calls answered only in a session opened with `initialize`."""
     wanted = [(n, p.arguments or {}) for n, p in plans.items() if p.active or (probe and p.category == "query")]
@@ -567,7 +599,8 @@ def _probed(entry: Mapping[str, Any], surface: Surface, plans: dict[str, Plan], 
         return plans, None
     model = _model(entry)
     progress = lambda line: say(f"mcptape init: {line}")  # noqa: E731
-    outcomes = probe_calls(model, wanted, base_dir=directory, env=env, protocol=model.protocol, progress=progress)
+    outcomes = probe_calls(model, wanted, base_dir=directory, env=env, protocol=model.protocol, progress=progress,
+                           start_timeout=start_timeout)
     legacy = None
     refusals = {o.detail for o in outcomes.values() if o.kind == "refused"}
     if not model.protocol and len(refusals) == 1 and all(o.kind == "refused" for o in outcomes.values()):
@@ -577,7 +610,7 @@ def _probed(entry: Mapping[str, Any], surface: Surface, plans: dict[str, Plan], 
         say(f"mcptape init: the server refused every call after server/discover ({_one_line(refusals.pop(), 80)}); "
             "trying initialize")
         again = probe_calls(model.model_copy(update={"protocol": LEGACY_PROTOCOL}), wanted, base_dir=directory,
-                            env=env, protocol=LEGACY_PROTOCOL, progress=progress)
+                            env=env, protocol=LEGACY_PROTOCOL, progress=progress, start_timeout=start_timeout)
         if any(o.ok for o in again.values()):
             outcomes, legacy = again, LEGACY_PROTOCOL
             say(f"mcptape init: its calls answered after initialize: the file pins `protocol: {LEGACY_PROTOCOL}` for it")
@@ -691,19 +724,6 @@ def listed_hints(surface: Surface) -> Hints:
         if isinstance(uri, str) and uri:
             return (("uri", uri),)
     return ()
-
-
-def _a_file(hints: Hints) -> str | None:
-    """A file that exists under the directory the server was started on (or here): the likeliest path
-    argument of a tool named like `read_file` (a README first; hidden files never)."""
-    base = next((value for key, value in hints if key == "path"), None)
-    root = Path(base) if base else Path(".")
-    try:
-        files = sorted(p for p in root.iterdir() if p.is_file() and not p.name.startswith("."))
-    except OSError:
-        return None
-    files.sort(key=lambda p: (not p.name.lower().startswith("readme"), p.name))
-    return str(root / files[0].name) if files and base else (files[0].name if files else None)
 
 
 def _verified(temp: Path, text: str, env: Mapping[str, str]) -> LoadedConfig:

@@ -127,6 +127,22 @@ def test_calls_that_would_make_the_first_gate_red_are_commented_out_with_why(tmp
     assert _changed(repo) == 1
 
 
+def test_a_reader_of_files_gets_a_file_of_its_type_and_a_file_uri(tmp_path: Path) -> None:
+    # `.` for a spreadsheet reader and https://example.com for a converter cannot work offline; a file
+    # of the type the tool names, under the directory the server runs in, and a `file:` URI can.
+    repo = tmp_path / "repo"
+    (repo / "data").mkdir(parents=True)
+    (repo / "README.md").write_text("# hello\n", encoding="utf-8")
+    (repo / "data" / "book.xlsx").write_bytes(b"PK\x03\x04 a workbook")
+    text = _gate(repo, "reader")
+    assert "arguments: {filepath: data/book.xlsx}" in text
+    assert "arguments: {uri: file:README.md}" in text
+    assert [s.target for s in load_config(repo / "mcptape.yml").config.sessions[0].steps
+            if s.action == "call"] == ["read_sheet", "convert_to_markdown"]
+    (repo / "data" / "book.xlsx").write_bytes(b"PK\x03\x04 a workbook, one more row")  # a real change
+    assert mcptape(repo, "ci").returncode == 1
+
+
 def test_a_server_that_refuses_every_call_after_discover_is_named_with_the_fix(tmp_path: Path) -> None:
     proc = ok(mcptape(tmp_path, "init", "--", sys.executable, str(LONGTAIL), "--kind", "refuse"), 3)
     assert "answered server/discover and then refused every request" in proc.stderr
@@ -151,6 +167,35 @@ def test_a_server_that_refuses_calls_until_initialize_gets_the_legacy_handshake_
             if s.action == "call"] == ["get_status", "list_items"]
     assert "failed on example arguments" not in text and "put real ones here" not in text
     assert _changed(tmp_path) == 1
+
+
+def test_a_server_slow_to_start_gets_init_timeout_and_ci_waits_as_long(tmp_path: Path) -> None:
+    slow = ["--", sys.executable, str(LONGTAIL), "--kind", "openworld", "--start-delay", "3"]
+    failed = ok(mcptape(tmp_path, "init", "--timeout", "1", *slow), 3)
+    assert "no answer from the server within the step timeout (1s)" in failed.stderr
+    assert "mcptape init --timeout 90" in failed.stderr and "on the session" not in failed.stderr  # no file yet
+    assert list(tmp_path.iterdir()) == []
+    ok(mcptape(tmp_path, "init", "--timeout", "8", *slow))
+    session = load_config(tmp_path / "mcptape.yml").config.sessions[0]
+    assert session.step_timeout == 8
+    assert [s.target for s in session.steps if s.action == "call"] == ["get_version"]  # probed, with time to start
+    ok(mcptape(tmp_path, "ci", "-u"))
+    ok(mcptape(tmp_path, "ci"))
+    assert "--timeout 0: seconds one step may take" in ok(mcptape(tmp_path, "init", "--timeout", "0", *slow), 3).stderr
+
+
+def test_a_probe_that_timed_out_is_a_timeout_even_in_the_handshake(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcptape import probe
+    from mcptape.config.models import StdioServer
+
+    monkeypatch.setattr(probe, "PROBE_TIMEOUT", 0.5)
+    server = StdioServer(command=[sys.executable, str(LONGTAIL), "--kind", "openworld", "--start-delay", "2"])
+    outcomes = probe.probe_calls(server, [("get_version", {})], base_dir=tmp_path, env={}, protocol=None)
+    assert outcomes["get_version"].kind == "timeout", outcomes
+    # The control: given the time to start, the same call answers.
+    assert probe.probe_calls(server, [("get_version", {})], base_dir=tmp_path, env={}, protocol=None,
+                             start_timeout=6)["get_version"].ok
 
 
 @pytest.mark.parametrize(("argv", "hinted"), [
