@@ -240,7 +240,7 @@ def run(options: Options) -> int:
 
 def _absolute(server: Mapping[str, Any], directory: Path) -> dict[str, Any]:
     """The entry as the trial's draft (elsewhere) needs it: its working directory absolute."""
-    if "url" in server:
+    if "url" in server and "start" not in server:
         return dict(server)
     return {**server, "cwd": str((directory / str(server.get("cwd", "."))).resolve())}
 
@@ -267,26 +267,32 @@ def _env_options(raw: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def _server_entry(options: Options, out: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    """The `servers:` entry as it is written (plain data; the loader validates it with the rest)."""
-    if bool(options.server) == bool(options.url):
+    """The `servers:` entry as it is written (plain data; the loader validates it with the rest).
+    `--url URL -- CMD...` is an HTTP server that CMD starts: written as `start:`, so each run (ci's,
+    init's trial runs) starts it afresh, as a stdio server is, and state it keeps in its process is
+    not carried from one run into the next."""
+    if not options.server and not options.url:
         raise ConfigError(
             "give the server to list: `mcptape init -- <server command...>` or `mcptape init --url URL`",
-            hint="e.g. mcptape init -- python server.py, or mcptape init --url http://127.0.0.1:8765/mcp",
+            hint="e.g. mcptape init -- python server.py, or mcptape init --url http://127.0.0.1:8765/mcp "
+                 "[-- <the command that starts it>]",
         )
     pinned = {"protocol": options.protocol} if options.protocol else {}
+    headers = _headers(options.headers) if options.url else {}
+    if options.headers and not options.url:
+        raise ConfigError("--header is for an HTTP server (--url); a stdio server gets variables with --env")
     if options.url:
         refuse_url_credentials(options.url)
-        headers = _headers(options.headers)
-        return {"url": options.url, **({"headers": headers} if headers else {}), **pinned}
-    if options.headers:
-        raise ConfigError("--header is for an HTTP server (--url); a stdio server gets variables with --env")
+        if not options.server:
+            return {"url": options.url, **({"headers": headers} if headers else {}), **pinned}
     _, secrets = argv_secrets(list(options.server))
     if secrets:
         raise ConfigError(
             f"the server command holds a secret ({', '.join(sorted(secrets))}); mcptape.yml is committed",
             hint="pass it through the environment: --env NAME and ${NAME} in the command",
         )
-    entry: dict[str, Any] = {"command": list(options.server)}
+    entry: dict[str, Any] = {"command": list(options.server)} if not options.url else \
+        {"url": options.url, **({"headers": headers} if headers else {}), "start": list(options.server)}
     if env:
         entry["env"] = dict(env)
     # ci starts the server in the config file's directory: keep the directory init started it in.
@@ -765,7 +771,8 @@ def _trial(loaded: LoadedConfig, *, http_unmanaged: bool = False) -> Trial:
     ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
     if http_unmanaged:
         say("mcptape init: warning: the trial runs reach the same HTTP server process (mcptape does not start it): "
-            "state it keeps between runs looks stable here; add `start:` to the server entry so each run starts it")
+            "state it keeps between runs looks stable here, and drifts when it restarts; give init the command that "
+            "starts it (mcptape init --url URL -- <command>: written as `start:`) so each run starts it afresh")
     started = time.monotonic()
     say("mcptape init: trial run 1 of 2 (finding values that change from run to run)")
     first = repeat_session(ctx, session, 1)
