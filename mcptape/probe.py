@@ -25,6 +25,7 @@ from mcptape.launch import open_transport
 from mcptape.refusal import REFUSING_CODES
 
 PROBE_TIMEOUT = 10.0  # seconds for one probe call: a tool slower than this would slow every gate run
+START_TIMEOUT = 30.0  # seconds for the server's start and handshake (init's listing has as long)
 MAX_ROUNDS = 4
 # What an error says when the tool needed the network (DNS, connect, TLS, an HTTP client's own words).
 _NETWORK = re.compile(
@@ -87,11 +88,11 @@ def _outcome(events: Sequence[Mapping[str, Any]], step: int) -> Outcome | None:
 def probe_calls(server: StdioServer | HttpServer, calls: Sequence[tuple[str, dict[str, Any]]], *, base_dir: Path,
                 env: Mapping[str, str], protocol: str | None,
                 progress: Callable[[str], None] = lambda _line: None,
-                start_timeout: float | None = None) -> dict[str, Outcome]:
-    """tool name -> what calling it once with its arguments gave. `start_timeout`: seconds a step may
-    take when it is longer than PROBE_TIMEOUT (init --timeout, for a server slow to start: the handshake
-    is a step too). A call that timed out, the handshake's included, is a "timeout", never an "error"."""
-    step_timeout = max(PROBE_TIMEOUT, start_timeout or 0.0)
+                start_timeout: float = START_TIMEOUT) -> dict[str, Outcome]:
+    """tool name -> what calling it once with its arguments gave. Each call may take PROBE_TIMEOUT;
+    the server's start and handshake `start_timeout` (init's step limit, --timeout: the listing
+    showed the server starts within it, a busy machine may need all of it). A call that timed out,
+    the handshake's included, is a "timeout", never an "error"."""
     out: dict[str, Outcome] = {}
     remaining = list(calls)
     for _ in range(MAX_ROUNDS):
@@ -99,7 +100,8 @@ def probe_calls(server: StdioServer | HttpServer, calls: Sequence[tuple[str, dic
             break
         progress(f"probing {len(remaining)} tool{'s' * (len(remaining) != 1)}: "
                  + ", ".join(name for name, _ in remaining[:6]) + (", ..." if len(remaining) > 6 else ""))
-        steps = [Step(action="call", target=name, arguments=arguments) for name, arguments in remaining]
+        steps = [Step(action="call", target=name, arguments=arguments, timeout=PROBE_TIMEOUT)
+                 for name, arguments in remaining]
         try:
             transport = open_transport(server, base_dir=base_dir, env=env)
         except McptapeError as e:
@@ -107,7 +109,8 @@ def probe_calls(server: StdioServer | HttpServer, calls: Sequence[tuple[str, dic
                 out[name] = Outcome("error", f"the server failed to start: {e.message}")
             return out
         recording = record_session(transport, steps, ClientSettings(), session="init-probe", protocol=protocol,
-                                   step_timeout=step_timeout, session_timeout=step_timeout * (len(steps) + 2))
+                                   step_timeout=start_timeout,
+                                   session_timeout=start_timeout + PROBE_TIMEOUT * (len(steps) + 1))
         failed = recording.failed_step
         for number, (name, _) in enumerate(remaining, start=1):
             got = _outcome(recording.events, number)

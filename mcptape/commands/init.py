@@ -185,7 +185,7 @@ def run(options: Options) -> int:
     plans = _clear_of_goldens(plans, Path.cwd(), directory / GOLDEN_DIR)
     if plans and any(p.active or p.category == "query" for p in plans.values()):
         plans, legacy = _probed(server, surface, plans, directory, env_values, probe=options.probe,
-                                start_timeout=options.timeout)
+                                start_timeout=options.step_timeout)
         if legacy:
             server = {**server, "protocol": legacy}
     config_arg = "" if out == Path(DEFAULT_OUT) else f" -c {shlex.quote(str(out))}"
@@ -595,7 +595,7 @@ def plan_calls(surface: Surface, hints: Hints, root: Path | None = None) -> dict
 
 
 def _probed(entry: Mapping[str, Any], surface: Surface, plans: dict[str, Plan], directory: Path,
-            env: Mapping[str, str], *, probe: bool, start_timeout: float | None = None) -> tuple[dict[str, Plan], str | None]:
+            env: Mapping[str, str], *, probe: bool, start_timeout: float) -> tuple[dict[str, Plan], str | None]:
     """Call the read-only and (unless --safe) the query-named tools once; keep those that answered.
     Also the protocol to pin when the calls answered only in a session opened with `initialize`."""
     wanted = [(n, p.arguments or {}) for n, p in plans.items() if p.active or (probe and p.category == "query")]

@@ -184,14 +184,13 @@ def test_a_server_slow_to_start_gets_init_timeout_and_ci_waits_as_long(tmp_path:
     assert "--timeout 0: seconds one step may take" in ok(mcptape(tmp_path, "init", "--timeout", "0", *slow), 3).stderr
 
 
-def test_a_probe_that_timed_out_is_a_timeout_even_in_the_handshake(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_probe_that_timed_out_is_a_timeout_even_in_the_handshake(tmp_path: Path) -> None:
     from mcptape import probe
     from mcptape.config.models import StdioServer
 
-    monkeypatch.setattr(probe, "PROBE_TIMEOUT", 0.5)
     server = StdioServer(command=[sys.executable, str(LONGTAIL), "--kind", "openworld", "--start-delay", "2"])
-    outcomes = probe.probe_calls(server, [("get_version", {})], base_dir=tmp_path, env={}, protocol=None)
+    outcomes = probe.probe_calls(server, [("get_version", {})], base_dir=tmp_path, env={}, protocol=None,
+                                 start_timeout=0.5)
     assert outcomes["get_version"].kind == "timeout", outcomes
     # The control: given the time to start, the same call answers.
     assert probe.probe_calls(server, [("get_version", {})], base_dir=tmp_path, env={}, protocol=None,
