@@ -1,5 +1,5 @@
-"""`mcptape init [-o FILE] [--name NAME] [--env NAME[=VALUE]]... [--protocol V] -- <server command...>`
-(or `--url URL [--header 'Name: value']...` for an HTTP server).
+"""`mcptape init [-o FILE] [--name NAME] [--env NAME[=VALUE]]... [--protocol V] [--timeout SECONDS] -- <server command...>`
+(or `--url URL [--header 'Name: value']... [-- <the command that starts it>]` for an HTTP server).
 
 Writes a first mcptape.yml from a live server: it connects with the scripted client `ci` uses
 (client.record_session, over the transport `ci` opens: launch.py), lists tools,
