@@ -185,8 +185,8 @@ def test_a_server_slow_to_start_gets_init_timeout_and_ci_waits_as_long(tmp_path:
 
 
 def test_a_probe_that_timed_out_is_a_timeout_even_in_the_handshake(tmp_path: Path) -> None:
-    from mcptape import probe
     from mcptape.config.models import StdioServer
+    from mcptape.init import probe
 
     server = StdioServer(command=[sys.executable, str(LONGTAIL), "--kind", "openworld", "--start-delay", "2"])
     outcomes = probe.probe_calls(server, [("get_version", {})], base_dir=tmp_path, env={}, protocol=None,
