@@ -4,7 +4,7 @@ A candidate is a call init would like to keep active: a tool annotated read-only
 a query (scaffold.tool_safety's "query") that nobody annotated. Calling it once tells a result
 (keep it) from an error on example arguments, a timeout, or a tool that needs the network (comment
 it out, with the reason seen). Which tools are candidates, and never probing one that may write, is
-scaffold.py's and commands/init.py's; this module only runs the calls and reads the answers.
+scaffold.py's and plan.py's; this module only runs the calls and reads the answers.
 
 The calls run in one server process, in order; a call that times out or crashes the server ends
 that process, and the rest run in a fresh one (at most MAX_ROUNDS processes).

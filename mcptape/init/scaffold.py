@@ -1,7 +1,7 @@
 """What `mcptape init` writes for a server it has listed: example arguments and which calls are safe.
 
 Pure functions over the JSON a server lists (a tool's `inputSchema` and `annotations`, a
-prompt's `arguments`); connecting is live/client.py's, the file's text is commands/init.py's, and
+prompt's `arguments`); connecting is live/client.py's, the file's text is config_file.py's, and
 checking arguments against a schema is client.schema_violation's (the check `ci` makes before
 every call), so what init writes is what ci accepts.
 
@@ -187,7 +187,7 @@ class Safety:
 
     @property
     def probe(self) -> bool:
-        """init may call it once to see whether it answers (module docstring of commands/init.py)."""
+        """init may call it once to see whether it answers (plan.py's module docstring)."""
         return self.kind == "query"
 
 
