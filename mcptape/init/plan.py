@@ -31,6 +31,8 @@ from mcptape.init.server import LEGACY_PROTOCOL, Progress, Surface, server_model
 from mcptape.init.text import one_line
 from mcptape.live.client import schema_violation
 
+# MCP's defaults of a tool's hints (the spec's ToolAnnotations): what an unannotated tool is taken to be.
+SPEC_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
 # The reasons no user can change by filling in arguments: with only these, nothing is safe to call.
 UNSAFE = frozenset({"may write", "need the network"})
 
@@ -50,6 +52,7 @@ def plan_calls(surface: Surface, hints: Hints, root: Path | None = None) -> dict
     `root`: where the server runs; a tool that reads files is given one of the type it names, under
     the directory its command names (the `path` hint) or under `root` (scaffold.file_hints)."""
     shown_root = next((value for key, value in hints if key == "path"), None)
+    unsaid = sdk_defaults(surface.tools or [])
     plans: dict[str, Plan] = {}
     for tool in surface.tools or []:
         tname = tool.get("name")
@@ -60,7 +63,9 @@ def plan_calls(surface: Surface, hints: Hints, root: Path | None = None) -> dict
         arguments = example_arguments(schema, own + hints)
         problem = "no valid arguments could be built from its inputSchema" if arguments is None else \
             schema_violation(arguments, schema)
-        safety = tool_safety(tool)
+        # Annotations an SDK wrote for every tool alike say nothing of any one: its name decides, as for
+        # a tool nobody annotated (and init's probe, as for one).
+        safety = tool_safety({k: v for k, v in tool.items() if k != "annotations"} if unsaid else tool)
         if not safety.safe and not safety.probe:
             category = "need the network" if safety.kind == "network" else "may write"
             plans[tname] = Plan(arguments, False, safety.reason, category)
@@ -72,6 +77,20 @@ def plan_calls(surface: Surface, hints: Hints, root: Path | None = None) -> dict
         else:
             plans[tname] = Plan(arguments, True)
     return plans
+
+
+def sdk_defaults(tools: list[dict[str, Any]]) -> bool:
+    """Does every tool carry exactly MCP's default hints, written out (mcp-go writes readOnlyHint false,
+    destructiveHint true, idempotentHint false, openWorldHint true on each tool its author did not
+    annotate)? Then they are the SDK's, not the author's word: `excel_read_sheet` is not destructive."""
+    if len(tools) < 2:
+        return False
+    for tool in tools:
+        annotations = tool.get("annotations")
+        hints = {k: v for k, v in annotations.items() if k in SPEC_DEFAULTS} if isinstance(annotations, dict) else None
+        if hints != SPEC_DEFAULTS:
+            return False
+    return True
 
 
 def listed_hints(surface: Surface) -> Hints:

@@ -359,6 +359,14 @@ def example_object(schema: Mapping[str, Any], root: Mapping[str, Any], depth: in
             continue
         if _first_type(prop) in ("integer", "number"):
             out[str(key)] = _number(prop, _first_type(prop) == "integer")
+    if depth > 0 and not out and not required:
+        # A nested object that requires nothing by its schema but means something only with one of its
+        # fields (`sources: [{path} or {url}]`, the rule in code): the first field a hint names.
+        for key, prop in props.items():
+            prop = _resolve(prop, root)
+            if isinstance(prop, dict) and _first_type(prop) == "string" and any(k in str(key).lower() for k, _ in hints):
+                out[str(key)] = _string(prop, str(key), hints)
+                break
     return out
 
 

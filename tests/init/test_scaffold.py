@@ -178,3 +178,17 @@ def test_a_tool_that_reads_files_gets_a_file_of_the_type_it_names(tmp_path: Path
                "inputSchema": {"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]}}
     assert example_arguments(convert["inputSchema"], file_hints(convert, tmp_path, None)) == {"uri": "file:README.md"}
     assert file_hints({"name": "get_status", "description": "The status."}, tmp_path, None) == ()
+
+
+def test_a_nested_source_that_requires_nothing_by_schema_gets_the_file_a_hint_names(tmp_path: Path) -> None:
+    # @sylphlab/pdf-reader-mcp: `sources: [{path} | {url}]`, the either-or checked in code, not in the schema.
+    from mcptape.init.scaffold import file_hints
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "report.pdf").write_bytes(b"%PDF-1.4")
+    schema = {"type": "object", "required": ["sources"], "properties": {"sources": {
+        "type": "array", "minItems": 1, "items": {"type": "object", "additionalProperties": False, "properties": {
+            "path": {"type": "string", "minLength": 1}, "url": {"type": "string", "format": "uri"}}}}}}
+    tool = {"name": "read_pdf", "description": "Reads content from one or more PDFs.", "inputSchema": schema}
+    assert example_arguments(schema, file_hints(tool, tmp_path, None)) == {"sources": [{"path": "docs/report.pdf"}]}
+    assert example_arguments(schema) == {"sources": [{}]}  # no hint: nothing guessed for it
