@@ -123,7 +123,7 @@ def check_tape_placed(tape: Tape, *, severity: Severity = "structural", cap: boo
     placed: list[tuple[int, Finding]] = []
     version, note = negotiated_version(tape, KNOWN_PROTOCOL_VERSIONS)
     if note:
-        placed.append((0, Finding("conformance", "info", "", note, kind="version")))
+        placed.append((0, Finding.of("conformance", "version", "", note)))
     surface = _Surface.load()
     outputs = _OutputSchemas()
     for index, event in enumerate(tape.events):
@@ -132,7 +132,8 @@ def check_tape_placed(tape: Tape, *, severity: Severity = "structural", cap: boo
         problems = list(_message_problems(event, version, surface))
         problems.extend(outputs.check(event))
         for path, rule, kind in (_cap(problems) if cap else _unique(problems)):
-            placed.append((index, Finding("conformance", severity, f"{tape.line_of(index)}:{path}", rule, kind=kind)))
+            placed.append((index, Finding.of("conformance", kind, f"{tape.line_of(index)}:{path}", rule,
+                                             severity=severity)))
     return placed
 
 
