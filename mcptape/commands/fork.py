@@ -77,6 +77,14 @@ def _parent_name(parent: str, out: str) -> str:
 
 
 def run(options: Options) -> int:
+    fork = write_fork(options)
+    say(f"mcptape fork: {options.out}: {fork['call']} (call {fork['at']}): {fork['change']}; "
+        f"later exchanges {fork['later']}")
+    return EXIT_OK
+
+
+def write_fork(options: Options) -> dict[str, Any]:
+    """Write the fork `options` ask for (nothing said): what its header records of it (tape/lineage.py)."""
     parent = read_tape(options.tape)  # TapeError -> exit 3 in cli.py
     header, events, footer = fork_tape(
         parent, options.at,
@@ -87,7 +95,5 @@ def run(options: Options) -> int:
     )
     # Scrubbed and verified like every tape mcptape writes: the new answer is the user's text.
     Outlet(make_redactor()).write_tape(options.out, header, events, what="forked tape", **footer)
-    fork = header["fork"]
-    say(f"mcptape fork: {options.out}: {fork['call']} (call {fork['at']}): {fork['change']}; "
-        f"later exchanges {fork['later']}")
-    return EXIT_OK
+    fork: dict[str, Any] = header["fork"]
+    return fork

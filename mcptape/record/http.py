@@ -34,7 +34,8 @@ import httpx
 
 from mcptape.errors import SecretLeak
 from mcptape.jsonrpc import loads_depth
-from mcptape.publish.outlet import Outlet, say
+from mcptape.publish.outlet import Outlet
+from mcptape.publish.outlet import say as outlet_say
 from mcptape.redact.policy import secret_reason
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
@@ -163,13 +164,14 @@ class _Proxy(Server):
     client: httpx.Client
     open_responses: set[httpx.Response]
     lock: threading.Lock
+    say: Callable[[str], None]  # where a line for a person goes: rec's stderr, the library's logger
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that drops its connection (a reset, a closed pipe: a killed agent) is one
         line on stderr, not socketserver's traceback; anything else is still reported in full."""
         error = sys.exc_info()[1]
         if isinstance(error, (ConnectionError, TimeoutError)):
-            say(f"mcptape rec: a client disconnected mid-exchange ({type(error).__name__}); recording goes on")
+            self.say(f"mcptape rec: a client disconnected mid-exchange ({type(error).__name__}); recording goes on")
             return
         super().handle_error(request, client_address)
 
@@ -323,11 +325,12 @@ def record_http(
     *,
     on_ready: Callable[[str], None],
     stop: threading.Event | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> int:
     """Record the traffic to `upstream` (an http(s) MCP endpoint) through a proxy at `listen`
     (HOST:PORT) into `out` until SIGINT/SIGTERM (or `stop`); the tape gets its footer when the proxy
     stops. Returns how many messages were recorded; a SecretLeak if the tape had to be dropped.
-    `on_ready` gets the proxy's own URL once it listens."""
+    `on_ready` gets the proxy's own URL once it listens; `say` a line for a person (stderr by default)."""
     parts = urlsplit(upstream)
     host, port = parse_listen(listen)
     server = _Proxy((host, port), ProxyHandler)
@@ -337,6 +340,7 @@ def record_http(
     server.open_responses = set()
     server.lock = threading.Lock()
     server.recorder = HttpRecorder(out, name)
+    server.say = say or outlet_say
     try:
         serve_until_stopped(server, lambda: on_ready(server.url_base), stop)
     finally:
@@ -349,3 +353,5 @@ def record_http(
     if server.recorder.leak is not None:
         raise server.recorder.leak
     return server.recorder.messages
+
+

@@ -35,6 +35,8 @@ ALLOWED = {
                           "view on stdout; tape/ sits below the outlet",
     "config/json_schema.py::__main__": "a developer's script regenerating the shipped schema",
     "cli.py::_refuse_platform": "the one sentence on a platform mcptape does not run on, where the outlet cannot load",
+    "api/child.py::_write_status": "the library's child process telling the library its pid and exit code (two "
+                                   "numbers, no data): a message between processes, not a command's output",
 }
 
 _STREAMS = {"sys.stdout", "sys.stderr", "sys.stdout.buffer", "sys.stderr.buffer", "sys.__stdout__", "sys.__stderr__"}
