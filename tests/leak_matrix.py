@@ -201,10 +201,10 @@ def run_fallback(checkout: Path, work: Path, planted: Sequence[Plant]) -> Run:
     """play --fallback over a tape of the handshake alone: every call is answered live and appended."""
     served, env = _plants_file(work, planted)
     tape = work / "out" / "fallback.tape.jsonl"
-    first = _client_lines([]).split(b"\n", 2)
-    first = first[0] + b"\n" + first[1] + b"\n"  # initialize and initialized: nothing else is on the tape
+    lines = _client_lines([]).split(b"\n", 2)
+    handshake = lines[0] + b"\n" + lines[1] + b"\n"  # initialize and initialized: nothing else is on the tape
     subprocess.run([*_mcptape(checkout), "rec", "--out", str(tape), "--", sys.executable, str(ECHO)],
-                   input=first, capture_output=True, cwd=work, env=_env(checkout, {}), timeout=WAIT, check=True)
+                   input=handshake, capture_output=True, cwd=work, env=_env(checkout, {}), timeout=WAIT, check=True)
     done = subprocess.run([*_mcptape(checkout), "play", str(tape), "--fallback", "--", sys.executable, str(ECHO)],
                           input=_client_lines(planted), capture_output=True, cwd=work, env=_env(checkout, env),
                           timeout=WAIT)  # fmt: skip
