@@ -8,7 +8,7 @@ and transports/http.py's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mcptape.config.models import HttpServer, StdioServer
@@ -39,8 +39,17 @@ class _HomeRemoved:
         self._inner = inner
         self._home = home
 
-    def __getattr__(self, name: str) -> object:  # stderr_lines, spawned, ...: the transport's own
-        return getattr(self._inner, name)
+    @property
+    def stderr_lines(self) -> Sequence[bytes]:
+        return self._inner.stderr_lines
+
+    @property
+    def stderr_left_out(self) -> Sequence[int]:
+        return self._inner.stderr_left_out
+
+    @property
+    def spawned(self) -> bool:
+        return self._inner.spawned
 
     def send(self, line: bytes) -> None:
         self._inner.send(line)

@@ -227,6 +227,8 @@ class _HttpTransportBase:
         self._configured = dict(headers)
         self._started = started
         self.spawned = started is not None  # base.py: a `url:` server's silence says nothing
+        self.stderr_lines: list[bytes] = []  # a started server's output is its stderr_tail, never recorded
+        self.stderr_left_out = (0, 0)
         self._client = new_client(httpx.Timeout(CONNECT_TIMEOUT, read=None))
         self._incoming: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._outgoing: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
