@@ -41,8 +41,8 @@ from mcptape import __version__
 from mcptape.errors import TapeError
 from mcptape.jsonrpc import id_key
 from mcptape.sequences import common_prefix, common_suffix, equal_back
-from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C
-from mcptape.tape.format import FORMAT_VERSION, READABLE_FORMATS, Tape
+from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C, in_session
+from mcptape.tape.format import READABLE_FORMATS, Tape
 from mcptape.tape.seal import is_seal_line, sealed_verbatim
 
 
@@ -261,7 +261,8 @@ def _check_header(p: Path, number: int, header: dict[str, Any] | None) -> dict[s
         )
     if fmt not in READABLE_FORMATS or isinstance(fmt, bool):
         raise TapeError(
-            f"{p}: tape format {fmt!r} is not one this mcptape ({__version__}) reads (format {FORMAT_VERSION})",
+            f"{p}: tape format {fmt!r} is not one this mcptape ({__version__}) reads (formats "
+            f"{', '.join(map(str, READABLE_FORMATS))})",
             hint=f"re-record it with mcptape {__version__}, or use the mcptape version "
             f"{header.get('version', '?')} that wrote it",
         )
@@ -540,7 +541,7 @@ class TapeStream:
             if raw.startswith(self._S2C_REQUEST) or (not ours and b'"s2c"' in raw and b'"request"' in raw):
                 obj = parse(raw)
                 if obj is not None and obj.get("kind") == "request" and obj.get("dir") == S2C:
-                    key = id_key(obj.get("id"))
+                    key = in_session(obj.get("session"), id_key(obj.get("id")))
                     if key in server_ids:
                         return False
                     server_ids.add(key)
