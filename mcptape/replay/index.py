@@ -144,6 +144,8 @@ class TapeIndex:
         self._pending_status: dict[Any, int] = {}  # session -> a status noted for its next answer
         self._server_ids_seen: dict[str, int] = {}
         self._calls_by_token: dict[str, RecordedCall] = {}  # in_session progress token -> its call
+        self._anchors: dict[Any, int | None] = {}  # session -> its latest anchor (a tape of sessions)
+        self._last_session: Any = None
         self._id_spans: dict[int, tuple[str, str]] = {}  # a cache: response index -> text around its id
         self._lock = threading.Lock()
         self.shared = False  # another replay reads it too (ReplayEngine.fresh): grow it under the lock
@@ -246,15 +248,18 @@ class TapeIndex:
         verbatim, by_method, line_of = self.verbatim, self.by_method, self.tape.line_of
         head = dict.get  # kind, dir, id, method: read without parsing a LazyEvent (and faster)
         sessions = self.sessions
-        session = None
+        anchors = self._anchors
+        session = self._last_session
         for i in range(self._indexed, end):
             ev = events[i]
             kind, direction = head(ev, "kind"), head(ev, "dir")
             if kind == "note":
                 self._note_status(ev)
                 continue
-            if sessions:
+            if sessions:  # a server message is anchored within its own session
+                anchors[session] = anchor
                 session = ev.get("session")
+                anchor = anchors.get(session)
             if direction == C2S:
                 # A status noted for a notification's POST answers nothing.
                 self._pending_status.pop(session, None)
@@ -324,6 +329,10 @@ class TapeIndex:
                 self.startup.append(i)
             else:
                 self.anchored.setdefault(anchor, []).append(i)
+        if sessions:
+            anchors[session] = anchor
+            self._last_session = session
+            anchor = max((a for a in anchors.values() if a is not None), default=None)
         self.anchor = anchor
         self._indexed = end
 

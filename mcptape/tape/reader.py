@@ -42,7 +42,7 @@ from mcptape.errors import TapeError
 from mcptape.jsonrpc import id_key
 from mcptape.sequences import common_prefix, common_suffix, equal_back
 from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C, in_session
-from mcptape.tape.format import READABLE_FORMATS, Tape
+from mcptape.tape.format import READABLE_FORMATS, SESSIONS_FORMAT, Tape
 from mcptape.tape.seal import is_seal_line, sealed_verbatim
 
 
@@ -519,7 +519,8 @@ class TapeStream:
         # not when its batch is parsed mid-session (the lines holding one are few, see _ODD_MSG).
         odd = [(raw, n) for raw, n in zip(raws, numbers, strict=True) if odd_msg and _ODD_MSG.search(raw)]
         check_messages(p, [_parse_line(raw) or {} for raw, _ in odd], [n for _, n in odd])
-        self.streamable = self._prescan(_parse_line)
+        # A tape of HTTP sessions (format 3) is indexed whole: its anchors are per session (replay/index.py).
+        self.streamable = self._prescan(_parse_line) and self.tape.header.get("format") != SESSIONS_FORMAT
 
     def restart_batches(self) -> None:
         """Batches start small again (FIRST_BATCH lines), doubling from there."""

@@ -249,14 +249,25 @@ class OAuthClient:
                 f"{creds.client_id!r}: HTTP {resp.status_code}" + (f" ({said})" if said else ""),
                 hint="check auth.client_id and the secret or key in the environment",
             )
-        self._learned[f"{self._name}.access_token"] = token
+        self._learn("access_token", token)
         self._token = token
         refresh = body.get("refresh_token")
         if isinstance(refresh, str) and refresh:
-            self._learned[f"{self._name}.refresh_token"] = refresh
+            self._learn("refresh_token", refresh)
             self._refresh_token = refresh
         expires = body.get("expires_in")
         self._expires_at = time.time() + float(expires) if isinstance(expires, int | float) and expires > 0 else None
+
+    def _learn(self, kind: str, value: str) -> None:
+        """Every token stays a known secret for the session, a renewed one beside the one before
+        (`auth.access_token`, `auth.access_token.2`, ...): a server may echo either."""
+        if value in self._learned.values():
+            return
+        name = f"{self._name}.{kind}"
+        n = 1
+        while (name if n == 1 else f"{name}.{n}") in self._learned:
+            n += 1
+        self._learned[name if n == 1 else f"{name}.{n}"] = value
 
     def _method(self) -> str:
         if self.credentials.method is not None:
