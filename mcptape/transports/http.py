@@ -352,6 +352,16 @@ class _HttpTransportBase:
     def _deliver(self, data: bytes) -> None:
         self._incoming.put(data)
 
+    def _drain(self, resp: httpx.Response) -> bytes:
+        """The body of an answer read to its end (empty if the connection dropped), then closed."""
+        try:
+            return resp.read()
+        except httpx.HTTPError:
+            return b""
+        finally:
+            resp.close()
+            self._track(resp, False)
+
     def _read_sse(self, resp: httpx.Response, what: str, answers: Any, on_event: Any = None) -> bool:
         """Read an SSE body to its end, delivering messages. True if the request was answered.
 
@@ -518,13 +528,7 @@ class StreamableHttpTransport(_HttpTransportBase):
             self._fail(f"{self._safe_url()} answered {what} with a JSON body that holds no answer to it")
 
     def _http_error(self, resp: httpx.Response, what: str, request: Any) -> None:
-        try:
-            body = resp.read()
-        except httpx.HTTPError:
-            body = b""
-        finally:
-            resp.close()
-            self._track(resp, False)
+        body = self._drain(resp)
         # A JSON-RPC error answering the request is the server's answer: pass it on as one.
         if request is not None and resp.headers.get("content-type", "").startswith("application/json"):
             want = json.dumps(request["id"])
@@ -600,13 +604,7 @@ class StreamableHttpTransport(_HttpTransportBase):
         self._track(resp, True)
         if resp.status_code == 200 and resp.headers.get("content-type", "").startswith("text/event-stream"):
             return resp, False
-        try:
-            body = resp.read()
-        except httpx.HTTPError:
-            body = b""
-        finally:
-            resp.close()
-            self._track(resp, False)
+        body = self._drain(resp)
         if not self._closing.is_set():
             self._fail(
                 f"{self._safe_url()} ended the SSE stream of {what} before answering it, and refused to resume it "
