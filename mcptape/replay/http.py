@@ -29,7 +29,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from mcptape.http_serve import (
+from mcptape.jsonrpc import classify, id_key, loads
+from mcptape.replay.lab import Served
+from mcptape.replay.outgoing import Outgoing
+from mcptape.tape.format import Tape
+from mcptape.transports.serve import (
     CheckedHandler,
     ChunkedBody,
     HostCheck,
@@ -37,10 +41,6 @@ from mcptape.http_serve import (
     parse_listen,
     serve_until_stopped,
 )
-from mcptape.jsonrpc import classify, id_key, loads
-from mcptape.replay.lab import Served
-from mcptape.replay.outgoing import Outgoing
-from mcptape.tape.format import Tape
 from mcptape.transports.sse import SESSION_HEADER, format_sse
 
 _END = None  # marks the end of a request stream in its queue

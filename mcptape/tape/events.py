@@ -19,7 +19,7 @@ A line nested deeper than jsonrpc.MAX_DEPTH is parsed with its deep parts kept a
 holding their JSON text (jsonrpc.py: "Depth"); its event always has `raw` (the wire form, which
 `wire_text` gives), and a `note` event ("deep_json", DEEP_NOTE) follows it: the builder holds it
 until the producer takes it (`take_notes`), so every producer writes the cut into its tape.
-Nothing but `raw`, the scripted client's `step` (an int, client.py) and what rec --listen adds may
+Nothing but `raw`, the scripted client's `step` (an int, live/client.py) and what rec --listen adds may
 follow `msg`: play reads a message's wire text straight off a verbatim tape's line by that order
 (reader.lazy_event; a line ending otherwise is parsed). rec --listen adds `session` (an int: the
 HTTP session the message crossed in, numbered from 1 in order of appearance; such a tape is format 3,
