@@ -281,7 +281,7 @@ def test_the_layers_are_the_table_of_docs_architecture_md() -> None:
     assert [name for name, _ in LAYERS] == ["facts", "formats and wires", "scrubbing", "configuration", "judging",
                                           "conformance", "renderings", "publishing", "the live side",
                                           "recording and replay", "the gate", "commands", "the command line"]
-    assert "mcptape.tape" in LAYERS[1][1] and "mcptape.verdict.vocabulary" in LAYERS[0][1]
+    assert "mcptape.tape" in LAYERS[1][1] and "mcptape.verdict" in LAYERS[0][1]
     doc = DOC.read_text(encoding="utf-8")
     without = read_layers(doc.replace(", `volatility/`", "", 1))
     assert "mcptape.volatility" not in {m for _, mods in without for m in mods}
