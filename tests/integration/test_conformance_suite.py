@@ -14,6 +14,7 @@ checks them against what the suite does.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -22,10 +23,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, user_env
+from tests.conftest import FIXTURES, ROOT, mcptape_command, user_env
 from tests.integration.http_helpers import mcptape_listening, stop_group
 
 SUITE_DIR = FIXTURES / "conformance"
@@ -108,8 +110,23 @@ def test_every_server_scenario_gets_the_live_verdict_through_rec_and_play(target
 
     with mcptape_listening("play", str(tape)) as play:
         via_play = suite("server", "--url", play.url, "--suite", "all", out=tmp_path / "play")
+        # An answer the server streamed is streamed, with the CORS headers it sent (a browser client
+        # reads Mcp-Session-Id only if they expose it).
+        where = urlsplit(play.url)
+        conn = http.client.HTTPConnection(str(where.hostname), where.port, timeout=30)
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
+                     {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        answer = conn.getresponse()
+        assert answer.getheader("Content-Type") == "text/event-stream" and b'"serverInfo"' in answer.read()
+        assert answer.getheader("Access-Control-Expose-Headers") == "Mcp-Session-Id"
+        assert answer.getheader("Access-Control-Allow-Origin") == "*"
     assert play.returncode == 0, play.stderr
     assert via_play == live
+
+    shown = subprocess.run(mcptape_command("show", str(tape)), capture_output=True, text=True, check=False,
+                           env=user_env(COLUMNS="200"))
+    assert shown.returncode == 0 and "session" in shown.stdout.splitlines()[2]  # the column that tells ids apart
 
     # What the equality is worth: play of a tape whose answer changed (its text content is no longer
     # of type "text") fails that scenario.

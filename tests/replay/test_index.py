@@ -196,7 +196,9 @@ def test_a_tape_of_sessions_pairs_ids_within_each_session_and_replays_each_from_
     tape = _sessions_tape()
     assert tape.header["format"] == 3
     index = TapeIndex(tape)  # the same server request id in two sessions is no conflict
-    answers = {index.events[c.response]["msg"]["result"]["content"][0]["text"] for c in index.by_method["tools/call"]}
+    answers = {index.events[c.response]["msg"]["result"]["content"][0]["text"]
+               for c in index.by_method["tools/call"] if c.response is not None}
+    assert len(answers) == len(index.by_method["tools/call"])
     assert answers == {"LLM said: from a", "LLM said: from b"}  # each call paired with its own session's answer
 
     first = ReplayEngine(tape, index=index)

@@ -226,11 +226,17 @@ def test_rec_refuses_a_rebound_request_before_forwarding_and_forwards_the_origin
 
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    stop, ready, said = threading.Event(), threading.Event(), []
+    stop, ready = threading.Event(), threading.Event()
+    said: list[str] = []
     url: list[str] = []
+
+    def listening(at: str) -> None:
+        url.append(at)
+        ready.set()
+
     rec = threading.Thread(target=record_http, args=(f"http://127.0.0.1:{upstream.server_address[1]}/mcp",
                                                      "127.0.0.1:0", tmp_path / "t.tape.jsonl", "t"),
-                           kwargs={"on_ready": lambda u: (url.append(u), ready.set()), "stop": stop, "say": said.append})
+                           kwargs={"on_ready": listening, "stop": stop, "say": said.append})
     rec.start()
     try:
         assert ready.wait(10)
