@@ -183,12 +183,8 @@ def _merge_schema_breaks(diff: DiffResult, schema_breaks: Sequence[SchemaBreak])
 
 def _no_golden(ctx: RunContext, session: Session) -> DiffResult:
     rel = _rel(ctx, golden_path(ctx, session))
-    finding = Finding(
-        category="session",
-        severity="structural",
-        path="",
-        message=f"no golden tape {rel}: record it with `{UPDATE_HINT} --session {session.name}`, review and commit it",
-    )
+    finding = Finding.of("session", "no_golden", "",
+                         f"no golden tape {rel}: record it with `{UPDATE_HINT} --session {session.name}`, review and commit it")
     return DiffResult(verdict="structural", drifts=[Drift(call=None, findings=[finding])], b=session.name)
 
 

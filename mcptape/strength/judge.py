@@ -32,14 +32,14 @@ from mcptape.ci.session import (
     normalized_golden,
     session_normalizer,
 )
-from mcptape.live.client import SchemaBreak, schema_break, schema_violation
 from mcptape.config.models import DriftSettings, NormalizeRule, Session
 from mcptape.diff.surface_cost import add_budget_drift, surface_facts
-from mcptape.volatility.normalize import Normalizer, apply_path, canonical_order, parse_path
-from mcptape.verdict.model import DiffResult, Finding
+from mcptape.live.client import SchemaBreak, schema_break, schema_violation
 from mcptape.strength.mutants import PROSE, Event, Mutant, get_at
 from mcptape.tape.format import Tape
+from mcptape.verdict.model import DiffResult, Finding
 from mcptape.verdict.vocabulary import VERDICT_EXIT
+from mcptape.volatility.normalize import Normalizer, apply_path, canonical_order, parse_path
 
 Verdict = Literal["killed", "survived", "by_design", "equivalent"]
 _WILDCARDS = frozenset("*?")

@@ -20,11 +20,11 @@ from mcptape.ci.session import RunContext, golden_path
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Session
 from mcptape.errors import TapeError
-from mcptape.verdict.model import DiffResult
 from mcptape.strength.judge import Judgement, Mask, SessionJudge, config_masks
 from mcptape.strength.mutants import MUTATIONS, SURFACE, Golden, Mutant, mutants
 from mcptape.tape.format import Tape
 from mcptape.tape.reader import read_tape
+from mcptape.verdict.model import DiffResult
 
 # What a change to an answer no session asks for is counted as: the two kinds any answer can have.
 UNREACHED_KINDS = {"tool": ("result_text_changed", "result_to_error"),

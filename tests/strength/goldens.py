@@ -12,8 +12,8 @@ from typing import Any
 
 from mcptape.ci.session import RunContext
 from mcptape.config.load import LoadedConfig, load_config
-from mcptape.volatility.normalize import canonical_order
 from mcptape.tape.format import Tape
+from mcptape.volatility.normalize import canonical_order
 
 SESSION = "demo"
 ECHO_OUT = {"type": "object", "properties": {"text": {"type": "string"}, "count": {"type": "integer"}},
