@@ -245,6 +245,17 @@ class ProxyHandler(CheckedHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # request lines may carry tokens in query strings; we log nothing per request
 
+    def handle_one_request(self) -> None:
+        """A client that closes a kept-alive connection between two exchanges (every SDK client does,
+        with its GET stream) has ended nothing mid-exchange: no line on stderr for it."""
+        self.raw_requestline = b""  # what the next request's first line is, once read
+        try:
+            super().handle_one_request()
+        except (ConnectionResetError, BrokenPipeError):
+            if self.raw_requestline:  # a request was read: it was mid-exchange, _Proxy.handle_error says so
+                raise
+            self.close_connection = True
+
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             parts: list[bytes] = []
@@ -294,24 +305,27 @@ class ProxyHandler(CheckedHandler):
         # Identity encoding upstream: the recorder must read the bytes it forwards.
         headers.append(("Accept-Encoding", "identity"))
         session = srv.recorder.session(session_id)
-        # A POST without a session id (an initialize) belongs to the session its answer names: its
-        # messages are recorded once that answer's head is here, before anything of the answer.
         posted = body.decode("utf-8", "replace") if self.command == "POST" and body.strip() else None
-        if posted is not None and session_id:
+        # A streamable HTTP initialize (its client accepts SSE; it has no session id yet) belongs to the
+        # session its answer names, and that answer comes in this POST's own body: its messages are
+        # recorded once the answer's head is here, before anything of the answer. Anything else is
+        # recorded before it is forwarded: the legacy transport answers on its GET stream, maybe first.
+        named_by_answer = (posted is not None and not session_id and '"initialize"' in posted
+                           and "text/event-stream" in self.headers.get("Accept", ""))
+        if posted is not None and not named_by_answer:
             srv.recorder.messages_from(C2S, posted, session)
         try:
             request = srv.client.build_request(self.command, self._target(), content=body or None, headers=headers)
             resp = srv.client.send(request, stream=True)
         except httpx.HTTPError as e:
-            if posted is not None and not session_id:
-                srv.recorder.messages_from(C2S, posted, None)
+            if named_by_answer:
+                srv.recorder.messages_from(C2S, str(posted), None)
             srv.recorder.note({"request": self.command, "status": 502, "error": type(e).__name__}, session)
             self._send_plain(502, f"mcptape rec: upstream {safe_url(srv.upstream)} unreachable: {type(e).__name__}\n")
             return None, body, session
-        if not session_id:
+        if named_by_answer:
             session = srv.recorder.session(resp.headers.get(SESSION_HEADER))
-            if posted is not None:
-                srv.recorder.messages_from(C2S, posted, session)
+            srv.recorder.messages_from(C2S, str(posted), session)
         return resp, body, session
 
     # Every method goes upstream as it came.
