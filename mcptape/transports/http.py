@@ -506,7 +506,9 @@ class StreamableHttpTransport(_HttpTransportBase):
             try:
                 self._auth.unauthorized(resp.headers.get("WWW-Authenticate"))
             except ServerError as e:
-                self._fail(f"{_describe(msg)}: {self._safe_url()} wants an OAuth token: {e.message}", hint=e.hint)
+                # (Never "token: X" in a message: the redactor reads that as a secret assignment.)
+                self._fail(f"{_describe(msg)} was refused (HTTP 401) and no OAuth token could be had: {e.message}",
+                           hint=e.hint)
                 return None
         raise AssertionError("unreachable")
 
