@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcptape.replay.fallback import _in_sessions_of
 from mcptape.tape.format import Tape, make_header
 
 
 def test_a_live_run_recorded_by_rec_listen_follows_the_sessions_of_the_tape_it_is_appended_to() -> None:
-    live = [{"kind": "request", "dir": "c2s", "id": 0, "method": "initialize", "msg": {}, "session": 1},
+    live: list[dict[str, Any]] = [{"kind": "request", "dir": "c2s", "id": 0, "method": "initialize", "msg": {}, "session": 1},
             {"kind": "response", "dir": "s2c", "id": 0, "method": "initialize", "msg": {}, "session": 1, "sse": True},
             {"kind": "note", "what": "http", "detail": {"cors": "answer", "headers": {}}}]
     with_sessions = Tape(header=make_header("t", transport="http", sessions=True),
