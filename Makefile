@@ -8,7 +8,7 @@ NODE_DIR := fixtures/node
 # The official MCP conformance suite, the SDK of its target server and Node 22 (the suite needs it).
 CONFORMANCE_DIR := fixtures/conformance
 
-.PHONY: install install-python install-node install-conformance demo test lint bench fuzz clean
+.PHONY: install install-python install-node install-conformance install-browser demo test lint bench fuzz clean
 
 install: install-python install-node install-conformance
 install-python: $(VENV)/.installed
@@ -28,6 +28,12 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/packag
 $(CONFORMANCE_DIR)/node_modules/.installed: $(CONFORMANCE_DIR)/package.json $(CONFORMANCE_DIR)/package-lock.json
 	cd $(CONFORMANCE_DIR) && npm ci --silent --no-audit --no-fund
 	touch $@
+
+# The browser tests (tests/integration/test_html_browser.py) open the HTML report in Debian's
+# chromium, driven by Playwright (a dev dependency) at /usr/bin/chromium: no browser download.
+# Needs root (apt-get); .ci/run runs it. Without chromium those tests skip, and fail under CI=true.
+install-browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 demo: install-python
 	$(BIN)/python fixtures/example/demo.py

@@ -217,14 +217,14 @@ class _Proxy(Server):
     client: httpx.Client
     open_responses: set[httpx.Response]
     lock: threading.Lock
+    say: Callable[[str], None]  # where a line for a person goes: rec's stderr, the library's logger
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that drops its connection (a reset, a closed pipe: a killed agent) is one
         line on stderr, not socketserver's traceback; anything else is still reported in full."""
         error = sys.exc_info()[1]
         if isinstance(error, (ConnectionError, TimeoutError)):
-            print(f"mcptape rec: a client disconnected mid-exchange ({type(error).__name__}); recording goes on",
-                  file=sys.stderr, flush=True)
+            self.say(f"mcptape rec: a client disconnected mid-exchange ({type(error).__name__}); recording goes on")
             return
         super().handle_error(request, client_address)
 
@@ -427,12 +427,13 @@ def record_http(
     (HOST:PORT) into `out` until SIGINT/SIGTERM (or `stop`); the tape gets its footer when the proxy
     stops. Returns how many messages were recorded; a SecretLeak if the tape had to be dropped.
     `on_ready` gets the proxy's own URL once it listens; `allow_hosts` are the names answered besides
-    the loopback ones (HostCheck), `say` where a refused request is said."""
+    the loopback ones (HostCheck); `say` a line for a person (stderr by default): a refused request,
+    a warning."""
     parts = urlsplit(upstream)
     host, port = parse_listen(listen)
-    host_check = HostCheck(host, allow_hosts, say)
-    if host_check.warning and say is not None:
-        say(f"mcptape rec: {host_check.warning}")
+    host_check = HostCheck(host, allow_hosts, say or _on_stderr)
+    if host_check.warning:
+        (say or _on_stderr)(f"mcptape rec: {host_check.warning}")
     server = _Proxy((host, port), ProxyHandler, host_check)
     server.upstream = upstream
     server.origin = f"{parts.scheme}://{parts.netloc}"
@@ -440,6 +441,7 @@ def record_http(
     server.open_responses = set()
     server.lock = threading.Lock()
     server.recorder = HttpRecorder(out, name)
+    server.say = say or _on_stderr
     try:
         serve_until_stopped(server, lambda: on_ready(server.url_base), stop)
     finally:
@@ -452,3 +454,7 @@ def record_http(
     if server.recorder.leak is not None:
         raise server.recorder.leak
     return server.recorder.messages
+
+
+def _on_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
