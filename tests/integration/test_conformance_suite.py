@@ -149,10 +149,14 @@ def test_the_client_scenarios_that_apply_pass_against_mcptape_ci(tmp_path: Path)
     applies = documented("Client scenarios")
     not_applying = documented("What does not apply")
     assert sorted(results) == sorted([*applies, *not_applying]), "docs/conformance.md and the suite's client scenarios differ"
-    # sse-retry times the reconnection; a loaded machine may be late by more than its 200 ms tolerance
-    # (a WARNING), never early, and never without Last-Event-ID (those are FAILUREs).
-    assert {s: failed(results, s) for s in applies if failed(results, s)} == {}
-    assert all(st == "SUCCESS" for s in applies for c, st in results[s] if c != "client-sse-retry-timing")
+    # Every check passes but sse-retry's timing, a wall-clock check: a loaded machine reconnects late
+    # (the suite says WARNING past 200 ms, FAILURE past twice the `retry`). What it must never be is
+    # early: that is the client not waiting for `retry`, whatever the load.
+    timing = "client-sse-retry-timing"
+    assert {s: [c for c in results[s] if c[1] != "SUCCESS" and c[0] != timing] for s in applies} == {s: [] for s in applies}
+    [retry_run] = (tmp_path / "client").glob("sse-retry-*/checks.json")
+    [waited] = [c for c in json.loads(retry_run.read_text(encoding="utf-8")) if c["id"] == timing]
+    assert waited["details"]["tooEarly"] is False and waited["details"]["getConnectionCount"] >= 1
 
     out = tmp_path / "ci"
     # The stream cut and resumed is one exchange on the golden tape: one answer, no trace of the cut.
