@@ -45,7 +45,7 @@ from mcptape.redact.policy import command_secrets
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import C2S
-from mcptape.tape.format import Event, tape_bytes
+from mcptape.tape.format import SESSIONS_FORMAT, Event, Tape, tape_bytes
 from mcptape.tape.reader import read_tape
 from mcptape.tape.seal import FOOTER_FIELDS
 
@@ -307,10 +307,21 @@ def append_recording(tape: Path, live: Path, outlet: Outlet, *, replayed_handsha
         added.append(ev)
     if not added:
         return 0
+    added = _in_sessions_of(old, added)
     outlet.verified("\n".join(dumps(ev) for ev in added), f"--fallback: the live recording appended to {tape}")
     footer = {k: v for k, v in (old.footer or {}).items() if k not in FOOTER_FIELDS}
     write_atomic(tape, tape_bytes(old.header, [*old.events, *added], **footer), what="tape")
     return len(added)
+
+
+def _in_sessions_of(old: Tape, added: list[Event]) -> list[Event]:
+    """The live events as `old` numbers HTTP sessions (tape/format.py's format 3): rec --listen numbered
+    the live run's from 1, so on a tape of sessions they follow its last one; a tape without sessions
+    gets them without the marks, which it would not read."""
+    if old.header.get("format") == SESSIONS_FORMAT:
+        last = max((ev["session"] for ev in old.events if isinstance(ev.get("session"), int)), default=0)
+        return [{**ev, "session": ev["session"] + last} if isinstance(ev.get("session"), int) else ev for ev in added]
+    return [{k: v for k, v in ev.items() if k not in ("session", "sse")} for ev in added]
 
 
 def _error_obj(msg_id: Any, code: int, message: str) -> dict[str, Any]:
