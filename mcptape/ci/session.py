@@ -297,7 +297,7 @@ def _export(telemetry: Telemetry, ctx: RunContext, session: Session, result: Ses
     server = ctx.loaded.config.servers[session.server]
     meta = SessionMeta("ci", session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
                        protocol=fresh.recording.protocol,
-                       attributes={"mcptape.verdict.vocabulary": str(result.verdict), "mcptape.server": session.server})
+                       attributes={"mcptape.verdict": str(result.verdict), "mcptape.server": session.server})
     try:
         telemetry.export(meta, clock.timed(fresh.redacted), outlet)
     except SecretLeak as e:  # a payload asked for (--otel-payloads) held a known secret: nothing sent
