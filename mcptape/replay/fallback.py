@@ -79,6 +79,7 @@ class LiveFallback:
         self.say = say
         self.forwarded: list[str] = []  # the calls that went live, described
         self._proc: subprocess.Popen[bytes] | None = None
+        self._readers: list[threading.Thread] = []  # the threads reading rec's pipes, joined before they close
         self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._dir: str | None = None
         self._handshake: list[dict[str, Any]] = []  # the client's initialize and initialized, as sent
@@ -126,7 +127,7 @@ class LiveFallback:
             except OSError as e:
                 self._failed = f"could not start the recorder: {e.strerror or e}"
                 return
-            threading.Thread(target=self._read, name="fallback-reader", daemon=True).start()
+            self._reader(self._read, "fallback-reader")
         init = next((m for m in self._handshake if m.get("method") == "initialize"), None)
         if init is None:
             return  # a 2026-07-28 session (no handshake), or the client has not initialized yet
@@ -156,7 +157,7 @@ class LiveFallback:
             self._failed = f"could not start the recorder: {e.strerror or e}"
             return False
         listening: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        threading.Thread(target=self._rec_stderr, args=(listening,), name="fallback-rec-stderr", daemon=True).start()
+        self._reader(lambda: self._rec_stderr(listening), "fallback-rec-stderr")
         try:
             base = listening.get(timeout=FORWARD_TIMEOUT)
         except queue.Empty:
@@ -167,6 +168,11 @@ class LiveFallback:
         self._http = StreamableHttpTransport(base + (urlsplit(self.url).path or "/"), {})
         threading.Thread(target=self._pump_http, name="fallback-http-reader", daemon=True).start()
         return True
+
+    def _reader(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._readers.append(thread)
+        thread.start()
 
     def _rec_stderr(self, listening: queue.SimpleQueue[str | None]) -> None:
         """rec's stderr onto ours (it is already redacted), and the URL it listens on, once."""
@@ -270,6 +276,12 @@ class LiveFallback:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 code = self._proc.wait()
+            # rec has exited: its pipes end, the readers finish, and the pipes are closed here, not by the GC.
+            for thread in self._readers:
+                thread.join(FORWARD_TIMEOUT)
+            for stream in (self._proc.stdout, self._proc.stderr):
+                if stream is not None:
+                    stream.close()
             assert self._dir is not None
             live = Path(self._dir) / "live.tape.jsonl"
             if self._failed is not None:
