@@ -27,10 +27,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
-from mcptape import __version__, environment
+import mcptape.environment as environment
 from mcptape.commands.usage import DEBUG_VARIABLE, USAGE, render_epilog
 from mcptape.errors import EXIT_CODES, EXIT_COULD_NOT_RUN, McptapeError
 from mcptape.replay.served_values import help_text as served_help
+from mcptape.version import __version__
 
 SUPPORTED_PLATFORMS = "Linux and macOS"
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 from urllib.parse import urlsplit
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.api import child
 from mcptape.api.endpoint import Endpoint, PlayReport
 from mcptape.api.modes import Action, RecordMode

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 # in the import system, which then gave one of them a partially initialized module (ImportError);
 # tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
 # The one exception is the conformance check (conformance/gate.py, loaded by run_in_pool).
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.ci.eras import config_index, era_of, era_refusal, session_names
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Config, DriftSettings, HttpServer, NormalizeRule, Session, StdioServer

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.errors import EXIT_SECRET, ConfigError, SecretLeak
 from mcptape.logsafe import ci_log_block, inert_json, safe_log, utf8
 from mcptape.tape.atomic import write_atomic

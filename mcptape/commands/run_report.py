@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.commands.output import JSON_STDOUT, report_stream, write_output
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak, TapeError
 from mcptape.logsafe import utf8

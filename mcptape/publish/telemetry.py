@@ -40,12 +40,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcptape import __version__, environment
+import mcptape.environment as environment
 from mcptape.errors import McptapeError
 from mcptape.jsonrpc import dumps, id_key
 from mcptape.tape.events import C2S, S2C, EventBuilder
 from mcptape.tape.reader import read_tape
 from mcptape.transports.base import Transport
+from mcptape.version import __version__
 
 if TYPE_CHECKING:
     from mcptape.publish.outlet import Outlet

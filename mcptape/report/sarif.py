@@ -17,9 +17,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mcptape import __version__
 from mcptape.verdict.model import RunReport
 from mcptape.verdict.vocabulary import SECURITY_KINDS
+from mcptape.version import __version__
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"structural": "error", "output": "warning", "info": "note"}
