@@ -12,6 +12,7 @@ into a message on stderr and that code, never a traceback::
     ├── ReplayError                   3  a tape that cannot be replayed (say why): could not run
     ├── GitHubError                   3  a GitHub API call failed (which call, HTTP status, the fix)
     ├── WriteError                    3  a file could not be written (golden, fresh tape, report): path, cause
+    ├── UsageError                    3  options that cannot be honoured together, an output onto an input: why, the fix
     └── SecretLeak                    4  a secret survived redaction; nothing was written
 
 Foreign exceptions are translated at the boundary where they occur, with `raise ... from e`.
@@ -99,6 +100,11 @@ class GitHubError(McptapeError):
 
 class WriteError(McptapeError):
     """A file could not be written (disk full, read-only, a directory in the way): names the path and the cause."""
+
+
+class UsageError(McptapeError):
+    """Options that cannot be honoured together (never accepted and then ignored), or an output that
+    would land on an input (commands/grammar.py): the reason and the fix."""
 
 
 class SecretLeak(McptapeError):

@@ -1,10 +1,10 @@
-"""`mcptape diff A B [-c mcptape.yml] [--raw] [--json FILE] [--conformance]`: read two tapes, diff them,
+"""`mcptape diff A B [-c mcptape.yml] [--raw] [--json[=FILE]] [--conformance]`: read two tapes, diff them,
 print the verdict, exit 0/1/2 (3: unreadable tape or config).
 
 Reading and printing only: the pair of tapes is tape/reader.py's `read_pair`, the comparison
 diff/engine.py's, the rendering report/terminal.py's. diff is not a wire command, so its report
-goes to stdout; `--json FILE` writes the verdict as JSON too (`--json -`: on stdout, instead of the
-report). rich is imported only to print the terminal report (`--json -` does without it).
+goes to stdout; `--json=FILE` writes the verdict as JSON too (`--json` alone: on stdout, instead of
+the report). rich is imported only to print the terminal report (`--json` alone does without it).
 
 Both tapes are compared as `mcptape ci` compares a fresh tape with its golden: through
 normalize.py's built-in rules (values, then the canonical order of racing notifications, on
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcptape.commands.terminal import JSON_STDOUT, print_report, write_output
+from mcptape.commands.grammar import STDOUT, Output, check_outputs
+from mcptape.commands.terminal import print_report, write_output
 from mcptape.diff.engine import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
 from mcptape.logsafe import ci_log_block, escape_controls, safe_log, utf8
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 class Options:
     golden: str
     fresh: str
-    json: str | None  # --json FILE; JSON_STDOUT for stdout
+    json: str | None  # --json=FILE; STDOUT for stdout (--json alone)
     conformance: bool
     exiting: bool  # the process ends right after (the console script): see run
     raw: bool = False  # no normalization at all
@@ -53,12 +54,12 @@ class Options:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(golden=args.a, fresh=args.b, json=args.json, conformance=bool(args.conformance),
-                   exiting=bool(getattr(args, "exiting", False)), raw=bool(getattr(args, "raw", False)),
-                   config=getattr(args, "config", None), allow_edited=bool(getattr(args, "allow_edited", False)))
+        return cls(golden=args.a, fresh=args.b, json=args.json, conformance=args.conformance, exiting=args.exiting,
+                   raw=args.raw, config=args.config, allow_edited=args.allow_edited)
 
 
 def run(options: Options) -> int:
+    check_outputs([Output("--json", options.json)], reads=[options.golden, options.fresh, options.config])
     # Parsing builds millions of acyclic objects; full GC passes over them only cost time.
     gc.disable()
     drift: DriftSettings | None = None
@@ -101,11 +102,11 @@ def run(options: Options) -> int:
         data["first_drift"] = result.first.one_line() if result.first is not None else None
         data["notes"] = notes
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-        if options.json == JSON_STDOUT:  # one JSON document, inert in a CI log (write_output)
+        if options.json == STDOUT:  # one JSON document, inert in a CI log (write_output)
             write_output(options.json, utf8(text), what="JSON verdict")
         else:
             write_atomic(options.json, utf8(text), what="JSON verdict")
-    if options.json != JSON_STDOUT:
+    if options.json != STDOUT:
         from mcptape.report.terminal import note_lines, render_diff  # rich, for this report only
 
         def render(console: Any) -> None:
@@ -134,7 +135,7 @@ def _fork(golden: Tape, fresh: Tape, options: Options) -> int | None:
     if options.json is not None:
         text = json.dumps({"verdict": "fork", "exit_code": 0, "fork": lineage, "first_drift": None},
                           ensure_ascii=False, indent=2) + "\n"
-        if options.json == JSON_STDOUT:
+        if options.json == STDOUT:
             sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
             return 0
         write_atomic(options.json, text.encode("utf-8"), what="JSON verdict")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcptape.commands.grammar import Output, check_outputs
 from mcptape.commands.terminal import say
 from mcptape.errors import EXIT_OK, ConfigError
 from mcptape.redact.redactor import make_redactor
@@ -77,6 +78,8 @@ def _parent_name(parent: str, out: str) -> str:
 
 
 def run(options: Options) -> int:
+    result_file = options.result[1:] if options.result is not None and options.result.startswith("@") else None
+    check_outputs([Output("--out", options.out, artifact=True)], reads=[options.tape, result_file])
     parent = read_tape(options.tape)  # TapeError -> exit 3 in cli.py
     header, events, footer = fork_tape(
         parent, options.at,

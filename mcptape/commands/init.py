@@ -12,7 +12,7 @@ calls that reach the outside world (`openWorldHint`), which a CI runner may not.
 Probing: a tool annotated read-only, or not annotated but named like a query (scaffold's "query": get,
 list, search...), is called once by init (probe.py) before the file is written; it stays active only if
 it answered, and is commented out with the reason seen otherwise (an error on the example arguments, a
-timeout, the network). `--safe` probes nothing: unannotated tools stay commented out, read-only ones
+timeout, the network). `--no-probe` probes nothing: unannotated tools stay commented out, read-only ones
 active unchecked. A tool that may write is never called. The summary says how much the gate covers.
 
 Isolation: a stdio server is written with `private_home: true` (a fresh HOME and temp dir per run, so
@@ -92,7 +92,7 @@ class Options:
     trial: bool = True
     protocol: str | None = None
     headers: tuple[str, ...] = ()  # --header 'Name: value' (HTTP only)
-    probe: bool = True  # --safe: call nothing that is not annotated read-only
+    probe: bool = True  # --no-probe: call nothing that is not annotated read-only
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -101,7 +101,7 @@ class Options:
             server = server[1:]
         return cls(server=tuple(server), url=args.url, out=args.out, name=args.name, env=tuple(args.env or ()),
                    trial=not args.no_trial, protocol=args.protocol, headers=tuple(args.header or ()),
-                   probe=not getattr(args, "safe", False))
+                   probe=not args.no_probe)
 
 
 @dataclass
@@ -235,6 +235,9 @@ def _server_entry(options: Options, out: Path, env: Mapping[str, str]) -> dict[s
     if options.url:
         refuse_url_credentials(options.url)
         headers = _headers(options.headers)
+        if options.env:
+            raise ConfigError("--env passes variables to a server init starts; an HTTP server (--url) is not started "
+                              "by init", hint="send what it needs as a header: --header 'Authorization: Bearer ${TOKEN}'")
         return {"url": options.url, **({"headers": headers} if headers else {}), **pinned}
     if options.headers:
         raise ConfigError("--header is for an HTTP server (--url); a stdio server gets variables with --env")
@@ -525,7 +528,7 @@ def plan_calls(surface: Surface, hints: Hints, file_hint: str | None = None) -> 
             plans[tname] = Plan(arguments, False, f"fill in its arguments ({_one_line(problem, 120)})",
                                 "need arguments filled in")
         elif safety.probe:
-            plans[tname] = Plan(arguments, False, f"{safety.reason}: not probed (--safe)", "query")
+            plans[tname] = Plan(arguments, False, f"{safety.reason}: not probed (--no-probe)", "query")
         else:
             plans[tname] = Plan(arguments, True)
     return plans
@@ -533,9 +536,9 @@ def plan_calls(surface: Surface, hints: Hints, file_hint: str | None = None) -> 
 
 def _probed(entry: Mapping[str, Any], surface: Surface, plans: dict[str, Plan], directory: Path,
             env: Mapping[str, str], *, probe: bool) -> dict[str, Plan]:
-    """Call the read-only and (unless --safe) the query-named tools once; keep those that answered."""
+    """Call the read-only and (unless --no-probe) the query-named tools once; keep those that answered."""
     wanted = [(n, p.arguments or {}) for n, p in plans.items() if p.active or (probe and p.category == "query")]
-    if not probe:  # --safe: nothing is called before the user says so; read-only ones run unchecked
+    if not probe:  # --no-probe: nothing is called before the user says so; read-only ones run unchecked
         return plans
     if not wanted:
         return plans
@@ -572,7 +575,7 @@ def _coverage(surface: Surface, plans: Mapping[str, Plan]) -> tuple[str, int]:
     counts: dict[str, int] = {}
     for plan in plans.values():
         if not plan.active:
-            label = "not annotated readOnlyHint, not probed (--safe)" if plan.category == "query" else plan.category
+            label = "not annotated readOnlyHint, not probed (--no-probe)" if plan.category == "query" else plan.category
             counts[label] = counts.get(label, 0) + 1
     line = f"{called} of {total} tool{'s' * (total != 1)} called"
     if probed:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcptape import environment
-from mcptape.commands.terminal import JSON_STDOUT, report_stream, write_output
+from mcptape.commands.grammar import STDOUT
+from mcptape.commands.terminal import report_stream, write_output
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak
 from mcptape.github import command, publish_run
 from mcptape.logsafe import utf8
@@ -33,29 +34,35 @@ from mcptape.report.terminal import render_run_text
 class ReportFiles:
     """Where the options say the report goes besides the terminal (None: not written)."""
 
-    json_report: str | None = None  # `-`: stdout, and the terminal report goes to stderr
+    json_report: str | None = None  # each: a file, or `-` for stdout (then the terminal report goes to stderr)
     junit: str | None = None
     summary: str | None = None
     sarif: str | None = None
 
+    def paths(self) -> tuple[str | None, ...]:
+        return (self.json_report, self.junit, self.summary, self.sarif)
+
 
 def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, config_path: str,
-          config_dir: Path, extra: str = "", warnings: Sequence[str] = ()) -> int:
+          config_dir: Path, extra: str = "", warnings: Sequence[str] = (),
+          session_lines: Mapping[str, int] | None = None) -> int:
     """Show, write and publish `report`: 0, or the exit code of what failed (EXIT_SECRET if a
     secret survived: then nothing more leaves). The verdict's own exit code is the caller's.
 
     `name` is the command (`ci`, `merge`) its messages start with; `config_path` the config as the
     job names it (the PR comment's key); `config_dir` where SARIF's paths start; `extra` more
-    terminal text; `warnings` are said after the files are written, before publishing.
+    terminal text; `warnings` are said after the files are written, before publishing;
+    `session_lines`: each session's line in the config, where SARIF points for a session with no
+    golden tape (a live reference: ci/baseline.py).
     """
-    stream = report_stream(files.json_report)
+    stream = report_stream(*files.paths())
     outlet.commands_to = stream
     try:
         text = render_run_text(report) + extra
         if report.compared:
             text += "".join(f"{line}\n" for line in [f"\ncompared {report.compared}", *report.comparison])
         outlet.show(text, "terminal report", file=stream)
-        _write(report, files, outlet, config_dir)
+        _write(report, files, outlet, config_dir, session_lines or {})
     except SecretLeak as e:
         print(f"mcptape {name}: {e}", file=sys.stderr)
         return EXIT_SECRET
@@ -66,7 +73,7 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
     if not environment.on_github_actions():
         return 0
     try:
-        report_path = None if files.json_report == JSON_STDOUT else files.json_report
+        report_path = None if files.json_report == STDOUT else files.json_report
         publish_run(report, config_path=config_path, report_path=report_path, outlet=outlet)
     except McptapeError as e:
         print(f"mcptape {name}: publishing to GitHub failed: {e}", file=sys.stderr)
@@ -74,14 +81,22 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
     return 0
 
 
-def _write(report: RunReport, files: ReportFiles, outlet: Outlet, config_dir: Path) -> None:
+def _write(report: RunReport, files: ReportFiles, outlet: Outlet, config_dir: Path, session_lines: Mapping[str, int]) -> None:
     if files.json_report:
         write_output(files.json_report, report_bytes(report), what="JSON report", outlet=outlet)
-    if files.junit:
+    if files.junit == STDOUT:
+        outlet.show(junit_xml(report), "JUnit report", file=sys.stdout)
+    elif files.junit:
         outlet.write(files.junit, utf8(junit_xml(report)), what="JUnit report", where=f"JUnit report {files.junit}")
-    if files.summary:
+    if files.summary == STDOUT:
+        outlet.show(outlet.document(render_summary(report), "markdown summary"), "markdown summary", file=sys.stdout)
+    elif files.summary:
         outlet.write_document(files.summary, render_summary(report), what="markdown summary",
                               where=f"summary {files.summary}")
     if files.sarif:
-        data = sarif_bytes(report, config_dir=config_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."))
-        outlet.write(files.sarif, data, what="SARIF report", where=f"SARIF report {files.sarif}")
+        data = sarif_bytes(report, config_dir=config_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."),
+                           session_lines=session_lines)
+        if files.sarif == STDOUT:
+            write_output(files.sarif, data, what="SARIF report", outlet=outlet)
+        else:
+            outlet.write(files.sarif, data, what="SARIF report", where=f"SARIF report {files.sarif}")

@@ -1,6 +1,6 @@
-"""`mcptape show TAPE [--full] [--json FILE]`: one row per event of a tape (line, direction, kind, id, method, summary).
+"""`mcptape show TAPE [--full] [--json[=FILE]]`: one row per event of a tape (line, direction, kind, id, method, summary).
 
-With `--json FILE` (`-`: stdout) the same as JSON: the tape's header facts, then per event its
+With `--json` (on stdout; `--json=FILE` into FILE) the same as JSON: the tape's header facts, then per event its
 line in the file and the event itself, whole (what the table shortens). A tape that carries timing
 (tape/timing.py) gets an `ms` column (an answer's latency; `+N` the gap since the last client
 message) and, in JSON, each event's `at_ms` and the calls' latencies; a fork names its parent.
@@ -17,7 +17,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from mcptape.commands.terminal import JSON_STDOUT, print_report, print_text, write_output
+from mcptape.commands.grammar import STDOUT, Output, check_outputs
+from mcptape.commands.terminal import print_report, print_text, write_output
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls, utf8
 from mcptape.report.terminal import message_summary, rich_text
@@ -34,7 +35,7 @@ class Options:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(tape=args.tape, full=bool(args.full), json=args.json)
+        return cls(tape=args.tape, full=args.full, json=args.json)
 
 
 # Above this many events the table is printed in pieces as the tape is read (stream_tape_events):
@@ -44,7 +45,8 @@ STREAM_ROWS = 2000
 
 
 def run(options: Options) -> int:
-    """`mcptape show TAPE [--full] [--json FILE]`: one row per event."""
+    """`mcptape show TAPE [--full] [--json[=FILE]]`: one row per event."""
+    check_outputs([Output("--json", options.json)], reads=[options.tape])
     if options.json is None:
         tape, count, events = stream_tape_events(options.tape)
         if count > STREAM_EVENTS:
@@ -68,7 +70,7 @@ def run(options: Options) -> int:
             doc["timing"] = {"unit": "ms", "calls": [c.to_dict() for c in calls],
                              "client_gaps": [{"event": i + 1, "gap_ms": gap} for i, gap in gaps]}
         write_output(options.json, utf8(json.dumps(doc, indent=2, ensure_ascii=False) + "\n"), what="tape")
-        if options.json == JSON_STDOUT:
+        if options.json == STDOUT:
             return 0
     ms: dict[int, str] | None = None
     if times is not None:

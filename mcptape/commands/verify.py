@@ -1,5 +1,6 @@
-"""`mcptape verify TAPE... [--signature [--allowed-signers FILE]]`: check that each tape is what mcptape
-wrote (its seal, tape/seal.py) and, with --signature, who signed it (commands/sign.py).
+"""`mcptape verify TAPE... [--signature] [--allowed-signers FILE]`: check that each tape is what mcptape
+wrote (its seal, tape/seal.py) and, with --signature (or --allowed-signers, which implies it), who
+signed it (commands/sign.py).
 
 One line per tape on stdout: sealed; cut short and verified up to its last complete event; format 1
 (a crc32 only, not a seal); or the first line that does not match; with --signature, then, the
@@ -28,8 +29,10 @@ class Options:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(tapes=tuple(args.tapes), signature=bool(getattr(args, "signature", False)),
-                   allowed_signers=getattr(args, "allowed_signers", None))
+        # Naming the allowed signers asks for signatures: --allowed-signers implies --signature (a
+        # tape with no signature must not pass because --signature was left out).
+        return cls(tapes=tuple(args.tapes), signature=args.signature or args.allowed_signers is not None,
+                   allowed_signers=args.allowed_signers)
 
 
 def run(options: Options) -> int:
