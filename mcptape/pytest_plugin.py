@@ -122,7 +122,7 @@ class McptapeServer:
     mode: str  # what this test does: "play", "record" or "fallback"
     command: list[str] = field(default_factory=list)
     url: str | None = None
-    report_path: Path | None = None  # play --report, read after the test
+    report_path: Path | None = None  # play --json=FILE, read after the test
 
     def stdio_parameters(self, **kwargs: Any) -> Any:
         """The official SDK's `StdioServerParameters` for `command` (needs `pip install mcp`)."""
@@ -240,9 +240,9 @@ def mcptape_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
         if action == "record":
             command = [*_mcptape(), "rec", "--out", str(tape), "--name", tape.name.removesuffix(TAPE_SUFFIX), "--", *server]
         elif action == "fallback":
-            command = [*_mcptape(), "play", str(tape), *_play_options(options), "--report", str(report), "--fallback", "--", *server]
+            command = [*_mcptape(), "play", str(tape), *_play_options(options), f"--json={report}", "--fallback", "--", *server]
         else:
-            command = [*_mcptape(), "play", str(played), *_play_options(options), "--report", str(report)]
+            command = [*_mcptape(), "play", str(played), *_play_options(options), f"--json={report}"]
         yield McptapeServer(tape, action, command, report_path=None if action == "record" else report)
     if action != "record":
         _after_replay(request, tape, report)
@@ -256,7 +256,7 @@ def _http(tape: Path, action: str, url: str, options: dict[str, Any], report: Pa
                 "--name", tape.name.removesuffix(TAPE_SUFFIX)]
         path = urlsplit(url).path or "/"
     else:
-        argv = [*_mcptape(), "play", str(tape), *_play_options(options), "--report", str(report), "--listen", "127.0.0.1:0"]
+        argv = [*_mcptape(), "play", str(tape), *_play_options(options), f"--json={report}", "--listen", "127.0.0.1:0"]
         if action == "fallback":
             argv += ["--fallback-url", url]
         path = "/mcp"

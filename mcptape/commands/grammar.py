@@ -276,19 +276,17 @@ def _check_one(out: Output, inputs: Sequence[Path]) -> None:
         if _same(path, read):
             raise UsageError(f"{spelled}: {out.path} is what this command reads; it would be written over",
                              hint=_fix(out))
-    if out.directory:
-        if path.exists() and not path.is_dir():
-            raise UsageError(f"{spelled}: {out.path} is a file, not a directory",
-                             hint=f"{out.flag} names a directory to keep the fresh tapes in")
-        return
-    if path.is_dir():
+    if not out.directory and path.is_dir():
         raise UsageError(f"{spelled}: {out.path} is a directory", hint=f"{out.flag} names the file to write")
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if parent.exists() and not parent.is_dir():
-        raise UsageError(f"{spelled}: {parent} is a file, not a directory",
-                         hint=f"{out.flag} names the file to write, in a directory")
+    blocker = path if out.directory else path.parent  # the first existing place on the way must be a directory
+    while not blocker.exists() and blocker != blocker.parent:
+        blocker = blocker.parent
+    if blocker.exists() and not blocker.is_dir():
+        raise UsageError(f"{spelled}: {blocker} is a file, not a directory",
+                         hint=f"{out.flag} names a directory to keep the fresh tapes in" if out.directory
+                         else f"{out.flag} names the file to write, in a directory")
+    if out.directory:
+        return
     if out.artifact:
         if path.exists():
             raise UsageError(f"{spelled}: {out.path} exists; mcptape never writes over it",

@@ -14,7 +14,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcptape.commands.sign import allowed_signers_file, check_signature
+from mcptape.commands.sign import allowed_signers_file, check_signature, signature_path
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, McptapeError, TapeError
 from mcptape.logsafe import safe_log
 from mcptape.tape.reader import TapeStream
@@ -51,6 +51,9 @@ def run(options: Options) -> int:
         print(safe_log(verdict.describe(path)))
         if not verdict.ok:
             code = EXIT_COULD_NOT_RUN
+        elif signers is None and signature_path(Path(path)).exists():
+            # A pass says the seal only: the signature beside the tape was not looked at, and said so.
+            print(safe_log(f"{path}: signature not checked ({signature_path(Path(path)).name}; add --signature)"))
         elif signers is not None:
             try:
                 principal = check_signature(Path(path), signers)
