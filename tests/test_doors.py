@@ -114,11 +114,12 @@ class Door:
     on: tuple[str, ...] = INPUTS  # the inputs whose verdict can show the effect
     unseen: str = ""  # why no effect can be checked, when effect is None
     changes: tuple[str, ...] = ()  # files it is meant to write onto
+    fails: bool = False  # its plain use ends "could not run" here, honestly (an unsigned tape): the effect shows anyway
 
 
 def door(*words: str | tuple[str, ...], effect: Effect | None = None, on: tuple[str, ...] = INPUTS,
-         unseen: str = "", changes: tuple[str, ...] = ()) -> Door:
-    return Door(tuple((w,) if isinstance(w, str) else w for w in words), effect, on, unseen, changes)
+         unseen: str = "", changes: tuple[str, ...] = (), fails: bool = False) -> Door:
+    return Door(tuple((w,) if isinstance(w, str) else w for w in words), effect, on, unseen, changes, fails)
 
 
 # -- the table: command -> flag -> door ------------------------------------------------------------
@@ -139,8 +140,10 @@ DOORS: dict[str, dict[str, Door]] = {
         "--json": door("--json", "--json=events.json", effect=lambda r, _: json_out(r, _) or r.wrote("events.json")),
     },
     "verify": {
-        "--signature": door("--signature", effect=said("signature")),
-        "--allowed-signers": door(("--allowed-signers", "allowed_signers"), effect=said("signature")),
+        # The sweep's tapes are not signed: the honest outcome is exit 3, saying the signature was checked.
+        "--signature": door("--signature", effect=said("signature"), on=("sealed",), fails=True),
+        "--allowed-signers": door(("--allowed-signers", "allowed_signers"), effect=said("signature"), on=("sealed",),
+                                  fails=True),
     },
     "sign": {
         "--key": door(("--key", "missing-key"), effect=said("missing-key")),
@@ -261,7 +264,7 @@ SUBJECT: dict[str, tuple[str, ...]] = {
     "play": ("{input}",),
     "ci": ("-c", "{input}"),
     "init": ("--", sys.executable, "-c", "raise SystemExit(3)"),
-    "rec": ("--", sys.executable, "-c", "pass"),
+    "rec": ("--", sys.executable, "-c", "import sys; sys.stdin.read()"),  # ends when its client does: no race
     "schema": (),
 }
 # What a command needs whatever the flags under test: given unless a flag of the same group is chosen.
@@ -361,7 +364,8 @@ def _sandbox(template: Path, live: bool, tmp: Path) -> Path:
 _COUNTER = itertools.count()
 
 
-def _argv(command: str, input_kind: str, flags: list[tuple[str, ...]]) -> list[str]:
+def _argv(command: str, input_kind: str, flags: list[tuple[str, ...]], *, flags_first: bool = False) -> list[str]:
+    """The command line: the subject, then the flags (or, as people also type, the flags first)."""
     path = INPUT_PATHS.get(input_kind) or EXTRA_INPUTS[input_kind]
     subject = [w.replace("{input}", path) for w in SUBJECT[command]]
     words = [w for f in flags for w in f]
@@ -369,7 +373,7 @@ def _argv(command: str, input_kind: str, flags: list[tuple[str, ...]]) -> list[s
     for group, default in REQUIRED.get(command, ()):
         if not given & set(group):
             subject += default
-    if command in ("rec", "init"):  # the command line after `--` comes last
+    if command in ("rec", "init") or flags_first:  # rec's and init's command line after `--` comes last
         return [command, *words, *subject]
     return [command, *subject, *words]
 
@@ -435,12 +439,14 @@ def judge(run: Run, doors: list[tuple[str, Door]], base: Run | None, input_kind:
     changed = [p for p, digest in run.before.items() if run.after.get(p, digest) != digest and p not in allowed]
     if changed:
         return f"changed what was there before: {changed}"
-    if run.code == 3 or base is None:
-        return None  # could not run (refused, or a missing input): nothing was claimed
+    if base is None:
+        return None
+    if run.code == 3 and base.code != 3 and not all(d.fails for _, d in doors):
+        return f"refused where it should work (alone, its plain use, on {input_kind}): {run.err.strip()[:300]}"
     for flag, d in doors:
-        if d.effect is not None and input_kind in d.on and not d.effect(run, base):
+        if (run.code != 3 or d.fails) and d.effect is not None and input_kind in d.on and not d.effect(run, base):
             return f"{flag} accepted (exit {run.code}) and not honoured"
-    return None
+    return None  # exit 3: could not run (a missing input), nothing was claimed
 
 
 # -- the sweep ------------------------------------------------------------------------------------
@@ -482,39 +488,62 @@ def _sweep_command(command: str, template: Path, tmp: Path, tally: Tally) -> Non
     inputs = list(INPUTS) + ([natural] if natural not in INPUTS else [])
     if command in ("rec", "init", "schema"):  # their subject is a server command, not a path
         inputs = [natural]
-    # (input kind, flags chosen, whether the effects are checked (against the run without flags), on the live server)
-    plan: list[tuple[str, list[tuple[str, tuple[str, ...]]], bool, bool]] = []
+    # (input kind, flags chosen, whether the effects are checked (against the run without flags), on the
+    # live server, flags before the subject). A flag's first variant is its plain use: where its effect
+    # can show, it must show; the other variants are tries (a value with a dash, a bad value, a file).
+    Item = tuple[str, list[tuple[str, tuple[str, ...]]], bool, bool, bool]
+    plan: list[Item] = []
     for flag in flags:  # alone, each variant, on every input
-        for words in doors[flag].words:
+        for number, words in enumerate(doors[flag].words):
             for kind in inputs:
-                checked = doors[flag].effect is not None and kind in doors[flag].on
-                plan.append((kind, [(flag, words)], checked, command == "ci" and kind == natural))
+                checked = number == 0 and doors[flag].effect is not None and kind in doors[flag].on
+                plan.append((kind, [(flag, words)], checked, command in LIVE and kind == natural, False))
+    for mode in MODES.get(command, ()):  # each flag in each mode: its effect, or a refusal naming it
+        for flag in flags:
+            if flag != mode and doors[flag].effect is not None and natural in doors[flag].on:
+                plan.append((natural, [(mode, doors[mode].words[0]), (flag, doors[flag].words[0])], True, True, False))
     for a, b in itertools.combinations(flags, 2):  # with each other flag (first variants), on the natural input
-        plan.append((natural, [(a, doors[a].words[0]), (b, doors[b].words[0])], False, False))
-    for kind in inputs:  # all at once
-        plan.append((kind, [(f, doors[f].words[0]) for f in flags], False, False))
+        plan.append((natural, [(a, doors[a].words[0]), (b, doors[b].words[0])], False, False, True))
+    for kind in inputs:  # all at once, before the subject as people also type them (`ls --json tapes/*`)
+        plan.append((kind, [(f, doors[f].words[0]) for f in flags], False, False, True))
 
-    def execute(kind: str, chosen: list[tuple[str, tuple[str, ...]]], live: bool) -> Run:
-        return _run(_argv(command, kind, [words for _, words in chosen]), _sandbox(template, live, tmp))
+    def execute(kind: str, chosen: list[tuple[str, tuple[str, ...]]], live: bool, first: bool = False) -> Run:
+        argv = _argv(command, kind, [words for _, words in chosen], flags_first=first)
+        return _run(argv, _sandbox(template, live, tmp))
 
-    bases: dict[tuple[str, bool], Run] = {}
-    for kind, _, checked, live in plan:  # the runs without flags, once each
-        if checked and (kind, live) not in bases:
-            bases[kind, live] = execute(kind, [], live)
+    def base_of(chosen: list[tuple[str, tuple[str, ...]]]) -> list[tuple[str, tuple[str, ...]]]:
+        return [c for c in chosen if c[0] in MODES.get(command, ())][:1] if len(chosen) == 2 else []
+
+    bases: dict[tuple[str, bool, str], Run] = {}
+    for kind, chosen, checked, live, _ in plan:  # the runs without the flag under test (a mode's alone), once each
+        key = (kind, live, "".join(f for f, _ in base_of(chosen)))
+        if checked and key not in bases:
+            bases[key] = execute(kind, base_of(chosen), live)
     tally.runs += len(bases)
     if command == "rec":  # processes of their own: side by side
         with ThreadPoolExecutor(max_workers=4) as pool:
-            runs = list(pool.map(lambda item: execute(item[0], item[1], item[3]), plan))
+            runs = list(pool.map(lambda item: execute(item[0], item[1], item[3], item[4]), plan))
     else:
-        runs = [execute(kind, chosen, live) for kind, chosen, _, live in plan]
-    for (kind, chosen, checked, live), run in zip(plan, runs, strict=True):
-        problem = judge(run, [(f, doors[f]) for f, _ in chosen], bases.get((kind, live)) if checked else None, kind)
+        runs = [execute(kind, chosen, live, first) for kind, chosen, _, live, first in plan]
+    for (kind, chosen, checked, live, _), run in zip(plan, runs, strict=True):
+        moded = base_of(chosen)
+        base = bases.get((kind, live, "".join(f for f, _ in moded))) if checked else None
+        if moded:  # in a mode: refused with the flag named (exit 3), or honoured
+            tested = [c for c in chosen if c not in moded]
+            problem = judge(run, [], None, kind) or (
+                None if run.code == 3 and tested[0][0] in run.err else judge(run, [(f, doors[f]) for f, _ in tested], base, kind))
+        else:
+            problem = judge(run, [(f, doors[f]) for f, _ in chosen], base, kind)
         tally.runs += 1
         tally.codes[run.code] = tally.codes.get(run.code, 0) + 1
         if problem is not None:
             tally.failures.append(f"mcptape {' '.join(run.argv)}  [{kind}]: {problem}")
 
 
+# ci's modes other than golden: every flag with an effect is tried in each (issue 39: options accepted
+# and ignored under --baseline/--against). --baseline needs git: tests/integration/test_ci_baseline.py.
+MODES = {"ci": ("--against", "--repeat")}
+LIVE = {"ci", "check"}  # on their natural input, these run the fixture calculator server (the effects need it)
 SWEPT = ["diff", "ls", "show", "verify", "sign", "fork", "import", "check", "merge", "comment", "play", "ci",
          "init", "schema", "rec"]
 
@@ -563,3 +592,6 @@ def test_the_property_catches_what_it_is_for(template: Path, tmp_path: Path) -> 
     assert judge(ignored, [("--json", DOORS["ls"]["--json"])], base, "dir") is not None
     honoured = _run(["ls", "tapes", "--json"], _sandbox(template, False, tmp_path))
     assert judge(honoured, [("--json", DOORS["ls"]["--json"])], base, "dir") is None
+    refused = Run(["fork"], 3, "", "mcptape fork: error: argument --error: expected one argument", work, {})
+    worked = Run(["fork"], 0, "", "", work, {})
+    assert judge(refused, [("--error", DOORS["fork"]["--error"])], worked, "sealed") is not None  # typed as people do

@@ -99,7 +99,9 @@ MODE_FLAGS: tuple[ModeFlag, ...] = (
     ModeFlag("--summary", REPORTING, "writes the run's markdown summary", lambda o: o.summary is not None),
     ModeFlag("--sarif", REPORTING, "writes the run's security findings", lambda o: o.sarif is not None),
     ModeFlag("--out-dir", REPORTING, "keeps each session's fresh tape", lambda o: o.out_dir is not None),
-    ModeFlag("--otel", REPORTING, "exports each session's recording as a trace", lambda o: o.otel),
+    ModeFlag("--otel", REPORTING, "exports each session's recording as a trace", lambda o: o.otel and not o.otel_payloads),
+    ModeFlag("--otel-payloads", REPORTING, "exports each session's recording as a trace, with its messages",
+             lambda o: o.otel_payloads),
 )
 
 
