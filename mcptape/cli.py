@@ -195,7 +195,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser] | None = None) -> a
                      help="seed of the faults' p= draws (default 0; needs --fault)")
     play_out = play.add_argument_group("reports")
     _report(play_out, "--json", "the replay report (misses, unused recordings) as JSON", "with --listen only: stdio play's stdout is the wire")
-    play_out.add_argument("--report", action=Deprecated, instead="--json", dest="json", metavar="FILE")
+    play_out.add_argument("--report", action=Deprecated, instead="--json", report=True, dest="json", metavar="FILE")
     _otel_options(play_out)
     play.epilog = ("live fallback: mcptape play TAPE [options] --fallback -- <server command...>; "
                    "live tools: mcptape play TAPE --live-tools NAME,... -- <server command...>")

@@ -61,6 +61,14 @@ def test_an_option_outside_its_modes_is_refused_naming_both_before_anything_runs
     assert "no such file" not in err.lower()  # refused for the combination, not for the missing config
 
 
+def test_a_count_that_cannot_be_honoured_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--jobs -1` ran one session at a time, silently."""
+    assert main(["ci", "--jobs", "-1"]) == 3
+    assert "--jobs -1: run at least 1 session at a time" in capsys.readouterr().err
+    assert main(["ci", "--repeat", "1"]) == 3
+    assert "compare at least 2 runs" in capsys.readouterr().err
+
+
 def test_two_modes_are_refused() -> None:
     assert main(["ci", "--against", "x", "--repeat", "3"]) == 3
     assert main(["ci", "--baseline", "HEAD", "--against", "x"]) == 3

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from mcptape.cli import main
 from mcptape.commands.grammar import Output, check_outputs, looks_like_input
 from mcptape.errors import UsageError
 from mcptape.tape.reader import read_tape
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, mcptape_command, user_env
 
 GOLDEN = FIXTURES / "example" / "tapes" / "arithmetic.tape.jsonl"
 
@@ -187,6 +188,11 @@ def test_renamed_flags_keep_working_one_release_with_a_warning(
     assert main(["init", "--safe", "-o", "new.yml"]) == 3  # no server given: but --safe was read as --no-probe
     err = capsys.readouterr().err
     assert "`--safe` is deprecated" in err and "`--no-probe`" in err
+    played = subprocess.run(mcptape_command("play", "a.tape.jsonl", "--report", "replay.json"), input="", text=True,
+                            capture_output=True, timeout=60, cwd=tapes, env=user_env())  # play serves real stdio
+    assert played.returncode == 0 and json.loads((tapes / "replay.json").read_text(encoding="utf-8"))["sessions"]
+    assert "`--report replay.json` is deprecated and goes in the next release: write `--json=replay.json`" \
+        in played.stderr
 
 
 def test_help_shows_reports_as_typed_and_flags_under_their_mode(capsys: pytest.CaptureFixture[str]) -> None:
@@ -196,3 +202,12 @@ def test_help_shows_reports_as_typed_and_flags_under_their_mode(capsys: pytest.C
     assert "[--json[=FILE]]" in text and "--sarif[=FILE]" in text
     repeat = text.index("repeat mode:")
     assert text.index("  --repeat N") > repeat > text.index("  --reference-runs N") > text.index("baseline and against modes")
+
+
+def test_no_command_reads_its_options_with_getattr() -> None:
+    """Every option is declared in build_parser and read by name: a getattr with a default hid a flag's absence."""
+    root = Path(__file__).resolve().parent.parent / "mcptape"
+    found = [f"{p.name}:{n}" for p in [root / "cli.py", *(root / "commands").glob("*.py")]
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if "getattr(args" in line or "getattr(namespace" in line]
+    assert found == []

@@ -200,6 +200,8 @@ def run(options: Options) -> int:
     refuse_combinations(options, modes)
     if options.repeat is not None and options.repeat < 2:
         raise UsageError(f"--repeat {options.repeat}: compare at least 2 runs, e.g. --repeat 5")
+    if options.jobs is not None and options.jobs < 1:
+        raise UsageError(f"--jobs {options.jobs}: run at least 1 session at a time", hint="leave --jobs out for one per core")
     if options.update_golden and environment.in_ci() and not options.allow_update_in_ci:
         raise McptapeError(
             f"refusing --update-golden with CI={environment.get('CI')}: golden tapes are accepted by a person, not by the gate",

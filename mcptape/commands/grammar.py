@@ -72,16 +72,18 @@ class Deprecated(argparse.Action):
     `cli.py`: `add_argument("--safe", action=Deprecated, instead="--no-probe", dest="no_probe", nargs=0, const=True)`.
     """
 
-    def __init__(self, option_strings: Sequence[str], dest: str, *, instead: str, **kwargs: Any) -> None:
+    def __init__(self, option_strings: Sequence[str], dest: str, *, instead: str, report: bool = False,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("help", argparse.SUPPRESS)
         super().__init__(option_strings, dest, **kwargs)
         self.instead = instead
+        self.joined = "=" if report else " "  # a report's file is written `--json=FILE`
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
         said = f"{option_string} {values}" if self.nargs != 0 else str(option_string)
-        new = f"{self.instead} {values}" if self.nargs != 0 else self.instead
+        new = f"{self.instead}{self.joined}{values}" if self.nargs != 0 else self.instead
         notes = list(vars(namespace).get("deprecated", ()))
         notes.append(deprecated_spelling(said, new))
         namespace.deprecated = tuple(notes)
