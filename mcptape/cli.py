@@ -359,6 +359,8 @@ def _trial(command: str) -> Callable[[list[str]], list[str] | None]:
     """The words of `command` that argparse would have no place for, None if they do not parse."""
 
     def trial(words: list[str]) -> list[str] | None:
+        if "-h" in words or "--help" in words:
+            return None  # the help is printed once, by the real parse
         try:
             _, extras = build_parser(_TrialParser).parse_known_args([command, *words])
         except _Unparsed:
