@@ -11,6 +11,7 @@ Sections, each from the benchmark that owns it (this runner measures nothing its
   redact   bench_redact.py   redaction and verification MB/s
   http     bench_http.py     HTTP rec's added latency (no target; shown for completeness)
   action   bench_action.py   the Action from its first step to a verdict: install, restore, gate vs the servers
+  strength bench_strength.py `check --strength`: linear in sessions and in calls; vs one `mcptape ci`
 
 Every figure is measured side by side with its baseline in the same run (medians of interleaved
 rounds; the latency benches keep the cores out of idle with low-priority spinners of their own).
@@ -295,6 +296,24 @@ def _action_rows(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _strength(quick: bool) -> dict[str, Any]:
+    from bench import bench_strength
+
+    return bench_strength.run(rounds=1 if quick else 3, quick=quick)
+
+
+def _strength_rows(r: dict[str, Any]) -> list[Row]:
+    example = r["example"]
+    return [
+        ("check --strength, CPU per session, largest / smallest config", f"{r['sessions_linearity']:.2f}x", "<= 1.3x",
+         r["sessions_linearity"] <= 1.3),
+        ("check --strength, CPU per golden call, largest / smallest golden", f"{r['calls_linearity']:.2f}x", "<= 1.3x",
+         r["calls_linearity"] <= 1.3),
+        ("check --strength / ci on the bundled example", f"{example['ratio']:.2f}x ({example['check_strength_s']:.2f} s vs "
+         f"{example['ci_s']:.2f} s)", "< 1x", example["ratio"] < 1),
+    ]
+
+
 SECTIONS = [
     Section("rec", "1. rec: added latency per round trip", _rec, _rec_rows),
     Section("replay", "2. play: throughput and first response", _replay, _replay_rows),
@@ -304,6 +323,7 @@ SECTIONS = [
     Section("redact", "6. redaction throughput", _redact, _redact_rows),
     Section("http", "7. HTTP rec (no target)", _http, _http_rows),
     Section("action", "8. the Action's overhead, first step to verdict", _action, _action_rows),
+    Section("strength", "9. the gate's strength, offline", _strength, _strength_rows),
 ]
 
 

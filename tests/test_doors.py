@@ -44,7 +44,7 @@ import pytest
 
 from mcptape.cli import build_parser, main
 from mcptape.commands.grammar import Deprecated
-from mcptape.telemetry import REQUEST, RESPONSE, SESSION
+from mcptape.publish.telemetry import REQUEST, RESPONSE, SESSION
 from tests.conftest import CALC_SERVER, FIXTURES, ROOT, mcptape_command, user_env
 from tests.otlp_receiver import OtlpReceiver
 
@@ -129,7 +129,7 @@ DOORS: dict[str, dict[str, Door]] = {
         "--config": door(("-c", "mcptape.yml"), effect=differs, on=("tape",)),  # its drift/normalize rules
         "--allow-edited": door("--allow-edited", effect=differs, on=("tape",)),  # the edited tape is read
         "--raw": door("--raw", unseen="no normalization: the sweep's tapes differ in no value a rule changes"),
-        "--conformance": door("--conformance", unseen="the fixture tapes conform; tests/test_conformance.py shows findings"),
+        "--conformance": door("--conformance", unseen="the fixture tapes conform; tests/conformance/test_check.py shows findings"),
         "--json": door("--json", "--json=verdict.json", effect=lambda r, _: json_out(r, _) or r.wrote("verdict.json")),
     },
     "ls": {
@@ -165,32 +165,36 @@ DOORS: dict[str, dict[str, Door]] = {
         "--config": door(("-c", "mcptape.yml"), effect=said("mcptape.yml")),
         "--allow-unset": door("--allow-unset", unseen="the sweep's config sets every ${VAR} it names"),
         "--surface": door("--surface", effect=differs, on=("config",)),
+        "--strength": door("--strength", effect=differs, on=("config",)),
+        # Alone they are refused, naming what they belong to: the honest outcome (an option that needs another).
+        "--json": door("--json", "--json=strength.json", effect=said("--strength"), on=("config",), fails=True),
+        "--seed": door(("--seed", "3"), effect=said("--strength"), on=("config",), fails=True),
     },
     "merge": {
-        "--config": door(("-c", "mcptape.yml"), unseen="orders sessions and scrubs as the config says; tests/test_merge.py"),
+        "--config": door(("-c", "mcptape.yml"), unseen="orders sessions and scrubs as the config says; tests/ci/test_merge.py"),
         "--json": door("--json", "--json=merged.json", effect=lambda r, _: json_out(r, _) or r.wrote("merged.json")),
         "--summary": door("--summary", "--summary=merged.md", effect=lambda r, _: "# " in r.out or r.wrote("merged.md")),
     },
     "comment": {
         # No GitHub here (no token): every run ends "could not run", which is the contract. The
-        # comment itself is tests/test_github.py's, against tests/github_fake.py.
-        "--body": door(("--body", "report.json"), unseen="posting needs GitHub: tests/test_github.py"),
-        "--pr": door(("--pr", "7"), unseen="posting needs GitHub: tests/test_github.py"),
-        "--repo": door(("--repo", "acme/calc"), unseen="posting needs GitHub: tests/test_github.py"),
-        "--head-sha": door(("--head-sha", "abc123"), unseen="posting needs GitHub: tests/test_github.py"),
-        "--marker": door(("--marker", "mcptape.yml"), unseen="posting needs GitHub: tests/test_github.py"),
+        # comment itself is tests/publish/test_github.py's, against tests/github_fake.py.
+        "--body": door(("--body", "report.json"), unseen="posting needs GitHub: tests/publish/test_github.py"),
+        "--pr": door(("--pr", "7"), unseen="posting needs GitHub: tests/publish/test_github.py"),
+        "--repo": door(("--repo", "acme/calc"), unseen="posting needs GitHub: tests/publish/test_github.py"),
+        "--head-sha": door(("--head-sha", "abc123"), unseen="posting needs GitHub: tests/publish/test_github.py"),
+        "--marker": door(("--marker", "mcptape.yml"), unseen="posting needs GitHub: tests/publish/test_github.py"),
     },
     "play": {
-        "--lenient": door("--lenient", unseen="no client request misses on empty stdin; tests/test_play.py"),
+        "--lenient": door("--lenient", unseen="no client request misses on empty stdin; tests/commands/test_play.py"),
         "--ignore-arg": door(("--ignore-arg", "a"), ("--ignore-arg", "-x"),
-                             unseen="no client request to match on empty stdin; tests/test_replay.py"),
+                             unseen="no client request to match on empty stdin; tests/replay/test_engine.py"),
         "--match-on": door(("--match-on", "name"), unseen="no client request to match on empty stdin"),
         "--allow-reuse": door("--allow-reuse", unseen="no client request to match on empty stdin"),
         "--allow-edited": door("--allow-edited", effect=differs, on=("tape",)),
         "--keep-placeholders": door("--keep-placeholders", unseen="no placeholder is served on empty stdin; "
                                                                   "tests/test_placeholders.py"),
         "--listen": door(("--listen", "nohost"), unseen="an address that cannot listen: refused (exit 3)"),
-        "--fallback": door("--fallback", unseen="refused without the command after `--`; tests/test_play.py"),
+        "--fallback": door("--fallback", unseen="refused without the command after `--`; tests/commands/test_play.py"),
         "--fallback-url": door(("--fallback-url", "http://127.0.0.1:9/mcp"), unseen="starts the live side on the "
                                                                                     "first miss; none on empty stdin"),
         "--live-tools": door(("--live-tools", "add"), unseen="refused without a live server; tests/integration/test_agent_lab.py"),
@@ -211,6 +215,7 @@ DOORS: dict[str, dict[str, Door]] = {
         "--update-golden": door("-u", effect=said("golden tapes:"), changes=("tapes/arithmetic.tape.jsonl",)),
         "--allow-update-in-ci": door("--allow-update-in-ci", unseen="refused without -u; tests/test_ci_modes.py"),
         "--allow-edited": door("--allow-edited", unseen="the goldens match their seals; tests/integration/test_seal_e2e.py"),
+        "--strength": door("--strength", effect=said("strength"), on=("config",)),
         "--baseline": door(("--baseline", "HEAD"), unseen="needs a git repository: tests/integration/test_ci_baseline.py"),
         "--against": door(("--against", "calc"), effect=said("vs `calc`"), on=("config",)),
         "--reference-runs": door(("--reference-runs", "2"), unseen="refused outside baseline/against"),
@@ -338,7 +343,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (root / "trace.json").write_text(json.dumps(_trace()), encoding="utf-8")
     (root / "result.json").write_text('{"content":[{"type":"text","text":"forked"}]}', encoding="utf-8")
     (root / "allowed_signers").write_text("", encoding="utf-8")
-    from mcptape.report.model import RunReport
+    from mcptape.verdict.model import RunReport
 
     (root / "report.json").write_text(json.dumps(RunReport(config="mcptape.yml").to_dict()), encoding="utf-8")
     live = root.parent / f"{root.name}-live"  # the same, with the calculator server that answers

@@ -6,9 +6,9 @@ another server (`ci --against NAME|COMMAND|URL`: two implementations of one cont
 config and the sessions are always the head's.
 
 Owns, per session: running the reference side `runs` times and learning what varies between its
-own runs (nondeterminism.py's analysis, the `--repeat` one), applying what it learned to both
+own runs (volatility/nondeterminism.py's analysis, the `--repeat` one), applying what it learned to both
 sides for this comparison only, comparing them with diff/ as a golden would be, and the two
-findings only two live sides can have: a latency regression (latency.py's statistics, on
+findings only two live sides can have: a latency regression (volatility/latency.py's statistics, on
 interleaved runs) and a structural change under a semver patch or minor bump (`release`). Both
 are info unless `drift.fail_on` names them. Running one side is ci/repeat.py's `live_run`. The head
 side gets what golden mode gives a session: its context cost and coverage, its fresh tape kept
@@ -27,27 +27,27 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mcptape import latency
 from mcptape.ci import gitref
 from mcptape.ci.repeat import LiveRun, live_run
 from mcptape.ci.session import RunContext, export_trace, fresh_header, keep_fresh, run_in_pool
-from mcptape.client import describe_step
 from mcptape.config.load import LoadedConfig
 from mcptape.config.locations import suggest
 from mcptape.config.models import Config, DriftSettings, HttpServer, NormalizeRule, Session, StdioServer
 from mcptape.conformance import gate as conformance
 from mcptape.diff.surface_cost import add_budget_drift, surface_facts
 from mcptape.errors import ConfigError, McptapeError, SecretLeak, WriteError
-from mcptape.nondeterminism import call_of, find_volatile, suggest_rules, unfixed
-from mcptape.normalize import Normalizer
-from mcptape.outlet import Outlet
+from mcptape.live.client import describe_step
+from mcptape.publish.outlet import Outlet
+from mcptape.publish.telemetry import WireClock
 from mcptape.redact.redactor import Redactor
-from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
 from mcptape.tape.view import render_view
-from mcptape.telemetry import WireClock
 from mcptape.transports.stdio import minimal_env
-from mcptape.verdict import Severity
+from mcptape.verdict.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult
+from mcptape.verdict.vocabulary import Severity
+from mcptape.volatility import latency
+from mcptape.volatility.nondeterminism import call_of, find_volatile, suggest_rules, unfixed
+from mcptape.volatility.normalize import Normalizer
 
 ServerModel = StdioServer | HttpServer
 SETUP_TAIL_LINES = 20
@@ -142,7 +142,7 @@ class Learned:
 
 
 def learn(runs: Sequence[LiveRun]) -> Learned:
-    """nondeterminism.py's analysis of the reference's runs: rules where a placeholder fixes a
+    """volatility/nondeterminism.py's analysis of the reference's runs: rules where a placeholder fixes a
     value, ignore rules scoped to the call (and path) for everything else that varied."""
     volatiles = find_volatile([Tape(header={}, events=r.normalized) for r in runs])
     rules = suggest_rules(volatiles)

@@ -12,7 +12,7 @@ Why two goldens and not one: the 2026-07-28 revision and the legacy ones answer 
 different envelopes (resultType, cacheScope, ttlMs), ask the client differently (input-required
 round trips, not server requests) and open differently (server/discover, not initialize). A golden
 of one era says nothing exact about the other: play can synthesize a legacy handshake from a
-2026-07-28 tape (replay/eras.py), but only a recording of the legacy era shows what the server
+2026-07-28 tape (replay/legacy_client.py), but only a recording of the legacy era shows what the server
 really answers a legacy client.
 
 The eras: MODERN_PROTOCOL (2026-07-28, `server/discover`) and LEGACY_DEFAULT_PROTOCOL (2025-11-25,
@@ -33,7 +33,7 @@ from typing import Any
 from mcptape.config.models import Config, Session
 from mcptape.errors import RequestRefused
 from mcptape.mcp import BOTH_ERAS, ERA_SEPARATOR, HANDSHAKE_METHODS, is_modern
-from mcptape.report.model import DiffResult, Drift, Finding
+from mcptape.verdict.model import DiffResult, Drift, Finding
 
 BOTH = "both"
 
@@ -77,7 +77,7 @@ def session_names(config: Config) -> list[str]:
 
 
 def session_protocol(config: Config, session: Session) -> str | None:
-    """The `protocol` to record `session` with (client.py's argument; None: the client block's)."""
+    """The `protocol` to record `session` with (live/client.py's argument; None: the client block's)."""
     version = era_of(session)
     if version is not None:
         return version

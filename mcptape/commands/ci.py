@@ -30,16 +30,17 @@ from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import select_sessions
 from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_in_pool, run_session
 from mcptape.commands.grammar import Output, check_outputs, deprecated_spelling
+from mcptape.commands.output import say
 from mcptape.commands.run_report import ReportFiles, leave
-from mcptape.commands.terminal import say
+from mcptape.commands.strength import gate_strength
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import Session
 from mcptape.config.semantics import check_config, outside_repository
-from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak, UsageError
-from mcptape.outlet import Outlet
-from mcptape.report.model import RunReport
-from mcptape.telemetry import open_telemetry
-from mcptape.verdict import worst_exit
+from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, SecretLeak, UsageError
+from mcptape.publish.outlet import Outlet
+from mcptape.publish.telemetry import open_telemetry
+from mcptape.verdict.model import RunReport
+from mcptape.verdict.vocabulary import worst_exit
 
 # -- the modes and what each one honours ----------------------------------------------------------
 
@@ -84,7 +85,7 @@ class ModeFlag:
 
 
 # The one place that says which option works in which mode; `--session`, `--shard`, `--jobs` and
-# `-c` work in every mode. tests/test_ci_modes.py drives every row in every mode.
+# `-c` work in every mode. tests/commands/test_ci_modes.py drives every row in every mode.
 MODE_FLAGS: tuple[ModeFlag, ...] = (
     ModeFlag("--update-golden", frozenset({Mode.GOLDEN}), "accepts the fresh tapes as golden tapes",
              lambda o: o.update_golden),
@@ -92,6 +93,7 @@ MODE_FLAGS: tuple[ModeFlag, ...] = (
              lambda o: o.allow_update_in_ci),
     ModeFlag("--allow-edited", frozenset({Mode.GOLDEN}), "reads golden tapes that do not match their seal",
              lambda o: o.allow_edited),
+    ModeFlag("--strength", frozenset({Mode.GOLDEN}), "measures the gate on its golden tapes", lambda o: o.strength),
     ModeFlag("--reference-runs", REFERENCE, "sets how often the live reference runs", lambda o: o.reference_runs is not None),
     ModeFlag("--latency", REFERENCE, "times both live sides", lambda o: o.latency is not None),
     ModeFlag("--json", REPORTING, "writes the run's JSON report", lambda o: o.json is not None),
@@ -152,6 +154,7 @@ class Options:
     allow_edited: bool = False  # --allow-edited: read goldens that do not match their seal
     otel: bool = False  # --otel (or --otel-payloads, which implies it): export each session as a trace
     otel_payloads: bool = False  # with the messages, redacted
+    strength: bool = False  # --strength: the gate's strength in one line of the report (commands/strength.py)
     notes: tuple[str, ...] = ()  # lines for stderr about how the options were read (a deprecated meaning)
 
     @classmethod
@@ -167,7 +170,7 @@ class Options:
             json=args.json, junit=args.junit, summary=args.summary, sarif=args.sarif, out_dir=args.out_dir,
             baseline=args.baseline, against=args.against, reference_runs=reference_runs, latency=args.latency,
             allow_edited=args.allow_edited, otel=args.otel or args.otel_payloads, otel_payloads=args.otel_payloads,
-            notes=tuple(notes),
+            strength=args.strength, notes=tuple(notes),
         )
 
     def modes(self) -> frozenset[Mode]:
@@ -220,9 +223,11 @@ def run(options: Options) -> int:
     if mode is Mode.REPEAT:
         return _repeat(options, ctx, sessions)
     ctx.telemetry = open_telemetry(options.otel, options.otel_payloads)
+    weak: str | None = None
     try:
         if mode is Mode.GOLDEN:
             report, extra = _golden(options, ctx, sessions)
+            report.strength, weak = gate_strength(loaded, asked=options.strength)  # after -u: the goldens just written
         else:
             baseline = "merge-base" if options.baseline == "auto" else options.baseline
             report = reference_report(ctx, sessions, baseline=baseline, against=options.against,
@@ -232,7 +237,11 @@ def run(options: Options) -> int:
     finally:
         if ctx.telemetry is not None:
             ctx.telemetry.close()
-    return _finish(options, ctx, report, extra)
+    code = _finish(options, ctx, report, extra)
+    if weak is not None:  # a weaker gate than drift.min_strength asks for: it cannot vouch (exit 3, docs/strength.md)
+        say(f"mcptape ci: {weak}")
+        return worst_exit([code, EXIT_COULD_NOT_RUN])
+    return code
 
 
 def _mode(options: Options, modes: frozenset[Mode], ctx: RunContext, sessions: Sequence[Session]) -> Mode:

@@ -19,7 +19,7 @@ from typing import Any
 from rich.table import Table
 
 from mcptape.commands.grammar import STDOUT, Output, check_outputs
-from mcptape.commands.terminal import print_report, write_output
+from mcptape.commands.output import print_report, write_output
 from mcptape.diff.calls import build_calls
 from mcptape.errors import TapeError
 from mcptape.logsafe import utf8

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mcptape.commands.grammar import STDOUT, Output, check_outputs
-from mcptape.commands.terminal import print_report, print_text, write_output
+from mcptape.commands.output import print_report, print_text, write_output
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls, utf8
 from mcptape.report.terminal import message_summary, rich_text

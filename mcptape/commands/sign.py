@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcptape.commands.grammar import Output, check_outputs
-from mcptape.commands.terminal import say
+from mcptape.commands.output import say
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, McptapeError
 from mcptape.logsafe import safe_log
 from mcptape.tape.atomic import write_atomic

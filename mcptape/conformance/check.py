@@ -56,10 +56,10 @@ from referencing.exceptions import Unresolvable
 from mcptape.diff.values import join, show
 from mcptape.jsonrpc import holds_deep
 from mcptape.mcp import LEGACY_NEWEST, MODERN_PROTOCOL, era, meta_version
-from mcptape.report.model import Finding
 from mcptape.tape.events import C2S, S2C, is_message
 from mcptape.tape.format import Tape
-from mcptape.verdict import Severity
+from mcptape.verdict.model import Finding
+from mcptape.verdict.vocabulary import Severity
 
 MAX_PER_MESSAGE = 5  # a reviewer reads the first few; a broken serializer would repeat itself 100 times
 

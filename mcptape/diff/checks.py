@@ -8,7 +8,7 @@
 runs them; nothing registers itself when a module is imported. An embedder or a test adds its
 own to a registry of its own (`default_checks().call_checks["mine"] = ...`) and passes it to
 `diff_tapes(checks=...)`: no other diff sees it. A new drift class is a function in classify.py
-(or a module beside it), a line here, and its names in verdict.py's FINDING_KINDS.
+(or a module beside it), a line here, and its names in verdict/vocabulary.py's FINDING_KINDS.
 """
 
 from __future__ import annotations

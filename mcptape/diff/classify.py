@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptape.diff.calls import Call, TapeCalls
-from mcptape.diff.schema import (
+from mcptape.diff.schema_change import (
     Role,
     SchemaChange,
     annotation_changes,
@@ -55,11 +55,11 @@ from mcptape.diff.schema import (
 from mcptape.diff.values import MAX_DIFFS, Change, changes, clip, contrast, describe, fast_same, join, show
 from mcptape.jsonrpc import canonical
 from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
-from mcptape.normalize import FLOATING_NOTIFICATIONS
 from mcptape.placeholders import untag
-from mcptape.report.model import Finding
 from mcptape.tape.events import UNCOMPARED_NOTES
-from mcptape.verdict import Severity
+from mcptape.verdict.model import Finding
+from mcptape.verdict.vocabulary import Severity
+from mcptape.volatility.normalize import FLOATING_NOTIFICATIONS
 
 SCHEMA_SEVERITY: dict[str, Severity] = {"breaking": "structural", "compatible": "output", "cosmetic": "output"}
 

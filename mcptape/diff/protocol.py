@@ -3,7 +3,7 @@
 Owns what changes when a server moves between the legacy MCP revisions (2024-11-05 ...
 2025-11-25, opened with `initialize`) and the stateless 2026-07-28 (`server/discover`,
 per-request `_meta`, input-required round trips): pure functions over plain data, applied to
-both tapes before diff/engine.py pairs their calls (`prepare`), and the one session check that
+both tapes before diff/compare.py pairs their calls (`prepare`), and the one session check that
 reports the change (`check_protocol`, which checks.py registers as "protocol"; it asks
 classify.check_protocol_version about everything that is not a change of era), and the
 deprecations of its revision the fresh tape's server still relies on (`check_deprecations`,
@@ -59,8 +59,8 @@ from mcptape.mcp import (
     era,
     meta_version,
 )
-from mcptape.report.model import Finding
 from mcptape.tape.format import Event, Tape
+from mcptape.verdict.model import Finding
 
 INPUT_KEYS = ("inputResponses", "requestState")
 # Where prepare() leaves what the session check needs, in its private copies of the headers.
@@ -333,7 +333,7 @@ def without_refused_probe(tape: Tape) -> Tape:
 
 
 def prepare(golden: Tape, fresh: Tape) -> tuple[Tape, Tape]:
-    """Both tapes as diff/engine.py should see them (module docstring); untouched tapes are returned as is."""
+    """Both tapes as diff/compare.py should see them (module docstring); untouched tapes are returned as is."""
     g_era, f_era = era(golden.protocol), era(fresh.protocol)
     cross = g_era is not None and f_era is not None and g_era != f_era
     return _prepare(golden, cross), _prepare(fresh, cross)
@@ -341,7 +341,7 @@ def prepare(golden: Tape, fresh: Tape) -> tuple[Tape, Tape]:
 
 @dataclass
 class Prepared:
-    """A pair of tapes ready for diff/engine.py, the cheap way (`prepare_pair`)."""
+    """A pair of tapes ready for diff/compare.py, the cheap way (`prepare_pair`)."""
 
     golden: Tape
     fresh: Tape

@@ -1,13 +1,13 @@
 """Side-effect drift: files the server created, changed or deleted in its sandbox, golden vs fresh.
 
 One session check (checks.py registers it). It reads the optional
-`side_effect` events that sandbox.py records after each step (`{"kind": "side_effect",
+`side_effect` events that live/sandbox.py records after each step (`{"kind": "side_effect",
 "step": n, "changes": [{"path", "change", "size", "sha256"}]}`) and compares them per
 (step, file): a side effect that is new, missing, or different (another change kind, size or
 content hash) is structural by default — a tool that starts writing where it did not is the
 drift reviewers fear most (`drift.fail_on: {side_effect: output}` relaxes it). Each finding
 names the file and the step (and the call of that step) that caused it. Snapshots are
-sandbox.py's; this module only compares what the tapes hold.
+live/sandbox.py's; this module only compares what the tapes hold.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcptape.diff.calls import TapeCalls
-from mcptape.report.model import Finding
+from mcptape.verdict.model import Finding
 
 KIND = "side_effect"  # calls.build_calls collects the indices of these events
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from mcptape.diff.engine import Policy  # the one place fail_on and ignore are applied
-from mcptape.report.model import DiffResult, Drift, Finding, SurfaceFacts
+from mcptape.diff.compare import Policy  # the one place fail_on and ignore are applied
 from mcptape.tape.format import Tape
+from mcptape.verdict.model import DiffResult, Drift, Finding, SurfaceFacts
 
 if TYPE_CHECKING:
     from mcptape.config.models import DriftSettings

@@ -28,11 +28,11 @@ from typing import Any
 
 from mcptape.diff import classify
 from mcptape.diff.classify import SURFACE_LISTS, Pair, SurfaceNote
-from mcptape.diff.schema import effective_annotations
+from mcptape.diff.schema_change import effective_annotations
 from mcptape.diff.text_rules import Hit, addresses, name_problem, review_text, visible
 from mcptape.diff.values import fast_same, join
 from mcptape.jsonrpc import dumps
-from mcptape.report.model import Finding
+from mcptape.verdict.model import Finding
 
 HANDSHAKES = ("initialize", "server/discover")
 # What each rule says it found, after "<noun> `<name>` <field>".

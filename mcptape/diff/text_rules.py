@@ -30,7 +30,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mcptape.verdict import SECURITY_KINDS
+from mcptape.verdict.vocabulary import SECURITY_KINDS
 
 # The rules of this module, with their explanations (verdict.SECURITY_KINDS holds them with the rest).
 RULES: dict[str, str] = {rule: SECURITY_KINDS[rule] for rule in

@@ -48,7 +48,7 @@ _OWN_TEXT = {
         exit signal returncode side_effect http stdio streamable-http event_withheld dropped dropped_bytes
         overflow partial_bytes interrupted recorder_error server_exited stderr_dropped .tape.jsonl timing unit
         .tape.timing.json""",
-    "JSON report (report/model.py)": """mcptape_report config sessions session verdict exit_code drifts
+    "JSON report (verdict/model.py)": """mcptape_report config sessions session verdict exit_code drifts
         findings category severity path before after golden_line fresh_line call step orphans updated_golden
         shard redactions duration_s surface diff golden fresh notes worst_exit compared comparison surface_facts
         golden_size listed called""",

@@ -1,15 +1,15 @@
 """JUnit XML rendering of a RunReport: sessions as test cases, so any CI system lists them.
 
-Reads report/model.py only. Drifted sessions are <failure> (message: the first drifted call),
+Reads verdict/model.py only. Drifted sessions are <failure> (message: the first drifted call),
 sessions that could not run or leaked a secret are <error>. `mcptape ci` writes it through the
-outlet (outlet.py), which verifies it first.
+outlet (publish/outlet.py), which verifies it first.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from mcptape.report.model import RunReport, SessionResult
+from mcptape.verdict.model import RunReport, SessionResult
 
 _FAILING = ("output", "structural")
 _ERRORS = ("error", "secret")

@@ -1,7 +1,7 @@
 """Markdown renderings of a RunReport: the GitHub job summary and the sticky PR comment.
 
 Owns how a verdict reads on GitHub; what makes tape content safe to show there is md_safe.py's.
-Posting, files and the GitHub API are github.py's; the verdict itself is diff/'s and ci/'s.
+Posting, files and the GitHub API are publish/github.py's; the verdict itself is diff/'s and ci/'s.
 Renderers only render: each document is scrubbed and verified once, where it leaves
 (outlet.Outlet.document: written, appended to the job summary, posted).
 
@@ -18,7 +18,7 @@ same change (`causes`) each linked to its golden tape at the line; other changes
 one collapsed <details> per session (a session sharing an earlier one's change names it instead of
 repeating the diff) and how to accept, correct from the repository root. Code blocks wrap at
 WRAP_COLUMNS so nothing scrolls sideways. Where the document is shown (links, paths, the install
-line, the artifact) is a Context, which github.py builds from the run's environment.
+line, the artifact) is a Context, which publish/github.py builds from the run's environment.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from urllib.parse import quote
 from mcptape.jsonrpc import dumps
 from mcptape.report import surface_notes
 from mcptape.report.md_safe import MARKER_RE, clip, code_span, comment_marker, fenced, html_text, one_line
-from mcptape.report.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
 from mcptape.tape.view import view_path
+from mcptape.verdict.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
 
 # GitHub rejects a comment body of 65,536 characters or more and a step summary over 1 MiB.
 # Both are capped with a margin: the redaction pass may change lengths a little afterwards.
@@ -70,7 +70,7 @@ DEFAULT_ACTION_REF = "v1"
 @dataclass(frozen=True)
 class Context:
     """Where a rendering is shown: the config's repository path, the commit and run it reflects,
-    and how a reviewer installs mcptape and fetches the fresh tapes. github.py builds it from the
+    and how a reviewer installs mcptape and fetches the fresh tapes. publish/github.py builds it from the
     run's environment (`github.render_context`); without one, paths are the report's own and
     nothing is linked."""
 
@@ -657,6 +657,8 @@ def _document(report: RunReport, ctx: Context, limits: Limits, *, level: str, su
     redacted = report.redaction_summary()
     if redacted:  # kinds and counts only: the values never reach a report
         head.append(f"Redaction: {code_span(redacted, max_chars=500)}")
+    if report.strength:  # `ci --strength`: how much of a change this gate catches (strength/report.py)
+        head.append(code_span(report.strength, max_chars=600))
     head += surface_lines
     surface = merged_surface(report)
     # One changed tool is the headline already; a table earns its place when several changed.

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from mcptape import __version__
-from mcptape.report.model import RunReport
-from mcptape.verdict import SECURITY_KINDS
+from mcptape.verdict.model import RunReport
+from mcptape.verdict.vocabulary import SECURITY_KINDS
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"structural": "error", "output": "warning", "info": "note"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcptape.report.model import Finding, RunReport, SessionResult
+from mcptape.verdict.model import Finding, RunReport, SessionResult
 
 KINDS = ("tools", "prompts", "resources")
 

@@ -1,0 +1,310 @@
+"""The verdict as plain data: what diff produces, what ci aggregates, what every report renders.
+
+Its vocabulary (severities, finding kinds, drift classes, the exit code of a verdict) is
+mcptape/verdict/vocabulary.py's, at the bottom, where config/ reads it too.
+
+diff/ fills DiffResult; ci.py wraps one per session in SessionResult and all of them in
+RunReport; report/terminal.py, report/markdown.py, report/junit.py and publish/github.py only read
+these. `to_dict`/`from_dict` are the JSON report format (`mcptape ci --json`, `mcptape merge`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from mcptape.errors import EXIT_COULD_NOT_RUN
+from mcptape.jsonrpc import dumps
+from mcptape.verdict.vocabulary import VERDICT_EXIT, Severity, worst_exit
+
+# What a reviewer most needs to read first, among findings of one severity (lower first): the
+# protocol; a call that now fails; what callers lose (a tool removed, a breaking schema, a call
+# gone); a changed answer; what callers merely may use or read (a tool added, a compatible or
+# cosmetic schema: a description, a hint); the handshake's metadata; the client's own change.
+_FAILS = frozenset({("error", "result_to_error"), ("process", "no_answer"), ("process", "crash")})
+_LOST = frozenset({("surface", "removed"), ("schema", "breaking"), ("call", "removed")})
+_MAY_USE = frozenset({("surface", "added"), ("schema", "compatible"), ("schema", "cosmetic")})
+_METADATA = frozenset({"server_info", "changed", "capability_added", "capability_removed", "capability_changed"})
+
+
+def headline_priority(f: Finding) -> int:
+    """0 protocol · 1 a call now fails · 2 callers lose something · 3 a changed answer (anything
+    else) · 4 callers may use something new or read another text · 5 handshake metadata ·
+    6 the client's own change (its request `params`, the version it asked)."""
+    key = (f.category, f.kind)
+    if f.category == "protocol" or key == ("session", "protocol"):
+        return 0
+    if key in _FAILS or (key == ("error", "is_error") and f.after is True):
+        return 1
+    if key in _LOST:
+        return 2
+    if f.path == "params" or f.path.startswith(("params.", "params[")) or key == ("session", "client_protocol"):
+        return 6
+    if f.category == "session" and f.kind in _METADATA:
+        return 5
+    if key in _MAY_USE:
+        return 4
+    return 3
+
+
+@dataclass
+class CallRef:
+    """The call a drift belongs to, as a reviewer names it."""
+
+    method: str
+    name: str | None = None  # tool, prompt or resource URI
+    arguments: Any = None
+    step: int | None = None  # 1-based step of the session, when ci ran it
+
+    def one_line(self) -> str:
+        parts = [f"step {self.step}"] if self.step is not None else []
+        head = self.method + (f" {self.name}" if self.name else "")
+        if self.arguments not in (None, {}):
+            args = dumps(self.arguments)
+            head += " " + (args if len(args) <= 80 else args[:77] + "...")
+        parts.append(head)
+        return " · ".join(parts)
+
+
+@dataclass
+class Finding:
+    """One difference: its class, how bad it is, where (a path into the message) and what changed."""
+
+    category: str  # a key of FINDING_KINDS: surface | schema | session | call | result | error | ...
+    severity: Severity
+    path: str  # e.g. "result.content[0].text"; "" for whole-call findings
+    message: str  # one line: '"5" → "6"', "tool `divide` removed", ...
+    before: Any = None
+    after: Any = None
+    kind: str | None = None  # finer class, one of FINDING_KINDS[category]: breaking | added | changed | ...
+    golden_line: int | None = None  # line in the golden (A) tape, for annotations
+    fresh_line: int | None = None
+
+
+@dataclass
+class Drift:
+    """All findings that belong to one call (or to the session as a whole when call is None)."""
+
+    call: CallRef | None
+    findings: list[Finding]
+
+    @property
+    def severity(self) -> Severity:
+        sevs = {f.severity for f in self.findings}
+        return "structural" if "structural" in sevs else "output" if "output" in sevs else "info"
+
+    @property
+    def headline_finding(self) -> Finding:
+        """The finding that names this drift: of its own severity, the one a reviewer most needs
+        (headline_priority), the first of those."""
+        top = [f for f in self.findings if f.severity == self.severity] or self.findings
+        return min(top, key=headline_priority)
+
+    def one_line(self, session: str | None = None) -> str:
+        """`arith · step 3 · tools/call add {"a":2,"b":3} · result.content[0].text "5" → "6" (output)`."""
+        first = self.headline_finding
+        parts = [session] if session else []
+        if self.call is not None:
+            parts.append(self.call.one_line())
+        parts.append(f"{first.path} {first.message}".strip() if first.path else first.message)
+        return " · ".join(parts) + f" ({self.severity})"
+
+
+@dataclass
+class SurfaceChanges:
+    """The tool-surface table that heads a report where tools (resources, prompts) changed."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    breaking: list[str] = field(default_factory=list)
+    compatible: list[str] = field(default_factory=list)
+    cosmetic: list[str] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.breaking or self.compatible or self.cosmetic)
+
+
+@dataclass
+class DiffResult:
+    """The verdict of comparing a golden (A) with a fresh (B) tape. drifts[0] is the first drifted call."""
+
+    verdict: Literal["same", "output", "structural"]
+    drifts: list[Drift] = field(default_factory=list)
+    surface: SurfaceChanges = field(default_factory=SurfaceChanges)
+    a: str | None = None  # paths or names of the two tapes
+    b: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return VERDICT_EXIT[self.verdict]
+
+    @property
+    def first(self) -> Drift | None:
+        return self.drifts[0] if self.drifts else None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["exit_code"] = self.exit_code
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DiffResult:
+        drifts = [
+            Drift(
+                call=CallRef(**d["call"]) if d.get("call") else None,
+                findings=[Finding(**f) for f in d.get("findings", [])],
+            )
+            for d in data.get("drifts", [])
+        ]
+        return cls(
+            verdict=data["verdict"],
+            drifts=drifts,
+            surface=SurfaceChanges(**data.get("surface", {})),
+            a=data.get("a"),
+            b=data.get("b"),
+        )
+
+
+@dataclass
+class SurfaceFacts:
+    """What one session's tapes say about its server's surface (diff/surface_cost.py): the bytes each
+    tool (and the instructions) costs every agent that loads it, and which items the session called."""
+
+    server: str | None = None
+    unit: str = "bytes"  # of UTF-8 JSON as listed; not tokens (diff/surface_cost.py says why)
+    size: dict[str, int] = field(default_factory=dict)  # "tool:NAME" | "instructions" -> size in the fresh tape
+    golden_size: dict[str, int] | None = None  # the same in the golden tape, when both list tools
+    listed: dict[str, list[str]] = field(default_factory=dict)  # "tools" | "prompts" | "resources" -> names
+    called: dict[str, list[str]] = field(default_factory=dict)  # the same: called, got, read by the session
+
+    def total(self, golden: bool = False) -> int:
+        sizes = self.golden_size if golden else self.size
+        return sum((sizes or {}).values())
+
+
+@dataclass
+class SessionResult:
+    """One session of a ci run: its verdict, the diff behind it, or the error that stopped it."""
+
+    name: str
+    verdict: Literal["same", "updated", "output", "structural", "error", "secret"]
+    diff: DiffResult | None = None
+    error: str | None = None  # for verdict error/secret: what happened, secrets already redacted
+    golden: str | None = None  # golden tape path, relative to the config's directory
+    fresh: str | None = None  # fresh tape path, if kept
+    duration_s: float | None = None
+    redactions: dict[str, int] = field(default_factory=dict)  # kind -> count, never values
+    notes: list[str] = field(default_factory=list)  # e.g. "no golden tape: run mcptape ci --update-golden"
+    surface_facts: SurfaceFacts | None = None  # context cost and coverage (diff/surface_cost.py)
+
+    @property
+    def exit_code(self) -> int:
+        return VERDICT_EXIT[self.verdict]
+
+    def first_golden_line(self) -> int | None:
+        """The golden tape's line of the first drift: of its headline finding, else of any of its findings."""
+        if self.diff is None or self.diff.first is None:
+            return None
+        drift = self.diff.first
+        return next((f.golden_line for f in (drift.headline_finding, *drift.findings) if f.golden_line is not None), None)
+
+    def first_drift_line(self) -> str | None:
+        if self.diff is not None and self.diff.first is not None:
+            return self.diff.first.one_line(self.name)
+        return self.error
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["diff"] = self.diff.to_dict() if self.diff else None
+        data["exit_code"] = self.exit_code
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionResult:
+        fields = {k: v for k, v in data.items() if k not in ("exit_code", "diff", "surface_facts")}
+        facts = SurfaceFacts(**data["surface_facts"]) if data.get("surface_facts") else None
+        return cls(diff=DiffResult.from_dict(data["diff"]) if data.get("diff") else None, surface_facts=facts, **fields)
+
+
+@dataclass
+class RunReport:
+    """A whole `mcptape ci` run (or several merged shards)."""
+
+    config: str
+    sessions: list[SessionResult] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)  # golden tapes with no session
+    updated_golden: bool = False
+    shard: str | None = None
+    # Set when the reference is not golden tapes (ci/baseline.py): "against the merge base `abc1234`",
+    # "`ts` vs `py`"; `comparison` holds what that comparison learned and measured, line by line.
+    compared: str | None = None
+    comparison: list[str] = field(default_factory=list)
+    strength: str | None = None  # `ci --strength` / drift.min_strength: the gate's strength in one line (strength/)
+
+    @property
+    def exit_code(self) -> int:
+        return worst_exit([s.exit_code for s in self.sessions])
+
+    @property
+    def result(self) -> str:
+        """The action's `result` output: none | output | structural | error | secret."""
+        return {0: "none", 1: "output", 2: "structural", 3: "error", 4: "secret"}[self.exit_code]
+
+    def redaction_summary(self) -> str | None:
+        """How many values of which kind were redacted across the run, never the values."""
+        totals: dict[str, int] = {}
+        for s in self.sessions:
+            for kind, n in s.redactions.items():
+                totals[kind] = totals.get(kind, 0) + n
+        if not totals:
+            return None
+        parts = ", ".join(f"{n} {kind}" for kind, n in sorted(totals.items()))
+        count = sum(totals.values())
+        return f"{count} secret value{'s' if count != 1 else ''} redacted: {parts}"
+
+    def first_drift(self) -> tuple[SessionResult, Drift] | None:
+        for s in self.sessions:
+            if s.diff is not None and s.diff.first is not None:
+                return s, s.diff.first
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mcptape_report": 1,
+            "config": self.config,
+            "exit_code": self.exit_code,
+            "result": self.result,
+            "updated_golden": self.updated_golden,
+            "shard": self.shard,
+            "compared": self.compared,
+            "comparison": list(self.comparison),
+            "strength": self.strength,
+            "orphans": list(self.orphans),
+            "sessions": [s.to_dict() for s in self.sessions],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunReport:
+        return cls(
+            config=data["config"],
+            sessions=[SessionResult.from_dict(s) for s in data.get("sessions", [])],
+            orphans=list(data.get("orphans", [])),
+            updated_golden=bool(data.get("updated_golden")),
+            shard=data.get("shard"),
+            compared=data.get("compared"),
+            comparison=list(data.get("comparison", [])),
+            strength=data.get("strength"),
+        )
+
+
+__all__ = [
+    "EXIT_COULD_NOT_RUN",
+    "CallRef",
+    "DiffResult",
+    "Drift",
+    "Finding",
+    "RunReport",
+    "SessionResult",
+    "SurfaceChanges",
+    "SurfaceFacts",
+]
