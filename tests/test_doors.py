@@ -8,6 +8,8 @@ The contract, checked on every run (`judge`):
 - the exit code is 0-4, and nothing says "Traceback" or "internal error";
 - no file that was there before the run has changed (the inputs, the tapes, the config), but those a
   flag declares it writes onto (`Door.changes`: `-u` the goldens);
+- an in-process run leaves the process as it found it (the garbage collector on: the Python API and
+  tests run commands in-process);
 - no flag is accepted and then ignored: a run that gave a verdict (exit 0, 1, 2 or 4; 3 is "could
   not run", a refusal or a missing input) shows each of its flags' declared effect (`Door.effect`),
   where that effect can show on this input (`Door.on`). A flag whose effect no file, stream or exit
@@ -25,6 +27,7 @@ or fail at once, which is the contract too.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import io
 import itertools
@@ -64,6 +67,7 @@ class Run:
     before: dict[str, str]  # path -> sha256 of every file before the run
     after: dict[str, str] = field(default_factory=dict)
     traces: int = 0  # OTLP export requests the loopback receiver got during the run
+    leftover: str = ""  # process state an in-process run left changed (the Python API runs commands in-process)
 
     def wrote(self, name: str) -> bool:
         return name in self.after and self.after[name] != self.before.get(name)
@@ -427,7 +431,11 @@ def _in_process(argv: list[str], work: Path, before: dict[str, str]) -> Run:
         out.detach()
         err.detach()
         stdin.detach()
-    return Run(argv, code, said[0], said[1], work, before)
+    run = Run(argv, code, said[0], said[1], work, before)
+    if not gc.isenabled():
+        gc.enable()
+        run.leftover = "the garbage collector off"
+    return run
 
 
 # -- the property -----------------------------------------------------------------------------------
@@ -440,6 +448,8 @@ def judge(run: Run, doors: list[tuple[str, Door]], base: Run | None, input_kind:
     for text in ("Traceback", "internal error"):
         if run.said(text):
             return f"said {text!r}: {run.err[-400:]}"
+    if run.leftover:
+        return f"left {run.leftover}"
     allowed = {c for _, d in doors for c in d.changes}
     changed = [p for p, digest in run.before.items() if run.after.get(p, digest) != digest and p not in allowed]
     if changed:

@@ -60,8 +60,18 @@ class Options:
 
 def run(options: Options) -> int:
     check_outputs([Output("--json", options.json)], reads=[options.golden, options.fresh, options.config])
-    # Parsing builds millions of acyclic objects; full GC passes over them only cost time.
+    # Parsing builds millions of acyclic objects; full GC passes over them only cost time. An
+    # in-process caller (a test, the Python API) gets its collector back as it was.
+    collecting = gc.isenabled()
     gc.disable()
+    try:
+        return _diff(options)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _diff(options: Options) -> int:
     drift: DriftSettings | None = None
     normalizer: Normalizer | None = None
     if options.config is not None:
