@@ -80,7 +80,8 @@ class _HelpFormatter(argparse.HelpFormatter):
 
     def _format_action_invocation(self, action: argparse.Action) -> str:
         if isinstance(action, ReportOption):  # `--json[=FILE]`: alone to stdout (commands/grammar.py)
-            return ", ".join(f"{flag}[=FILE]" for flag in action.option_strings)
+            form = "=FILE" if action.file_only else "[=FILE]"
+            return ", ".join(f"{flag}{form}" for flag in action.option_strings)
         return super()._format_action_invocation(action)
 
     def _format_usage(self, usage: str | None, actions: Any, groups: Any, prefix: str | None) -> str:
@@ -92,7 +93,7 @@ def _report_usage(text: str, actions: Any) -> str:
     for action in actions:
         if isinstance(action, ReportOption):
             for flag in action.option_strings:
-                text = text.replace(f"[{flag} FILE]", f"[{flag}[=FILE]]")
+                text = text.replace(f"[{flag} FILE]", f"[{flag}=FILE]" if action.file_only else f"[{flag}[=FILE]]")
     return text
 
 
@@ -110,8 +111,13 @@ _ALLOW_EDITED_HELP = ("read a tape that does not match its seal (edited by hand 
                       "is what mcptape wrote is skipped, and said")
 
 
-def _report(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str, what: str, on_stdout: str = "") -> None:
-    """A report the command can write (commands/grammar.py's ReportOption): `FLAG` alone to stdout, `FLAG=FILE` to FILE."""
+def _report(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str, what: str,
+            on_stdout: str | None = "") -> None:
+    """A report the command can write (commands/grammar.py's ReportOption): `FLAG` alone to stdout,
+    `FLAG=FILE` to FILE; `on_stdout=None`: a file only (a page), `FLAG` alone is refused."""
+    if on_stdout is None:
+        parser.add_argument(flag, action=ReportOption, file_only=True, help=f"{what}: =FILE, into FILE (always a file)")
+        return
     parser.add_argument(flag, action=ReportOption,
                         help=f"{what}: alone, on stdout{f' ({on_stdout})' if on_stdout else ''}; =FILE, into FILE")
 
@@ -230,6 +236,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser] | None = None) -> a
         "revision (structural findings; `mcptape ci` always does; costs 1-5 s to load the schema)",
     )
     _report(diff, "--json", "the verdict as JSON", "instead of the report")
+    _report(diff, "--html", "the verdict and both tapes as one self-contained HTML page", None)
 
     # --- ls / show -------------------------------------------------------------------------
     ls = sub.add_parser("ls", help="list tapes")
@@ -239,6 +246,8 @@ def build_parser(parser_class: type[argparse.ArgumentParser] | None = None) -> a
     show.add_argument("tape", help="tape file")
     show.add_argument("--full", action="store_true", help="do not shorten payloads (JSON never does)")
     _report(show, "--json", "the events as JSON", "instead of the table")
+    _report(show, "--html", "the tape as one self-contained HTML page (filterable messages), instead of the table",
+            None)
 
     verify = sub.add_parser("verify", help="check that tapes are what mcptape wrote (their seals): exit 0, or 3")
     verify.add_argument("tapes", nargs="+", metavar="TAPE", help="tape files")
@@ -292,6 +301,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser] | None = None) -> a
     _report(ci_out, "--junit", "a JUnit XML report")
     _report(ci_out, "--summary", "the markdown summary")
     _report(ci_out, "--sarif", "the security findings as SARIF (GitHub code scanning)")
+    _report(ci_out, "--html", "the run as one self-contained HTML page (no network needed to view it)", None)
     ci_out.add_argument("--out-dir", metavar="DIR", help="keep the fresh tapes here (never the golden directory)")
     _otel_options(ci_out)
 
@@ -346,6 +356,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser] | None = None) -> a
     merge.add_argument("-c", "--config", help="the config the shards ran with (default: the reports' config name, if it is here)")
     _report(merge, "--json", "the merged JSON report", "the terminal report moves to stderr")
     _report(merge, "--summary", "the merged markdown summary")
+    _report(merge, "--html", "the merged run as one self-contained HTML page", None)
     _document(sub.choices)
     return parser
 

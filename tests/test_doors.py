@@ -135,6 +135,7 @@ DOORS: dict[str, dict[str, Door]] = {
         "--raw": door("--raw", unseen="no normalization: the sweep's tapes differ in no value a rule changes"),
         "--conformance": door("--conformance", unseen="the fixture tapes conform; tests/conformance/test_check.py shows findings"),
         "--json": door("--json", "--json=verdict.json", effect=lambda r, _: json_out(r, _) or r.wrote("verdict.json")),
+        "--html": door("--html=pair.html", "--html", effect=wrote("pair.html"), on=("tape", "sealed")),
     },
     "ls": {
         "--json": door("--json", "--json=list.json", effect=lambda r, _: json_out(r, _) or r.wrote("list.json")),
@@ -142,6 +143,7 @@ DOORS: dict[str, dict[str, Door]] = {
     "show": {
         "--full": door("--full", effect=differs, on=("tape", "sealed")),
         "--json": door("--json", "--json=events.json", effect=lambda r, _: json_out(r, _) or r.wrote("events.json")),
+        "--html": door("--html=tape.html", "--html", effect=wrote("tape.html"), on=("tape", "sealed")),
     },
     "verify": {
         # The sweep's tapes are not signed: the honest outcome is exit 3, saying the signature was checked.
@@ -178,6 +180,7 @@ DOORS: dict[str, dict[str, Door]] = {
         "--config": door(("-c", "mcptape.yml"), unseen="orders sessions and scrubs as the config says; tests/ci/test_merge.py"),
         "--json": door("--json", "--json=merged.json", effect=lambda r, _: json_out(r, _) or r.wrote("merged.json")),
         "--summary": door("--summary", "--summary=merged.md", effect=lambda r, _: "# " in r.out or r.wrote("merged.md")),
+        "--html": door("--html=merged.html", "--html", effect=wrote("merged.html")),
     },
     "comment": {
         # No GitHub here (no token): every run ends "could not run", which is the contract. The
@@ -229,6 +232,7 @@ DOORS: dict[str, dict[str, Door]] = {
         "--junit": door("--junit=r.xml", effect=wrote("r.xml")),
         "--summary": door("--summary=r.md", effect=wrote("r.md")),
         "--sarif": door("--sarif=r.sarif", effect=wrote("r.sarif")),
+        "--html": door("--html=r.html", "--html", effect=wrote("r.html")),
         "--out-dir": door(("--out-dir", "fresh"), effect=wrote("fresh/arithmetic.tape.jsonl")),
         "--otel": door("--otel", effect=traced, on=("config",)),
         "--otel-payloads": door("--otel-payloads", effect=traced, on=("config",)),

@@ -187,8 +187,8 @@ def release_finding(old: str | None, new: str | None, diff: DiffResult, drift: D
         first = next((d for d in diff.drifts if d.severity == "structural"), None)
         if first is not None:
             what = f"changes the interface ({first.one_line()})"
-    return Finding(category="release", kind=kind, severity=_severity(drift, "release", kind), path="",
-                   message=f"{old} → {new} {what}: a breaking change in a {kind} release", before=old, after=new)
+    return Finding.of("release", kind, "", f"{old} → {new} {what}: a breaking change in a {kind} release", old,
+                      new, severity=_severity(drift, "release", kind))
 
 
 def _version(run: LiveRun) -> str | None:
@@ -199,8 +199,8 @@ def _version(run: LiveRun) -> str | None:
 
 def _cannot_run(session: Session, ref: Reference, errors: list[str]) -> SessionResult:
     """Every reference run failed: the session is new in this change (or needs what the base lacks)."""
-    finding = Finding(category="session", severity="structural", path="",
-                      message=f"cannot run on the reference ({ref.name}): {errors[0].splitlines()[0]}")
+    finding = Finding.of("session", "no_reference", "",
+                         f"cannot run on the reference ({ref.name}): {errors[0].splitlines()[0]}")
     diff = DiffResult(verdict="structural", drifts=[Drift(call=None, findings=[finding])], a=ref.name, b=session.name)
     return SessionResult(name=session.name, verdict="structural", diff=diff,
                          notes=[f"the session's steps cannot run on {ref.label.removeprefix('against ')}: "
@@ -305,10 +305,9 @@ def latency_findings(head: RunContext, ref: Reference, session: Session, n: int)
         if c.regression:
             call = CallRef(method="tools/call" if step.action == "call" else step.action, name=step.target,
                            arguments=step.arguments, step=number)
-            drifts.append(Drift(call=call, findings=[Finding(
-                category="latency", kind="regression", severity=severity, path="",
-                message=f"{c.shift * 1000:.1f} ms slower per call (median {c.base.median * 1000:.1f} → "
-                        f"{c.head.median * 1000:.1f} ms, Mann-Whitney p={c.p:.2g})")]))
+            drifts.append(Drift(call=call, findings=[Finding.of("latency", "regression", "",
+                                                                f"{c.shift * 1000:.1f} ms slower per call (median {c.base.median * 1000:.1f} → "
+                        f"{c.head.median * 1000:.1f} ms, Mann-Whitney p={c.p:.2g})", severity=severity)]))
     return drifts, lines
 
 

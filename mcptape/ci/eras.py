@@ -109,13 +109,8 @@ def era_refusal(session: Session, events: Sequence[dict[str, Any]], protocol: st
     else:
         return None
     other = next(v for v in BOTH_ERAS if v != version)
-    finding = Finding(
-        category="session",
-        severity="structural",
-        path="protocol",
-        message=(f"the server does not speak {version}: it refused `{method}` ({code}); "
+    finding = Finding.of("session", "protocol", "protocol",
+                         f"the server does not speak {version}: it refused `{method}` ({code}); "
                  f"`protocol: both` records every session in {' and '.join(BOTH_ERAS)}: pin the era it speaks "
-                 f"(`protocol: auto` or `protocol: {other}`) on this server or session"),
-        kind="protocol",
-    )
+                 f"(`protocol: auto` or `protocol: {other}`) on this server or session")
     return DiffResult(verdict="structural", drifts=[Drift(call=None, findings=[finding])], b=session.name)

@@ -80,6 +80,7 @@ UPDATE_HINT = "mcptape ci --update-golden"
 class SessionOutcome:
     result: SessionResult
     fresh_bytes: bytes | None = None  # the verified fresh tape, if one could be built
+    fresh_timing: dict[str, Any] | None = None  # its footer's timing (tape/timing.py), for the HTML report
     golden_change: str | None = None  # update mode: created | updated | unchanged
 
 
@@ -183,12 +184,8 @@ def _merge_schema_breaks(diff: DiffResult, schema_breaks: Sequence[SchemaBreak])
 
 def _no_golden(ctx: RunContext, session: Session) -> DiffResult:
     rel = _rel(ctx, golden_path(ctx, session))
-    finding = Finding(
-        category="session",
-        severity="structural",
-        path="",
-        message=f"no golden tape {rel}: record it with `{UPDATE_HINT} --session {session.name}`, review and commit it",
-    )
+    finding = Finding.of("session", "no_golden", "",
+                         f"no golden tape {rel}: record it with `{UPDATE_HINT} --session {session.name}`, review and commit it")
     return DiffResult(verdict="structural", drifts=[Drift(call=None, findings=[finding])], b=session.name)
 
 
@@ -320,7 +317,7 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
                                           render_view(fresh.header, fresh.events)))
         except WriteError as e:
             raise _Failed(str(e)) from e
-    outcome = SessionOutcome(result, fresh_bytes=fresh.data)
+    outcome = SessionOutcome(result, fresh_bytes=fresh.data, fresh_timing=fresh.timing)
     recording = fresh.recording
     refusal = refused_everything(recording.events)
     if refusal is not None:  # a golden tape of refusals gates nothing: say so, with the fix

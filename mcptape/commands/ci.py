@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -30,8 +30,8 @@ from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import select_sessions
 from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_in_pool, run_session
 from mcptape.commands.grammar import Output, check_outputs, deprecated_spelling
-from mcptape.commands.output import say
-from mcptape.commands.run_report import ReportFiles, leave
+from mcptape.commands.output import check_html, say
+from mcptape.commands.run_report import FreshTape, ReportFiles, leave
 from mcptape.commands.strength import gate_strength
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import Session
@@ -100,6 +100,7 @@ MODE_FLAGS: tuple[ModeFlag, ...] = (
     ModeFlag("--junit", REPORTING, "writes the run's JUnit report", lambda o: o.junit is not None),
     ModeFlag("--summary", REPORTING, "writes the run's markdown summary", lambda o: o.summary is not None),
     ModeFlag("--sarif", REPORTING, "writes the run's security findings", lambda o: o.sarif is not None),
+    ModeFlag("--html", REPORTING, "writes the run as one page", lambda o: o.html is not None),
     ModeFlag("--out-dir", REPORTING, "keeps each session's fresh tape", lambda o: o.out_dir is not None),
     ModeFlag("--otel", REPORTING, "exports each session's recording as a trace", lambda o: o.otel and not o.otel_payloads),
     ModeFlag("--otel-payloads", REPORTING, "exports each session's recording as a trace, with its messages",
@@ -155,6 +156,7 @@ class Options:
     otel: bool = False  # --otel (or --otel-payloads, which implies it): export each session as a trace
     otel_payloads: bool = False  # with the messages, redacted
     strength: bool = False  # --strength: the gate's strength in one line of the report (commands/strength.py)
+    html: str | None = None  # --html=FILE: the run as one self-contained page (report/html.py)
     notes: tuple[str, ...] = ()  # lines for stderr about how the options were read (a deprecated meaning)
 
     @classmethod
@@ -170,7 +172,7 @@ class Options:
             json=args.json, junit=args.junit, summary=args.summary, sarif=args.sarif, out_dir=args.out_dir,
             baseline=args.baseline, against=args.against, reference_runs=reference_runs, latency=args.latency,
             allow_edited=args.allow_edited, otel=args.otel or args.otel_payloads, otel_payloads=args.otel_payloads,
-            strength=args.strength, notes=tuple(notes),
+            strength=args.strength, html=args.html, notes=tuple(notes),
         )
 
     def modes(self) -> frozenset[Mode]:
@@ -189,7 +191,8 @@ class Options:
 
     def outputs(self) -> list[Output]:
         return [Output("--json", self.json), Output("--junit", self.junit), Output("--summary", self.summary),
-                Output("--sarif", self.sarif), Output("--out-dir", self.out_dir, directory=True)]
+                Output("--sarif", self.sarif), Output("--html", self.html),
+                Output("--out-dir", self.out_dir, directory=True)]
 
     def jobs_for(self, sessions: Sequence[Session]) -> int:
         """Sessions in parallel: --jobs, else the cores; never more than there are sessions."""
@@ -201,6 +204,7 @@ def run(options: Options) -> int:
         say(f"mcptape ci: {note}")
     modes = options.modes()
     refuse_combinations(options, modes)
+    check_html(options.html)
     if options.repeat is not None and options.repeat < 2:
         raise UsageError(f"--repeat {options.repeat}: compare at least 2 runs, e.g. --repeat 5")
     if options.jobs is not None and options.jobs < 1:
@@ -224,9 +228,10 @@ def run(options: Options) -> int:
         return _repeat(options, ctx, sessions)
     ctx.telemetry = open_telemetry(options.otel, options.otel_payloads)
     weak: str | None = None
+    fresh: dict[str, FreshTape] = {}
     try:
         if mode is Mode.GOLDEN:
-            report, extra = _golden(options, ctx, sessions)
+            report, extra, fresh = _golden(options, ctx, sessions)
             report.strength, weak = gate_strength(loaded, asked=options.strength)  # after -u: the goldens just written
         else:
             baseline = "merge-base" if options.baseline == "auto" else options.baseline
@@ -237,7 +242,7 @@ def run(options: Options) -> int:
     finally:
         if ctx.telemetry is not None:
             ctx.telemetry.close()
-    code = _finish(options, ctx, report, extra)
+    code = _finish(options, ctx, report, extra, fresh)
     if weak is not None:  # a weaker gate than drift.min_strength asks for: it cannot vouch (exit 3, docs/strength.md)
         say(f"mcptape ci: {weak}")
         return worst_exit([code, EXIT_COULD_NOT_RUN])
@@ -262,20 +267,24 @@ def _out_dir(options: Options, loaded: LoadedConfig) -> Path | None:
     return out_dir
 
 
-def _golden(options: Options, ctx: RunContext, sessions: Sequence[Session]) -> tuple[RunReport, list[str]]:
+def _golden(options: Options, ctx: RunContext, sessions: Sequence[Session]
+            ) -> tuple[RunReport, list[str], dict[str, FreshTape]]:
+    """Golden mode's run: the report, the lines -u adds, and the fresh tapes in hand (the HTML page's)."""
     outcomes = run_in_pool(options.jobs_for(sessions), lambda s: run_session(ctx, s), sessions, "session")
     report = RunReport(config=os.path.basename(ctx.loaded.path), sessions=[o.result for o in outcomes],
                        orphans=orphan_goldens(ctx), updated_golden=ctx.update, shard=options.shard)
-    return report, _update_lines(outcomes) if ctx.update else []
+    fresh = {o.result.name: FreshTape(o.fresh_bytes, o.fresh_timing) for o in outcomes if o.fresh_bytes is not None}
+    return report, _update_lines(outcomes) if ctx.update else [], fresh
 
 
-def _finish(options: Options, ctx: RunContext, report: RunReport, extra: Sequence[str]) -> int:
+def _finish(options: Options, ctx: RunContext, report: RunReport, extra: Sequence[str],
+            fresh: Mapping[str, FreshTape] | None = None) -> int:
     """Show, write and publish a run's report (commands/run_report.py, as merge does); the exit code
     is the worst of the verdict and of that."""
-    files = ReportFiles(options.json, options.junit, options.summary, options.sarif)
+    files = ReportFiles(options.json, options.junit, options.summary, options.sarif, options.html)
     lines = {s.name: ctx.loaded.line_of("sessions", i) for i, s in enumerate(ctx.loaded.config.sessions)}
     left = leave(report, files, Outlet(ctx.redactor.fork()), name="ci", config_path=str(ctx.loaded.path),
-                 config_dir=ctx.loaded.base_dir, extra="".join(extra), session_lines=lines)
+                 config_dir=ctx.loaded.base_dir, extra="".join(extra), session_lines=lines, fresh=fresh)
     return worst_exit([report.exit_code, left])
 
 

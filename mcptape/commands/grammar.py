@@ -49,9 +49,10 @@ class ReportOption(argparse.Action):
     a bare `--FORMAT` mean stdout before argparse sees it, so the parser itself always gets a value.
     """
 
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+    def __init__(self, option_strings: Sequence[str], dest: str, *, file_only: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("metavar", "FILE")
         super().__init__(option_strings, dest, **kwargs)
+        self.file_only = file_only  # no stdout form (an HTML page): `--html` alone is refused, with the fix
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:

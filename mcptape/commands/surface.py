@@ -102,7 +102,7 @@ def run_surface(loaded: LoadedConfig) -> int:
         kept_hits: list[SurfaceHit] = []
         severities: list[str] = []
         for hit in review_surface(lists, instructions):
-            kept = policy.apply([Finding("security", "structural", hit.field, hit.message, kind=hit.rule)], None)
+            kept = policy.apply([Finding.of("security", hit.rule, hit.field, hit.message)], None)
             if kept:
                 kept_hits.append(hit)
                 severities.append(kept[0].severity)

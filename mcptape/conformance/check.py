@@ -121,7 +121,7 @@ def check_tape_placed(tape: Tape, *, severity: Severity = "structural") -> list[
     placed: list[tuple[int, Finding]] = []
     version, note = negotiated_version(tape, KNOWN_PROTOCOL_VERSIONS)
     if note:
-        placed.append((0, Finding("conformance", "info", "", note, kind="version")))
+        placed.append((0, Finding.of("conformance", "version", "", note)))
     surface = _Surface.load()
     outputs = _OutputSchemas()
     for index, event in enumerate(tape.events):
@@ -130,7 +130,8 @@ def check_tape_placed(tape: Tape, *, severity: Severity = "structural") -> list[
         problems = list(_message_problems(event, version, surface))
         problems.extend(outputs.check(event))
         for path, rule, kind in _cap(problems):
-            placed.append((index, Finding("conformance", severity, f"{tape.line_of(index)}:{path}", rule, kind=kind)))
+            placed.append((index, Finding.of("conformance", kind, f"{tape.line_of(index)}:{path}", rule,
+                                             severity=severity)))
     return placed
 
 

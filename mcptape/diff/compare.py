@@ -334,14 +334,14 @@ def _call_drifts(
         if g_call is not None and fc is not None:
             compare(k, g_call, fc)
         elif fc is not None:
-            finding = Finding("call", "structural", "", "call added (not in the golden tape)", None,
-                              _answer_brief(fc), "added", None, f.line(fc.position))
+            finding = Finding.of("call", "added", "", "call added (not in the golden tape)", None,
+                                 _answer_brief(fc), fresh_line=f.line(fc.position))
             kept = policy.apply([finding], fc)
             if kept:
                 placed.append((fc.position, k, Drift(call_ref(f, fc), kept)))
         elif g_call is not None:
-            finding = Finding("call", "structural", "", "call removed (not in the fresh tape)", _answer_brief(g_call),
-                              None, "removed", g.line(g_call.position), None)
+            finding = Finding.of("call", "removed", "", "call removed (not in the fresh tape)",
+                                 _answer_brief(g_call), golden_line=g.line(g_call.position))
             kept = policy.apply([finding], g_call)
             if kept:
                 placed.append((next_pos[k], k, Drift(call_ref(g, g_call), kept)))

@@ -457,12 +457,12 @@ def protocol_findings(g_header: dict[str, Any], f_header: dict[str, Any]) -> lis
         f"{g_proto} ({opened(g_session)}) → {f_proto} ({opened(f_session)}); the 2026-07-28 envelope "
         "(resultType, cacheScope, ttlMs, _meta serverInfo) is not compared, the calls are"
     )
-    out = [Finding("protocol", "structural", "protocol", message, clip(before), clip(after), "changed")]
+    out = [Finding.of("protocol", "changed", "protocol", message, clip(before), clip(after))]
     out.extend(_features(g_session.get("capabilities"), f_session.get("capabilities")))
     g_info, f_info = g_session.get("serverInfo"), f_session.get("serverInfo")
     if not json_equal(g_info, f_info):
-        out.append(Finding("session", "output", "serverInfo", f"server {show(g_info)} → {show(f_info)}",
-                           clip(g_info), clip(f_info), "server_info"))
+        out.append(Finding.of("session", "server_info", "serverInfo", f"server {show(g_info)} → {show(f_info)}",
+                              clip(g_info), clip(f_info)))
     return out
 
 
@@ -473,10 +473,10 @@ def _features(a: Any, b: Any) -> list[Finding]:
     as within an era: lost is structural, gained output (classify.py's session kinds)."""
     fa = set(a) if isinstance(a, dict) else set()
     fb = set(b) if isinstance(b, dict) else set()
-    out = [Finding("session", "structural", f"capabilities.{name}", f"capability removed `{name}` (with the protocol change)",
-                   clip(a[name]), None, "capability_removed") for name in sorted(fa - fb)]
-    out.extend(Finding("session", "output", f"capabilities.{name}", f"capability added `{name}` (with the protocol change)",
-                       None, clip(b[name]), "capability_added") for name in sorted(fb - fa))
+    out = [Finding.of("session", "capability_removed", f"capabilities.{name}",
+                      f"capability removed `{name}` (with the protocol change)", clip(a[name])) for name in sorted(fa - fb)]
+    out.extend(Finding.of("session", "capability_added", f"capabilities.{name}",
+                          f"capability added `{name}` (with the protocol change)", None, clip(b[name])) for name in sorted(fb - fa))
     return out
 
 
@@ -535,5 +535,5 @@ def check_deprecations(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
             message = "the server speaks HTTP+SSE, deprecated since 2025-03-26 (streamable HTTP replaces it)"
         else:
             message = f"the server relies on {_DEPRECATED_IN_MODERN[name]}, deprecated in {protocol} (SEP-2577)"
-        out.append((end, Finding("protocol", "info", f"deprecated.{name}", message, None, name, "deprecated")))
+        out.append((end, Finding.of("protocol", "deprecated", f"deprecated.{name}", message, None, name)))
     return out

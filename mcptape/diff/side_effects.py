@@ -66,19 +66,17 @@ def check_side_effects(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
         fpath = f"side_effects[{path}]"
         if g_hit is None and f_hit is not None:
             where = _step_call(f, step)
-            out.append((f_hit[0], Finding(
-                "side_effect", "structural", fpath,
-                f"new side effect: {where} now touches {path}: {_what(f_hit[1])}", None, f_hit[1], "added", None, f_line)))
+            out.append((f_hit[0], Finding.of("side_effect", "added", fpath,
+                                             f"new side effect: {where} now touches {path}: {_what(f_hit[1])}",
+                                             None, f_hit[1], fresh_line=f_line)))
         elif f_hit is None and g_hit is not None:
             where = _step_call(g, step)
-            out.append((end, Finding(
-                "side_effect", "structural", fpath,
-                f"missing side effect: {where} no longer touches {path} (golden: {_what(g_hit[1])})", g_hit[1], None, "removed",
-                g_line, None)))
+            out.append((end, Finding.of("side_effect", "removed", fpath,
+                                        f"missing side effect: {where} no longer touches {path} (golden: {_what(g_hit[1])})",
+                                        g_hit[1], golden_line=g_line)))
         elif g_hit is not None and f_hit is not None and g_hit[1] != f_hit[1]:
             where = _step_call(f, step)
-            out.append((f_hit[0], Finding(
-                "side_effect", "structural", fpath,
-                f"different side effect: {where} on {path}: {_what(g_hit[1])} → {_what(f_hit[1])}",
-                g_hit[1], f_hit[1], "changed", g_line, f_line)))
+            out.append((f_hit[0], Finding.of("side_effect", "changed", fpath,
+                                             f"different side effect: {where} on {path}: {_what(g_hit[1])} → {_what(f_hit[1])}",
+                                             g_hit[1], f_hit[1], golden_line=g_line, fresh_line=f_line)))
     return out

@@ -168,15 +168,10 @@ def schema_break(step: int | None, name: str, arguments: dict[str, Any], live_ru
     return SchemaBreak(
         step=step or 0,
         call=CallRef(method="tools/call", name=name, arguments=arguments, step=step),
-        finding=Finding(
-            category="schema",
-            severity="structural",
-            path="inputSchema",
-            message=f"tool `{name}` no longer accepts arguments its golden schema accepted: {live_rule}",
-            before=golden_tool.get("inputSchema") if isinstance(golden_tool, dict) else None,
-            after=live_tool.get("inputSchema"),
-            kind="breaking",
-        ),
+        finding=Finding.of("schema", "breaking", "inputSchema",
+                           f"tool `{name}` no longer accepts arguments its golden schema accepted: {live_rule}",
+                           golden_tool.get("inputSchema") if isinstance(golden_tool, dict) else None,
+                           live_tool.get("inputSchema")),
     )
 
 

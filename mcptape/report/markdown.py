@@ -30,14 +30,17 @@ import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from string import Formatter
 from typing import Any
 from urllib.parse import quote
 
 from mcptape.jsonrpc import dumps
 from mcptape.report import surface_notes
+from mcptape.report.anchors import session_anchor
 from mcptape.report.md_safe import MARKER_RE, clip, code_span, comment_marker, fenced, html_text, one_line
 from mcptape.tape.view import view_path
 from mcptape.verdict.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
+from mcptape.verdict.vocabulary import DEFAULT_PHRASE, drift_kind
 
 # GitHub rejects a comment body of 65,536 characters or more and a step summary over 1 MiB.
 # Both are capped with a margin: the redaction pass may change lengths a little afterwards.
@@ -84,6 +87,7 @@ class Context:
     action_repository: str = DEFAULT_ACTION_REPOSITORY
     action_ref: str = DEFAULT_ACTION_REF
     artifact: str | None = None  # name of the workflow artifact holding the fresh tapes and report
+    html_report: str | None = None  # the HTML report's file name in that artifact (`report.html`)
     attested_repo: str | None = None  # owner/name whose artifact attestations cover the artifact's tapes
 
     def config_shown(self, report: RunReport) -> str:
@@ -250,11 +254,16 @@ _LISTED_WORD = {"tools": "tool", "prompts": "prompt", "resources": "resource", "
 _PLAIN_TEXT_RESULT = "result.content[0].text"
 
 
-def _value(value: Any) -> str:
-    return code_span(_show_value(value), max_chars=80)
+# How a rendering quotes untrusted text inside its own words: markdown's code_span here;
+# report/html.py passes its own, so a drift reads in the same words on every page.
+Code = Callable[..., str]
 
 
-def call_words(call: CallRef | None) -> str:
+def _value(value: Any, code: Code = code_span) -> str:
+    return code(_show_value(value), max_chars=80)
+
+
+def call_words(call: CallRef | None, code: Code = code_span) -> str:
     """The call as a client writes it: `add(a=2, b=3)` for a tool, the method and name otherwise."""
     if call is None:
         return "the session"
@@ -264,63 +273,52 @@ def call_words(call: CallRef | None) -> str:
             inner = ", ".join(f"{k}={dumps(v)}" for k, v in args.items())
         else:
             inner = "" if args is None else dumps(args)
-        return code_span(f"{call.name}({inner})", max_chars=100)
-    return code_span(call.method + (f" {call.name}" if call.name else ""), max_chars=100)
+        return code(f"{call.name}({inner})", max_chars=100)
+    return code(call.method + (f" {call.name}" if call.name else ""), max_chars=100)
 
 
-def in_words(drift: Drift) -> str:
+def in_words(drift: Drift, code: Code = code_span) -> str:
     """What the drift changes for a client, in one line of our words around code spans
-    (`add` now requires `c`: calls without it break). Untrusted names and values are spans."""
+    (`add` now requires `c`: calls without it break). The words are the drift table's phrases
+    (verdict/vocabulary.py): the first of its kind's phrases whose places this finding fills.
+    Untrusted names and values only ever fill a place, as spans made by `code` (markdown's
+    code_span; the HTML report's own)."""
     f = drift.headline_finding
-    call = call_words(drift.call)
-    what = code_span(f.message, max_chars=200)
-    key = (f.category, f.kind)
+    places = _places(drift, code)
+    for phrase in (*drift_kind(f.category, f.kind).phrases, DEFAULT_PHRASE):
+        names = [name for _, name, _, _ in Formatter().parse(phrase) if name]
+        if all(places.get(name) is not None for name in names):
+            return phrase.format(**places)
+    raise AssertionError("DEFAULT_PHRASE has a place every finding fills")  # pragma: no cover
+
+
+def _places(drift: Drift, code: Code = code_span) -> dict[str, str | None]:
+    """The places of the drift table's phrases this drift fills (None: it has nothing for that place)."""
+    f = drift.headline_finding
     prop = _TOOL_PROPERTY.search(f.path)
     listed = _LISTED.match(f.path)
-    name = code_span(listed.group("name"), max_chars=80) if listed else None
-    noun = _LISTED_WORD[listed.group("list")] if listed else "tool"
     rest = listed.group("rest") if listed else None  # "" for the item itself, ".description" for a member
-    if key == ("schema", "breaking"):
-        if prop and "required" in f.message:
-            return f"{code_span(prop.group('tool'), max_chars=80)} now requires {code_span(prop.group('prop'), max_chars=80)}: calls without it break"
-        return f"{what}: calls written against the golden schema may break"
-    if key == ("schema", "compatible"):
-        if prop and "optional" in f.message:
-            return (f"{code_span(prop.group('tool'), max_chars=80)} accepts a new optional "
-                    f"{code_span(prop.group('prop'), max_chars=80)}: existing calls keep working")
-        return f"{what}: existing calls keep working"
-    if key == ("schema", "cosmetic"):
-        if name and rest == ".description" and f.before is not None and f.after is not None:
-            return f"the description of {noun} {name} is now {_value(f.after)}, was {_value(f.before)} (cosmetic)"
-        return f"{what} (cosmetic)"
-    if key == ("surface", "removed"):
-        if name and not rest:
-            return f"{noun} {name} is gone: clients that use it break"
-        return f"{what}: clients that use it break"
-    if key == ("surface", "added"):
-        if name and not rest:
-            return f"new {noun} {name}: clients see it when they list"
-        return f"{what}: clients see it when they list"
-    if f.category == "result" and f.kind in (None, "changed") and f.before is not None and f.after is not None:
-        at = "" if f.path in ("", _PLAIN_TEXT_RESULT) else f" at {code_span(f.path, max_chars=100)}"
-        return f"{call} now returns {_value(f.after)}{at}, was {_value(f.before)}"
-    if key == ("error", "result_to_error"):
-        error = f.after if isinstance(f.after, dict) else {}
-        shown = " ".join(str(error[k]) for k in ("code", "message") if k in error)
-        return f"{call} now fails" + (f" with {code_span(shown, max_chars=100)}" if shown else " with an error") + \
-            ", where it returned a result"
-    if key == ("error", "error_to_result"):
-        return f"{call} now returns a result, where it failed with an error"
-    if key == ("error", "code") and f.before is not None and f.after is not None:
-        return f"{call} now fails with error code {_value(f.after)}, was {_value(f.before)}"
-    if key == ("error", "message") and f.before is not None and f.after is not None:
-        return f"{call} now fails with {_value(f.after)}, was {_value(f.before)}"
-    if key == ("call", "removed"):
-        return f"{call} is no longer answered as recorded: {what}"
-    if f.category == "process":
-        return f"the server process changed at {call}: {what}"
+    name = code(listed.group("name"), max_chars=80) if listed else None
+    message = f.message
+    error = f.after if isinstance(f.after, dict) else {}
+    shown = " ".join(str(error[k]) for k in ("code", "message") if k in error)
     where = f"{f.path} " if f.path else ""
-    return f"{call}: {code_span(where + f.message, max_chars=200)}"
+    both = f.before is not None and f.after is not None
+    return {
+        "call": call_words(drift.call, code),
+        "what": code(message, max_chars=200),
+        "detail": code(where + message, max_chars=200),
+        "noun": _LISTED_WORD[listed.group("list")] if listed else "tool",
+        "item": name if rest == "" else None,
+        "tool": code(prop.group("tool"), max_chars=80) if prop else None,
+        "required": code(prop.group("prop"), max_chars=80) if prop and "required" in message else None,
+        "optional": code(prop.group("prop"), max_chars=80) if prop and "optional" in message else None,
+        "described": name if rest == ".description" and both else None,
+        "before": _value(f.before, code) if both else None,
+        "after": _value(f.after, code) if both else None,
+        "at": "" if f.path in ("", _PLAIN_TEXT_RESULT) else f" at {code(f.path, max_chars=100)}",
+        "error": code(shown, max_chars=100) if shown else None,
+    }
 
 
 def _cause_key(drift: Drift) -> tuple[str, ...]:
@@ -412,7 +410,8 @@ def _said_whole(error: str) -> bool:
     return one_line(error, FAILED_LINE_CHARS + 1) == error and len(error) <= FAILED_LINE_CHARS
 
 
-def _counts(report: RunReport) -> str:
+def counts_line(report: RunReport) -> str:
+    """"3 sessions, 1 drifted, 2 unchanged": the counts under a report's title (here and report/html.py)."""
     n = len(report.sessions)
     bad = [s for s in report.sessions if s.verdict in ("output", "structural", "error", "secret")]
     drifted = sum(1 for s in bad if s.verdict in ("output", "structural"))
@@ -427,7 +426,7 @@ def _counts(report: RunReport) -> str:
 
 def _reflects(report: RunReport, ctx: Context) -> str:
     """The small line under the title: which commit this is about and which run said so."""
-    parts = [_counts(report)]
+    parts = [counts_line(report)]
     if report.compared:  # no goldens: what the reference was (ci/baseline.py); its text is ours, refs in code spans
         parts.append(_compared(report.compared))
     if ctx.commit:
@@ -435,6 +434,8 @@ def _reflects(report: RunReport, ctx: Context) -> str:
         parts.append(f"at commit [{sha}]({ctx.commit_url})" if ctx.commit_url else f"at commit {sha}")
     if ctx.run_url:
         parts.append(f"[workflow run]({ctx.run_url})")
+    if ctx.html_report and ctx.artifact:
+        parts.append(f"HTML report {code_span(ctx.html_report, max_chars=80)} in artifact {code_span(ctx.artifact, max_chars=120)}")
     if report.shard:
         parts.append(f"shard {code_span(report.shard, max_chars=20)}")
     return "<sub>" + " · ".join(parts) + "</sub>"
@@ -513,6 +514,8 @@ def session_details(s: SessionResult, ctx: Context, limits: Limits, *, compact: 
         url = ctx.golden_url(s.golden, line)
         label = code_span(path + (f":{line}" if line else ""), max_chars=200)
         parts += [f"Golden tape: {f'[{label}]({url})' if url else label}", ""]
+    if ctx.html_report and ctx.artifact:  # a page inside an artifact cannot be linked to: named, for who opens it
+        parts += [f"In the HTML report: {code_span(f'{ctx.html_report}#{session_anchor(s.name)}', max_chars=200)}", ""]
     if s.diff is not None and s.diff.first is not None:
         if compact:
             parts += [f"_Diff cut to stay under GitHub's size limit: see {limits.where_more}._", ""]
@@ -551,18 +554,33 @@ def _sh_lines(words: list[str], width: int = 90) -> str:
     return "\n".join(lines)
 
 
-def accept_instructions(report: RunReport, ctx: Context | None = None) -> str:
-    """How to accept the drift, correct from the repository root: re-record locally, or take the
-    fresh tapes from the run's artifact when the server needs what only CI has (secrets)."""
-    ctx = ctx or Context()
+def _golden_dirs(report: RunReport, ctx: Context) -> tuple[list[SessionResult], list[str]]:
     drifted = [s for s in report.sessions if s.golden and s.verdict in ("output", "structural")]
-    golden_dirs = sorted({posixpath.dirname(ctx.golden_path(s.golden)) or "." for s in drifted if s.golden})
+    return drifted, sorted({posixpath.dirname(ctx.golden_path(s.golden)) or "." for s in drifted if s.golden})
+
+
+def _git_add(golden_dirs: list[str]) -> str:
+    return _sh_lines(["git", "add", *[d.rstrip("/") + "/" for d in golden_dirs]] if golden_dirs else ["git", "add", "-A"])
+
+
+def accept_commands(report: RunReport, ctx: Context | None = None) -> str:
+    """The shell commands that accept the drift locally, from the repository root: install,
+    re-record, add the golden tapes, commit (the comment's and the HTML report's)."""
+    ctx = ctx or Context()
     config = ctx.config_arg or report.config
     run = f"mcptape ci -c {shlex.quote(config)} --update-golden"
     if ctx.run_dir not in ("", "."):
         run = f"(cd {shlex.quote(ctx.run_dir)} && {run})"
-    add = _sh_lines(["git", "add", *[d.rstrip("/") + "/" for d in golden_dirs]] if golden_dirs else ["git", "add", "-A"])
-    local = "\n".join([ctx.install_line(), run, add, "git commit -m 'Accept MCP drift'"])
+    return "\n".join([ctx.install_line(), run, _git_add(_golden_dirs(report, ctx)[1]), "git commit -m 'Accept MCP drift'"])
+
+
+def accept_instructions(report: RunReport, ctx: Context | None = None) -> str:
+    """How to accept the drift, correct from the repository root: re-record locally, or take the
+    fresh tapes from the run's artifact when the server needs what only CI has (secrets)."""
+    ctx = ctx or Context()
+    drifted, golden_dirs = _golden_dirs(report, ctx)
+    add = _git_add(golden_dirs)
+    local = accept_commands(report, ctx)
     parts = [
         "<details>",
         "<summary><b>Intended change? How to accept it</b></summary>",

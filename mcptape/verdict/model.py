@@ -15,36 +15,27 @@ from typing import Any, Literal
 
 from mcptape.errors import EXIT_COULD_NOT_RUN
 from mcptape.jsonrpc import dumps
-from mcptape.verdict.vocabulary import VERDICT_EXIT, Severity, worst_exit
-
-# What a reviewer most needs to read first, among findings of one severity (lower first): the
-# protocol; a call that now fails; what callers lose (a tool removed, a breaking schema, a call
-# gone); a changed answer; what callers merely may use or read (a tool added, a compatible or
-# cosmetic schema: a description, a hint); the handshake's metadata; the client's own change.
-_FAILS = frozenset({("error", "result_to_error"), ("process", "no_answer"), ("process", "crash")})
-_LOST = frozenset({("surface", "removed"), ("schema", "breaking"), ("call", "removed")})
-_MAY_USE = frozenset({("surface", "added"), ("schema", "compatible"), ("schema", "cosmetic")})
-_METADATA = frozenset({"server_info", "changed", "capability_added", "capability_removed", "capability_changed"})
+from mcptape.verdict.vocabulary import (
+    RANK_CLIENT,
+    RANK_FAILS,
+    RANK_LOST,
+    VERDICT_EXIT,
+    Severity,
+    drift_kind,
+    worst_exit,
+)
 
 
 def headline_priority(f: Finding) -> int:
-    """0 protocol · 1 a call now fails · 2 callers lose something · 3 a changed answer (anything
-    else) · 4 callers may use something new or read another text · 5 handshake metadata ·
-    6 the client's own change (its request `params`, the version it asked)."""
-    key = (f.category, f.kind)
-    if f.category == "protocol" or key == ("session", "protocol"):
-        return 0
-    if key in _FAILS or (key == ("error", "is_error") and f.after is True):
-        return 1
-    if key in _LOST:
-        return 2
-    if f.path == "params" or f.path.startswith(("params.", "params[")) or key == ("session", "client_protocol"):
-        return 6
-    if f.category == "session" and f.kind in _METADATA:
-        return 5
-    if key in _MAY_USE:
-        return 4
-    return 3
+    """Which of two findings of one severity heads a drift, lower first: the drift table's rank
+    (RANK_PROTOCOL ... RANK_CLIENT), but for what only the finding shows — an `isError` that turned
+    on is a call that now fails, and a change under `params` is the client's own."""
+    rank = drift_kind(f.category, f.kind).rank
+    if f.category == "error" and f.kind == "is_error" and f.after is True:
+        return RANK_FAILS
+    if rank > RANK_LOST and (f.path == "params" or f.path.startswith(("params.", "params["))):
+        return RANK_CLIENT
+    return rank
 
 
 @dataclass
@@ -79,6 +70,19 @@ class Finding:
     kind: str | None = None  # finer class, one of FINDING_KINDS[category]: breaking | added | changed | ...
     golden_line: int | None = None  # line in the golden (A) tape, for annotations
     fresh_line: int | None = None
+
+    @classmethod
+    def of(cls, category: str, kind: str, path: str, message: str, before: Any = None, after: Any = None, *,
+           severity: Severity | None = None, golden_line: int | None = None, fresh_line: int | None = None) -> Finding:
+        """A finding of a class the drift table holds, at the table's severity unless its check decides
+        another the table allows (`DriftKind.may_be`, by the rule its meaning states). How every check
+        builds one: a class or a severity the table does not give is a bug here, not a silent new name."""
+        row = drift_kind(category, kind)
+        if severity is None:
+            severity = row.severity
+        elif severity != row.severity and severity not in row.may_be:
+            raise ValueError(f"{row.name} is {row.severity} (or {', '.join(row.may_be) or 'nothing else'}), not {severity}")
+        return cls(category, severity, path, message, before, after, kind, golden_line, fresh_line)
 
 
 @dataclass

@@ -24,7 +24,7 @@ MODE_WORDS = {Mode.GOLDEN: [], Mode.BASELINE: ["--baseline", "HEAD"], Mode.AGAIN
 FLAG_WORDS = {"--update-golden": ["-u"], "--allow-update-in-ci": ["--allow-update-in-ci"],
               "--allow-edited": ["--allow-edited"], "--strength": ["--strength"], "--reference-runs": ["--reference-runs", "3"],
               "--latency": ["--latency", "5"], "--json": ["--json=r.json"], "--junit": ["--junit=r.xml"],
-              "--summary": ["--summary=r.md"], "--sarif": ["--sarif=r.sarif"], "--out-dir": ["--out-dir", "fresh"],
+              "--summary": ["--summary=r.md"], "--sarif": ["--sarif=r.sarif"], "--html": ["--html=r.html"], "--out-dir": ["--out-dir", "fresh"],
               "--otel": ["--otel"], "--otel-payloads": ["--otel-payloads"]}
 
 CONFIG = """\

@@ -8,9 +8,7 @@ the row's negative control: the difference is what the findings come from.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -248,34 +246,11 @@ def test_a_cut_short_list_of_argument_changes_follows_the_rule_for_arguments() -
     assert len(relaxed.drifts[0].findings) == 26 and relaxed.exit_code == 0
 
 
-# --- the names fail_on and ignore may use are the names the code emits -----------------------------
+# --- the kinds that come from a variable are the table's (the literal ones: tests/verdict/test_drift_table.py) ---
 
 
-def literal_findings() -> list[tuple[str, str, str]]:
-    """(file:line, category, kind) of every Finding(...) / .finding(...) in the package whose
-    category and kind are both written as string literals (positional or by keyword)."""
-    out: list[tuple[str, str, str]] = []
-    for path in sorted((Path(__file__).parents[2] / "mcptape").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.Call):
-                continue
-            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
-            if name not in ("Finding", "finding"):
-                continue
-            args = {i: a for i, a in enumerate(node.args)} | {kw.arg: kw.value for kw in node.keywords if kw.arg}
-            category, kind = args.get(0, args.get("category")), args.get(6, args.get("kind"))
-            if (isinstance(category, ast.Constant) and isinstance(category.value, str)
-                    and isinstance(kind, ast.Constant) and isinstance(kind.value, str)):
-                out.append((f"{path.name}:{node.lineno}", category.value, kind.value))
-    return out
-
-
-def test_every_finding_the_code_builds_is_a_name_fail_on_accepts() -> None:
-    found = literal_findings()
-    assert len(found) >= 30  # the scan sees the classifiers, not nothing
-    unknown = [(where, c, k) for where, c, k in found if k not in FINDING_KINDS.get(c, ())]
-    assert unknown == [], "add these to verdict.FINDING_KINDS (and say what they mean in classify.py)"
-    # The kinds that come from a variable: schema changes and value changes.
+def test_the_kinds_that_come_from_a_variable_are_rows_of_the_drift_table() -> None:
+    # schema changes and value changes name their kind at run time
     assert set(FINDING_KINDS["schema"]) == set(get_args(SchemaKind))
     assert {"changed", "added", "removed"} <= set(FINDING_KINDS["result"])
 
