@@ -199,9 +199,52 @@ class Options:
         return max(1, min(self.jobs or os.cpu_count() or 1, len(sessions) or 1))
 
 
+@dataclass
+class Gated:
+    """A run's report before it leaves: what `run` shows, writes and publishes, and what the
+    library's `mcptape.run` returns. `extra` is said after the report (the golden tapes written)."""
+
+    report: RunReport
+    ctx: RunContext
+    extra: list[str]
+    weak: str | None = None  # what a gate weaker than drift.min_strength says (it cannot vouch: exit 3)
+    fresh: Mapping[str, FreshTape] | None = None  # each session's fresh tape, for the HTML report's side-by-side
+
+
+@dataclass
+class _Prepared:
+    """What every mode starts from: the options checked, the config loaded and checked, the sessions."""
+
+    mode: Mode
+    ctx: RunContext
+    sessions: list[Session]
+
+
 def run(options: Options) -> int:
     for note in options.notes:
         say(f"mcptape ci: {note}")
+    prepared = _prepare(options, warn=lambda text: say(f"mcptape ci: warning: {text}"))
+    if prepared.mode is Mode.REPEAT:
+        return _repeat(options, prepared.ctx, prepared.sessions)
+    gated = _judge(options, prepared)
+    code = _finish(options, gated.ctx, gated.report, gated.extra, gated.fresh)
+    if gated.weak is not None:  # a weaker gate than drift.min_strength asks for: it cannot vouch (exit 3, docs/strength.md)
+        say(f"mcptape ci: {gated.weak}")
+        return worst_exit([code, EXIT_COULD_NOT_RUN])
+    return code
+
+
+def gate(options: Options, warn: Callable[[str], None]) -> Gated | None:
+    """Run the sessions and judge them (the library's `mcptape.run`): the report, nothing shown or
+    written but the golden tapes under --update-golden. None in repeat mode (another report).
+    `warn` gets what the run goes on despite (a config outside the repository)."""
+    prepared = _prepare(options, warn)
+    return None if prepared.mode is Mode.REPEAT else _judge(options, prepared)
+
+
+def _prepare(options: Options, warn: Callable[[str], None]) -> _Prepared:
+    """The one path into every mode: refuse what the mode cannot honour, load and check the config as
+    `mcptape check` does, select the sessions, check where the run will write."""
     modes = options.modes()
     refuse_combinations(options, modes)
     check_html(options.html)
@@ -218,35 +261,30 @@ def run(options: Options) -> int:
     loaded = load_config(options.config)
     check_config(loaded)  # what `mcptape check` checks, before any server starts, in every mode
     for warning in outside_repository(loaded):
-        say(f"mcptape ci: warning: {warning}")
+        warn(warning)
     sessions = select_sessions(loaded, options.sessions, options.shard)
-    out_dir = _out_dir(options, loaded)
-    ctx = RunContext(loaded=loaded, update=options.update_golden, out_dir=out_dir, golden_dir=loaded.golden_dir,
-                     allow_edited=options.allow_edited)
-    mode = _mode(options, modes, ctx, sessions)
-    if mode is Mode.REPEAT:
-        return _repeat(options, ctx, sessions)
+    ctx = RunContext(loaded=loaded, update=options.update_golden, out_dir=_out_dir(options, loaded),
+                     golden_dir=loaded.golden_dir, allow_edited=options.allow_edited)
+    return _Prepared(_mode(options, modes, ctx, sessions), ctx, sessions)
+
+
+def _judge(options: Options, prepared: _Prepared) -> Gated:
+    """Golden, baseline or against mode: the sessions run and judged, traced under --otel."""
+    ctx, sessions = prepared.ctx, prepared.sessions
     ctx.telemetry = open_telemetry(options.otel, options.otel_payloads)
-    weak: str | None = None
-    fresh: dict[str, FreshTape] = {}
     try:
-        if mode is Mode.GOLDEN:
+        if prepared.mode is Mode.GOLDEN:
             report, extra, fresh = _golden(options, ctx, sessions)
-            report.strength, weak = gate_strength(loaded, asked=options.strength)  # after -u: the goldens just written
-        else:
-            baseline = "merge-base" if options.baseline == "auto" else options.baseline
-            report = reference_report(ctx, sessions, baseline=baseline, against=options.against,
-                                      runs=options.reference_runs, latency_runs=options.latency,
-                                      jobs=options.jobs_for(sessions))
-            extra = []
+            report.strength, weak = gate_strength(ctx.loaded, asked=options.strength)  # after -u: the goldens just written
+            return Gated(report, ctx, extra, weak, fresh)
+        baseline = "merge-base" if options.baseline == "auto" else options.baseline
+        report = reference_report(ctx, sessions, baseline=baseline, against=options.against,
+                                  runs=options.reference_runs, latency_runs=options.latency,
+                                  jobs=options.jobs_for(sessions))
+        return Gated(report, ctx, [])
     finally:
         if ctx.telemetry is not None:
             ctx.telemetry.close()
-    code = _finish(options, ctx, report, extra, fresh)
-    if weak is not None:  # a weaker gate than drift.min_strength asks for: it cannot vouch (exit 3, docs/strength.md)
-        say(f"mcptape ci: {weak}")
-        return worst_exit([code, EXIT_COULD_NOT_RUN])
-    return code
 
 
 def _mode(options: Options, modes: frozenset[Mode], ctx: RunContext, sessions: Sequence[Session]) -> Mode:

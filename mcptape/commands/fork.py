@@ -78,6 +78,15 @@ def _parent_name(parent: str, out: str) -> str:
 
 
 def run(options: Options) -> int:
+    fork = write_fork(options)
+    say(f"mcptape fork: {options.out}: {fork['call']} (call {fork['at']}): {fork['change']}; "
+        f"later exchanges {fork['later']}")
+    return EXIT_OK
+
+
+def write_fork(options: Options) -> dict[str, Any]:
+    """Write the fork `options` ask for (nothing said): what its header records of it (tape/lineage.py).
+    Never over an existing file, nor over what it reads (commands/grammar.py)."""
     result_file = options.result[1:] if options.result is not None and options.result.startswith("@") else None
     check_outputs([Output("--out", options.out, artifact=True)], reads=[options.tape, result_file])
     parent = read_tape(options.tape)  # TapeError -> exit 3 in cli.py
@@ -91,7 +100,5 @@ def run(options: Options) -> int:
     # Scrubbed and verified like every tape mcptape writes: the new answer is the user's text.
     data = make_redactor().redact_tape(header, events, where=f"forked tape {options.out}", **footer)
     write_atomic(options.out, data, what="forked tape")
-    fork = header["fork"]
-    say(f"mcptape fork: {options.out}: {fork['call']} (call {fork['at']}): {fork['change']}; "
-        f"later exchanges {fork['later']}")
-    return EXIT_OK
+    fork: dict[str, Any] = header["fork"]
+    return fork
