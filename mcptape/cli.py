@@ -317,11 +317,14 @@ def build_parser(parser_class: type[argparse.ArgumentParser] | None = None) -> a
     init.add_argument("--safe", action=Deprecated, instead="--no-probe", dest="no_probe", nargs=0, const=True)
     init.add_argument("--no-trial", action="store_true",
                       help="do not run the written session twice to find volatile values (normalize rules)")
+    init.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                      help="seconds one step may take, the server's start included (default 30), for init's listing, "
+                      "probes and trial runs; written as the session's step_timeout, so ci waits as long")
     init_stdio = init.add_argument_group("a server started by a command (after --)")
     init_stdio.add_argument("--env", "-e", action="append", default=[], metavar="NAME[=VALUE]",
                             help="a variable the server needs (repeatable); NAME alone passes this environment's value "
                             "and writes ${NAME}; secret values are always written as ${NAME}")
-    init_http = init.add_argument_group("an HTTP server (instead of a command)")
+    init_http = init.add_argument_group("an HTTP server (a command after -- starts it, if given)")
     init_http.add_argument("--url", help="list the HTTP server at this MCP endpoint")
     init_http.add_argument("--header", "-H", action="append", default=[], metavar="'NAME: VALUE'",
                            help="an HTTP header for --url (repeatable); write a secret as ${VAR}, which ci interpolates")

@@ -244,6 +244,8 @@ DOORS: dict[str, dict[str, Door]] = {
         "--no-probe": door("--no-probe", unseen="init lists a live server"),
         "--safe": door("--safe", effect=said("deprecated")),
         "--no-trial": door("--no-trial", unseen="init lists a live server"),
+        "--timeout": door(("--timeout", "5"), ("--timeout", "-1"), unseen="init lists a live server: "
+                          "tests/integration/test_init.py"),
         "--env": door(("-e", "HOME"), unseen="init lists a live server"),
         "--url": door(("--url", "http://127.0.0.1:9/mcp"), unseen="nothing listens there: exit 3"),
         "--header": door(("-H", "X-A: b"), unseen="refused without --url"),
