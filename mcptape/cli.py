@@ -130,6 +130,13 @@ def _otel_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
                         help="--otel with the messages on the spans, redacted as the tapes are (implies --otel)")
 
 
+def _allow_host_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="with --listen: also answer requests whose Host or Origin names NAME (a name, or an origin "
+                        "URL); loopback names and the listen address are always allowed, any other is refused with 403 "
+                        "(DNS-rebinding protection); `*` allows any; repeatable (or MCPTAPE_ALLOW_HOSTS=a,b)")
+
+
 def build_parser(parser_class: type[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
     """Every command's flags, in groups by what they are for (a flag only one mode uses sits under
     that mode). A flag is declared here with `add_argument`; a report with `_report`; a spelling
@@ -152,6 +159,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser] | None = None) -> a
     rec_http = rec.add_argument_group("over HTTP (instead of a command after --)")
     rec_http.add_argument("--listen", metavar="HOST:PORT", help="listen here for the client (needs --upstream)")
     rec_http.add_argument("--upstream", metavar="URL", help="the server's MCP endpoint (needs --listen)")
+    _allow_host_option(rec_http)
     _otel_options(rec.add_argument_group("traces (stdio only)"))
     rec.add_argument("server", nargs=argparse.REMAINDER, help="-- <server command...>")
 
@@ -178,7 +186,9 @@ def build_parser(parser_class: type[argparse.ArgumentParser] | None = None) -> a
     matching.add_argument("--keep-placeholders", action="store_true",
                           help="send a golden's normalization placeholders as they are; by default play serves "
                           f"fixed valid values instead ({served_help()})")
-    play.add_argument("--listen", metavar="HOST:PORT", help="serve over streamable HTTP instead of stdio")
+    play_http = play.add_argument_group("over HTTP (instead of stdio)")
+    play_http.add_argument("--listen", metavar="HOST:PORT", help="serve over streamable HTTP instead of stdio")
+    _allow_host_option(play_http)
     live = play.add_argument_group("the live server (its command after --, or --fallback-url)")
     live.add_argument(
         "--fallback", action="store_true",

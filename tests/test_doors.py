@@ -201,6 +201,8 @@ DOORS: dict[str, dict[str, Door]] = {
         "--keep-placeholders": door("--keep-placeholders", unseen="no placeholder is served on empty stdin; "
                                                                   "tests/test_placeholders.py"),
         "--listen": door(("--listen", "nohost"), unseen="an address that cannot listen: refused (exit 3)"),
+        "--allow-host": door(("--allow-host", "example.test"), unseen="refused without --listen; "
+                             "tests/integration/test_http_live.py"),
         "--fallback": door("--fallback", unseen="refused without the command after `--`; tests/commands/test_play.py"),
         "--fallback-url": door(("--fallback-url", "http://127.0.0.1:9/mcp"), unseen="starts the live side on the "
                                                                                     "first miss; none on empty stdin"),
@@ -256,6 +258,7 @@ DOORS: dict[str, dict[str, Door]] = {
         "--name": door(("--name", "named"), effect=wrote("tapes/named.tape.jsonl")),
         "--listen": door(("--listen", "nohost"), unseen="an address that cannot listen: refused (exit 3)"),
         "--upstream": door(("--upstream", "http://127.0.0.1:9/mcp"), unseen="refused without --listen"),
+        "--allow-host": door(("--allow-host", "example.test"), unseen="refused without --listen"),
         "--otel": door("--otel", effect=traced),
         "--otel-payloads": door("--otel-payloads", effect=traced),
     },
