@@ -61,7 +61,6 @@ LAZY = {
     ("mcptape.replay.nearmiss", "mcptape.redact.redactor"): "only a miss pays for the redactor (play's start-up)",
     ("mcptape.commands.play", "mcptape.replay.fallback"): "subprocess and the tape writer, for --fallback only",
     ("mcptape.commands.play", "mcptape.replay.faults"): "random (and its hashing), for --fault only",
-    ("mcptape.commands.play", "mcptape.tape.atomic"): "tempfile, for --report only",
     ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
     ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",
     ("mcptape.pytest_plugin", "mcptape.api.serving"): "the library, only when a test uses the mcptape_server fixture",

@@ -135,6 +135,8 @@ def replay(
         unapplied = [name for name in LAB_OPTIONS if options.get(name)]
         if unapplied:
             warn(f"{', '.join(unapplied)}: not applied: record mode {mode.value} records {path} this time")
+        # rec never writes over a file (commands/grammar.py); record mode 'all' asks for exactly that.
+        path.unlink(missing_ok=True)
         with _recording(path, chosen, server, url, name=None) as endpoint:
             yield endpoint
         return

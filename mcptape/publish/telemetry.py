@@ -73,7 +73,7 @@ class SessionMeta:
     name: str
     transport: str = "stdio"  # stdio | http
     protocol: str | None = None
-    attributes: dict[str, Any] = field(default_factory=dict)  # e.g. mcptape.verdict.vocabulary
+    attributes: dict[str, Any] = field(default_factory=dict)  # e.g. mcptape.verdict
 
 
 class WireClock:
