@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from mcptape import environment
+import mcptape.environment as environment
 
 # C0 controls but tab and newline, DEL, C1 controls; the bidi embeddings, overrides, isolates and
 # marks; zero-width spaces, joiners, the word joiner and invisible operators, the BOM; and lone

@@ -44,6 +44,9 @@ LAZY = {
     ("mcptape.commands.play", "mcptape.replay.http"): "http.server and the HTTP framing, for --listen only",
     ("mcptape.commands.rec", "mcptape.record.http"): "httpx, for --listen only",
     ("mcptape.publish.outlet", "mcptape.report.terminal"): "rich, for a terminal report only (Outlet.report): off play's and rec's paths",
+    ("mcptape.transports.oauth", "jwt"): "PyJWT, for an `auth:` private key's client assertion only",
+    ("mcptape.transports.oauth", "cryptography.hazmat.primitives.asymmetric"): "the key's kind, for a private key only",
+    ("mcptape.transports.oauth", "cryptography.hazmat.primitives.serialization"): "the key's kind, for a private key only",
     ("mcptape.conformance.gate", "mcptape.conformance.check"): "mcp-types, imported by ci's main thread while the servers start",
     ("mcptape.commands.diff", "mcptape.conformance.gate"): "pydantic and mcp-types, for diff --conformance only",
     ("mcptape.commands.diff", "mcptape.report.html"): "jinja2 and rich, for diff --html only",
@@ -124,22 +127,20 @@ def owner(module: str) -> str:
 
 
 def graph() -> dict[str, set[str]]:
-    """Who imports whom. The root package is two things: `__version__` (layer 0, which any module may
-    import) and the door of the library, whose names load their modules only when first asked for
-    (PEP 562) and are imported for type checkers only: its edges are not imports of layer 0."""
+    """Who imports whom. The root package is the library's door (the command line's layer): its public
+    names load their modules when first asked for (PEP 562), so no module below may import it; the
+    version every layer reads is the fact module `version`."""
     edges: dict[str, set[str]] = defaultdict(set)
     for importer, imported, _, _ in imports():
-        if importer == "mcptape":
-            continue
         if imported.startswith("mcptape") and owner(imported) != importer:
             edges[importer].add(owner(imported))
     return edges
 
 
 def layer_of(module: str) -> int:
-    """The layer of a module: the one whose longest prefix names it (mcptape itself: the version, layer 0)."""
+    """The layer of a module: the one whose longest prefix names it (mcptape itself: the door, the top)."""
     if module == "mcptape":
-        return 0
+        return len(LAYERS) - 1
     best = -1
     best_len = -1
     for index, (_, prefixes) in enumerate(LAYERS):

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 # in the import system, which then gave one of them a partially initialized module (ImportError);
 # tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
 # The one exception is the conformance check (conformance/gate.py, loaded by run_in_pool).
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.ci.eras import config_index, era_of, era_refusal, session_names
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Config, DriftSettings, HttpServer, NormalizeRule, Session, StdioServer
@@ -221,6 +221,11 @@ class Scrubbed:
         normalized values sort differently."""
         return canonical_order(self.redacted)
 
+    def footer_timing(self) -> dict[str, Any] | None:
+        """The footer timing of the fresh tape (`events`' order), None if the times are incomplete."""
+        times = self.recording.times
+        return timing_footer([times[p] for p in self.positions]) if len(times) == len(self.redacted) else None
+
 
 @dataclass(kw_only=True)
 class _Fresh(Scrubbed):
@@ -254,9 +259,11 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     started = time.monotonic()
     result = SessionResult(name=session.name, verdict="error", golden=_rel(ctx, golden_path(ctx, session)))
     redactor = ctx.redactor.fork()  # this session's: its counts are the session's
+    learned: dict[str, str] = {}  # secrets the session learns as it runs (an OAuth token, launch.py)
     try:
-        return _run(ctx, session, result, Outlet(redactor))
+        return _run(ctx, session, result, Outlet(redactor), learned)
     except _Failed as e:
+        redactor = redactor.with_known(learned) if learned else redactor
         result.verdict = e.verdict  # type: ignore[assignment]
         result.error = redactor.redact_text(str(e))
         result.duration_s = round(time.monotonic() - started, 3)
@@ -268,6 +275,7 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         # payload): the session's verdict is `secret` (exit 4) and nothing of it was written, its
         # files leaving as one release once all are verified (_run). Never an internal error,
         # with MCPTAPE_DEBUG or without.
+        redactor = redactor.with_known(learned) if learned else redactor
         result.verdict = "secret"
         result.error = redactor.redact_text(str(e))
         result.diff, result.fresh = None, None
@@ -280,6 +288,7 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         # as an internal error so it is reported and found (tests/fuzz looks for exactly that).
         if environment.flag("MCPTAPE_DEBUG"):
             raise  # the traceback, as cli.py prints it
+        redactor = redactor.with_known(learned) if learned else redactor
         result.verdict = "error"
         result.error = redactor.redact_text(
             f"internal error while running session {session.name}: {type(e).__name__}: {e} "
@@ -289,19 +298,24 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         return SessionOutcome(result)
 
 
-def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet) -> SessionOutcome:
+def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet,
+         learned: dict[str, str]) -> SessionOutcome:
     """Record, scrub and judge the session; then its files leave as one release, once every one of
     them (and with --otel its trace's payloads) is verified: a secret found at any stage leaves
     none of them written (SecretLeak, run_session)."""
     golden = _read_golden(ctx, session, result)
     clock = WireClock() if ctx.telemetry is not None else None
-    fresh = _fresh(ctx, session, _record(ctx, session, golden, clock), outlet, result)
+    recording = _record(ctx, session, golden, clock, learned)
+    if learned:  # known before the tape, the report or a message is written
+        outlet = Outlet(outlet.redactor.with_known(learned))
+    fresh = _fresh(ctx, session, recording, outlet, result)
     release = outlet.release()
     try:
         outcome = _judge(ctx, session, result, release, golden, fresh)
     finally:
         if ctx.telemetry is not None and clock is not None:
-            _export(ctx.telemetry, ctx, session, result, fresh, clock, outlet)
+            # SecretLeak (and nothing sent) if a payload asked for (--otel-payloads) held a secret.
+            export_trace(ctx.telemetry, ctx, session, result, fresh.recording.protocol, fresh.redacted, clock, outlet)
     try:
         release.write()
     except WriteError as e:
@@ -311,31 +325,24 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
     return outcome
 
 
-def _export(telemetry: Telemetry, ctx: RunContext, session: Session, result: SessionResult, fresh: _Fresh,
-            clock: WireClock, outlet: Outlet) -> None:
-    """--otel: the session's trace, from its redacted events and the times the client saw them;
-    SecretLeak (and nothing sent) if a payload asked for (--otel-payloads) held a secret."""
+def export_trace(telemetry: Telemetry, ctx: RunContext, session: Session, result: SessionResult, protocol: str | None,
+                 redacted: list[dict[str, Any]], clock: WireClock, outlet: Outlet) -> None:
+    """--otel: the session's trace, from its redacted events and the times the client saw them
+    (every mode that records a session: golden here, the head side of ci/baseline.py)."""
     server = ctx.loaded.config.servers[session.server]
     meta = SessionMeta("ci", session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
-                       protocol=fresh.recording.protocol,
-                       attributes={"mcptape.verdict.vocabulary": str(result.verdict), "mcptape.server": session.server})
-    telemetry.export(meta, clock.timed(fresh.redacted), outlet)
+                       protocol=protocol,
+                       attributes={"mcptape.verdict": str(result.verdict), "mcptape.server": session.server})
+    telemetry.export(meta, clock.timed(redacted), outlet)
 
 
 def _judge(ctx: RunContext, session: Session, result: SessionResult, release: Release, golden: Tape | None,
            fresh: _Fresh) -> SessionOutcome:
     """The session's verdict; the files it writes are added to `release` (verified, not yet written)."""
-    result.redactions = dict(release.outlet.redactor.counts)
+    outlet = release.outlet
+    result.redactions = dict(outlet.redactor.counts)
     if ctx.out_dir is not None:
-        fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
-        # The fresh tape is golden-ready bytes (accepting a change copies it into golden_dir as it
-        # is); its timing goes beside it (tape/timing.py).
-        release.add(fresh_path, fresh.data, what=f"fresh tape of session {session.name}")
-        if fresh.timing is not None:
-            release.add(sidecar_path(fresh_path), sidecar_bytes(fresh.timing),
-                        what=f"timing of the fresh tape of session {session.name}")
-        _add_view(release, fresh_path, fresh, f"review view of the fresh tape of session {session.name}")
-        result.fresh = str(fresh_path)
+        result.fresh = str(keep_fresh(ctx, session, release, fresh.data, fresh.timing, fresh.view))
     outcome = SessionOutcome(result, fresh_bytes=fresh.data, fresh_timing=fresh.timing)
     recording = fresh.recording
     refusal = refused_everything(recording.events)
@@ -350,7 +357,7 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, release: Re
         return outcome
     if recording.error is not None:
         result.verdict = "error"
-        result.error = release.outlet.redactor.redact_text(recording_error(ctx, session, recording))
+        result.error = outlet.redactor.redact_text(recording_error(ctx, session, recording))
         if ctx.update:
             result.notes.append(f"golden tape {result.golden} left untouched: the session did not complete")
         return outcome
@@ -373,6 +380,22 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, release: Re
     result.diff = diff
     result.verdict = diff.verdict
     return outcome
+
+
+def keep_fresh(ctx: RunContext, session: Session, release: Release, data: bytes, timing: dict[str, Any] | None,
+               view: bytes) -> Path:
+    """--out-dir: a session's fresh tape kept in ctx.out_dir (every mode that records one), with
+    its timing and its review view beside it, added to `release` (each verified now, all written
+    together or none: Release.write; SecretLeak here). The fresh tape is golden-ready bytes
+    (accepting a change copies it into golden_dir as it is); its timing goes beside it
+    (tape/timing.py)."""
+    assert ctx.out_dir is not None
+    fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
+    release.add(fresh_path, data, what=f"fresh tape of session {session.name}")
+    if timing is not None:
+        release.add(sidecar_path(fresh_path), sidecar_bytes(timing), what=f"timing of the fresh tape of session {session.name}")
+    release.add(view_path(fresh_path), view, what=f"review view of the fresh tape of session {session.name}", form="view")
+    return fresh_path
 
 
 def _read_golden(ctx: RunContext, session: Session, result: SessionResult) -> Tape | None:
@@ -407,33 +430,37 @@ def started_server_lock(server: StdioServer | HttpServer) -> threading.Lock | No
         return _STARTED.setdefault(server.url, threading.Lock())
 
 
-def _record(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None = None) -> Recording:
+def _record(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None = None,
+            learned: dict[str, str] | None = None) -> Recording:
     """ci's recording of the session (record), the arguments checked against the golden's schemas."""
     try:
         return record(ctx, session, golden_tools=None if (ctx.update or golden is None) else golden_tools(golden),
-                      clock=clock)
+                      clock=clock, learned=learned)
     except CannotRecord as e:
         raise _Failed(str(e)) from e
 
 
 def record(ctx: RunContext, session: Session, server: StdioServer | HttpServer | None = None, *,
-           golden_tools: dict[str, Any] | None = None, clock: WireClock | None = None) -> Recording:
+           golden_tools: dict[str, Any] | None = None, clock: WireClock | None = None,
+           learned: dict[str, str] | None = None) -> Recording:
     """Start the session's server (or `server`: the other side of a comparison, ci/baseline.py) in
     the session's sandbox and run its steps against it: the one recording of a session, for every
     job that runs one. `golden_tools`: the schemas the golden accepted (live/client.py checks the
-    arguments against them); `clock` is told when each line crossed the wire (--otel).
+    arguments against them); `clock` is told when each line crossed the wire (--otel); `learned`
+    gets the secrets learned meanwhile (an `auth:` server's tokens).
     CannotRecord if the sandbox or the server does not start; a step that fails is the recording's
     `error`. ctx.loaded.base_dir is where the server's paths resolve."""
     server = server if server is not None else ctx.loaded.config.servers[session.server]
     lock = started_server_lock(server)  # one port: one run of it at a time
     if lock is None:
-        return _record_alone(ctx, session, server, golden_tools, clock)
+        return _record_alone(ctx, session, server, golden_tools, clock, learned)
     with lock:
-        return _record_alone(ctx, session, server, golden_tools, clock)
+        return _record_alone(ctx, session, server, golden_tools, clock, learned)
 
 
 def _record_alone(ctx: RunContext, session: Session, server: StdioServer | HttpServer,
-                  golden_tools: dict[str, Any] | None, clock: WireClock | None) -> Recording:
+                  golden_tools: dict[str, Any] | None, clock: WireClock | None,
+                  learned: dict[str, str] | None = None) -> Recording:
     loaded = ctx.loaded
     try:
         sandbox = open_sandbox(ctx, session)
@@ -441,7 +468,7 @@ def _record_alone(ctx: RunContext, session: Session, server: StdioServer | HttpS
         raise CannotRecord(str(e)) from e
     try:
         try:
-            transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
+            transport = open_transport(server, base_dir=loaded.base_dir, env=server.env, learned=learned)
         except McptapeError as e:
             raise CannotRecord(f"session {session.name}: server `{session.server}` failed to start: {e}") from e
         if clock is not None:
@@ -487,20 +514,19 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
     """Scrub and serialize the recording; a tape a secret survived in fails the session."""
     scrubbed = scrub(ctx, session, recording, outlet.redactor)
     redacted, events, positions = scrubbed.redacted, scrubbed.events, scrubbed.positions
-    times = recording.times
-    timing = timing_footer([times[p] for p in positions]) if len(times) == len(redacted) else None
+    timing = scrubbed.footer_timing()
     result.notes.extend(recording_notes(events))  # a limit that triggered is reported, never silent
-    server = ctx.loaded.config.servers[session.server]
-    header = make_header(
-        session.name,
-        transport="http" if isinstance(server, HttpServer) else "stdio",
-        server=session.server,
-        protocol=recording.protocol,
-        negotiation=recording.negotiation,
-    )
+    header = fresh_header(ctx, session, recording)
     data = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")  # or SecretLeak
     return _Fresh(recording=recording, redacted=redacted, events=events, positions=positions,
                   normalizer=scrubbed.normalizer, header=header, data=data, timing=timing)
+
+
+def fresh_header(ctx: RunContext, session: Session, recording: Recording) -> dict[str, Any]:
+    """The header of a session's fresh tape (golden-ready: no time, no path)."""
+    server = ctx.loaded.config.servers[session.server]
+    return make_header(session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
+                       server=session.server, protocol=recording.protocol, negotiation=recording.negotiation)
 
 
 def _add_view(release: Release, tape: Path, fresh: _Fresh, what: str) -> None:

@@ -4,11 +4,11 @@ Every byte of it leaves through the outlet (publish/outlet.py), checked for secr
 are the commands' names for it. `say` is a human line on stderr (for `rec` and `play` stdout is
 the MCP wire): it may quote a tape or a peer, so it is scrubbed, escaped and, in a GitHub job,
 framed. `print_report` renders a rich report (report/terminal.py) on stdout for `diff`, `ls` and
-`show`, framed in a GitHub job as logsafe.ci_log_block says. `write_output` is what `--json FILE`
-means in every command that has it: FILE written atomically, or stdout for `-` (JSON_STDOUT); a
-command whose --json goes to stdout prints its human report on stderr instead (`report_stream`).
-`--html FILE` is always a file (`check_html`), written through the outlet (`write_page`). A
-command without a config's outlet passes `terminal()`'s.
+`show`, framed in a GitHub job as logsafe.ci_log_block says. `write_output` is what a report
+option means in every command that has it (commands/grammar.py): FILE written atomically, or
+stdout (`--json` alone, STDOUT); a command whose report goes to stdout prints its human report on
+stderr instead (`report_stream`). `--html=FILE` is always a file (`check_html`), written through
+the outlet (`write_page`). A command that reads no config passes `terminal()`'s outlet.
 """
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
+from mcptape.commands.grammar import STDOUT
 from mcptape.errors import EXIT_SECRET, ConfigError, SecretLeak
 from mcptape.logsafe import utf8
 from mcptape.publish import outlet as _outlet
-from mcptape.publish.outlet import JSON_STDOUT, Outlet, terminal
+from mcptape.publish.outlet import Outlet, terminal
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["JSON_STDOUT", "check_html", "print_report", "print_text", "report_stream", "say", "show", "terminal",
-           "write_output", "write_page"]
+__all__ = ["STDOUT", "check_html", "print_report", "print_text", "report_stream", "say", "show", "stdout_or",
+           "terminal", "write_output", "write_page"]
 
 
 def say(text: str) -> None:
@@ -49,15 +50,20 @@ def print_text(text: str, outlet: Outlet) -> None:
     outlet.show(text, "terminal report")
 
 
+def stdout_or(target: str) -> str | None:
+    """A report option's target as the outlet takes it: a path, or None for stdout (STDOUT)."""
+    return None if target == STDOUT else target
+
+
 def write_output(target: str, data: bytes, *, what: str, outlet: Outlet) -> None:
-    """`--json FILE` (or another output option): `data` checked by `outlet`, written to FILE
-    atomically, or to stdout when FILE is `-` (Outlet.output)."""
-    outlet.output(target, data, what=what)
+    """`--json=FILE` (or another report option): `data` checked by `outlet`, written to FILE
+    atomically, or to stdout (`--json` alone) as one JSON document, inert in a CI log (Outlet.output)."""
+    outlet.output(stdout_or(target), data, what=what)
 
 
 def report_stream(*outputs: str | None) -> IO[str]:
     """Where the human report goes: stderr when one of the outputs is stdout (`--json -`), else stdout."""
-    return sys.stderr if JSON_STDOUT in outputs else sys.stdout
+    return sys.stderr if STDOUT in outputs else sys.stdout
 
 
 def write_page(target: str, page: str, outlet: Outlet, name: str) -> int:
@@ -72,6 +78,7 @@ def write_page(target: str, page: str, outlet: Outlet, name: str) -> int:
 
 def check_html(target: str | None) -> None:
     """`--html` names a file: a page on stdout would only scroll past (and could not be framed for
-    a CI log the way JSON is), so `-` is refused before anything runs."""
-    if target == JSON_STDOUT:
-        raise ConfigError("--html -: the page is written to a file", hint="name one: --html report.html")
+    a CI log the way JSON is), so stdout (`--html` alone, `--html=-`) is refused before anything runs."""
+    if target == STDOUT:
+        raise ConfigError("--html alone would write the page to stdout; the page is written to a file",
+                          hint="name one: --html=report.html")

@@ -1,5 +1,5 @@
 """`mcptape play TAPE [--lenient] [--listen HOST:PORT] [--ignore-arg PATH] [--match-on name] [--allow-reuse]
-[--report FILE] [--pace recorded|xN] [--fault RULE]... [--fault-seed N] [--keep-placeholders]
+[--json[=FILE]] [--pace recorded|xN] [--fault RULE]... [--fault-seed N] [--keep-placeholders]
 [--live-tools NAME,...] [--fallback -- <server command...> | --fallback-url URL]`: serve a tape as an MCP server,
 offline unless --fallback or --live-tools.
 
@@ -26,8 +26,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mcptape.commands.output import say, terminal
-from mcptape.errors import EXIT_OK, ConfigError, McptapeError
+from mcptape.commands.grammar import STDOUT, Output, check_outputs
+from mcptape.commands.output import say, terminal, write_output
+from mcptape.errors import EXIT_OK, ConfigError, McptapeError, UsageError
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import utf8
 from mcptape.publish.outlet import Outlet, wire_process
@@ -74,16 +75,17 @@ class Options:
     tape: str
     lenient: bool
     listen: str | None
+    allow_hosts: tuple[str, ...] = ()  # --allow-host: names --listen answers besides the loopback ones
     ignore: tuple[str, ...] = ()
     match_on: str = "params"
     allow_reuse: bool = False
     fallback: bool = False
     server: tuple[str, ...] = ()  # the live server's command, after `--` (with --fallback)
     fallback_url: str | None = None
-    report: str | None = None  # --report FILE: the report as JSON too (the pytest plugin reads it)
+    json: str | None = None  # --json[=FILE]: the report as JSON too (the pytest plugin reads it); stdout with --listen only
     pace: str | None = None
     faults: tuple[str, ...] = ()
-    fault_seed: int = 0
+    fault_seed: int | None = None
     live_tools: tuple[str, ...] = ()
     keep_placeholders: bool = False
     allow_edited: bool = False  # play a tape that does not match its seal (tape/seal.py), and say so
@@ -97,20 +99,21 @@ class Options:
             tape=args.tape,
             lenient=bool(args.lenient),
             listen=args.listen,
+            allow_hosts=tuple(args.allow_host),
             ignore=tuple(args.ignore_arg or ()),
             match_on=args.match_on,
             allow_reuse=bool(args.allow_reuse),
             fallback=bool(args.fallback),
             server=tuple(server),
             fallback_url=args.fallback_url,
-            report=args.report,
+            json=args.json,
             pace=args.pace,
             faults=tuple(args.fault or ()),
-            fault_seed=int(args.fault_seed or 0),
+            fault_seed=args.fault_seed,
             live_tools=tuple(t.strip() for t in (args.live_tools or "").split(",") if t.strip()),
-            keep_placeholders=bool(args.keep_placeholders),
-            allow_edited=bool(getattr(args, "allow_edited", False)),
-            otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
+            keep_placeholders=args.keep_placeholders,
+            allow_edited=args.allow_edited,
+            otel=args.otel or args.otel_payloads, otel_payloads=args.otel_payloads,
         )
 
     def engine_options(self, say: Say = say) -> dict[str, Any]:
@@ -134,11 +137,12 @@ def lab_options(options: Options, say: Say = say) -> LabOptions:
         )
     if options.fallback and options.fallback_url:
         raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
+    refuse_unpaired(options)
     plan = None
     if options.faults:
         from mcptape.replay.faults import FaultPlan, parse_faults  # random: --fault only
 
-        plan = FaultPlan(parse_faults(options.faults), options.fault_seed)
+        plan = FaultPlan(parse_faults(options.faults), options.fault_seed or 0)
     new_live = None
     if options.live_tools:
         if not options.server and not options.fallback_url:
@@ -154,11 +158,15 @@ def lab_options(options: Options, say: Say = say) -> LabOptions:
 
 def run(options: Options) -> int:
     wire_process()  # play's stdout (or its HTTP) is the MCP wire: its messages keep the rule set off (publish/outlet.py)
+    check_outputs([Output("--json", options.json)], reads=[options.tape])
     lab = lab_options(options)
     if options.listen:
         if options.otel or options.otel_payloads:
             raise ConfigError("--otel traces stdio play only; play --listen does not export traces yet")
         return _play_http(options, options.listen, lab)
+    if options.allow_hosts:
+        raise ConfigError("--allow-host names what play --listen answers; stdio play listens on no port",
+                          hint="mcptape play TAPE --listen 127.0.0.1:8765 --allow-host NAME")
     telemetry = None
     if options.otel or options.otel_payloads:
         from mcptape.publish.telemetry import open_telemetry  # the SDK: only a traced play pays for it
@@ -261,7 +269,7 @@ def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
                 f"replaying the {len(tape.events)} event(s) it holds")
         say(f"mcptape play: serving {options.tape} on {url} (stop with Ctrl-C)")
 
-    engines = serve_http(first, listen, on_ready=ready)
+    engines = serve_http(first, listen, on_ready=ready, allow_hosts=options.allow_hosts, say=say)
     if not engines:
         say("mcptape play: no client connected")
         _save_report(options, [first.report()])
@@ -302,6 +310,11 @@ def finish_sessions(engines: Sequence[Served]) -> tuple[list[ReplayReport], int]
     and --live-tools stopped, what they recorded appended to the tape, one session after another."""
     code = EXIT_OK
     reports = [engine.report() for engine in engines]
+    # One engine per client session, each with its own idea of what it used: a recorded call went
+    # unused only if no session asked it, said once (on the first report) rather than per session.
+    asked_by_none = set.intersection(*(set(report.unused) for report in reports))
+    for k, report in enumerate(reports):
+        report.unused = [u for u in report.unused if u in asked_by_none] if k == 0 else []
     if any(report.handshake_answered for report in reports):
         # A refused probe and the handshake that followed it are separate HTTP sessions (engines):
         # a session followed the refusal, so it was negotiation (ReplayReport.only_refused).
@@ -332,10 +345,25 @@ def _new_fallback(options: Options, say: Say) -> Callable[[], Fallback]:
     return lambda: LiveFallback(options.tape, options.server, say, url=options.fallback_url)
 
 
+def refuse_unpaired(options: Options) -> None:
+    """An option that means something only with another one is refused, with the reason (never
+    accepted and then ignored)."""
+    if options.fallback and not options.server:
+        raise UsageError("--fallback forwards to the live server given after `--`, and none is given",
+                         hint="mcptape play TAPE --fallback -- <server command...> (or --fallback-url URL)")
+    if options.fault_seed is not None and not options.faults:
+        raise UsageError(f"--fault-seed {options.fault_seed} seeds the p= draws of --fault rules, and none is given",
+                         hint="add --fault RULE (e.g. --fault tool=add,p=0.5,error=-32000), or drop --fault-seed")
+    if options.json == STDOUT and not options.listen:
+        raise UsageError("--json alone writes the report to stdout, and stdio play's stdout is the MCP wire",
+                         hint="give it a file: --json=report.json")
+
+
 def _save_report(options: Options, reports: list[ReplayReport]) -> None:
-    """--report FILE: each client session's report (one per HTTP session), as JSON, written atomically."""
-    if options.report is None:
+    """--json[=FILE]: each client session's report (one per HTTP session), as JSON, written atomically
+    (or on stdout, for play --listen, whose stdout is not the wire)."""
+    if options.json is None:
         return
     # The report quotes the client's requests: they were scrubbed of redacted values (replay/nearmiss.py).
     data = dumps({"sessions": [r.to_dict() for r in reports]}) + "\n"
-    terminal().write(options.report, utf8(data), what="replay report")
+    write_output(options.json, utf8(data), what="replay report", outlet=terminal())

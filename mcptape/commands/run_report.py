@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcptape import environment
-from mcptape.commands.output import JSON_STDOUT, report_stream
+import mcptape.environment as environment
+from mcptape.commands.grammar import STDOUT
+from mcptape.commands.output import report_stream, stdout_or
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak, TapeError
 from mcptape.logsafe import utf8
 from mcptape.publish.github import command, post, prepare_run, render_context
@@ -44,11 +45,14 @@ from mcptape.verdict.model import RunReport
 class ReportFiles:
     """Where the options say the report goes besides the terminal (None: not written)."""
 
-    json_report: str | None = None  # `-`: stdout, and the terminal report goes to stderr
+    json_report: str | None = None  # each: a file, or `-` for stdout (then the terminal report goes to stderr)
     junit: str | None = None
     summary: str | None = None
     sarif: str | None = None
-    html: str | None = None
+    html: str | None = None  # always a file (commands/output.py's check_html)
+
+    def paths(self) -> tuple[str | None, ...]:
+        return (self.json_report, self.junit, self.summary, self.sarif, self.html)
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class FreshTape:
 
 def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, config_path: str,
           config_dir: Path, extra: str = "", warnings: Sequence[str] = (),
-          fresh: Mapping[str, FreshTape] | None = None) -> int:
+          session_lines: Mapping[str, int] | None = None, fresh: Mapping[str, FreshTape] | None = None) -> int:
     """Show, write and publish `report`: 0, or the exit code of what failed (EXIT_SECRET if a
     secret survived: then nothing leaves). The verdict's own exit code is the caller's.
 
@@ -70,9 +74,11 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
     `name` is the command (`ci`, `merge`) its messages start with; `config_path` the config as the
     job names it (the PR comment's key); `config_dir` where SARIF's paths and the golden tapes'
     start; `extra` more terminal text; `warnings` are said after the files are written, before
-    publishing; `fresh` the fresh tapes ci has in hand, by session (the HTML page shows them).
+    publishing; `session_lines`: each session's line in the config, where SARIF points for a
+    session with no golden tape (a live reference: ci/baseline.py); `fresh` the fresh tapes ci has
+    in hand, by session (the HTML page shows them).
     """
-    stream = report_stream(files.json_report)
+    stream = report_stream(*files.paths())
     outlet.commands_to = stream
     on_github = environment.on_github_actions()
     try:
@@ -82,13 +88,13 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
         if report.strength:
             text += f"\n{report.strength}\n"
         outlet.verified(text, "terminal report")
-        release = _files(report, files, outlet, config_dir)
+        release = _files(report, files, outlet, config_dir, session_lines or {})
         if files.html:
             page = render_run(report, session_tapes(report, config_dir, fresh or {}), context=_context(config_path))
             release.add(files.html, utf8(page), what="HTML report")
         said = [outlet.verified(f"mcptape {name}: warning: {w}", "warning") for w in warnings]
         shown = [outlet.verified(command("warning", w, title=f"mcptape {name}"), "warning") for w in warnings]
-        report_path = None if files.json_report == JSON_STDOUT else files.json_report
+        report_path = None if files.json_report == STDOUT else files.json_report
         publication = prepare_run(report, config_path=config_path, report_path=report_path,
                                   outlet=outlet) if on_github else None
     except SecretLeak as e:
@@ -111,19 +117,26 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
     return 0
 
 
-def _files(report: RunReport, files: ReportFiles, outlet: Outlet, config_dir: Path) -> Release:
+def _files(report: RunReport, files: ReportFiles, outlet: Outlet, config_dir: Path,
+           session_lines: Mapping[str, int]) -> Release:
     """The report files the options ask for, rendered and verified, to be written together."""
     release = outlet.release()
     if files.json_report:
-        release.output(files.json_report, report_bytes(report), what="JSON report")
-    if files.junit:
+        release.output(stdout_or(files.json_report), report_bytes(report), what="JSON report")
+    if files.junit == STDOUT:
+        release.show(junit_xml(report), what="JUnit report")
+    elif files.junit:
         release.add(files.junit, utf8(junit_xml(report)), what="JUnit report")
     if files.summary:
-        release.add(files.summary, utf8(outlet.document(render_summary(report), f"summary {files.summary}")),
-                    what="markdown summary")
+        summary = outlet.document(render_summary(report), "markdown summary")
+        if files.summary == STDOUT:
+            release.show(summary, what="markdown summary")
+        else:
+            release.add(files.summary, utf8(summary), what="markdown summary")
     if files.sarif:
-        data = sarif_bytes(report, config_dir=config_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."))
-        release.add(files.sarif, data, what="SARIF report")
+        data = sarif_bytes(report, config_dir=config_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."),
+                           session_lines=session_lines)
+        release.output(stdout_or(files.sarif), data, what="SARIF report")
     return release
 
 

@@ -16,7 +16,7 @@ is not checked twice when it is then written (`_checked`).
     append(path, text)   checked, then appended (the job summary, step outputs, play's live answers)
     show(text)           checked, then printed, framed so a CI log cannot take it for a command
     report(render)       a rich report rendered, checked, printed framed (`diff`, `show`, `ls`)
-    output(target, data) `--json FILE`: checked, then FILE written, or stdout for `-`
+    output(target, data) `--json=FILE`: checked, then FILE written, or stdout for None
     say(text)            a message on stderr: scrubbed, checked, escaped and framed
     command(line)        a workflow command of ours, checked, printed as it is
     release()            files that leave together or not at all (Release: a session's, a run's reports)
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from mcptape.config.load import LoadedConfig
 
 Checked = TypeVar("Checked", str, bytes)
-JSON_STDOUT = "-"  # `--json -`: the JSON goes to stdout
 OWN_PATH = "<mcptape-path>"  # what one of mcptape's own paths reads as while a text is checked (Outlet.verified)
 
 
@@ -244,9 +243,9 @@ class Outlet:
             except BlockingIOError:
                 select.select([], [fd], [], 1.0)
 
-    def output(self, target: str, data: bytes, *, what: str) -> None:
-        """`--json FILE` (or another output option): `data` checked, then written to FILE atomically,
-        or to stdout as one JSON document, inert in a CI log, when FILE is `-` (JSON_STDOUT)."""
+    def output(self, target: str | None, data: bytes, *, what: str) -> None:
+        """A report option's file (`--json=FILE`): `data` checked, then written to FILE atomically,
+        or to stdout as one JSON document, inert in a CI log, when `target` is None."""
         release = self.release()
         release.output(target, data, what=what)
         release.write()
@@ -265,7 +264,7 @@ class Release:
 
     def __init__(self, outlet: Outlet) -> None:
         self.outlet = outlet
-        self.files: list[tuple[Path | None, bytes, str]] = []  # None: stdout
+        self.files: list[tuple[Path | None, bytes, str]] = []  # None: stdout (bytes as they go there)
         self.written: list[Path] = []  # by `write`, in order: what a write that failed midway left
 
     def add(self, path: str | Path, data: bytes | str, *, what: str, form: str = "lines") -> None:
@@ -277,13 +276,18 @@ class Release:
             data = self.outlet.verified(data, where, form=form)
         self.files.append((Path(path), data, what))
 
-    def output(self, target: str, data: bytes, *, what: str) -> None:
-        """`add`, or for `-` (JSON_STDOUT) one JSON document on stdout, inert in a CI log."""
-        if target != JSON_STDOUT:
+    def output(self, target: str | None, data: bytes, *, what: str) -> None:
+        """`add`, or for None (stdout) one JSON document on stdout, inert in a CI log."""
+        if target is not None:
             self.add(target, data, what=what)
             return
         checked = self.outlet.verified(data, f"{what} (stdout)")
         self.files.append((None, utf8(inert_json(checked.decode("utf-8"))), what))
+
+    def show(self, text: str, *, what: str) -> None:
+        """A report that goes to stdout as text (`--junit` alone), checked now, printed by `write`
+        framed for a CI log as Outlet.show prints."""
+        self.files.append((None, utf8(ci_log_block(self.outlet.verified(text, f"{what} (stdout)"))), what))
 
     def write(self) -> None:
         """Write every file, in the order added (tape/atomic.py: a WriteError names the path)."""

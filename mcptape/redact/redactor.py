@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.errors import ConfigError, SecretLeak
 from mcptape.jsonrpc import dumps
 from mcptape.redact.detectors import Engine, EngineConfig, Sink
@@ -96,6 +96,17 @@ class Redactor:
         twin._config = self._config
         twin._scrubber = self._scrubber.fork()
         twin._checker = self._checker.fork()  # still apart from the scrubber: a copy of the checker
+        twin._start_counting()
+        return twin
+
+    def with_known(self, more: Mapping[str, str]) -> Redactor:
+        """This redactor knowing `more` secret values too (`name` -> value): what a session learned as it
+        ran, an OAuth token (transports/oauth.py), before anything of the session is written. Its
+        engines are compiled again (a known value is part of them); counts start afresh."""
+        twin = object.__new__(Redactor)
+        twin._config = EngineConfig(**{**vars(self._config), "known": {**self._config.known, **more}})
+        twin._scrubber = Engine(twin._config, SHAPES)
+        twin._checker = Engine(twin._config, SHAPES)
         twin._start_counting()
         return twin
 

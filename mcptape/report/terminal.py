@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls
 from mcptape.verdict.model import DiffResult, Drift, Finding, RunReport, SessionResult

@@ -237,7 +237,7 @@ def tape_case(seed: int, work: Path) -> list[Outcome]:
     shutil.copyfile(TAPE, original)
     mutated = case / "mutated.tape.jsonl"
     mutated.write_bytes(mutate_lines(TAPE.read_bytes(), rng, keep_first=rng.random() < 0.8))
-    runs = [["show", str(mutated)], ["show", "--json", "-", str(mutated)], ["ls", "--json", "-", str(case)],
+    runs = [["show", str(mutated)], ["show", "--json", str(mutated)], ["ls", "--json", str(case)],
             ["diff", str(original), str(mutated)]]
     outcomes = [run_mcptape("tape", seed, args, case) for args in runs]
     outcomes.append(run_mcptape("tape", seed, ["play", "--lenient", str(mutated)], case, stdin=_client_session(rng)))

@@ -32,7 +32,7 @@ def run(config: Path, variant: str | None, *extra: str) -> tuple[int, dict, str,
     out = config.parent / "out"
     # VARIANT for the configs here, MCPTAPE_FIXTURE_VARIANT for the bundled example's
     env = {"MCPTAPE_FIXTURE_VARIANT": variant} if variant else {}
-    proc = ci(config, "--json", str(out / "r.json"), "--summary", str(out / "s.md"), "--sarif", str(out / "r.sarif"),
+    proc = ci(config, f"--json={out / 'r.json'}", f"--summary={out / 's.md'}", f"--sarif={out / 'r.sarif'}",
               *extra, variant=variant, env=env)
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     return (proc.returncode, json.loads((out / "r.json").read_text(encoding="utf-8")),
