@@ -176,8 +176,8 @@ def run_ci(checkout: Path, work: Path, planted: Sequence[Plant]) -> Run:
         encoding="utf-8",
     )
     run = Run("ci")
-    for args in (["--update-golden"], ["--json", "r.json", "--junit", "r.xml", "--summary", "s.md",
-                                       "--sarif", "r.sarif", "--out-dir", "fresh"]):
+    for args in (["--update-golden"], ["--json=r.json", "--junit=r.xml", "--summary=s.md", "--sarif=r.sarif",
+                                       "--out-dir", "fresh"]):
         done = subprocess.run([*_mcptape(checkout), "ci", "-c", str(config), *args], capture_output=True, text=True,
                               cwd=work, env=_env(checkout, env), timeout=WAIT)
         run.codes.append(done.returncode)
