@@ -98,7 +98,8 @@ def run(options: Options) -> int:
                               for line in recording_notes(tape.events))]
     if options.json is not None:
         data = result.to_dict()
-        data["first_drift"] = result.first.one_line() if result.first is not None else None
+        head = result.headline
+        data["first_drift"] = head.one_line() if head is not None else None
         data["notes"] = notes
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
         if options.json == JSON_STDOUT:  # one JSON document, inert in a CI log (write_output)

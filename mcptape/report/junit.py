@@ -2,7 +2,9 @@
 
 Reads report/model.py only. Drifted sessions are <failure> (message: the first drifted call),
 sessions that could not run or leaked a secret are <error>. `mcptape ci` writes it through the
-outlet (outlet.py), which verifies it first.
+outlet (outlet.py), which verifies it first. Every text from a tape or a server passes
+logsafe.escape_controls: a control character is not even allowed in XML 1.0 (a CI system would
+reject the whole file), and a hidden one would hide in the CI system's test view.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def _case(suite: ET.Element, session: SessionResult, classname: str) -> None:
         classname=classname,
         time=f"{session.duration_s or 0:.3f}",
     )
-    first = session.first_drift_line() or ""
+    first = session.headline_line() or ""
     if session.verdict in _FAILING:
         details = []
         if session.diff is not None:

@@ -12,7 +12,7 @@ what is cut says where the rest is (the job summary, the run's artifact).
 
 Both documents share one design, the summary with more room: a title naming the verdict and the
 config by its repository path; a small line with the counts, the commit it reflects and the run;
-the headline — what the first drift (diff/'s choice, report.first_drift) changes for a client, in
+the headline — what the drift that decided the exit (report.headline) changes for a client, in
 our words around code spans (`in_words`), said once, with the sessions whose first drift is the
 same change (`causes`) each linked to its golden tape at the line; other changes as a list; then
 one collapsed <details> per session (a session sharing an earlier one's change names it instead of
@@ -226,7 +226,7 @@ def surface_table(surface: SurfaceChanges) -> str:
 
 
 def _first_line(s: SessionResult) -> str | None:
-    line = s.first_drift_line()
+    line = s.headline_line()
     if line and s.name and line.startswith(s.name + " · "):
         line = line[len(s.name) + 3 :]  # the session column already names it
     return line
@@ -345,17 +345,18 @@ class Cause:
 
 def causes(report: RunReport) -> list[Cause]:
     """Drifted sessions grouped by the change their first drift names. The headline's cause
-    (report.first_drift, diff/'s choice) comes first; the rest by severity, then first seen."""
+    (report.headline) comes first; the rest by severity, then first seen."""
     by_key: dict[tuple[str, ...], Cause] = {}
     for s in report.sessions:
-        if s.verdict not in ("output", "structural") or s.diff is None or s.diff.first is None:
+        drift = s.headline
+        if s.verdict not in ("output", "structural") or drift is None:
             continue
-        key = _cause_key(s.diff.first)
+        key = _cause_key(drift)
         if key in by_key:
             by_key[key].sessions.append(s)
         else:
-            by_key[key] = Cause(s.diff.first, [s])
-    first = report.first_drift()
+            by_key[key] = Cause(drift, [s])
+    first = report.headline()
     head = _cause_key(first[1]) if first is not None else None
     ordered = list(by_key.values())
     rank = {"structural": 0, "output": 1}
@@ -366,7 +367,7 @@ def causes(report: RunReport) -> list[Cause]:
 def _session_link(s: SessionResult, ctx: Context) -> str:
     """The session's name, linked to its golden tape at the drifted line when there is a place to link."""
     name = code_span(s.name, max_chars=80)
-    url = ctx.golden_url(s.golden, s.first_golden_line()) if s.golden else None
+    url = ctx.golden_url(s.golden, s.headline_golden_line()) if s.golden else None
     return f"[{name}]({url})" if url else name
 
 
@@ -509,19 +510,20 @@ def session_details(s: SessionResult, ctx: Context, limits: Limits, *, compact: 
     ]
     if s.golden:
         path = ctx.golden_path(s.golden)
-        line = s.first_golden_line()
+        line = s.headline_golden_line()
         url = ctx.golden_url(s.golden, line)
         label = code_span(path + (f":{line}" if line else ""), max_chars=200)
         parts += [f"Golden tape: {f'[{label}]({url})' if url else label}", ""]
-    if s.diff is not None and s.diff.first is not None:
+    head = s.headline
+    if s.diff is not None and head is not None:
         if compact:
             parts += [f"_Diff cut to stay under GitHub's size limit: see {limits.where_more}._", ""]
         else:
             if same_as is not None:
                 parts += [f"First drift: the same change as in {code_span(same_as.name, max_chars=80)}, above.", ""]
             else:
-                parts += [fenced(drift_diff(s.diff.first, limits), "diff"), ""]
-            later = s.diff.drifts[1:]
+                parts += [fenced(drift_diff(head, limits), "diff"), ""]
+            later = [d for d in s.diff.drifts if d is not head]
             if later:
                 parts += [f"Later drifted calls ({len(later)}):", ""]
                 parts += [f"- {code_span(d.one_line(), max_chars=200)}" for d in later[:10]]

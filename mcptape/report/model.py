@@ -10,6 +10,7 @@ these. `to_dict`/`from_dict` are the JSON report format (`mcptape ci --json`, `m
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -45,6 +46,32 @@ def headline_priority(f: Finding) -> int:
     if key in _MAY_USE:
         return 4
     return 3
+
+
+_SEVERITY_ORDER = {"structural": 0, "output": 1, "info": 2}
+
+
+def headline_rank(drift: Drift) -> tuple[int, int]:
+    """Which drift heads a report: the least key (the first in the drifts' order among equals).
+
+    First the worst severity (structural, then output); then what a reviewer most needs to read
+    (headline_priority of the drift's own headline finding): the protocol (version or era: it
+    explains what changes with it), a call that now fails, what callers lose (a tool removed, a
+    breaking schema), a changed answer, what callers may use or read (a tool added, a changed
+    hint or description), handshake metadata (serverInfo, capabilities, instructions), and last
+    what the client itself sent differently (request `params`: what mcptape.yml scripted, such as
+    the client capabilities declared in `initialize`).
+    """
+    return _SEVERITY_ORDER[drift.severity], headline_priority(drift.headline_finding)
+
+
+def headline(drifts: Iterable[Drift]) -> Drift | None:
+    """The drift that heads a session, in every report and every mode: one that decided the exit
+    (of the worst severity that fails, by headline_rank), None when nothing fails. An info note (a
+    deprecation, a latency shift `fail_on` lets pass, a release note) never heads a session, and
+    where it comes in the drifts does not matter: a mode that adds drifts after diff (ci/baseline.py's
+    latency and release findings) is headed the same way as a diff."""
+    return min((d for d in drifts if d.severity != "info"), key=headline_rank, default=None)
 
 
 @dataclass
@@ -97,7 +124,8 @@ class Drift:
     def headline_finding(self) -> Finding:
         """The finding that names this drift: of its own severity, the one a reviewer most needs
         (headline_priority), the first of those."""
-        top = [f for f in self.findings if f.severity == self.severity] or self.findings
+        severity = self.severity  # once: a property, and a drift may hold 10 000 findings
+        top = [f for f in self.findings if f.severity == severity] or self.findings
         return min(top, key=headline_priority)
 
     def one_line(self, session: str | None = None) -> str:
@@ -126,7 +154,8 @@ class SurfaceChanges:
 
 @dataclass
 class DiffResult:
-    """The verdict of comparing a golden (A) with a fresh (B) tape. drifts[0] is the first drifted call."""
+    """The verdict of comparing a golden (A) with a fresh (B) tape: its drifts in fresh-tape order
+    (diff/ puts the headline first), the failing ones before the info notes."""
 
     verdict: Literal["same", "output", "structural"]
     drifts: list[Drift] = field(default_factory=list)
@@ -139,8 +168,9 @@ class DiffResult:
         return VERDICT_EXIT[self.verdict]
 
     @property
-    def first(self) -> Drift | None:
-        return self.drifts[0] if self.drifts else None
+    def headline(self) -> Drift | None:
+        """The drift that decided the exit (headline()); None when nothing fails."""
+        return headline(self.drifts)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -201,17 +231,22 @@ class SessionResult:
     def exit_code(self) -> int:
         return VERDICT_EXIT[self.verdict]
 
-    def first_golden_line(self) -> int | None:
-        """The golden tape's line of the first drift: of its headline finding, else of any of its findings."""
-        if self.diff is None or self.diff.first is None:
+    @property
+    def headline(self) -> Drift | None:
+        """The drift that decided this session's exit (model.headline); None when nothing failed."""
+        return self.diff.headline if self.diff is not None else None
+
+    def headline_golden_line(self) -> int | None:
+        """The golden tape's line of the headline drift: of its headline finding, else of any of its findings."""
+        drift = self.headline
+        if drift is None:
             return None
-        drift = self.diff.first
         return next((f.golden_line for f in (drift.headline_finding, *drift.findings) if f.golden_line is not None), None)
 
-    def first_drift_line(self) -> str | None:
-        if self.diff is not None and self.diff.first is not None:
-            return self.diff.first.one_line(self.name)
-        return self.error
+    def headline_line(self) -> str | None:
+        """The headline drift in one line (`arith · step 3 · ... (output)`), else the error, else None."""
+        drift = self.headline
+        return drift.one_line(self.name) if drift is not None else self.error
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -261,11 +296,12 @@ class RunReport:
         count = sum(totals.values())
         return f"{count} secret value{'s' if count != 1 else ''} redacted: {parts}"
 
-    def first_drift(self) -> tuple[SessionResult, Drift] | None:
-        for s in self.sessions:
-            if s.diff is not None and s.diff.first is not None:
-                return s, s.diff.first
-        return None
+    def headline(self) -> tuple[SessionResult, Drift] | None:
+        """The run's headline: of every session's headline, the one that ranks first (headline_rank:
+        a structural drift of a later session before an output drift of an earlier one), the first
+        session among equals. None when no session drifted."""
+        heads = [(s, d) for s in self.sessions if (d := s.headline) is not None]
+        return min(heads, key=lambda pair: headline_rank(pair[1]), default=None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -304,4 +340,6 @@ __all__ = [
     "SessionResult",
     "SurfaceChanges",
     "SurfaceFacts",
+    "headline",
+    "headline_rank",
 ]
