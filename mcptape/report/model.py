@@ -252,11 +252,13 @@ class SessionResult:
         data = asdict(self)
         data["diff"] = self.diff.to_dict() if self.diff else None
         data["exit_code"] = self.exit_code
+        head = self.headline
+        data["headline"] = head.one_line(self.name) if head is not None else None  # derived: not read back
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionResult:
-        fields = {k: v for k, v in data.items() if k not in ("exit_code", "diff", "surface_facts")}
+        fields = {k: v for k, v in data.items() if k not in ("exit_code", "diff", "surface_facts", "headline")}
         facts = SurfaceFacts(**data["surface_facts"]) if data.get("surface_facts") else None
         return cls(diff=DiffResult.from_dict(data["diff"]) if data.get("diff") else None, surface_facts=facts, **fields)
 
@@ -309,6 +311,7 @@ class RunReport:
             "config": self.config,
             "exit_code": self.exit_code,
             "result": self.result,
+            "headline": head[1].one_line(head[0].name) if (head := self.headline()) is not None else None,
             "updated_golden": self.updated_golden,
             "shard": self.shard,
             "compared": self.compared,
