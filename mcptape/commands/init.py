@@ -63,6 +63,7 @@ from mcptape.config.secrets import refuse_url_credentials
 from mcptape.config.semantics import check_config
 from mcptape.errors import ConfigError, McptapeError, ServerError, WriteError
 from mcptape.launch import open_transport
+from mcptape.logsafe import escape_controls
 from mcptape.nondeterminism import Volatile, find_volatile, fixed_by, path_candidates, suggest_rules, unfixed
 from mcptape.normalize import Normalizer
 from mcptape.pinning import pin_packages
@@ -380,7 +381,8 @@ def yaml_scalar(value: Any) -> str:
     if isinstance(value, str):
         if _PLAIN.fullmatch(value) and not _NOT_PLAIN.fullmatch(value) and _reads_back(value):
             return value
-        text = json.dumps(value, ensure_ascii=False)
+        # logsafe's escapes (\\x, \\u, \\U) are YAML's too: what acts or hides first, then what YAML cannot hold.
+        text = escape_controls(json.dumps(value, ensure_ascii=False))
         return "".join(c if c.isprintable() or c == "\t" else
                        f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text)
     if isinstance(value, dict):
@@ -402,7 +404,8 @@ def _one_line(text: Any, limit: int = 90) -> str:
     escaped (a tool name or description may hold control, bidi or zero-width characters)."""
     words = " ".join(str(text or "").split())
     words = words if len(words) <= limit else words[: limit - 3].rstrip() + "..."
-    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in words)
+    words = escape_controls(words, lines=False)
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in words)
 
 
 def escaped_surface(surface: Surface) -> Surface:
