@@ -473,23 +473,15 @@ def _surface_lines(report: RunReport, limits: Limits) -> tuple[list[str], list[s
                     + "".join(f"\n- {code_span(f.message, max_chars=240)} ({code_span(f'security.{f.kind}')})"
                               for _, f in found[1:limits.causes]))
     lines: list[str] = []
+
+    def span(name: str) -> str:
+        return code_span(name, max_chars=80)
+
     for cost in surface_notes.costs(report):
-        said = f"Context cost of {code_span(cost.server, max_chars=80)}: {surface_notes.group_number(cost.total)} bytes " \
-               "of tools and instructions for every agent that loads them"
-        if cost.delta:
-            parts = [f"{'new ' if k in cost.added else 'removed ' if k in cost.removed else ''}"
-                     f"{code_span(surface_notes.tool_label(k), max_chars=80)} {d:+}" for k, d in cost.changes[:5]]
-            said += f" ({cost.delta:+} bytes: {', '.join(parts)})"
-        lines.append(said)
+        lines.append(f"Context cost of {span(cost.server)}: {surface_notes.cost_words(cost, span)}")
     added = set(merged_surface(report).added)
     for cov in surface_notes.coverage(report):
-        counts = ", ".join(f"{len(cov.listed[k]) - len(cov.uncalled[k])} of {len(cov.listed[k])} {k}" for k in cov.listed)
-        names = [n for k in cov.uncalled for n in cov.uncalled[k]]
-        said = f"Coverage of {code_span(cov.server, max_chars=80)}: {counts} called by a session"
-        if names:
-            shown = ", ".join(code_span(n, max_chars=80) for n in names[:10])
-            said += f"; not called: {shown}" + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-        lines.append(said)
+        lines.append(f"Coverage of {span(cov.server)}: {surface_notes.coverage_words(cov, span)}")
         for name in cov.uncalled.get("tools", []):
             if name in added:
                 lines.append(f"New tool {code_span(name, max_chars=80)} is called by no session: add a "

@@ -10,7 +10,9 @@ report/markdown.py, report/terminal.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcptape.report.model import Finding, RunReport, SessionResult
 
@@ -106,3 +108,52 @@ def tool_label(key: str) -> str:
 def group_number(n: int) -> str:
     """1240 -> "1 240" (thin groups, as the report reads them), with its sign when asked by the caller."""
     return f"{n:,}".replace(",", "\u202f")
+
+
+def _as_is(name: str) -> str:
+    return name
+
+
+def cost_words(cost: ServerCost, quote: Callable[[str], str] = _as_is) -> str:
+    """`1 240 bytes of tools and instructions ... (+312 bytes: new multiply +300, add +12)`; names
+    are untrusted: `quote` shows each (markdown: a code span), or the caller escapes the line."""
+    said = f"{group_number(cost.total)} bytes of tools and instructions for every agent that loads them"
+    if cost.delta:
+        parts = [f"{'new ' if k in cost.added else 'removed ' if k in cost.removed else ''}{quote(tool_label(k))} {d:+}"
+                 for k, d in cost.changes[:5]]
+        said += f" ({cost.delta:+} bytes: {', '.join(parts)})"
+    return said
+
+
+def coverage_words(cov: ServerCoverage, quote: Callable[[str], str] = _as_is, max_names: int = 10) -> str:
+    """`2 of 3 tools called by a session; not called: divide`; names shown by `quote` (cost_words)."""
+    counts = ", ".join(f"{len(cov.listed[k]) - len(cov.uncalled[k])} of {len(cov.listed[k])} {k}" for k in cov.listed)
+    said = f"{counts} called by a session"
+    names = [n for k in cov.uncalled for n in cov.uncalled[k]]
+    if names:
+        said += f"; not called: {', '.join(quote(n) for n in names[:max_names])}" + \
+            (f" and {len(names) - max_names} more" if len(names) > max_names else "")
+    return said
+
+
+def plain_lines(report: RunReport) -> list[str]:
+    """The context cost and coverage of each server in plain words, one line each (terminal, JUnit)."""
+    lines = [f"context cost of {cost.server}: {cost_words(cost)}" for cost in costs(report)]
+    lines += [f"coverage of {cov.server}: {coverage_words(cov)}" for cov in coverage(report)]
+    return lines
+
+
+def surface_data(report: RunReport) -> list[dict[str, Any]]:
+    """Per server, its context cost and coverage as plain data (the JSON report, SARIF's run properties)."""
+    out: dict[str, dict[str, Any]] = {}
+    for cost in costs(report):
+        out.setdefault(cost.server, {"server": cost.server})["context_cost"] = {
+            "unit": "bytes", "total": cost.total, "golden_total": cost.golden_total, "delta": cost.delta,
+            "changes": [{"item": tool_label(k), "delta": d} for k, d in cost.changes],
+        }
+    for cov in coverage(report):
+        out.setdefault(cov.server, {"server": cov.server})["coverage"] = {
+            k: {"listed": len(cov.listed[k]), "called": len(cov.listed[k]) - len(cov.uncalled[k]),
+                "not_called": cov.uncalled[k]} for k in cov.listed
+        }
+    return list(out.values())

@@ -22,6 +22,7 @@ from rich.text import Text
 from mcptape import environment
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls
+from mcptape.report import surface_notes
 from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult
 
 MAX_DETAILED_DRIFTS = 20
@@ -164,6 +165,8 @@ def render_run(report: RunReport, console: Console) -> None:
     for s in report.sessions:
         for note in s.notes:
             console.print(rich_text(f"note · {s.name}: {note}"), soft_wrap=True)
+    for line in surface_notes.plain_lines(report):  # context cost and coverage, per server
+        console.print(rich_text((line, "dim")), soft_wrap=True)
     if report.orphans:
         console.print(rich_text(("golden tapes with no session", "bold"), ": ", ", ".join(report.orphans)), soft_wrap=True)
     redacted = report.redaction_summary()
