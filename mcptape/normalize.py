@@ -21,7 +21,10 @@ through, in this order:
      `<TIMESTAMP>` (ISO-8601 date-times, JavaScript `Date.toString()`
      `Mon Jan 01 2025 00:00:00 GMT+0000 (Coordinated Universal Time)`, RFC 1123 / HTTP dates,
      and integers of epoch milliseconds under a time-named key such as `createdAt`); 12-hour
-     clock readings `11:45:51 PM` -> `<TIME>`; UUIDs -> `<UUID>`; the memory address of a
+     clock readings `11:45:51 PM` -> `<TIME>`; UUIDs -> `<UUID>`, `<UUID#2>`, `<UUID#3>`, ... (each
+     distinct UUID of what one Normalizer sees gets its own, numbered in order of first
+     appearance, so play can serve two ids that differed as two ids: replay/served_values.py;
+     the number is not part of the value compared, placeholders.untag); the memory address of a
      Python repr (`<tzoffset object at 0x7f...>`) -> `<ADDRESS>`; and a weekday
      (`day_of_week`, `dayOfWeek`, `weekday`) beside a date that became `<TIMESTAMP>` -> `<DAY>`;
   5. on server stderr lines only (they are logs, and log prefixes carry the clock): slash dates
@@ -84,6 +87,7 @@ from typing import Any
 
 from mcptape.jsonpath import parse_json_path
 from mcptape.jsonrpc import DEEP_KEY, MAX_DEPTH, canonical, expand_deep, id_key, is_deep, loads_depth
+from mcptape.placeholders import uuid_placeholder
 
 FLOATING_NOTIFICATIONS = frozenset(
     {
@@ -299,6 +303,7 @@ class Normalizer:
         (`mcptape diff` of two rec tapes made last week judges their dates by then as well).
         """
         self.now = time.time() if now is None else now
+        self._uuids: dict[str, str] = {}  # a UUID seen (lower case) -> its placeholder, in order of first appearance
         self.moments = (self.now, *recorded)
         self.path_rules: list[_PathRule] = []
         self.regex_rules: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = []
@@ -374,7 +379,7 @@ class Normalizer:
             s = _TMP_DIR.sub("<TMP>", s)
         if "-" in s:
             s = _TIMESTAMP.sub(self._clock(_iso_seconds), s)
-            s = _UUID.sub("<UUID>", s)
+            s = _UUID.sub(self._uuid, s)
         if ":" in s:
             s = _JS_DATE.sub(self._clock(_js_seconds), s)
             s = _RFC1123.sub(self._clock(_rfc1123_seconds), s)
@@ -382,6 +387,14 @@ class Normalizer:
         if " object at 0x" in s:
             s = _ADDRESS.sub("<ADDRESS>", s)
         return s
+
+    def _uuid(self, m: re.Match[str]) -> str:
+        """A re.sub replacement: the placeholder of this distinct UUID (`<UUID>` for the first)."""
+        key = m.group(0).lower()
+        found = self._uuids.get(key)
+        if found is None:
+            found = self._uuids[key] = uuid_placeholder(len(self._uuids) + 1)
+        return found
 
     def is_clock(self, seconds: float | None) -> bool:
         """Is this moment the clock's (within CLOCK_WINDOW_S of `now` or of a tape's writing)? An unreadable one is (None)."""
