@@ -117,12 +117,27 @@ def _check_protocol(value: str | None) -> str | None:
     )
 
 
+_NUL_HINT = "holds a NUL byte (\\0), which no program, environment or path can hold; remove it"
+# A session's name is its golden tape's file name; file systems allow 255 bytes a name, and mcptape
+# adds `@VERSION` (protocol: both), `.tape.timing.json` and an atomic write's `.PID.XXXXXXXX.tmp`.
+MAX_SESSION_NAME = 150
+
+
+def _no_nul(value: Any, what: str, at: tuple[str | int, ...] = ()) -> None:
+    """What the operating system is given (argv, environment, headers, paths) cannot hold a NUL: said
+    here, with the file and line, not as an internal error when the process or the path is made."""
+    if isinstance(value, str) and "\x00" in value:
+        raise _fail(f"{what} {_NUL_HINT}", at=at)
+
+
 def _stringify_values(v: Any) -> Any:
     """env/header values: YAML reads `PORT: 8080` as a number; a process environment holds strings."""
     if not isinstance(v, dict):
         return v
     out: dict[Any, Any] = {}
     for k, val in v.items():
+        _no_nul(k, "the name", at=(k,))
+        _no_nul(val, "the value", at=(k,))
         if isinstance(val, bool):
             raise _fail(
                 "YAML reads an unquoted yes/no/true/false/on/off as a boolean, not text; "
@@ -135,12 +150,21 @@ def _stringify_values(v: Any) -> Any:
 
 def _split_command(v: Any) -> Any:
     if isinstance(v, str):
+        _no_nul(v, "the command")
         try:
             return shlex.split(v)
         except ValueError as e:  # unbalanced quotes
             raise _fail(
                 f"cannot split the command like a shell would ({e}); balance the quotes or write a list"
             ) from e
+    if isinstance(v, list):
+        for i, arg in enumerate(v):
+            _no_nul(arg, f"argument {i + 1} of the command", at=(i,))
+    return v
+
+
+def _path_text(v: Any) -> Any:
+    _no_nul(v, "the path")
     return v
 
 
@@ -199,6 +223,11 @@ class StdioServer(_Strict):
     def _env_strings(cls, v: Any) -> Any:
         return _stringify_values(v)
 
+    @field_validator("cwd", mode="before")
+    @classmethod
+    def _cwd(cls, v: Any) -> Any:
+        return _path_text(v)
+
     @field_validator("protocol")
     @classmethod
     def _protocol(cls, v: str | None) -> str | None:
@@ -254,6 +283,11 @@ class HttpServer(_Strict):
     @classmethod
     def _env_strings(cls, v: Any) -> Any:
         return _stringify_values(v)
+
+    @field_validator("cwd", mode="before")
+    @classmethod
+    def _cwd(cls, v: Any) -> Any:
+        return _path_text(v)
 
     @field_validator("protocol")
     @classmethod
@@ -459,7 +493,8 @@ class ClientSettings(_Strict):
 class Session(_Strict):
     """One scripted client session against one server; its golden tape is `<golden_dir>/<name>`."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="also the golden tape's file name")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="also the golden tape's file name",
+                      json_schema_extra={"maxLength": MAX_SESSION_NAME})
     server: str = Field(description="a key of `servers`")
     steps: list[Step] = Field(description="what the client does, in order")
     client: ClientSettings | None = Field(default=None, description="overrides the top-level client block")
@@ -474,6 +509,21 @@ class Session(_Strict):
     def _some_steps(cls, v: list[Step]) -> list[Step]:
         if not v:
             raise _fail("the session has no steps; add at least one, e.g. `- list_tools`")
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _fits_a_file_name(cls, v: str) -> str:
+        if len(v) > MAX_SESSION_NAME:
+            raise _fail(f"the name is {len(v)} characters long; it is also the golden tape's file name, which "
+                        f"file systems keep short: at most {MAX_SESSION_NAME} characters. Shorten it")
+        return v
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox_paths(cls, v: Any) -> Any:
+        for i, path in enumerate(v if isinstance(v, list) else []):
+            _no_nul(path, "the path", at=(i,))
         return v
 
 
@@ -696,6 +746,11 @@ class Config(_Strict):
     baseline: BaselineSettings = Field(
         default_factory=BaselineSettings, description="`ci --baseline REF`: setting up REF's checkout"
     )
+
+    @field_validator("golden_dir", mode="before")
+    @classmethod
+    def _golden_dir(cls, v: Any) -> Any:
+        return _path_text(v)
 
     @field_validator("version", mode="before")
     @classmethod
