@@ -21,10 +21,9 @@ through, in this order:
      `<TIMESTAMP>` (ISO-8601 date-times, JavaScript `Date.toString()`
      `Mon Jan 01 2025 00:00:00 GMT+0000 (Coordinated Universal Time)`, RFC 1123 / HTTP dates,
      and integers of epoch milliseconds under a time-named key such as `createdAt`); 12-hour
-     clock readings `11:45:51 PM` -> `<TIME>`; UUIDs -> `<UUID>`, `<UUID#2>`, `<UUID#3>`, ... (each
-     distinct UUID of what one Normalizer sees gets its own, numbered in order of first
-     appearance, so play can serve two ids that differed as two ids: replay/served_values.py;
-     the number is not part of the value compared, placeholders.untag); the memory address of a
+     clock readings `11:45:51 PM` -> `<TIME>`; UUIDs -> `<UUID>`, `<UUID#2>`, ... (each distinct one
+     its own, in order of first appearance: play serves them as distinct ids, served_values.py; the
+     number is not compared, placeholders.untag); the memory address of a
      Python repr (`<tzoffset object at 0x7f...>`) -> `<ADDRESS>`; and a weekday
      (`day_of_week`, `dayOfWeek`, `weekday`) beside a date that became `<TIMESTAMP>` -> `<DAY>`;
   5. on server stderr lines only (they are logs, and log prefixes carry the clock): slash dates
@@ -303,7 +302,7 @@ class Normalizer:
         (`mcptape diff` of two rec tapes made last week judges their dates by then as well).
         """
         self.now = time.time() if now is None else now
-        self._uuids: dict[str, str] = {}  # a UUID seen (lower case) -> its placeholder, in order of first appearance
+        self._uuids: dict[str, str] = {}  # a UUID seen (lower case) -> its placeholder
         self.moments = (self.now, *recorded)
         self.path_rules: list[_PathRule] = []
         self.regex_rules: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = []

@@ -178,7 +178,40 @@ def _plan(request: pytest.FixtureRequest) -> tuple[Path, str, dict[str, Any]]:
     if options.get("fork") is not None and action != "play":
         pytest.fail(f"mcptape: fork= plays a fork of a recorded tape; record mode {mode} would record {tape} "
                     "instead (record it first, then play the fork with record mode none)", pytrace=False)
+    if action != "record":
+        _check_play_options(options)
     return tape, action, options
+
+
+def _check_play_options(options: dict[str, Any]) -> None:
+    """The marker's play options checked as `mcptape play` checks them, before play starts: a typo in
+    `faults=` or `pace=` fails the test's setup naming the marker, where play's exit 3 would reach
+    the test's client only as a closed connection."""
+    from mcptape.errors import McptapeError  # at setup, not at the plugin's load (module docstring)
+    from mcptape.replay.faults import parse_faults
+    from mcptape.replay.pacing import parse_pace
+
+    problem: tuple[str, str] | None = None  # (the argument, why): failed outside the except blocks,
+    faults = options.get("faults") or ()     # so the test's error is the marker's alone, not a chain
+    try:
+        parse_faults([str(rule) for rule in ([faults] if isinstance(faults, str) else faults)])
+    except McptapeError as e:
+        problem = "faults", str(e)
+    except TypeError:
+        problem = "faults", "a rule (a string) or a list of rules such as ['tool=add,error=-32000:quota']"
+    if problem is None and options.get("pace"):
+        try:
+            parse_pace(str(options["pace"]))
+        except McptapeError as e:
+            problem = "pace", str(e)
+    seed = options.get("fault_seed")
+    if problem is None and seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        problem = "fault_seed", "an integer: the seed of the faults' draws (the same seed, the same draws)"
+    if problem is None and options.get("match_on") not in (None, "params", "name"):
+        problem = "match_on", "'params' (the default) or 'name'"
+    if problem is not None:
+        argument, why = problem
+        pytest.fail(f"@pytest.mark.mcptape({argument}={options[argument]!r}): {why}", pytrace=False)
 
 
 def _fork(tape: Path, spec: Any, where: Path) -> Path:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -117,17 +118,15 @@ def _check_protocol(value: str | None) -> str | None:
     )
 
 
-_NUL_HINT = "holds a NUL byte (\\0), which no program, environment or path can hold; remove it"
-# A session's name is its golden tape's file name; file systems allow 255 bytes a name, and mcptape
-# adds `@VERSION` (protocol: both), `.tape.timing.json` and an atomic write's `.PID.XXXXXXXX.tmp`.
-MAX_SESSION_NAME = 150
+MAX_SESSION_NAME = 150  # a file name has 255 bytes; mcptape adds `@VERSION`, `.tape.timing.json`, `.PID.XXXXXXXX.tmp`
 
 
-def _no_nul(value: Any, what: str, at: tuple[str | int, ...] = ()) -> None:
-    """What the operating system is given (argv, environment, headers, paths) cannot hold a NUL: said
-    here, with the file and line, not as an internal error when the process or the path is made."""
+def _no_nul(value: Any, what: str, at: tuple[str | int, ...] = ()) -> Any:
+    """What the OS is given (argv, environment, headers, paths) cannot hold a NUL: said here, with the
+    file and line, not as an internal error when the process or the path is made."""
     if isinstance(value, str) and "\x00" in value:
-        raise _fail(f"{what} {_NUL_HINT}", at=at)
+        raise _fail(f"{what} holds a NUL byte (\\0), which no program, environment or path can hold; remove it", at=at)
+    return value
 
 
 def _stringify_values(v: Any) -> Any:
@@ -157,15 +156,12 @@ def _split_command(v: Any) -> Any:
             raise _fail(
                 f"cannot split the command like a shell would ({e}); balance the quotes or write a list"
             ) from e
-    if isinstance(v, list):
-        for i, arg in enumerate(v):
-            _no_nul(arg, f"argument {i + 1} of the command", at=(i,))
+    for i, arg in enumerate(v if isinstance(v, list) else []):
+        _no_nul(arg, f"argument {i + 1} of the command", at=(i,))
     return v
 
 
-def _path_text(v: Any) -> Any:
-    _no_nul(v, "the path")
-    return v
+OsPath = Annotated[str, BeforeValidator(lambda v: _no_nul(v, "the path"))]  # cwd, sandbox, golden_dir
 
 
 _PROTOCOL_SCHEMA = {"enum": ["auto", "both", *PROTOCOL_VERSIONS], "type": "string"}
@@ -196,7 +192,7 @@ class StdioServer(_Strict):
         description="the only variables the server gets besides PATH, HOME, LANG...; secret values (by name, "
         "shape, entropy or redact.env) are scrubbed from tapes and reports",
     )
-    cwd: str | None = Field(default=None, description="working directory, relative to the config file")
+    cwd: OsPath | None = Field(default=None, description="working directory, relative to the config file")
     protocol: Annotated[str | None, WithJsonSchema(_PROTOCOL_SCHEMA)] = Field(
         default=None, description="protocol version for this server (default: the client block's)"
     )
@@ -222,11 +218,6 @@ class StdioServer(_Strict):
     @classmethod
     def _env_strings(cls, v: Any) -> Any:
         return _stringify_values(v)
-
-    @field_validator("cwd", mode="before")
-    @classmethod
-    def _cwd(cls, v: Any) -> Any:
-        return _path_text(v)
 
     @field_validator("protocol")
     @classmethod
@@ -254,7 +245,7 @@ class HttpServer(_Strict):
     env: Annotated[dict[str, str], WithJsonSchema(_STRING_MAP_SCHEMA)] = Field(
         default_factory=dict, description="variables for the `start` command (secret values as for a stdio server)"
     )
-    cwd: str | None = Field(
+    cwd: OsPath | None = Field(
         default=None, description="working directory of `start`, relative to the config file"
     )
     ready_timeout: float = Field(default=20.0, gt=0, description="seconds to wait for the URL to answer")
@@ -283,11 +274,6 @@ class HttpServer(_Strict):
     @classmethod
     def _env_strings(cls, v: Any) -> Any:
         return _stringify_values(v)
-
-    @field_validator("cwd", mode="before")
-    @classmethod
-    def _cwd(cls, v: Any) -> Any:
-        return _path_text(v)
 
     @field_validator("protocol")
     @classmethod
@@ -502,7 +488,7 @@ class Session(_Strict):
     step_timeout: float = Field(
         default=30.0, gt=0, description="seconds for one step (a step's `timeout` wins)"
     )
-    sandbox: list[str] = Field(default_factory=list, description="directories the server may write to")
+    sandbox: list[OsPath] = Field(default_factory=list, description="directories the server may write to")
 
     @field_validator("steps")
     @classmethod
@@ -515,15 +501,8 @@ class Session(_Strict):
     @classmethod
     def _fits_a_file_name(cls, v: str) -> str:
         if len(v) > MAX_SESSION_NAME:
-            raise _fail(f"the name is {len(v)} characters long; it is also the golden tape's file name, which "
-                        f"file systems keep short: at most {MAX_SESSION_NAME} characters. Shorten it")
-        return v
-
-    @field_validator("sandbox", mode="before")
-    @classmethod
-    def _sandbox_paths(cls, v: Any) -> Any:
-        for i, path in enumerate(v if isinstance(v, list) else []):
-            _no_nul(path, "the path", at=(i,))
+            raise _fail(f"the name is {len(v)} characters long; it is also the golden tape's file name, which file "
+                        f"systems keep short: at most {MAX_SESSION_NAME} characters. Shorten it")
         return v
 
 
@@ -730,7 +709,7 @@ class Config(_Strict):
     """The whole mcptape.yml."""
 
     version: Literal[1] = Field(default=1, description="format version of this file")
-    golden_dir: str = Field(
+    golden_dir: OsPath = Field(
         default="tapes", description="golden tapes, one per session; relative to this file"
     )
     servers: dict[str, Server] = Field(
@@ -746,11 +725,6 @@ class Config(_Strict):
     baseline: BaselineSettings = Field(
         default_factory=BaselineSettings, description="`ci --baseline REF`: setting up REF's checkout"
     )
-
-    @field_validator("golden_dir", mode="before")
-    @classmethod
-    def _golden_dir(cls, v: Any) -> Any:
-        return _path_text(v)
 
     @field_validator("version", mode="before")
     @classmethod
