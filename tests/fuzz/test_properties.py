@@ -115,7 +115,7 @@ def test_diffing_any_two_readable_tapes_is_a_verdict(tmp_path: Path, golden: lis
         except TapeError:
             return
     try:
-        result = diff_tapes(*tapes)
+        result = diff_tapes(tapes[0], tapes[1])
     except McptapeError:
         return
     assert result.verdict in ("same", "output", "structural")
