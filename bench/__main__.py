@@ -11,6 +11,7 @@ Sections, each from the benchmark that owns it (this runner measures nothing its
   redact   bench_redact.py   redaction and verification MB/s
   http     bench_http.py     HTTP rec's added latency (no target; shown for completeness)
   action   bench_action.py   the Action from its first step to a verdict: install, restore, gate vs the servers
+  strength bench_strength.py `check --strength`: linear in sessions and in calls; vs one `mcptape ci`
   surface  bench_surface.py  `mcptape ci` against a server that now lists 1 000 / 10 000 tools: cost per tool
 
 Every figure is measured side by side with its baseline in the same run (medians of interleaved
@@ -296,6 +297,24 @@ def _action_rows(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _strength(quick: bool) -> dict[str, Any]:
+    from bench import bench_strength
+
+    return bench_strength.run(rounds=1 if quick else 3, quick=quick)
+
+
+def _strength_rows(r: dict[str, Any]) -> list[Row]:
+    example = r["example"]
+    return [
+        ("check --strength, CPU per session, largest / smallest config", f"{r['sessions_linearity']:.2f}x", "<= 1.3x",
+         r["sessions_linearity"] <= 1.3),
+        ("check --strength, CPU per golden call, largest / smallest golden", f"{r['calls_linearity']:.2f}x", "<= 1.3x",
+         r["calls_linearity"] <= 1.3),
+        ("check --strength / ci on the bundled example", f"{example['ratio']:.2f}x ({example['check_strength_s']:.2f} s vs "
+         f"{example['ci_s']:.2f} s)", "< 1x", example["ratio"] < 1),
+    ]
+
+
 def _surface(quick: bool) -> dict[str, Any]:
     from bench import bench_surface
 
@@ -326,7 +345,8 @@ SECTIONS = [
     Section("redact", "6. redaction throughput", _redact, _redact_rows),
     Section("http", "7. HTTP rec (no target)", _http, _http_rows),
     Section("action", "8. the Action's overhead, first step to verdict", _action, _action_rows),
-    Section("surface", "9. ci against a server listing many tools", _surface, _surface_rows),
+    Section("strength", "9. the gate's strength, offline", _strength, _strength_rows),
+    Section("surface", "10. ci against a server listing many tools", _surface, _surface_rows),
 ]
 
 

@@ -53,7 +53,7 @@ def make_tape(path: Path, events: int, *, variant: str) -> None:
 def child(golden: str, fresh: str) -> None:
     import gc
 
-    from mcptape.diff.engine import diff_tapes
+    from mcptape.diff.compare import diff_tapes
     from mcptape.tape.reader import read_pair
 
     gc.disable()  # as run_diff does while reading

@@ -259,7 +259,7 @@ def writer_cpu_us(calls: int = 5000, reps: int = 7) -> dict[str, float]:
     frames of `calls` echo round trips (the bench client's request with a progress token, calc's
     answer), flushed every 16 frames as after a busy read; best of `reps`. What a continuous
     session must stay under for the writer to keep up."""
-    from mcptape.outlet import Outlet
+    from mcptape.publish.outlet import Outlet
     from mcptape.record.relay import TAG_C2S, TAG_S2C
     from mcptape.record.writer import TapeRecorder
     from mcptape.redact.redactor import make_redactor

@@ -64,7 +64,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         # `unrecognized arguments: --token=ghp_...` quotes what was typed: scrubbed like any message.
-        from mcptape.outlet import safe_message
+        from mcptape.publish.outlet import safe_message
 
         self.exit(EXIT_COULD_NOT_RUN, safe_message(f"{self.prog}: error: {message}\n", _ARGV, f"{self.prog}: error\n"))
 
@@ -81,7 +81,7 @@ class _HelpFormatter(argparse.HelpFormatter):
 def _document(parsers: Mapping[str, argparse.ArgumentParser]) -> None:
     """Each subcommand's description, exit codes and environment, from commands/usage.py's table."""
     for name, sub_parser in parsers.items():
-        if name not in USAGE:  # a command added without its row: tests/test_usage.py says so, --help still works
+        if name not in USAGE:  # a command added without its row: tests/commands/test_usage.py says so, --help still works
             continue
         sub_parser.formatter_class = _HelpFormatter
         sub_parser.description = USAGE[name].description
@@ -239,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--latency", type=int, default=None, metavar="N",
                     help="with --baseline/--against: N interleaved runs a side, latency regressions reported")
     ci.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
+    ci.add_argument("--strength", action="store_true",
+                    help="add the gate's strength to the report, summary and comment: the share of changes derived "
+                    "from the golden tapes it would fail on (offline; `mcptape check --strength` names each that passes)")
     _otel_options(ci)
 
     # --- init / check ----------------------------------------------------------------------
@@ -266,6 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="*", metavar="FILE", help="configs to check instead of -c's (as pre-commit passes them)")
     check.add_argument("--surface", action="store_true",
                        help="also list each server and review its whole surface as agents read it (starts the servers)")
+    check.add_argument("--strength", action="store_true",
+                       help="measure the gate, offline: changes derived from the golden tapes judged as ci judges, "
+                       "the score, and each change that would pass with the rule that lets it through")
+    check.add_argument("--json", dest="json_report", metavar="FILE",
+                       help="with --strength: write the strength report as JSON here (- for stdout)")
+    check.add_argument("--seed", type=int, default=None, metavar="N",
+                       help="with --strength: seed of the draws among places a change could be made (default 0)")
 
     # --- schema / comment / merge ----------------------------------------------------------
     sub.add_parser("schema", help="print the JSON Schema of mcptape.yml")
@@ -295,7 +305,7 @@ _ARGV: list[str] = []
 def _safe(text: str, fallback: str) -> str:
     """`text` with secrets scrubbed (an exception's message may quote a config value, the command
     line or a server's answer), made inert for a CI log; `fallback` if it cannot be checked."""
-    from mcptape.outlet import safe_message
+    from mcptape.publish.outlet import safe_message
 
     return safe_message(text, _ARGV, fallback)
 

@@ -52,7 +52,7 @@ VARIABLES: dict[str, str] = {
     "GITHUB_OUTPUT": "the step outputs file",
     "GITHUB_TOKEN": "the token for the PR comment when MCPTAPE_GITHUB_TOKEN is unset",
     "RUNNER_TEMP": "where the Action's temporary files go",
-    # OpenTelemetry's (telemetry.py; `mcptape[otel]`)
+    # OpenTelemetry's (publish/telemetry.py; `mcptape[otel]`)
     "OTEL_SERVICE_NAME": "with --otel: the traces' service name (the OpenTelemetry SDK reads the other OTEL_* variables itself)",
     "OTEL_RESOURCE_ATTRIBUTES": "with --otel: the traces' resource attributes (key=value,...)",
     # the system's

@@ -29,7 +29,7 @@ EXIT_COULD_NOT_RUN = 3
 EXIT_SECRET = 4
 
 # What each code means, for every command that reports a verdict: `mcptape --help`, the README's and
-# docs/design.md's tables (tests/test_usage.py holds them to this one).
+# docs/design.md's tables (tests/commands/test_usage.py holds them to this one).
 EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (short name, meaning)
     EXIT_OK: ("no drift", "no drift"),
     EXIT_OUTPUT_DRIFT: ("output drift", "output drift: same calls, different results, error messages or notifications; "

@@ -1,6 +1,6 @@
 """The JSON path subset mcptape.yml's rules use (`$..key`, `$.a.b`, `$.a[0]`, `$.a[*].b`, `$["k.d"]`).
 
-One grammar for the config (which validates a rule's path where it is written) and normalize.py
+One grammar for the config (which validates a rule's path where it is written) and volatility/normalize.py
 (which applies it). Pure, no dependencies.
 """
 

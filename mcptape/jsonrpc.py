@@ -1,6 +1,6 @@
 """JSON-RPC 2.0 framing facts: parse a message (depth-capped), classify, serialize, rewrite its id.
 
-Knows the shape of JSON-RPC messages, not what any MCP method means (see client.py,
+Knows the shape of JSON-RPC messages, not what any MCP method means (see live/client.py,
 replay.py and diff/ for that).
 
 Depth. A peer may send JSON nested deeper than anything can walk: Python's json gives up near

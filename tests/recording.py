@@ -3,7 +3,7 @@
 Runs the server over StdioTransport, sends initialize (2025-06-18), notifications/initialized
 and the given requests with ids 1, 2, 3, ... one at a time, and builds the events with the
 shared EventBuilder — the same event shapes rec and ci write — so diff tests do not depend on
-the recorder or the ci client. Not a product feature: a scripted client lives in client.py.
+the recorder or the ci client. Not a product feature: a scripted client lives in live/client.py.
 TapeBuilder writes the same events from messages given by hand, for pure diff/report tests.
 """
 

@@ -37,20 +37,20 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = read_layers(DOC.read_text(encoding="
 # Imports that stay inside a function, and why: each keeps a heavy import off a path that must
 # start fast (`mcptape --version`, `mcptape play`, `mcptape diff --json -`) or that most runs never take.
 LAZY = {
-    ("mcptape.cli", "mcptape.outlet"): "only an error message pays for the redactor (~15 ms)",
+    ("mcptape.cli", "mcptape.publish.outlet"): "only an error message pays for the redactor (~15 ms)",
     ("mcptape.cli", "traceback"): "only MCPTAPE_DEBUG=1 prints a traceback",
     ("mcptape.commands.diff", "mcptape.config.load"): "pydantic, for `diff -c mcptape.yml` only",
     ("mcptape.commands.diff", "mcptape.report.terminal"): "rich, for the terminal report only (not --json -)",
     ("mcptape.commands.play", "mcptape.replay.http"): "http.server and the HTTP framing, for --listen only",
     ("mcptape.commands.rec", "mcptape.record.http"): "httpx, for --listen only",
-    ("mcptape.commands.terminal", "mcptape.report.terminal"): "rich, off the path of play and rec (say)",
+    ("mcptape.commands.output", "mcptape.report.terminal"): "rich, off the path of play and rec (say)",
     ("mcptape.conformance.gate", "mcptape.conformance.check"): "mcp-types, imported by ci's main thread while the servers start",
     ("mcptape.commands.diff", "mcptape.conformance.gate"): "pydantic and mcp-types, for diff --conformance only",
-    ("mcptape.github", "ghapi.core"): "ghapi, only when a comment is posted",
-    ("mcptape.github", "ghapi.page"): "ghapi, only when a comment is posted",
-    ("mcptape.github", "httpx2"): "ghapi's client, only when a comment is posted",
-    ("mcptape.github", "fasttransport.errors"): "ghapi's transport, only when a comment is posted",
-    ("mcptape.outlet", "mcptape.redact.policy"): "the known secrets of an error message, only when one is printed",
+    ("mcptape.publish.github", "ghapi.core"): "ghapi, only when a comment is posted",
+    ("mcptape.publish.github", "ghapi.page"): "ghapi, only when a comment is posted",
+    ("mcptape.publish.github", "httpx2"): "ghapi's client, only when a comment is posted",
+    ("mcptape.publish.github", "fasttransport.errors"): "ghapi's transport, only when a comment is posted",
+    ("mcptape.publish.outlet", "mcptape.redact.policy"): "the known secrets of an error message, only when one is printed",
     ("mcptape.redact.rules", "betterleaks"): "the rule set's Go runtime: loaded on first use, never before rec forks",
     ("mcptape.logsafe", "secrets"): "only in a GitHub job, and logsafe is on the path of --version",
     ("mcptape.logsafe", "unicodedata"): "only for a joiner or selector in text (an emoji's?): logsafe is on --version's path",
@@ -63,10 +63,10 @@ LAZY = {
     ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
     ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",
     ("mcptape.pytest_plugin", "mcptape.environment"): "the plugin loads in every pytest run: no mcptape module until a test asks",
-    ("mcptape.replay.matching", "mcptape.normalize"): "the JSON path evaluator (dataclasses), for --ignore-arg only",
-    ("mcptape.commands.play", "mcptape.telemetry"): "the trace export, for --otel only",
-    ("mcptape.commands.play", "mcptape.outlet"): "the redactor, for --otel only (play's client lines on spans)",
-    **{("mcptape.telemetry", m): "the otel extra (OpenTelemetry SDK, OTLP exporter), only under --otel"
+    ("mcptape.replay.matching", "mcptape.volatility.normalize"): "the JSON path evaluator (dataclasses), for --ignore-arg only",
+    ("mcptape.commands.play", "mcptape.publish.telemetry"): "the trace export, for --otel only",
+    ("mcptape.commands.play", "mcptape.publish.outlet"): "the redactor, for --otel only (play's client lines on spans)",
+    **{("mcptape.publish.telemetry", m): "the otel extra (OpenTelemetry SDK, OTLP exporter), only under --otel"
        for m in ("opentelemetry", "opentelemetry.trace", "opentelemetry.trace.propagation.tracecontext",
                  "opentelemetry.sdk.resources", "opentelemetry.sdk.trace", "opentelemetry.sdk.trace.export",
                  "opentelemetry.exporter.otlp.proto.http.trace_exporter")},
@@ -279,9 +279,56 @@ def test_the_layers_are_the_table_of_docs_architecture_md() -> None:
     """The table is the one home of the layers: this test reads it, so a module the table leaves
     out has no layer (test_every_module_has_a_layer fails), and a table that moves a module moves it."""
     assert [name for name, _ in LAYERS] == ["facts", "formats and wires", "scrubbing", "configuration", "judging",
-                                          "conformance", "renderings", "the outlet", "sessions and servers", "the gate",
-                                          "commands", "the command line"]
-    assert "mcptape.tape" in LAYERS[1][1] and "mcptape.report.model" in LAYERS[1][1]
+                                          "conformance", "renderings", "publishing", "the live side",
+                                          "recording and replay", "the gate", "commands", "the command line"]
+    assert "mcptape.tape" in LAYERS[1][1] and "mcptape.verdict" in LAYERS[0][1]
     doc = DOC.read_text(encoding="utf-8")
-    without = read_layers(doc.replace(", `refusal`", "", 1))
-    assert "mcptape.refusal" not in {m for _, mods in without for m in mods}
+    without = read_layers(doc.replace(", `volatility/`", "", 1))
+    assert "mcptape.volatility" not in {m for _, mods in without for m in mods}
+
+
+# Rows of the table that may name modules at the package root: the fact modules at the bottom and the
+# doors at the top. Every other layer is folders, so the folder a module sits in says its layer.
+ROOT_ROWS = ("facts", "the command line")
+
+
+def loose_modules(layers: list[tuple[str, tuple[str, ...]]], found: dict[str, Path]) -> list[str]:
+    """Modules at the package root that the table does not name in a row that may hold them, and
+    table entries outside those rows that are not folders (issue 39: the folders are the layer table)."""
+    allowed = {m for name, mods in layers if name in ROOT_ROWS for m in mods}
+    packages = {name for name, path in found.items() if path.name == "__init__.py"}
+    loose = [m for m, path in found.items() if m.count(".") == 1 and path.parent == PACKAGE
+             and path.name != "__init__.py" and m not in allowed]
+    not_folders = [m for name, mods in layers if name not in ROOT_ROWS for m in mods if m not in packages]
+    return sorted(loose + not_folders)
+
+
+def test_the_folders_are_the_layer_table() -> None:
+    assert loose_modules(LAYERS, modules()) == []
+    # not vacuous: a new module at the root, or a row naming a module instead of a folder, is caught
+    extra = dict(modules(), **{"mcptape.helpers": PACKAGE / "helpers.py"})
+    assert loose_modules(LAYERS, extra) == ["mcptape.helpers"]
+    rows = [(name, mods + ("mcptape.diff.values",)) if name == "judging" else (name, mods) for name, mods in LAYERS]
+    assert loose_modules(rows, modules()) == ["mcptape.diff.values"]
+    # every folder of the package is in exactly one row
+    folders = sorted(m for m, path in modules().items() if path.name == "__init__.py" and m.count(".") == 1)
+    named = sorted(m for _, mods in LAYERS for m in mods if m in folders)
+    assert named == folders
+
+
+# Bare file names two folders share, and why the folders make the difference obvious: the same job
+# on another side (a transport; rec over it; play over it), or a command named after the job below it.
+SHARED_NAMES = {
+    "stdio.py": {"transports", "record", "replay"},
+    "http.py": {"transports", "record", "replay"},
+    "check.py": {"commands", "conformance"},
+    "merge.py": {"commands", "ci"},
+}
+
+
+def test_no_two_modules_share_a_bare_name_unless_their_folders_tell_them_apart() -> None:
+    by_name: dict[str, set[str]] = defaultdict(set)
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "__init__.py":
+            by_name[path.name].add(path.parent.relative_to(PACKAGE).as_posix())
+    assert {name: folders for name, folders in by_name.items() if len(folders) > 1} == SHARED_NAMES

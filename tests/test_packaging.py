@@ -49,10 +49,10 @@ def third_party_imports(source: str) -> set[str]:
 # Imports of a module that only its host loads: the pytest plugin runs inside pytest (its `pytest11`
 # entry point), and imports the official SDK only in `stdio_parameters()`, which says to install it.
 HOSTED = {"mcptape/pytest_plugin.py": {"pytest", "mcp"}}
-# Modules whose third-party imports an optional extra provides: telemetry.py imports the
+# Modules whose third-party imports an optional extra provides: publish/telemetry.py imports the
 # OpenTelemetry SDK only under --otel, and says `pip install 'mcptape[otel]'` when it is missing
-# (tests/test_telemetry.py). Each such import must come from a distribution of that extra.
-OPTIONAL = {"mcptape/telemetry.py": "otel"}
+# (tests/publish/test_telemetry.py). Each such import must come from a distribution of that extra.
+OPTIONAL = {"mcptape/publish/telemetry.py": "otel"}
 
 
 def extra_import_names(extra: str) -> set[str]:
@@ -91,8 +91,8 @@ def test_an_import_only_the_dev_extra_brings_is_caught() -> None:
 
 
 def test_an_optional_extras_import_is_accepted_only_in_the_module_it_is_for() -> None:
-    """telemetry.py may import the OpenTelemetry SDK (the otel extra); another module may not."""
+    """publish/telemetry.py may import the OpenTelemetry SDK (the otel extra); another module may not."""
     source = "def f():\n    from opentelemetry.sdk.trace import TracerProvider\n"
-    assert undeclared({"mcptape/telemetry.py": source}) == {}
-    assert undeclared({"mcptape/client.py": source}) == {"opentelemetry": ["mcptape/client.py"]}
-    assert undeclared({"mcptape/telemetry.py": source + "    import pytest\n"}) == {"pytest": ["mcptape/telemetry.py"]}
+    assert undeclared({"mcptape/publish/telemetry.py": source}) == {}
+    assert undeclared({"mcptape/live/client.py": source}) == {"opentelemetry": ["mcptape/live/client.py"]}
+    assert undeclared({"mcptape/publish/telemetry.py": source + "    import pytest\n"}) == {"pytest": ["mcptape/publish/telemetry.py"]}

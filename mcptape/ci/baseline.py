@@ -6,9 +6,9 @@ another server (`ci --against NAME|COMMAND|URL`: two implementations of one cont
 config and the sessions are always the head's.
 
 Owns, per session: running the reference side `runs` times and learning what varies between its
-own runs (nondeterminism.py's analysis, the `--repeat` one), applying what it learned to both
+own runs (volatility/nondeterminism.py's analysis, the `--repeat` one), applying what it learned to both
 sides for this comparison only, comparing them with diff/ as a golden would be, and the two
-findings only two live sides can have: a latency regression (latency.py's statistics, on
+findings only two live sides can have: a latency regression (volatility/latency.py's statistics, on
 interleaved runs) and a structural change under a semver patch or minor bump (`release`). Both
 are info unless `drift.fail_on` names them. Running one side is ci/repeat.py's `live_run`.
 """
@@ -25,23 +25,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mcptape import latency
 from mcptape.ci import gitref
 from mcptape.ci.repeat import LiveRun, live_run
 from mcptape.ci.session import RunContext, run_in_pool
-from mcptape.client import describe_step
 from mcptape.config.load import LoadedConfig
 from mcptape.config.locations import suggest
 from mcptape.config.models import Config, DriftSettings, HttpServer, NormalizeRule, Session, StdioServer
 from mcptape.conformance import gate as conformance
 from mcptape.errors import ConfigError, McptapeError
-from mcptape.nondeterminism import call_of, find_volatile, suggest_rules, unfixed
-from mcptape.normalize import Normalizer
+from mcptape.live.client import describe_step
 from mcptape.redact.redactor import Redactor
-from mcptape.report.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header
 from mcptape.transports.stdio import minimal_env
-from mcptape.verdict import Severity
+from mcptape.verdict.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult
+from mcptape.verdict.vocabulary import Severity
+from mcptape.volatility import latency
+from mcptape.volatility.nondeterminism import call_of, find_volatile, suggest_rules, unfixed
+from mcptape.volatility.normalize import Normalizer
 
 ServerModel = StdioServer | HttpServer
 SETUP_TAIL_LINES = 20
@@ -136,7 +136,7 @@ class Learned:
 
 
 def learn(runs: Sequence[LiveRun]) -> Learned:
-    """nondeterminism.py's analysis of the reference's runs: rules where a placeholder fixes a
+    """volatility/nondeterminism.py's analysis of the reference's runs: rules where a placeholder fixes a
     value, ignore rules scoped to the call (and path) for everything else that varied."""
     volatiles = find_volatile([Tape(header={}, events=r.normalized) for r in runs])
     rules = suggest_rules(volatiles)
@@ -181,8 +181,8 @@ def release_finding(old: str | None, new: str | None, diff: DiffResult, drift: D
         first = next((d for d in diff.drifts if d.severity == "structural"), None)
         if first is not None:
             what = f"changes the interface ({first.one_line()})"
-    return Finding(category="release", kind=kind, severity=_severity(drift, "release", kind), path="",
-                   message=f"{old} → {new} {what}: a breaking change in a {kind} release", before=old, after=new)
+    return Finding.of("release", kind, "", f"{old} → {new} {what}: a breaking change in a {kind} release", old,
+                      new, severity=_severity(drift, "release", kind))
 
 
 def _version(run: LiveRun) -> str | None:
@@ -193,8 +193,8 @@ def _version(run: LiveRun) -> str | None:
 
 def _cannot_run(session: Session, ref: Reference, errors: list[str]) -> SessionResult:
     """Every reference run failed: the session is new in this change (or needs what the base lacks)."""
-    finding = Finding(category="session", severity="structural", path="",
-                      message=f"cannot run on the reference ({ref.name}): {errors[0].splitlines()[0]}")
+    finding = Finding.of("session", "no_reference", "",
+                         f"cannot run on the reference ({ref.name}): {errors[0].splitlines()[0]}")
     diff = DiffResult(verdict="structural", drifts=[Drift(call=None, findings=[finding])], a=ref.name, b=session.name)
     return SessionResult(name=session.name, verdict="structural", diff=diff,
                          notes=[f"the session's steps cannot run on {ref.label.removeprefix('against ')}: "
@@ -274,10 +274,9 @@ def latency_findings(head: RunContext, ref: Reference, session: Session, n: int)
         if c.regression:
             call = CallRef(method="tools/call" if step.action == "call" else step.action, name=step.target,
                            arguments=step.arguments, step=number)
-            drifts.append(Drift(call=call, findings=[Finding(
-                category="latency", kind="regression", severity=severity, path="",
-                message=f"{c.shift * 1000:.1f} ms slower per call (median {c.base.median * 1000:.1f} → "
-                        f"{c.head.median * 1000:.1f} ms, Mann-Whitney p={c.p:.2g})")]))
+            drifts.append(Drift(call=call, findings=[Finding.of("latency", "regression", "",
+                                                                f"{c.shift * 1000:.1f} ms slower per call (median {c.base.median * 1000:.1f} → "
+                        f"{c.head.median * 1000:.1f} ms, Mann-Whitney p={c.p:.2g})", severity=severity)]))
     return drifts, lines
 
 

@@ -12,7 +12,7 @@ Why two goldens and not one: the 2026-07-28 revision and the legacy ones answer 
 different envelopes (resultType, cacheScope, ttlMs), ask the client differently (input-required
 round trips, not server requests) and open differently (server/discover, not initialize). A golden
 of one era says nothing exact about the other: play can synthesize a legacy handshake from a
-2026-07-28 tape (replay/eras.py), but only a recording of the legacy era shows what the server
+2026-07-28 tape (replay/legacy_client.py), but only a recording of the legacy era shows what the server
 really answers a legacy client.
 
 The eras: MODERN_PROTOCOL (2026-07-28, `server/discover`) and LEGACY_DEFAULT_PROTOCOL (2025-11-25,
@@ -33,7 +33,7 @@ from typing import Any
 from mcptape.config.models import Config, Session
 from mcptape.errors import RequestRefused
 from mcptape.mcp import BOTH_ERAS, ERA_SEPARATOR, HANDSHAKE_METHODS, is_modern
-from mcptape.report.model import DiffResult, Drift, Finding
+from mcptape.verdict.model import DiffResult, Drift, Finding
 
 BOTH = "both"
 
@@ -77,7 +77,7 @@ def session_names(config: Config) -> list[str]:
 
 
 def session_protocol(config: Config, session: Session) -> str | None:
-    """The `protocol` to record `session` with (client.py's argument; None: the client block's)."""
+    """The `protocol` to record `session` with (live/client.py's argument; None: the client block's)."""
     version = era_of(session)
     if version is not None:
         return version
@@ -109,13 +109,8 @@ def era_refusal(session: Session, events: Sequence[dict[str, Any]], protocol: st
     else:
         return None
     other = next(v for v in BOTH_ERAS if v != version)
-    finding = Finding(
-        category="session",
-        severity="structural",
-        path="protocol",
-        message=(f"the server does not speak {version}: it refused `{method}` ({code}); "
+    finding = Finding.of("session", "protocol", "protocol",
+                         f"the server does not speak {version}: it refused `{method}` ({code}); "
                  f"`protocol: both` records every session in {' and '.join(BOTH_ERAS)}: pin the era it speaks "
-                 f"(`protocol: auto` or `protocol: {other}`) on this server or session"),
-        kind="protocol",
-    )
+                 f"(`protocol: auto` or `protocol: {other}`) on this server or session")
     return DiffResult(verdict="structural", drifts=[Drift(call=None, findings=[finding])], b=session.name)

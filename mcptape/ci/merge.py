@@ -16,7 +16,7 @@ from typing import Any
 from mcptape.ci.selection import parse_shard, select_sessions
 from mcptape.errors import EXIT_SECRET, ConfigError, McptapeError
 from mcptape.report.json_report import read_report
-from mcptape.report.model import RunReport, SessionResult
+from mcptape.verdict.model import RunReport, SessionResult
 
 REPORT_HINT = "pass the files `mcptape ci --shard I/N --json FILE` wrote, one per shard"
 
@@ -148,6 +148,7 @@ def merge_reports(shards: list[ShardReport], loaded: Any = None) -> RunReport:
         shard=None,
         compared=shards[0].report.compared,  # every shard compared with the same reference
         comparison=[line for shard in shards for line in shard.report.comparison],
+        strength=shards[0].report.strength,  # every shard measured the whole gate (strength/)
     )
 
 

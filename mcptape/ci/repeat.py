@@ -8,12 +8,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptape.ci.session import CannotRecord, RunContext, record, recording_error, scrub
-from mcptape.client import Recording
 from mcptape.config.models import HttpServer, NormalizeRule, Session, StdioServer
 from mcptape.errors import EXIT_COULD_NOT_RUN
-from mcptape.nondeterminism import carried_state, find_volatile, ignore_hint, suggest_rules, unfixed, whole
-from mcptape.normalize import Normalizer
+from mcptape.live.client import Recording
 from mcptape.tape.format import Tape
+from mcptape.volatility.nondeterminism import (
+    carried_state,
+    find_volatile,
+    ignore_hint,
+    suggest_rules,
+    unfixed,
+    whole,
+)
+from mcptape.volatility.normalize import Normalizer
 
 # -- the nondeterminism check: `mcptape ci --repeat N` -----------------------------------------------
 #

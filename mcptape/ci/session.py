@@ -3,7 +3,7 @@
 Owns the per-session pipeline (record -> redact -> normalize -> compare or write the golden),
 golden files and orphans. Recording a session and scrubbing it (`record`, `scrub`) are the same
 for every job that runs one: `--repeat` and `--baseline`/`--against` take them from here
-(ci/repeat.py's live_run). It leaves the protocol to client.py, volatile values to normalize.py,
+(ci/repeat.py's live_run). It leaves the protocol to live/client.py, volatile values to volatility/normalize.py,
 secrets to redact/, the verdict of one pair of tapes to diff/; which sessions run is
 selection.py's and running them (threads, reports, exit code) commands/ci.py's.
 
@@ -17,7 +17,7 @@ Sessions run in worker threads (run_in_pool), so everything the session pipeline
 imported here, at module level, in the main thread, before any worker starts (see the imports
 below), but for the conformance check, which the main thread imports while the sessions' servers
 start (conformance/gate.py): a first import racing in two threads can hand one of them a partially initialized module. Files are
-verified and written through the outlet (outlet.py; its OSErrors are WriteErrors, exit 3); a golden
+verified and written through the outlet (publish/outlet.py; its OSErrors are WriteErrors, exit 3); a golden
 or fresh tape that cannot be written fails its session, one a secret survived in is not written.
 """
 
@@ -41,10 +41,10 @@ from typing import Any, TypeVar
 # The one exception is the conformance check (conformance/gate.py, loaded by run_in_pool).
 from mcptape import environment
 from mcptape.ci.eras import config_index, era_of, era_refusal, session_names
-from mcptape.client import Recording, record_session
 from mcptape.config.load import LoadedConfig
-from mcptape.config.models import Config, DriftSettings, HttpServer, Session, StdioServer
+from mcptape.config.models import Config, DriftSettings, HttpServer, NormalizeRule, Session, StdioServer
 from mcptape.conformance import gate as conformance
+from mcptape.diff.compare import diff_tapes
 from mcptape.diff.surface_cost import add_budget_drift, surface_facts
 from mcptape.errors import (
     ConfigError,
@@ -53,21 +53,22 @@ from mcptape.errors import (
     TapeError,
     WriteError,
 )
-from mcptape.launch import open_transport
-from mcptape.normalize import Normalizer, canonical_order, session_paths
-from mcptape.outlet import Outlet, config_redactor
+from mcptape.live.client import Recording, SchemaBreak, record_session
+from mcptape.live.launch import open_transport
+from mcptape.live.refusal import refused_everything
+from mcptape.live.sandbox import Sandbox
+from mcptape.publish.outlet import Outlet, config_redactor
+from mcptape.publish.telemetry import SessionMeta, Telemetry, TimedTransport, WireClock
 from mcptape.redact import rules
 from mcptape.redact.redactor import Redactor
-from mcptape.refusal import refused_everything
-from mcptape.report.model import DiffResult, Drift, Finding, SessionResult
-from mcptape.sandbox import Sandbox
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
 from mcptape.tape.reader import read_tape
 from mcptape.tape.seal import require as require_sealed
 from mcptape.tape.timing import sidecar_bytes, sidecar_path, timing_footer
 from mcptape.tape.view import render_view, view_path
-from mcptape.telemetry import SessionMeta, Telemetry, TimedTransport, WireClock
+from mcptape.verdict.model import DiffResult, Drift, Finding, SessionResult
+from mcptape.volatility.normalize import Normalizer, canonical_order, session_paths
 
 UPDATE_HINT = "mcptape ci --update-golden"
 
@@ -90,7 +91,7 @@ class RunContext:
     golden_dir: Path
     messages: list[str] = field(default_factory=list)
     allow_edited: bool = False  # --allow-edited: goldens that do not match their seal are read anyway
-    telemetry: Telemetry | None = None  # --otel: each session's trace is exported (telemetry.py)
+    telemetry: Telemetry | None = None  # --otel: each session's trace is exported (publish/telemetry.py)
     # The run's Redactor, compiled once: the config's, or `run_redactor` (the head's, for the other
     # side of a comparison: ci/baseline.py). Each session and output scrubs with a fork of it
     # (Redactor.fork: its own counts, nothing compiled again).
@@ -125,17 +126,19 @@ def golden_tools(tape: Tape) -> dict[str, Any]:
     return tools
 
 
-def session_normalizer(ctx: RunContext, session: Session) -> Normalizer:
+def session_normalizer(ctx: RunContext, session: Session, rules: Sequence[NormalizeRule] | None = None) -> Normalizer:
+    """The session's Normalizer: the config's rules (or `rules`: strength/ judges with some of
+    them left out) and the session's paths."""
     loaded = ctx.loaded
     extra = [loaded.resolve(d) for d in session.sandbox]
     server = loaded.config.servers[session.server]
     if server.cwd:
         extra.append(loaded.resolve(server.cwd))
     paths = session_paths(config_dir=loaded.base_dir, extra=extra)
-    return Normalizer(loaded.config.normalize, paths=paths)
+    return Normalizer(loaded.config.normalize if rules is None else rules, paths=paths)
 
 
-# -- side effects: the session's sandbox directories (sandbox.py) ----------------------------------
+# -- side effects: the session's sandbox directories (live/sandbox.py) ----------------------------------
 
 
 def open_sandbox(ctx: RunContext, session: Session) -> Sandbox | None:
@@ -164,9 +167,9 @@ def last_side_effects(sandbox: Sandbox | None, recording: Recording) -> None:
     recording.events.extend(sandbox.step(step))
 
 
-def _merge_schema_breaks(diff: DiffResult, recording: Recording) -> DiffResult:
+def _merge_schema_breaks(diff: DiffResult, schema_breaks: Sequence[SchemaBreak]) -> DiffResult:
     """Add the client's schema findings (golden accepted the arguments, live does not) in step order."""
-    for brk in recording.schema_breaks:
+    for brk in schema_breaks:
         drift = Drift(call=brk.call, findings=[brk.finding])
         at = len(diff.drifts)
         for i, existing in enumerate(diff.drifts):
@@ -180,12 +183,8 @@ def _merge_schema_breaks(diff: DiffResult, recording: Recording) -> DiffResult:
 
 def _no_golden(ctx: RunContext, session: Session) -> DiffResult:
     rel = _rel(ctx, golden_path(ctx, session))
-    finding = Finding(
-        category="session",
-        severity="structural",
-        path="",
-        message=f"no golden tape {rel}: record it with `{UPDATE_HINT} --session {session.name}`, review and commit it",
-    )
+    finding = Finding.of("session", "no_golden", "",
+                         f"no golden tape {rel}: record it with `{UPDATE_HINT} --session {session.name}`, review and commit it")
     return DiffResult(verdict="structural", drifts=[Drift(call=None, findings=[finding])], b=session.name)
 
 
@@ -217,7 +216,7 @@ class Scrubbed:
     def as_sent(self) -> list[dict[str, Any]]:
         """Redacted, not normalized (a normalize rule may rewrite what the server sent, even a
         schema), in canonical order: what the conformance check reads. Ordered once per session.
-        Only the floating block (normalize.py) can order differently from `events`, where
+        Only the floating block (volatility/normalize.py) can order differently from `events`, where
         normalized values sort differently."""
         return canonical_order(self.redacted)
 
@@ -234,7 +233,7 @@ class _Fresh(Scrubbed):
     @cached_property
     def sent(self) -> Tape:
         """`as_sent` as a tape, in the fresh tape's order: the one the conformance check reads."""
-        return _fresh_tape(self.header, self.as_sent)
+        return fresh_tape(self.header, self.as_sent)
 
     def checked(self, drift: DriftSettings) -> list[tuple[int, Finding]]:
         """The conformance check of `sent`, made once per session however many verdicts read it
@@ -290,7 +289,7 @@ def _export(telemetry: Telemetry, ctx: RunContext, session: Session, result: Ses
     server = ctx.loaded.config.servers[session.server]
     meta = SessionMeta("ci", session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
                        protocol=fresh.recording.protocol,
-                       attributes={"mcptape.verdict": str(result.verdict), "mcptape.server": session.server})
+                       attributes={"mcptape.verdict.vocabulary": str(result.verdict), "mcptape.server": session.server})
     try:
         telemetry.export(meta, clock.timed(fresh.redacted), outlet)
     except SecretLeak as e:  # a payload asked for (--otel-payloads) held a known secret: nothing sent
@@ -331,7 +330,7 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
         if ctx.update:
             result.notes.append(f"golden tape {result.golden} left untouched: the session did not complete")
         return outcome
-    result.surface_facts = surface_facts(_fresh_tape(fresh.header, fresh.events), golden, session.server)
+    result.surface_facts = surface_facts(fresh_tape(fresh.header, fresh.events), golden, session.server)
     if ctx.update:
         outcome.golden_change = _update_golden(ctx, session, result, golden, fresh, outlet)
         return outcome
@@ -397,7 +396,7 @@ def record(ctx: RunContext, session: Session, server: StdioServer | HttpServer |
            golden_tools: dict[str, Any] | None = None, clock: WireClock | None = None) -> Recording:
     """Start the session's server (or `server`: the other side of a comparison, ci/baseline.py) in
     the session's sandbox and run its steps against it: the one recording of a session, for every
-    job that runs one. `golden_tools`: the schemas the golden accepted (client.py checks the
+    job that runs one. `golden_tools`: the schemas the golden accepted (live/client.py checks the
     arguments against them); `clock` is told when each line crossed the wire (--otel).
     CannotRecord if the sandbox or the server does not start; a step that fails is the recording's
     `error`. ctx.loaded.base_dir is where the server's paths resolve."""
@@ -534,21 +533,35 @@ def _update_golden(ctx: RunContext, session: Session, result: SessionResult, gol
 
 
 def _compare(golden: Tape, fresh: _Fresh, cfg: Config) -> DiffResult:
-    # The golden is normalized again with today's rules (values only: its order is already
-    # canonical, and keeping it keeps its line numbers right for annotations).
-    golden_n = Tape(
-        header=golden.header,
-        events=fresh.normalizer.events(golden.events),
-        footer=golden.footer,
-        path=golden.path,
-        event_lines=list(golden.event_lines),
-    )
-    diff = conformance.diff_checked(golden_n, _fresh_tape(fresh.header, fresh.events), cfg.drift,
-                                    as_sent=fresh.sent, checked=fresh.checked(cfg.drift))
-    return _merge_schema_breaks(diff, fresh.recording)
+    return compare(normalized_golden(golden, fresh.normalizer), fresh_tape(fresh.header, fresh.events), cfg.drift,
+                   as_sent=fresh.sent, checked=fresh.checked(cfg.drift), schema_breaks=fresh.recording.schema_breaks)
 
 
-def _fresh_tape(header: dict[str, Any], events: list[dict[str, Any]]) -> Tape:
+def normalized_golden(golden: Tape, normalizer: Normalizer) -> Tape:
+    """The golden normalized again with today's rules (values only: its order is already
+    canonical, and keeping it keeps its line numbers right for annotations)."""
+    return Tape(header=golden.header, events=normalizer.events(golden.events), footer=golden.footer,
+                path=golden.path, event_lines=list(golden.event_lines))
+
+
+def compare(golden_n: Tape, fresh: Tape, drift: DriftSettings, *, as_sent: Tape,
+            checked: list[tuple[int, Finding]] | None = None, schema_breaks: Sequence[SchemaBreak] = (),
+            conformance_check: bool = True) -> DiffResult:
+    """ci's verdict on a session: its fresh tape (scrubbed: redacted, normalized, canonical order)
+    against its golden (normalized_golden), the conformance gate on `as_sent` (the fresh events
+    before normalization; `checked`: its check, if made already) and the client's schema breaks.
+
+    `conformance_check=False` leaves the conformance gate out: it only ever adds drifts, so a
+    verdict that fails without it fails with it (strength/ asks that first, since the check costs
+    a schema validation of every message, and asks again with it only of what passed)."""
+    if conformance_check:
+        diff = conformance.diff_checked(golden_n, fresh, drift, as_sent=as_sent, checked=checked)
+    else:
+        diff = diff_tapes(golden_n, fresh, drift)
+    return _merge_schema_breaks(diff, schema_breaks)
+
+
+def fresh_tape(header: dict[str, Any], events: list[dict[str, Any]]) -> Tape:
     return Tape(header=header, events=events, footer=make_footer(len(events)), path=None,
                 event_lines=[i + 2 for i in range(len(events))])
 

@@ -8,6 +8,8 @@ fix. Files given as arguments (as the pre-commit hook passes them) are checked i
 `--allow-unset` (the hook's: a commit does not have the CI job's secrets) reads an unset `${VAR}`
 as a placeholder and names it instead of failing; without it, check needs what ci needs.
 `--surface` also starts each server and reviews its whole surface (commands/surface.py).
+`--strength` measures the gate on its golden tapes, offline (commands/strength.py: `--json FILE`,
+`--seed N`; exit 3 under `drift.min_strength`).
 """
 
 from __future__ import annotations
@@ -19,15 +21,16 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from mcptape.commands.output import report_stream, say
+from mcptape.commands.strength import run_strength
 from mcptape.commands.surface import run_surface
-from mcptape.commands.terminal import say
-from mcptape.config.load import load_config
+from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, ConfigError
 from mcptape.logsafe import safe_log
-from mcptape.verdict import worst_exit
+from mcptape.verdict.vocabulary import worst_exit
 
 UNSET_PLACEHOLDER = "mcptape-unset-"  # + the name: a value no check mistakes for a URL part or a secret
 
@@ -70,14 +73,28 @@ class Options:
     configs: tuple[str, ...]
     allow_unset: bool = False
     surface: bool = False  # --surface: commands/surface.py reviews each server's listed surface
+    strength: bool = False  # --strength: commands/strength.py measures the gate on its goldens
+    json_report: str | None = None  # --json FILE: the strength report as JSON
+    seed: int | None = None  # --seed N: the strength's draws
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
         return cls(configs=tuple(args.files or [args.config]), allow_unset=bool(args.allow_unset),
-                   surface=bool(getattr(args, "surface", False)))
+                   surface=bool(getattr(args, "surface", False)), strength=bool(getattr(args, "strength", False)),
+                   json_report=getattr(args, "json_report", None), seed=getattr(args, "seed", None))
 
 
 def run(options: Options) -> int:
+    if not options.strength and (options.json_report is not None or options.seed is not None):
+        given = "--json" if options.json_report is not None else "--seed"
+        raise ConfigError(f"{given} belongs to the strength report: add --strength")
+    if options.strength:
+        if len(options.configs) > 1:
+            raise ConfigError(f"--strength measures one config's gate, and {len(options.configs)} were given",
+                              hint="run `mcptape check --strength -c FILE` once per config")
+        loaded = _check(options.configs[0], options.allow_unset, report_stream(options.json_report))
+        surface = run_surface(loaded) if options.surface else EXIT_OK
+        return worst_exit([surface, run_strength(loaded, json_report=options.json_report, seed=options.seed or 0)])
     if options.surface:
         _check(options.configs[0], options.allow_unset)
         return worst_exit([run_surface(load_config(path)) for path in options.configs])
@@ -94,7 +111,7 @@ def run(options: Options) -> int:
     return code
 
 
-def _check(path: str, allow_unset: bool) -> None:
+def _check(path: str, allow_unset: bool, out: IO[str] | None = None) -> LoadedConfig:
     env = None
     if allow_unset:
         try:
@@ -109,4 +126,6 @@ def _check(path: str, allow_unset: bool) -> None:
     config = loaded.config
     sessions, servers = len(config.sessions), len(config.servers)
     unset = f"; not set here, ci needs them: {', '.join(env.missing)}" if env is not None and env.missing else ""
-    print(f"ok: {sessions} session{'s' * (sessions != 1)}, {servers} server{'s' * (servers != 1)} ({loaded.path}){unset}")
+    print(f"ok: {sessions} session{'s' * (sessions != 1)}, {servers} server{'s' * (servers != 1)} ({loaded.path}){unset}",
+          file=out or sys.stdout)
+    return loaded

@@ -4,7 +4,7 @@ Owns the command: its options and their safety rules (`--update-golden` under CI
 the selected sessions in parallel (one server process per session, so a thread each is enough)
 and the exit code. The per-session pipeline is ci/session.py's, which sessions ci/selection.py's,
 `--repeat` ci/repeat.py's; writing and publishing the report is commands/run_report.py's (merge's
-too), rendering report/'s and github.py's.
+too), rendering report/'s and publish/github.py's.
 """
 
 from __future__ import annotations
@@ -22,20 +22,22 @@ from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
 from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_in_pool, run_session
 from mcptape.commands.run_report import ReportFiles, leave
+from mcptape.commands.strength import gate_strength
 from mcptape.config.load import load_config
 from mcptape.config.models import Session
 from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import (
+    EXIT_COULD_NOT_RUN,
     EXIT_SECRET,
     ConfigError,
     McptapeError,
     SecretLeak,
 )
 from mcptape.logsafe import safe_log
-from mcptape.outlet import Outlet
-from mcptape.report.model import RunReport
-from mcptape.telemetry import open_telemetry
-from mcptape.verdict import worst_exit
+from mcptape.publish.outlet import Outlet
+from mcptape.publish.telemetry import open_telemetry
+from mcptape.verdict.model import RunReport
+from mcptape.verdict.vocabulary import worst_exit
 
 # -- the command ----------------------------------------------------------------------------------
 
@@ -58,8 +60,9 @@ class Options:
     latency: int | None = None
     sarif: str | None = None
     allow_edited: bool = False  # --allow-edited: read goldens that do not match their seal
-    otel: bool = False  # --otel: export each session as a trace (telemetry.py)
+    otel: bool = False  # --otel: export each session as a trace (publish/telemetry.py)
     otel_payloads: bool = False  # --otel-payloads: with the messages, redacted
+    strength: bool = False  # --strength: the gate's strength in one line of the report (commands/strength.py)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -72,6 +75,7 @@ class Options:
             sarif=getattr(args, "sarif", None),
             allow_edited=bool(getattr(args, "allow_edited", False)),
             otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
+            strength=bool(getattr(args, "strength", False)),
         )
 
     def jobs_for(self, sessions: Sequence[Session]) -> int:
@@ -80,6 +84,9 @@ class Options:
 
 
 def run(options: Options) -> int:
+    if options.strength and (options.repeat is not None or options.baseline is not None or options.against is not None):
+        raise ConfigError("--strength measures the gate on its golden tapes; --repeat, --baseline and --against run "
+                          "without them: run `mcptape ci --strength` (or `mcptape check --strength`) on its own")
     if options.baseline is not None or options.against is not None:
         reference = run_reference(options)
         if reference is not None:
@@ -118,7 +125,11 @@ def run(options: Options) -> int:
         updated_golden=update,
         shard=options.shard,
     )
-    return _finish(options, ctx, report, _update_lines(outcomes) if update else [])
+    report.strength, weak = gate_strength(loaded, asked=options.strength)  # after -u: the goldens just written
+    code = _finish(options, ctx, report, _update_lines(outcomes) if update else [])
+    if weak is not None:  # a weaker gate than drift.min_strength asks for: it cannot vouch (exit 3, docs/strength.md)
+        print(safe_log(f"mcptape ci: {weak}"), file=sys.stderr)
+    return code if weak is None else worst_exit([code, EXIT_COULD_NOT_RUN])
 
 
 def run_reference(options: Options) -> int | None:

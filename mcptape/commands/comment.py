@@ -3,7 +3,7 @@
 The second stage of the fork-PR pattern (docs/github-action.md): a `workflow_run` job with a
 write token posts what an untrusted run saved. A JSON report is re-rendered here (all of
 markdown.py's escaping applied again); a saved markdown body is checked to carry exactly one
-valid marker. Either goes through the outlet before it is posted. GitHub itself is github.py's.
+valid marker. Either goes through the outlet before it is posted. GitHub itself is publish/github.py's.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcptape.errors import GitHubError
-from mcptape.github import (
+from mcptape.publish.github import (
     DEFAULT_API_URL,
     CommentClient,
     comment_key,
@@ -24,7 +24,7 @@ from mcptape.github import (
     render_context,
     upsert_comment,
 )
-from mcptape.outlet import Outlet
+from mcptape.publish.outlet import Outlet
 from mcptape.report.json_report import read_report
 from mcptape.report.markdown import render_comment
 from mcptape.report.md_safe import MARKER_RE, comment_marker

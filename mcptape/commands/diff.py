@@ -2,12 +2,12 @@
 print the verdict, exit 0/1/2 (3: unreadable tape or config).
 
 Reading and printing only: the pair of tapes is tape/reader.py's `read_pair`, the comparison
-diff/engine.py's, the rendering report/terminal.py's. diff is not a wire command, so its report
+diff/compare.py's, the rendering report/terminal.py's. diff is not a wire command, so its report
 goes to stdout; `--json FILE` writes the verdict as JSON too (`--json -`: on stdout, instead of the
 report). rich is imported only to print the terminal report (`--json -` does without it).
 
 Both tapes are compared as `mcptape ci` compares a fresh tape with its golden: through
-normalize.py's built-in rules (values, then the canonical order of racing notifications, on
+volatility/normalize.py's built-in rules (values, then the canonical order of racing notifications, on
 both sides, since a `rec` tape keeps them where they landed), and with `-c` also through that
 config's `normalize:` rules and `drift:` settings. `--raw` compares the bytes' meaning as recorded.
 """
@@ -24,17 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcptape.commands.terminal import JSON_STDOUT, print_report, write_output
-from mcptape.diff.engine import diff_tapes
+from mcptape.commands.output import JSON_STDOUT, print_report, write_output
+from mcptape.diff.compare import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
 from mcptape.logsafe import ci_log_block, escape_controls, safe_log, utf8
-from mcptape.normalize import Normalizer, canonical_order, session_paths
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import recording_notes
 from mcptape.tape.format import Tape
 from mcptape.tape.lineage import is_fork_of
 from mcptape.tape.reader import read_pair
 from mcptape.tape.seal import require as require_sealed
+from mcptape.volatility.normalize import Normalizer, canonical_order, session_paths
 
 if TYPE_CHECKING:
     from mcptape.config.models import DriftSettings

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcptape.commands.terminal import say
+from mcptape.commands.output import say
 from mcptape.errors import EXIT_OK, ConfigError
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.atomic import write_atomic

@@ -1,7 +1,7 @@
 """`mcptape import TRACE [--out TAPE] [--name NAME] [--session NAME]`: an OTLP/JSON trace of an MCP
 session that carries its messages, as a tape: a production incident becomes a replayable test.
 
-The trace is what `--otel-payloads` exports (telemetry.py): OTLP/JSON as a collector's file
+The trace is what `--otel-payloads` exports (publish/telemetry.py): OTLP/JSON as a collector's file
 exporter writes it (one ExportTraceServiceRequest per line, or one document; ids hex or base64,
 both read), a span per JSON-RPC exchange holding the request and its answer in `mcptape.request`
 and `mcptape.response`, notifications as `mcptape.notification` span events with `mcptape.message`,
@@ -29,16 +29,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcptape.commands.terminal import say
+from mcptape.commands.output import say
 from mcptape.errors import EXIT_OK, McptapeError
-from mcptape.outlet import Outlet
+from mcptape.publish.outlet import Outlet
+from mcptape.publish.telemetry import (
+    DIRECTION,
+    MESSAGE,
+    NOTIFICATION_EVENT,
+    REQUEST,
+    RESPONSE,
+    SESSION,
+    TAPE_EVENT,
+)
 from mcptape.redact.policy import env_secrets
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import C2S, S2C, EventBuilder
 from mcptape.tape.format import TAPE_SUFFIX, make_header
 from mcptape.tape.timing import TIMING_KEY, timing_footer
-from mcptape.telemetry import DIRECTION, MESSAGE, NOTIFICATION_EVENT, REQUEST, RESPONSE, SESSION, TAPE_EVENT
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,15 @@
 (or `--url URL [--header 'Name: value']...` for an HTTP server).
 
 Writes a first mcptape.yml from a live server: it connects with the scripted client `ci` uses
-(client.record_session, over the transport `ci` opens: launch.py), lists tools,
+(client.record_session, over the transport `ci` opens: live/launch.py), lists tools,
 resources, resource templates and prompts, and writes one session that lists the surface and
-calls each tool with arguments built from its inputSchema (scaffold.py), reads each listed
+calls each tool with arguments built from its inputSchema (init/scaffold.py), reads each listed
 resource (the first MAX_RESOURCES) and gets each prompt. Calls that may change something
 (scaffold.tool_safety) are written commented out, so the first `ci` is safe to run anywhere; so are
 calls that reach the outside world (`openWorldHint`), which a CI runner may not.
 
 Probing: a tool annotated read-only, or not annotated but named like a query (scaffold's "query": get,
-list, search...), is called once by init (probe.py) before the file is written; it stays active only if
+list, search...), is called once by init (init/probe.py) before the file is written; it stays active only if
 it answered, and is commented out with the reason seen otherwise (an error on the example arguments, a
 timeout, the network). `--safe` probes nothing: unannotated tools stay commented out, read-only ones
 active unchecked. A tool that may write is never called. The summary says how much the gate covers.
@@ -20,7 +20,7 @@ what it keeps between runs is not drift), and an `npx pkg` / `uvx pkg` command g
 version pinned (`pkg@x.y.z`, from the local install or the registry), so a release is not drift either.
 
 Before writing, the session runs twice as ci runs it (ci/repeat.py's repeat_session), and the
-normalize rules nondeterminism.py suggests for what differed go into the file: otherwise a clock
+normalize rules volatility/nondeterminism.py suggests for what differed go into the file: otherwise a clock
 in an answer would make the first `ci` after `ci --update-golden` drift (`--no-trial` skips it).
 
 The file is written only if it loads with config.load_config and passes `mcptape check`'s checks
@@ -52,27 +52,35 @@ from pydantic import ValidationError
 
 from mcptape.ci.repeat import repeat_session
 from mcptape.ci.session import RunContext
-from mcptape.client import LIST_METHODS, record_session, schema_violation
+from mcptape.commands.output import say
+from mcptape.commands.strength import init_summary
 from mcptape.commands.surface import first_contact_text
-from mcptape.commands.terminal import say
 from mcptape.config.interpolate import VAR_NAME, Interpolator, escape_refs
+from mcptape.config.json_schema import SCHEMA_ID
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.config.models import ClientSettings, HttpServer, StdioServer, Step
-from mcptape.config.schema import SCHEMA_ID
 from mcptape.config.secrets import refuse_url_credentials
 from mcptape.config.semantics import check_config
 from mcptape.errors import ConfigError, McptapeError, ServerError, WriteError
-from mcptape.launch import open_transport
+from mcptape.init.pinning import pin_packages
+from mcptape.init.probe import probe_calls
+from mcptape.init.scaffold import Hints, example_arguments, path_hints, prompt_arguments, tool_safety
+from mcptape.live.client import LIST_METHODS, record_session, schema_violation
+from mcptape.live.launch import open_transport
+from mcptape.live.refusal import looks_like_version_refusal, refused_everything
 from mcptape.logsafe import escape_controls
-from mcptape.nondeterminism import Volatile, find_volatile, fixed_by, path_candidates, suggest_rules, unfixed
-from mcptape.normalize import Normalizer
-from mcptape.pinning import pin_packages
-from mcptape.probe import probe_calls
 from mcptape.record.stdio import default_name
 from mcptape.redact.policy import argv_secrets, secret_reason
-from mcptape.refusal import looks_like_version_refusal, refused_everything
-from mcptape.scaffold import Hints, example_arguments, path_hints, prompt_arguments, tool_safety
 from mcptape.tape.format import Tape
+from mcptape.volatility.nondeterminism import (
+    Volatile,
+    find_volatile,
+    fixed_by,
+    path_candidates,
+    suggest_rules,
+    unfixed,
+)
+from mcptape.volatility.normalize import Normalizer
 
 MAX_RESOURCES = 10  # a server may list thousands; the first few show the shape, the comment says so
 LIST_STEPS = ("list_tools", "list_resources", "list_resource_templates", "list_prompts")
@@ -135,6 +143,7 @@ class Trial:
     rules: list[dict[str, Any]] = field(default_factory=list)  # suggest_rules' (path|pattern, replace, reason)
     unfixable: list[str] = field(default_factory=list)  # differences no rule fixes, one line each
     errors: list[str] = field(default_factory=list)  # runs that failed (redacted)
+    recorded: list[dict[str, Any]] | None = None  # the second run's events, redacted: the gate's strength is measured on them
 
 
 def run(options: Options) -> int:
@@ -181,7 +190,7 @@ def run(options: Options) -> int:
         raise WriteError(f"{out}: cannot write the config: {e.strerror or e}") from e
     temp = Path(temp_name)
     try:
-        _verified(temp, text, env_values)
+        written = _verified(temp, text, env_values)
         _link(temp, out)
     finally:
         temp.unlink(missing_ok=True)
@@ -192,6 +201,7 @@ def run(options: Options) -> int:
         say(f"mcptape init: WARNING: the gate calls no tool at all ({coverage}): it checks only what the server "
             "lists. Uncomment the calls that are safe to run (see the reasons in the file)")
     sys.stdout.write(_next_steps(out, name, surface, trial, coverage))
+    sys.stdout.write(init_summary(dataclasses.replace(written, path=out), trial.recorded if trial is not None else None))
     sys.stdout.write(first_contact_text(tools=surface.tools, prompts=surface.prompts, resources=surface.resources,
                                         resource_templates=surface.resource_templates))
     return 0
@@ -314,7 +324,7 @@ def _list_surface(entry: Mapping[str, Any], *, base_dir: Path, env: Mapping[str,
             recording, transport, legacy = again, retry, LEGACY_PROTOCOL
             say(f"mcptape init: it answered initialize: the file pins `protocol: {LEGACY_PROTOCOL}` for it")
     if recording.error is not None:
-        # --protocol is the fix only when the failure reads as a refused version (refusal.py).
+        # --protocol is the fix only when the failure reads as a refused version (live/refusal.py).
         hint = recording.error.hint or (
             "the server refused the protocol version: pin one it speaks with --protocol (--protocol 2025-11-25 for the legacy handshake)"
             if not model.protocol and looks_like_version_refusal(f"{recording.error.message} {transport.stderr_tail()}")
@@ -672,6 +682,7 @@ def _trial(loaded: LoadedConfig, *, http_unmanaged: bool = False) -> Trial:
     trial = Trial(errors=[e.partition(": ")[2] or e for e in second.errors])
     if trial.errors:
         return trial
+    trial.recorded = second.raw[0]  # for the strength of the gate written (commands/strength.py)
     volatiles = find_volatile([Tape(header={}, events=events) for events in first.normalized + second.normalized])
     trial.rules = narrow_rules(suggest_rules(volatiles), volatiles)
     for v in unfixed(volatiles, trial.rules):  # a text or list in random order: no placeholder fits it

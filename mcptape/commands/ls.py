@@ -21,7 +21,7 @@ from typing import Any
 
 from rich.table import Table
 
-from mcptape.commands.terminal import JSON_STDOUT, print_report, write_output
+from mcptape.commands.output import JSON_STDOUT, print_report, write_output
 from mcptape.diff.calls import build_calls
 from mcptape.errors import TapeError
 from mcptape.logsafe import utf8

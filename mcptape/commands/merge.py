@@ -16,8 +16,8 @@ from mcptape.ci.merge import load_report, merge_reports, missing_shards
 from mcptape.commands.run_report import ReportFiles, leave
 from mcptape.config.load import LoadedConfig, load_config
 from mcptape.errors import McptapeError
-from mcptape.outlet import Outlet
-from mcptape.verdict import worst_exit
+from mcptape.publish.outlet import Outlet
+from mcptape.verdict.vocabulary import worst_exit
 
 
 @dataclass(frozen=True)

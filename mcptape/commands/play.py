@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mcptape.commands.terminal import say
+from mcptape.commands.output import say
 from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log, utf8
@@ -83,7 +83,7 @@ class Options:
     live_tools: tuple[str, ...] = ()
     keep_placeholders: bool = False
     allow_edited: bool = False  # play a tape that does not match its seal (tape/seal.py), and say so
-    otel: bool = False  # --otel: export the session as a trace at the end (telemetry.py)
+    otel: bool = False  # --otel: export the session as a trace at the end (publish/telemetry.py)
     otel_payloads: bool = False
 
     @classmethod
@@ -155,7 +155,7 @@ def run(options: Options) -> int:
         return _play_http(options, options.listen, lab)
     telemetry = None
     if options.otel or options.otel_payloads:
-        from mcptape.telemetry import open_telemetry  # the SDK: only a traced play pays for it
+        from mcptape.publish.telemetry import open_telemetry  # the SDK: only a traced play pays for it
 
         telemetry = open_telemetry(options.otel, options.otel_payloads)
     options, client = _era_of_pair(options)
@@ -184,7 +184,7 @@ def run(options: Options) -> int:
     out = sys.stdout.fileno()
     log = None
     if telemetry is not None:
-        from mcptape.telemetry import WireLog
+        from mcptape.publish.telemetry import WireLog
 
         log = WireLog()
     serve(served, sys.stdin.fileno(), out, log, client)
@@ -231,8 +231,8 @@ def _say_unpaced(served: LabEngine) -> None:
 def _export(options: Options, telemetry: Any, log: Any, protocol: str | None, code: int) -> None:
     """--otel: the session as play served it. The client's lines are scrubbed as the tape was
     recorded (the built-in detectors) and, with payloads, verified before anything is sent."""
-    from mcptape.outlet import Outlet
-    from mcptape.telemetry import SessionMeta
+    from mcptape.publish.outlet import Outlet
+    from mcptape.publish.telemetry import SessionMeta
 
     outlet = Outlet.for_config(None)
     events = [(at, outlet.redactor.redact_event(ev)) for at, ev in log.events]

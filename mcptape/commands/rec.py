@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from mcptape.commands.terminal import say
+from mcptape.commands.output import say
 from mcptape.errors import EXIT_OK, ConfigError, McptapeError
+from mcptape.publish.telemetry import TapeTrace, require_sdk
 from mcptape.record.stdio import default_name, record, strip_command_secrets
 from mcptape.redact.policy import command_secrets, own_text_secrets
 from mcptape.tape.format import TAPE_SUFFIX, make_header
-from mcptape.telemetry import TapeTrace, require_sdk
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Options:
     listen: str | None
     upstream: str | None
     server: tuple[str, ...]  # the server command, after `--`
-    otel: bool = False  # --otel: export the session as a trace when the tape is written (telemetry.py)
+    otel: bool = False  # --otel: export the session as a trace when the tape is written (publish/telemetry.py)
     otel_payloads: bool = False
 
     @classmethod

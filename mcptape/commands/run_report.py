@@ -2,8 +2,8 @@
 
 Owns what happens once a RunReport exists: the terminal report, the files the options ask for
 (`--json`, `--junit`, `--summary`, `--sarif`), warnings about the run, and in a GitHub Actions job
-the job summary, annotations, step outputs and PR comment (github.py's publish_run), all through
-one Outlet (outlet.py), and the exit code of that part. The report itself is ci/'s (a run, or
+the job summary, annotations, step outputs and PR comment (publish/github.py's publish_run), all through
+one Outlet (publish/outlet.py), and the exit code of that part. The report itself is ci/'s (a run, or
 ci/merge.py's merged shards); how each format looks is report/'s.
 """
 
@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcptape import environment
-from mcptape.commands.terminal import JSON_STDOUT, report_stream, write_output
+from mcptape.commands.output import JSON_STDOUT, report_stream, write_output
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak
-from mcptape.github import command, publish_run
 from mcptape.logsafe import utf8
-from mcptape.outlet import Outlet
+from mcptape.publish.github import command, publish_run
+from mcptape.publish.outlet import Outlet
 from mcptape.report.json_report import report_bytes
 from mcptape.report.junit import junit_xml
 from mcptape.report.markdown import render_summary
-from mcptape.report.model import RunReport
 from mcptape.report.sarif import sarif_bytes
 from mcptape.report.terminal import render_run_text
+from mcptape.verdict.model import RunReport
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,8 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
         text = render_run_text(report) + extra
         if report.compared:
             text += "".join(f"{line}\n" for line in [f"\ncompared {report.compared}", *report.comparison])
+        if report.strength:
+            text += f"\n{report.strength}\n"
         outlet.show(text, "terminal report", file=stream)
         _write(report, files, outlet, config_dir)
     except SecretLeak as e:

@@ -1,4 +1,4 @@
-"""`mcptape schema`: print the JSON Schema of mcptape.yml as the package ships it (config/schema.py)."""
+"""`mcptape schema`: print the JSON Schema of mcptape.yml as the package ships it (config/json_schema.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from mcptape.config.schema import shipped_schema_text
+from mcptape.config.json_schema import shipped_schema_text
 
 
 @dataclass(frozen=True)

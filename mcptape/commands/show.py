@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from mcptape.commands.terminal import JSON_STDOUT, print_report, print_text, write_output
+from mcptape.commands.output import JSON_STDOUT, print_report, print_text, write_output
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls, utf8
 from mcptape.report.terminal import message_summary, rich_text

@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcptape.commands.terminal import say
+from mcptape.commands.output import say
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, McptapeError
 from mcptape.logsafe import safe_log
 from mcptape.tape.atomic import write_atomic

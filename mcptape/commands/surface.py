@@ -4,11 +4,11 @@ For a repository adopting mcptape (and `mcptape init`, which shows the same tabl
 just listed): the text rules the gate applies to what a PR adds (diff/surface_review.py,
 text_rules.py) run over everything a live server lists — tools, prompts, resources, templates —
 and its `instructions`, as if all of it were new. Each finding is a row: rule, item, field, the
-words. `drift.fail_on`/`drift.ignore` apply as in the gate (diff/engine.py's Policy), so a project
+words. `drift.fail_on`/`drift.ignore` apply as in the gate (diff/compare.py's Policy), so a project
 that relaxed `security.url` sees those rows at info. Exit 0: nothing that fails; 2: a finding at
 structural severity; 1: at output; 3: a server could not be listed.
 The listing is the scripted client's (client.record_session: the handshake and the paginated
-list walks `ci` runs), over the transport `ci` opens (launch.py).
+list walks `ci` runs), over the transport `ci` opens (live/launch.py).
 """
 
 from __future__ import annotations
@@ -16,18 +16,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcptape.client import record_session
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Step
 from mcptape.diff.classify import SURFACE_LISTS
-from mcptape.diff.engine import Policy
+from mcptape.diff.compare import Policy
 from mcptape.diff.surface_review import SurfaceHit, review_surface
 from mcptape.diff.text_rules import visible
 from mcptape.errors import EXIT_OK, McptapeError
-from mcptape.launch import open_transport
+from mcptape.live.client import record_session
+from mcptape.live.launch import open_transport
 from mcptape.logsafe import safe_log
-from mcptape.report.model import Finding
-from mcptape.verdict import SECURITY_KINDS, SEVERITY_EXIT, worst_exit
+from mcptape.verdict.model import Finding
+from mcptape.verdict.vocabulary import SECURITY_KINDS, SEVERITY_EXIT, worst_exit
 
 _STEPS = ("list_tools", "list_prompts", "list_resources", "list_resource_templates")
 _COLUMNS = (("rule", 26), ("item", 28), ("field", 32))
@@ -102,7 +102,7 @@ def run_surface(loaded: LoadedConfig) -> int:
         kept_hits: list[SurfaceHit] = []
         severities: list[str] = []
         for hit in review_surface(lists, instructions):
-            kept = policy.apply([Finding("security", "structural", hit.field, hit.message, kind=hit.rule)], None)
+            kept = policy.apply([Finding.of("security", hit.rule, hit.field, hit.message)], None)
             if kept:
                 kept_hits.append(hit)
                 severities.append(kept[0].severity)

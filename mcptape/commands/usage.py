@@ -128,8 +128,11 @@ USAGE: dict[str, Usage] = {
     ),
     "check": Usage(
         "Validate mcptape.yml as ci does before it starts a server (schema, sessions naming defined servers, "
-        "variables, regexes, JSON paths, drift keys, paths), without starting any.",
-        ((EXIT_OK, "valid: prints `ok: N sessions, M servers`"), (EXIT_COULD_NOT_RUN, "invalid: file:line, the field and the fix")),
+        "variables, regexes, JSON paths, drift keys, paths), without starting any. --strength: measure the gate "
+        "on its golden tapes, offline (the changes it would let through, and the rule that lets each through).",
+        ((EXIT_OK, "valid: prints `ok: N sessions, M servers` (--strength: and the gate reaches drift.min_strength)"),
+         (EXIT_COULD_NOT_RUN, "invalid: file:line, the field and the fix; --strength: a gate under drift.min_strength, "
+          "or no golden tape to measure")),
         (("${VAR} of the config", "must be set, unless --allow-unset"),),
     ),
     "schema": Usage("Print the JSON Schema of mcptape.yml, as the package ships it.", ((EXIT_OK, "printed"),)),

@@ -7,7 +7,7 @@
     translate.py    pydantic's errors as one `file:line: field: what is wrong; the fix` paragraph
     secrets.py      which values the config hands a server are secrets (redact's rule, applied here)
     locations.py    locations in the file and how a value or field reads in a message
-    schema.py       the JSON Schema editors use (`mcptape schema`)
+    json_schema.py  the JSON Schema editors use (`mcptape schema`)
 
 pydantic and yaml are imported here and nowhere on the path of `mcptape --version`/`play`.
 """

@@ -2,7 +2,7 @@
 
 The step shorthand (`- list_tools`, `- call: add` + `arguments:`) is parsed here; every problem a
 validator finds is raised with `_fail`, which load.py turns into one file:line paragraph. What a
-step *does* is client.py's, how sessions run is ci's, the JSON path grammar jsonpath.py's.
+step *does* is live/client.py's, how sessions run is ci's, the JSON path grammar jsonpath.py's.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from mcptape.config.answers import SCRIPT_KEYS, is_matched_item
 from mcptape.config.interpolate import VAR_NAME
 from mcptape.config.locations import describe, suggest
-from mcptape.conversation import SCRIPT_KEYS, is_matched_item
 from mcptape.jsonpath import PATH_SCHEMA_PATTERN, SUPPORTED_PATHS, PathSegment, parse_json_path
 from mcptape.mcp import PROTOCOL_VERSIONS
-from mcptape.verdict import FINDING_KINDS, IGNORE_KEYS, Severity, drift_classes
+from mcptape.verdict.vocabulary import FINDING_KINDS, IGNORE_KEYS, Severity, drift_classes
 
 CONFIG_VERSIONS = (1,)  # the `version:` values this mcptape reads
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -441,7 +441,7 @@ class ClientSettings(_Strict):
     sampling: dict[str, Any] | Literal["decline"] | list[dict[str, Any] | Literal["decline"]] | None = Field(
         default=None,
         description="canned sampling/createMessage result, or decline; or a list for a conversation: answers "
-        "used in order, and {when, contains, answer|decline} items matched on the request (mcptape/conversation.py)",
+        "used in order, and {when, contains, answer|decline} items matched on the request (mcptape/config/answers.py)",
     )
     elicitation: dict[str, Any] | Literal["decline"] | list[dict[str, Any] | Literal["decline"]] | None = Field(
         default=None,
@@ -619,7 +619,7 @@ def _unknown_drift_class(name: str) -> str | None:
 class DriftSettings(_Strict):
     """What fails the gate: a severity per class, and rules that ignore differences.
 
-    The names a key or rule may use are verdict.py's (FINDING_KINDS, IGNORE_KEYS), checked here
+    The names a key or rule may use are verdict/vocabulary.py's (FINDING_KINDS, IGNORE_KEYS), checked here
     so that a typo fails at load with its line instead of silently matching nothing.
     """
 
@@ -637,6 +637,13 @@ class DriftSettings(_Strict):
         default=None, ge=1,
         description="most bytes the listed tools and the instructions may cost every agent that loads them "
         "(UTF-8 JSON as sent); more is a `context.budget` finding, structural unless `fail_on` says otherwise",
+    )
+
+    min_strength: int | None = Field(
+        default=None, ge=0, le=100,
+        description="least gate strength, in percent, that `mcptape ci` and `mcptape check --strength` accept: the "
+        "share of changes derived from the golden tapes (a tool removed, a result changed, ...) that fail the gate; "
+        "a weaker gate exits 3 and names the rules and uncalled tools that let changes through",
     )
 
     @field_validator("fail_on")

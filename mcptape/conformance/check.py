@@ -56,10 +56,10 @@ from referencing.exceptions import Unresolvable
 from mcptape.diff.values import join, show
 from mcptape.jsonrpc import holds_deep
 from mcptape.mcp import LEGACY_NEWEST, MODERN_PROTOCOL, era, meta_version
-from mcptape.report.model import Finding
 from mcptape.tape.events import C2S, S2C, is_message
 from mcptape.tape.format import Tape
-from mcptape.verdict import Severity
+from mcptape.verdict.model import Finding
+from mcptape.verdict.vocabulary import Severity
 
 MAX_PER_MESSAGE = 5  # a reviewer reads the first few; a broken serializer would repeat itself 100 times
 
@@ -121,7 +121,7 @@ def check_tape_placed(tape: Tape, *, severity: Severity = "structural") -> list[
     placed: list[tuple[int, Finding]] = []
     version, note = negotiated_version(tape, KNOWN_PROTOCOL_VERSIONS)
     if note:
-        placed.append((0, Finding("conformance", "info", "", note, kind="version")))
+        placed.append((0, Finding.of("conformance", "version", "", note)))
     surface = _Surface.load()
     outputs = _OutputSchemas()
     for index, event in enumerate(tape.events):
@@ -130,7 +130,8 @@ def check_tape_placed(tape: Tape, *, severity: Severity = "structural") -> list[
         problems = list(_message_problems(event, version, surface))
         problems.extend(outputs.check(event))
         for path, rule, kind in _cap(problems):
-            placed.append((index, Finding("conformance", severity, f"{tape.line_of(index)}:{path}", rule, kind=kind)))
+            placed.append((index, Finding.of("conformance", kind, f"{tape.line_of(index)}:{path}", rule,
+                                             severity=severity)))
     return placed
 
 

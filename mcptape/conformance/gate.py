@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from mcptape.diff.calls import Call
 from mcptape.diff.checks import Checks
-from mcptape.diff.engine import Placed, Policy, comparable, diff_tapes, no_cyclic_gc
-from mcptape.report.model import CallRef, DiffResult, Drift, Finding
+from mcptape.diff.compare import Placed, Policy, comparable, diff_tapes, no_cyclic_gc
 from mcptape.tape.format import Tape
+from mcptape.verdict.model import CallRef, DiffResult, Drift, Finding
 
 if TYPE_CHECKING:
     from mcptape.config.models import DriftSettings

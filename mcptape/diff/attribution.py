@@ -1,6 +1,6 @@
 """Which call a drift belongs to, when the events do not sit where calls.py looks for it.
 
-Owns two corrections to the drifts engine.py places:
+Owns two corrections to the drifts compare.py places:
 - moved notifications: normalize.canonical_order moves racing notifications (log messages,
   list_changed, ...) after the last step, so calls.py's rule (a notification belongs to the
   latest client message) hands each of them to the session's last call. One that arrived while a
@@ -23,11 +23,11 @@ from typing import Any
 
 from mcptape.diff.calls import Call
 from mcptape.jsonrpc import id_key
-from mcptape.normalize import CAUSE_KEY
-from mcptape.report.model import CallRef, Drift, Finding
 from mcptape.tape.format import Tape
+from mcptape.verdict.model import CallRef, Drift, Finding
+from mcptape.volatility.normalize import CAUSE_KEY
 
-Placed = list[tuple[int, int, Drift]]  # engine.py's: (position in the fresh tape, tie-breaker, drift)
+Placed = list[tuple[int, int, Drift]]  # compare.py's: (position in the fresh tape, tie-breaker, drift)
 
 
 class _Side:

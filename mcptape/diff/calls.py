@@ -16,7 +16,7 @@ naming a request on the other side — so the calls in them are identical in bot
 with each other and cannot drift. `build_calls(tape, window)` then builds calls for the rest
 only; the session-wide events outside (server requests, exits, notes, the prelude) are still
 collected, so session checks see every one of them. The engine verifies the one assumption
-about pairing that the events alone cannot show (engine.py, `_suffix_pairs`).
+about pairing that the events alone cannot show (compare.py, `_suffix_pairs`).
 
 The shared end need not be identical: events where only the server's side differs (`_alike`:
 an answer to the same request, a notification, a stdout line, a session-wide event) do not end
@@ -161,7 +161,7 @@ class TapeCalls:
     handshake_outside: bool = False  # a handshake call lies outside the window
     unknown_token: bool = False  # a progress notification named no call built here
     last_ordinal: int = 0  # the ordinal the calls after the ones built here count on from
-    # The protocol session checks should see, computed on first use (engine.py); else the tape's.
+    # The protocol session checks should see, computed on first use (compare.py); else the tape's.
     protocol_of: Callable[[], str | None] | None = None
     # What a check said once for the whole pair of tapes (classify._moved_code)
     said: set[str] = field(default_factory=set)

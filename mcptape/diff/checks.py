@@ -7,8 +7,9 @@
 `default_checks()` builds a new registry with every built-in check, in the order the engine
 runs them; nothing registers itself when a module is imported. An embedder or a test adds its
 own to a registry of its own (`default_checks().call_checks["mine"] = ...`) and passes it to
-`diff_tapes(checks=...)`: no other diff sees it. A new drift class is a function in classify.py
-(or a module beside it), a line here, and its names in verdict.py's FINDING_KINDS.
+`diff_tapes(checks=...)`: no other diff sees it. A new drift class is its row in the drift table
+(verdict/vocabulary.py: name, meaning, severity, phrase, rank) and its check: a function in classify.py
+(or a module beside it) and a line here.
 """
 
 from __future__ import annotations

@@ -8,32 +8,9 @@ where `default_checks` lists mcptape's own explicitly):
   a pair that is the same events on both sides has nothing to compare and is not checked;
 - session checks, run once per pair of tapes (server requests, process events, protocol).
 
-Categories and kinds emitted (severity before DriftSettings are applied); their names are
-verdict.FINDING_KINDS, which `drift.fail_on`/`drift.ignore` are checked against:
-    call          added | removed (structural) · arguments (output) ·
-                  server_request_added | server_request_removed | server_request_changed (what
-                  is left of one method on both sides, paired in order) (output)
-    surface       added (DriftSettings.added_surface, default structural) | removed (structural)
-    schema        breaking (structural) | compatible (output) | cosmetic (output)
-    session       protocol (structural) · client_protocol (the client asked another version in
-                  `initialize`: info when the server accepted each, else output, ranked as the
-                  client's change) · capability_removed (structural) · capability_added (output) ·
-                  capability_changed (structural if a feature went from true to false, else output) ·
-                  server_info | changed (output)
-    result        changed | added | removed (output)
-    error         result_to_error | error_to_result (an isError result counts as a result: a JSON-RPC
-                  error that became one, or back, names both forms, since the call still fails,
-                  reported another way) | is_error | code (structural; info when the revision
-                  changed and moved the code with it, e.g. resource not found -32002 → -32602,
-                  said once) · message | data (output)
-    notification  added | removed | changed | order (output)
-    process       no_answer | answered | crash (structural: crashed, or fresh tape cut short) ·
-                  exit | garbage | note (output)
-and from the checks beside this module: protocol changed (diff/protocol.py, structural) ·
-side_effect added | removed | changed (diff/side_effects.py, structural) · conformance schema |
-output_schema | version (conformance/check.py, DriftSettings.conformance) · security <rule id> | widened |
-output_dropped and surface renamed (diff/surface_review.py, structural) · context budget
-(diff/surface_cost.py, applied by ci/session.py, structural).
+What each finding kind means, its default severity, the severities its check may give instead and
+how reports say it are the drift table's (verdict/vocabulary.py); findings are built through it
+(`Pair.found`, `Finding.of`), so a kind or severity it does not hold fails where it is made.
 Every Finding carries golden_line/fresh_line: the tape line of the event it is about.
 """
 
@@ -45,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptape.diff.calls import Call, TapeCalls
-from mcptape.diff.schema import (
+from mcptape.diff.schema_change import (
     Role,
     SchemaChange,
     annotation_changes,
@@ -55,13 +32,11 @@ from mcptape.diff.schema import (
 from mcptape.diff.values import MAX_DIFFS, Change, changes, clip, contrast, describe, fast_same, join, show
 from mcptape.jsonrpc import canonical
 from mcptape.mcp import HANDSHAKE_METHODS, strip_meta
-from mcptape.normalize import FLOATING_NOTIFICATIONS
 from mcptape.placeholders import untag
-from mcptape.report.model import Finding
 from mcptape.tape.events import UNCOMPARED_NOTES
-from mcptape.verdict import Severity
-
-SCHEMA_SEVERITY: dict[str, Severity] = {"breaking": "structural", "compatible": "output", "cosmetic": "output"}
+from mcptape.verdict.model import Finding
+from mcptape.verdict.vocabulary import Severity
+from mcptape.volatility.normalize import FLOATING_NOTIFICATIONS
 
 
 @dataclass
@@ -86,22 +61,25 @@ class Pair:
     # The engine's result classifiers by method (checks.py); a method not listed: classify_result.
     result_classifiers: Mapping[str, ResultClassifier] = field(default_factory=dict)
 
-    def finding(
+    def found(
         self,
         category: str,
-        severity: Severity,
+        kind: str,
         path: str,
         message: str,
         before: Any = None,
         after: Any = None,
-        kind: str | None = None,
         *,
+        severity: Severity | None = None,
         g_event: int | None = None,
         f_event: int | None = None,
     ) -> Finding:
+        """A finding of this pair (verdict/model.py's `finding`: the drift table's severity unless
+        given), placed at the events it is about (by default the calls' answers or requests)."""
         g_ev = g_event if g_event is not None else _answer_or_request(self.golden)
         f_ev = f_event if f_event is not None else _answer_or_request(self.fresh)
-        return Finding(category, severity, path, message, clip(before), clip(after), kind, self.g.line(g_ev), self.f.line(f_ev))
+        return Finding.of(category, kind, path, message, clip(before), clip(after), severity=severity,
+                          golden_line=self.g.line(g_ev), fresh_line=self.f.line(f_ev))
 
 
 def _answer_or_request(call: Call) -> int | None:
@@ -118,8 +96,7 @@ def _more(pair: Pair, found: list[Change], category: str, kind: str, prefix_find
     `fail_on` or `ignore` rule that relaxes the others relaxes it too)."""
     if len(found) > MAX_DIFFS:
         prefix_findings = prefix_findings[:MAX_DIFFS]
-        prefix_findings.append(pair.finding(category, "output", "", "… and more differences (list cut short)",
-                                            kind=kind))
+        prefix_findings.append(pair.found(category, kind, "", "… and more differences (list cut short)"))
     return prefix_findings
 
 
@@ -131,8 +108,8 @@ def check_arguments(pair: Pair) -> list[Finding]:
     if fast_same(pair.golden.params, pair.fresh.params):
         return []
     found = changes(_params(pair.golden), _params(pair.fresh), "params")
-    out = [pair.finding("call", "output", c.path, describe(c), c.before, c.after, "arguments",
-                        g_event=pair.golden.request_event, f_event=pair.fresh.request_event) for c in found]
+    out = [pair.found("call", "arguments", c.path, describe(c), c.before, c.after,
+                      g_event=pair.golden.request_event, f_event=pair.fresh.request_event) for c in found]
     return [*client_protocol(pair), *_more(pair, found, "call", "arguments", out)]
 
 
@@ -170,9 +147,10 @@ def client_protocol(pair: Pair) -> list[Finding]:
     answer = f"answered {show(got_g)} → {show(got_f)}" if not fast_same(got_g, got_f) else f"answered {show(got_f)}"
     message = f"the client asked protocol {show(asked_g)} → {show(asked_f)}; the server {answer}" + (
         " (it accepted each: the client's change, not the server's)" if same else "")
-    return [pair.finding("session", "info" if same else "output", "params.protocolVersion", message,
-                         {"asked": asked_g, "answered": got_g}, {"asked": asked_f, "answered": got_f},
-                         "client_protocol", g_event=pair.golden.request_event, f_event=pair.fresh.request_event)]
+    return [pair.found("session", "client_protocol", "params.protocolVersion", message,
+                       {"asked": asked_g, "answered": got_g}, {"asked": asked_f, "answered": got_f},
+                       severity="info" if same else "output", g_event=pair.golden.request_event,
+                       f_event=pair.fresh.request_event)]
 
 
 def check_answer(pair: Pair) -> list[Finding]:
@@ -185,26 +163,25 @@ def check_answer(pair: Pair) -> list[Finding]:
     if f.answer is None:
         # A line that is no JSON-RPC message (not UTF-8, not JSON) may have been the answer: say so.
         why = "the server wrote a line that does not parse instead" if f.garbage else "the server did not respond"
-        return [pair.finding("process", "structural", "", f"no answer ({why})",
-                             _answer_summary(g.answer), None, "no_answer")]
+        return [pair.found("process", "no_answer", "", f"no answer ({why})", _answer_summary(g.answer))]
     if g.answer is None:
-        return [pair.finding("process", "structural", "", "answered now, had no answer in the golden tape",
-                             None, _answer_summary(f.answer), "answered")]
+        return [pair.found("process", "answered", "", "answered now, had no answer in the golden tape", None,
+                           _answer_summary(f.answer))]
     ga, fa = g.answer, f.answer
     if "error" in ga and "error" not in fa:
         if _is_error_result(fa.get("result")):  # the call still fails, reported another way
-            return [pair.finding("error", "structural", "",
-                                 f"JSON-RPC error {_error_brief(ga)} → isError result {_error_result_brief(fa)}",
-                                 ga.get("error"), clip(fa.get("result")), "error_to_result")]
-        return [pair.finding("error", "structural", "", f"error {_error_brief(ga)} → result",
-                             ga.get("error"), clip(fa.get("result")), "error_to_result")]
+            return [pair.found("error", "error_to_result", "",
+                               f"JSON-RPC error {_error_brief(ga)} → isError result {_error_result_brief(fa)}",
+                               ga.get("error"), clip(fa.get("result")))]
+        return [pair.found("error", "error_to_result", "", f"error {_error_brief(ga)} → result",
+                           ga.get("error"), clip(fa.get("result")))]
     if "error" in fa and "error" not in ga:
         if _is_error_result(ga.get("result")):
-            return [pair.finding("error", "structural", "",
-                                 f"isError result {_error_result_brief(ga)} → JSON-RPC error {_error_brief(fa)}",
-                                 clip(ga.get("result")), fa.get("error"), "result_to_error")]
-        return [pair.finding("error", "structural", "", f"result → error {_error_brief(fa)}",
-                             clip(ga.get("result")), fa.get("error"), "result_to_error")]
+            return [pair.found("error", "result_to_error", "",
+                               f"isError result {_error_result_brief(ga)} → JSON-RPC error {_error_brief(fa)}",
+                               clip(ga.get("result")), fa.get("error"))]
+        return [pair.found("error", "result_to_error", "", f"result → error {_error_brief(fa)}",
+                           clip(ga.get("result")), fa.get("error"))]
     if "error" in ga:
         return _error_changes(pair, ga.get("error"), fa.get("error"))
     ra, rb = ga.get("result"), fa.get("result")
@@ -262,21 +239,22 @@ def _error_changes(pair: Pair, ea: Any, eb: Any) -> list[Finding]:
         said = pair.f.said
         if moved not in said:
             said.add(moved)
-            out.append(pair.finding("error", "info", "error.code",
-                                    f"{show(ea.get('code'))} → {show(eb.get('code'))}: {moved}, as protocol "
+            out.append(pair.found("error", "code", "error.code",
+                                  f"{show(ea.get('code'))} → {show(eb.get('code'))}: {moved}, as protocol "
                                     f"{pair.f.protocol} says it (was {pair.g.protocol}): the protocol's change",
-                                    ea.get("code"), eb.get("code"), "code"))
+                                  ea.get("code"), eb.get("code"), severity="info"))
     elif not fast_same(ea.get("code"), eb.get("code")):
-        out.append(pair.finding("error", "structural", "error.code", f"{show(ea.get('code'))} → {show(eb.get('code'))}",
-                                ea.get("code"), eb.get("code"), "code"))
+        out.append(pair.found("error", "code", "error.code",
+                              f"{show(ea.get('code'))} → {show(eb.get('code'))}", ea.get("code"),
+                              eb.get("code")))
     if not fast_same(ea.get("message"), eb.get("message")):
-        out.append(pair.finding("error", "output", "error.message",
-                                f"{show(ea.get('message'))} → {show(eb.get('message'))}",
-                                ea.get("message"), eb.get("message"), "message"))
+        out.append(pair.found("error", "message", "error.message",
+                              f"{show(ea.get('message'))} → {show(eb.get('message'))}", ea.get("message"),
+                              eb.get("message")))
     rest_a = {k: v for k, v in ea.items() if k not in ("code", "message")}
     rest_b = {k: v for k, v in eb.items() if k not in ("code", "message")}
     found = changes(rest_a, rest_b, "error")
-    out.extend(pair.finding("error", "output", c.path, describe(c), c.before, c.after, "data") for c in found)
+    out.extend(pair.found("error", "data", c.path, describe(c), c.before, c.after) for c in found)
     return out
 
 
@@ -286,14 +264,14 @@ def classify_result(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
     if pair.golden.method == "tools/call" and isinstance(ra, dict) and isinstance(rb, dict):
         ia, ib = bool(ra.get("isError")), bool(rb.get("isError"))
         if ia != ib:
-            out.append(pair.finding("error", "structural", "result.isError",
-                                    "tool result became an error" if ib else "tool error became a result",
-                                    ra.get("isError"), rb.get("isError"), "is_error"))
+            out.append(pair.found("error", "is_error", "result.isError",
+                                  "tool result became an error" if ib else "tool error became a result",
+                                  ra.get("isError"), rb.get("isError")))
     found = changes(ra, rb, "result")
     for c in found:
         if c.path == "result.isError" and out:
             continue
-        out.append(pair.finding("result", "output", c.path, describe(c), c.before, c.after, c.kind))
+        out.append(pair.found("result", c.kind, c.path, describe(c), c.before, c.after))
     return _more(pair, found, "result", "changed", out)
 
 
@@ -320,12 +298,13 @@ def classify_surface(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
     base = join("result", list_key)
     for name, item in items_a.items():
         if name not in items_b:
-            f = pair.finding("surface", "structural", f"{base}[{name}]", f"{noun} `{name}` removed", item, None, "removed")
+            f = pair.found("surface", "removed", f"{base}[{name}]", f"{noun} `{name}` removed", item)
             out.append(f)
             pair.surface.append(SurfaceNote(f, "removed", prefix + name))
     for name, item in items_b.items():
         if name not in items_a:
-            f = pair.finding("surface", pair.added_surface, f"{base}[{name}]", f"{noun} `{name}` added", None, item, "added")
+            f = pair.found("surface", "added", f"{base}[{name}]", f"{noun} `{name}` added", None, item,
+                           severity=pair.added_surface)
             out.append(f)
             pair.surface.append(SurfaceNote(f, "added", prefix + name))
     for name, item_a in items_a.items():
@@ -333,14 +312,14 @@ def classify_surface(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
         if item_b is None or fast_same(item_a, item_b):
             continue
         for change in _item_changes(pair.golden.method, item_a, item_b, f"{base}[{name}]"):
-            f = pair.finding("schema", SCHEMA_SEVERITY[change.kind], change.path, f"{noun} `{name}`: {change.message}",
-                             change.before, change.after, change.kind)
+            f = pair.found("schema", change.kind, change.path, f"{noun} `{name}`: {change.message}",
+                           change.before, change.after)
             out.append(f)
             pair.surface.append(SurfaceNote(f, change.kind, prefix + name))
     # Everything beside the list (nextCursor, _meta): a plain result difference.
     rest_a = {k: v for k, v in ra.items() if k != list_key}
     rest_b = {k: v for k, v in rb.items() if k != list_key}
-    out.extend(pair.finding("result", "output", c.path, describe(c), c.before, c.after, c.kind)
+    out.extend(pair.found("result", c.kind, c.path, describe(c), c.before, c.after)
                for c in changes(rest_a, rest_b, "result"))
     if not isinstance(la, list) or not isinstance(lb, list):
         out.extend(classify_result(pair, {list_key: la}, {list_key: lb}))
@@ -457,16 +436,16 @@ def classify_session(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
         if key == "protocolVersion" and client_asked:
             continue  # the answer follows the question: client_protocol says both
         if not fast_same(ra.get(key), rb.get(key)):
-            out.append(pair.finding("session", "structural", f"result.{key}",
-                                    f"protocol version {show(ra.get(key))} → {show(rb.get(key))}",
-                                    ra.get(key), rb.get(key), "protocol"))
+            out.append(pair.found("session", "protocol", f"result.{key}",
+                                  f"protocol version {show(ra.get(key))} → {show(rb.get(key))}", ra.get(key),
+                                  rb.get(key)))
     out.extend(_capabilities(pair, ra.get("capabilities"), rb.get("capabilities"), "result.capabilities"))
     for c in changes(ra.get("serverInfo"), rb.get("serverInfo"), "result.serverInfo"):
-        out.append(pair.finding("session", "output", c.path, f"server {describe(c)}", c.before, c.after, "server_info"))
+        out.append(pair.found("session", "server_info", c.path, f"server {describe(c)}", c.before, c.after))
     rest = ("protocolVersion", "supportedVersions", "capabilities", "serverInfo")
     for c in changes({k: v for k, v in ra.items() if k not in rest}, {k: v for k, v in rb.items() if k not in rest},
                      "result"):
-        out.append(pair.finding("session", "output", c.path, describe(c), c.before, c.after, "changed"))
+        out.append(pair.found("session", "changed", c.path, describe(c), c.before, c.after))
     return out
 
 
@@ -474,15 +453,15 @@ def _capabilities(pair: Pair, a: Any, b: Any, path: str) -> list[Finding]:
     out: list[Finding] = []
     for c in changes(a, b, path):
         if c.kind == "removed":
-            out.append(pair.finding("session", "structural", c.path, f"capability removed {show(c.before)}",
-                                    c.before, None, "capability_removed"))
+            out.append(pair.found("session", "capability_removed", c.path,
+                                  f"capability removed {show(c.before)}", c.before))
         elif c.kind == "added":
-            out.append(pair.finding("session", "output", c.path, f"capability added {show(c.after)}",
-                                    None, c.after, "capability_added"))
+            out.append(pair.found("session", "capability_added", c.path, f"capability added {show(c.after)}",
+                                  None, c.after))
         else:
             lost = c.before is True and c.after is not True
-            out.append(pair.finding("session", "structural" if lost else "output", c.path,
-                                    f"capability {describe(c)}", c.before, c.after, "capability_changed"))
+            out.append(pair.found("session", "capability_changed", c.path, f"capability {describe(c)}",
+                                  c.before, c.after, severity="structural" if lost else "output"))
     return out
 
 
@@ -522,15 +501,15 @@ def compare_notifications(pair: Pair, g_events: list[int], f_events: list[int]) 
         path = f"notifications[{method}]"
         for gi, fi in zip(rest_g, rest_f, strict=False):
             for c in changes(g_evs[gi]["msg"].get("params"), f_evs[fi]["msg"].get("params"), path + ".params"):
-                out.append(pair.finding("notification", "output", c.path, describe(c), c.before, c.after, "changed",
-                                        g_event=gi, f_event=fi))
+                out.append(pair.found("notification", "changed", c.path, describe(c), c.before, c.after,
+                                      g_event=gi, f_event=fi))
         severity, why = _one_sided(pair, method)
         for gi in rest_g[len(rest_f):]:
-            out.append(pair.finding("notification", severity, path, f"{method} no longer sent{why}",
-                                    g_evs[gi]["msg"].get("params"), None, "removed", g_event=gi))
+            out.append(pair.found("notification", "removed", path, f"{method} no longer sent{why}",
+                                  g_evs[gi]["msg"].get("params"), severity=severity, g_event=gi))
         for fi in rest_f[len(rest_g):]:
-            out.append(pair.finding("notification", severity, path, f"{method} sent now{why}",
-                                    None, f_evs[fi]["msg"].get("params"), "added", f_event=fi))
+            out.append(pair.found("notification", "added", path, f"{method} sent now{why}", None,
+                                  f_evs[fi]["msg"].get("params"), severity=severity, f_event=fi))
     out.extend(_progress_order(pair))
     return out
 
@@ -556,8 +535,8 @@ def _progress_order(pair: Pair) -> list[Finding]:
 
     g_late, f_late = late(pair.golden, pair.g.tape.events), late(pair.fresh, pair.f.tape.events)
     if f_late and not g_late:
-        return [pair.finding("notification", "output", "notifications[notifications/progress]",
-                             "progress sent after the response", kind="order")]
+        return [pair.found("notification", "order", "notifications[notifications/progress]",
+                           "progress sent after the response")]
     return []
 
 
@@ -584,11 +563,11 @@ def compare_garbage(g: TapeCalls, f: TapeCalls, g_idx: list[int], f_idx: list[in
     removed = [i for lst in pool.values() for i in lst]
     out: list[Finding] = []
     for i in added:
-        out.append(Finding("process", "output", "stdout", f"non-JSON stdout line now: {show(text(f, i))}",
-                           None, clip(text(f, i)), "garbage", None, f.line(i)))
+        out.append(Finding.of("process", "garbage", "stdout", f"non-JSON stdout line now: {show(text(f, i))}",
+                              None, clip(text(f, i)), fresh_line=f.line(i)))
     for i in removed:
-        out.append(Finding("process", "output", "stdout", f"non-JSON stdout line gone: {show(text(g, i))}",
-                           clip(text(g, i)), None, "garbage", g.line(i), None))
+        out.append(Finding.of("process", "garbage", "stdout", f"non-JSON stdout line gone: {show(text(g, i))}",
+                              clip(text(g, i)), golden_line=g.line(i)))
     return out
 
 
@@ -620,17 +599,19 @@ def check_server_requests(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding
         old = g.server_requests[same]
         path = f"server_request[{sreq.method}].params"
         for c in changes(old.params, sreq.params, path):
-            out.append((sreq.event, Finding("call", "output", c.path, describe(c), c.before, c.after,
-                                            "server_request_changed", g.line(old.event), f.line(sreq.event))))
+            out.append((sreq.event, Finding.of("call", "server_request_changed", c.path, describe(c), c.before,
+                                               c.after, golden_line=g.line(old.event),
+                                               fresh_line=f.line(sreq.event))))
     for sreq in added:
-        out.append((sreq.event, Finding("call", "output", f"server_request[{sreq.method}]",
-                                        f"server now sends {sreq.method} {show(sreq.params)}", None, clip(sreq.params),
-                                        "server_request_added", None, f.line(sreq.event))))
+        out.append((sreq.event, Finding.of("call", "server_request_added", f"server_request[{sreq.method}]",
+                                           f"server now sends {sreq.method} {show(sreq.params)}", None,
+                                           clip(sreq.params), fresh_line=f.line(sreq.event))))
     for k in removed:
         sreq = g.server_requests[k]
-        out.append((len(f.tape.events), Finding("call", "output", f"server_request[{sreq.method}]",
-                                                f"server no longer sends {sreq.method}", clip(sreq.params), None,
-                                                "server_request_removed", g.line(sreq.event), None)))
+        out.append((len(f.tape.events), Finding.of("call", "server_request_removed",
+                                                   f"server_request[{sreq.method}]",
+                                                   f"server no longer sends {sreq.method}", clip(sreq.params),
+                                                   golden_line=g.line(sreq.event))))
     return out
 
 
@@ -656,11 +637,12 @@ def check_process(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
     if gs != fs and (gs is not None or _abnormal(fs)):
         where = f.exits[-1] if f.exits else len(f.tape.events)
         crash = _abnormal(fs) and not _abnormal(gs)
-        out.append((where, Finding(
-            "process", "structural" if crash else "output", "exit",
-            f"server {'crashed' if crash else 'exited'}: {_status_text(gs)} → {_status_text(fs)}",
-            _status_text(gs), _status_text(fs), "crash" if crash else "exit",
-            g.line(g.exits[-1]) if g.exits else None, f.line(f.exits[-1]) if f.exits else None)))
+        out.append((where, Finding.of("process", "crash" if crash else "exit", "exit",
+                                      f"server {'crashed' if crash else 'exited'}: {_status_text(gs)} → {_status_text(fs)}",
+                                      _status_text(gs), _status_text(fs),
+                                      severity="structural" if crash else "output",
+                                      golden_line=g.line(g.exits[-1]) if g.exits else None,
+                                      fresh_line=f.line(f.exits[-1]) if f.exits else None)))
     for finding in compare_garbage(g, f, g.prelude_garbage, f.prelude_garbage, None):
         out.append((0, finding))
     g_notes = defaultdict(list)
@@ -673,12 +655,14 @@ def check_process(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
         if g_notes.get(what):
             g_notes[what].pop(0)
             continue
-        out.append((i, Finding("process", "output", "note", f"mcptape noted: {what} {show(f.tape.events[i].get('detail'))}",
-                               None, clip(f.tape.events[i].get("detail")), "note", None, f.line(i))))
+        out.append((i, Finding.of("process", "note", "note",
+                                  f"mcptape noted: {what} {show(f.tape.events[i].get('detail'))}", None,
+                                  clip(f.tape.events[i].get("detail")), fresh_line=f.line(i))))
     for what, idx in g_notes.items():
         for i in idx if what not in UNCOMPARED_NOTES else ():
-            out.append((len(f.tape.events), Finding("process", "output", "note", f"no longer noted: {what}",
-                                                    clip(g.tape.events[i].get("detail")), None, "note", g.line(i), None)))
+            out.append((len(f.tape.events), Finding.of("process", "note", "note", f"no longer noted: {what}",
+                                                       clip(g.tape.events[i].get("detail")),
+                                                       golden_line=g.line(i))))
     return out
 
 
@@ -697,13 +681,13 @@ def check_protocol_version(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Findin
     gp, fp = g.protocol, f.protocol  # may scan the tape when the header lacks it: once each
     if gp == fp:
         return []
-    return [(0, Finding("session", "structural", "protocol", f"protocol version {show(gp)} → {show(fp)}",
-                        gp, fp, "protocol"))]
+    return [(0, Finding.of("session", "protocol", "protocol", f"protocol version {show(gp)} → {show(fp)}", gp,
+                           fp))]
 
 
 def check_complete(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
     """A fresh tape cut short (no footer: the recorder died) where the golden one is whole."""
     if g.tape.complete and not f.tape.complete:
-        return [(len(f.tape.events), Finding("process", "structural", "tape", "fresh tape was cut short (no footer)",
-                                             True, False, "crash", None, None))]
+        return [(len(f.tape.events), Finding.of("process", "crash", "tape",
+                                                "fresh tape was cut short (no footer)", True, False))]
     return []

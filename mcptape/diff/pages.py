@@ -1,7 +1,7 @@
 """Paginated lists as one logical list: the pages of one `*/list` walk merged before diff/ pairs calls.
 
 Owns one rule of comparing by meaning: a client that lists tools, resources, resource templates
-or prompts follows `nextCursor` page by page (client.py records every page), and how a server
+or prompts follows `nextCursor` page by page (live/client.py records every page), and how a server
 cuts its list into pages is not behaviour, what the list holds is. So the pages of one walk
 become its first page's answer holding every item, without `nextCursor`, and the later pages'
 requests and answers leave the tape: an item that vanished past page 1 is named like one of

@@ -3,7 +3,7 @@
 Owns what changes when a server moves between the legacy MCP revisions (2024-11-05 ...
 2025-11-25, opened with `initialize`) and the stateless 2026-07-28 (`server/discover`,
 per-request `_meta`, input-required round trips): pure functions over plain data, applied to
-both tapes before diff/engine.py pairs their calls (`prepare`), and the one session check that
+both tapes before diff/compare.py pairs their calls (`prepare`), and the one session check that
 reports the change (`check_protocol`, which checks.py registers as "protocol"; it asks
 classify.check_protocol_version about everything that is not a change of era), and the
 deprecations of its revision the fresh tape's server still relies on (`check_deprecations`,
@@ -59,8 +59,8 @@ from mcptape.mcp import (
     era,
     meta_version,
 )
-from mcptape.report.model import Finding
 from mcptape.tape.format import Event, Tape
+from mcptape.verdict.model import Finding
 
 INPUT_KEYS = ("inputResponses", "requestState")
 # Where prepare() leaves what the session check needs, in its private copies of the headers.
@@ -333,7 +333,7 @@ def without_refused_probe(tape: Tape) -> Tape:
 
 
 def prepare(golden: Tape, fresh: Tape) -> tuple[Tape, Tape]:
-    """Both tapes as diff/engine.py should see them (module docstring); untouched tapes are returned as is."""
+    """Both tapes as diff/compare.py should see them (module docstring); untouched tapes are returned as is."""
     g_era, f_era = era(golden.protocol), era(fresh.protocol)
     cross = g_era is not None and f_era is not None and g_era != f_era
     return _prepare(golden, cross), _prepare(fresh, cross)
@@ -341,7 +341,7 @@ def prepare(golden: Tape, fresh: Tape) -> tuple[Tape, Tape]:
 
 @dataclass
 class Prepared:
-    """A pair of tapes ready for diff/engine.py, the cheap way (`prepare_pair`)."""
+    """A pair of tapes ready for diff/compare.py, the cheap way (`prepare_pair`)."""
 
     golden: Tape
     fresh: Tape
@@ -457,12 +457,12 @@ def protocol_findings(g_header: dict[str, Any], f_header: dict[str, Any]) -> lis
         f"{g_proto} ({opened(g_session)}) → {f_proto} ({opened(f_session)}); the 2026-07-28 envelope "
         "(resultType, cacheScope, ttlMs, _meta serverInfo) is not compared, the calls are"
     )
-    out = [Finding("protocol", "structural", "protocol", message, clip(before), clip(after), "changed")]
+    out = [Finding.of("protocol", "changed", "protocol", message, clip(before), clip(after))]
     out.extend(_features(g_session.get("capabilities"), f_session.get("capabilities")))
     g_info, f_info = g_session.get("serverInfo"), f_session.get("serverInfo")
     if not json_equal(g_info, f_info):
-        out.append(Finding("session", "output", "serverInfo", f"server {show(g_info)} → {show(f_info)}",
-                           clip(g_info), clip(f_info), "server_info"))
+        out.append(Finding.of("session", "server_info", "serverInfo", f"server {show(g_info)} → {show(f_info)}",
+                              clip(g_info), clip(f_info)))
     return out
 
 
@@ -473,10 +473,10 @@ def _features(a: Any, b: Any) -> list[Finding]:
     as within an era: lost is structural, gained output (classify.py's session kinds)."""
     fa = set(a) if isinstance(a, dict) else set()
     fb = set(b) if isinstance(b, dict) else set()
-    out = [Finding("session", "structural", f"capabilities.{name}", f"capability removed `{name}` (with the protocol change)",
-                   clip(a[name]), None, "capability_removed") for name in sorted(fa - fb)]
-    out.extend(Finding("session", "output", f"capabilities.{name}", f"capability added `{name}` (with the protocol change)",
-                       None, clip(b[name]), "capability_added") for name in sorted(fb - fa))
+    out = [Finding.of("session", "capability_removed", f"capabilities.{name}",
+                      f"capability removed `{name}` (with the protocol change)", clip(a[name])) for name in sorted(fa - fb)]
+    out.extend(Finding.of("session", "capability_added", f"capabilities.{name}",
+                          f"capability added `{name}` (with the protocol change)", None, clip(b[name])) for name in sorted(fb - fa))
     return out
 
 
@@ -535,5 +535,5 @@ def check_deprecations(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
             message = "the server speaks HTTP+SSE, deprecated since 2025-03-26 (streamable HTTP replaces it)"
         else:
             message = f"the server relies on {_DEPRECATED_IN_MODERN[name]}, deprecated in {protocol} (SEP-2577)"
-        out.append((end, Finding("protocol", "info", f"deprecated.{name}", message, None, name, "deprecated")))
+        out.append((end, Finding.of("protocol", "deprecated", f"deprecated.{name}", message, None, name)))
     return out

@@ -1,13 +1,13 @@
 """Side-effect drift: files the server created, changed or deleted in its sandbox, golden vs fresh.
 
 One session check (checks.py registers it). It reads the optional
-`side_effect` events that sandbox.py records after each step (`{"kind": "side_effect",
+`side_effect` events that live/sandbox.py records after each step (`{"kind": "side_effect",
 "step": n, "changes": [{"path", "change", "size", "sha256"}]}`) and compares them per
 (step, file): a side effect that is new, missing, or different (another change kind, size or
 content hash) is structural by default — a tool that starts writing where it did not is the
 drift reviewers fear most (`drift.fail_on: {side_effect: output}` relaxes it). Each finding
 names the file and the step (and the call of that step) that caused it. Snapshots are
-sandbox.py's; this module only compares what the tapes hold.
+live/sandbox.py's; this module only compares what the tapes hold.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcptape.diff.calls import TapeCalls
-from mcptape.report.model import Finding
+from mcptape.verdict.model import Finding
 
 KIND = "side_effect"  # calls.build_calls collects the indices of these events
 
@@ -66,19 +66,17 @@ def check_side_effects(g: TapeCalls, f: TapeCalls) -> list[tuple[int, Finding]]:
         fpath = f"side_effects[{path}]"
         if g_hit is None and f_hit is not None:
             where = _step_call(f, step)
-            out.append((f_hit[0], Finding(
-                "side_effect", "structural", fpath,
-                f"new side effect: {where} now touches {path}: {_what(f_hit[1])}", None, f_hit[1], "added", None, f_line)))
+            out.append((f_hit[0], Finding.of("side_effect", "added", fpath,
+                                             f"new side effect: {where} now touches {path}: {_what(f_hit[1])}",
+                                             None, f_hit[1], fresh_line=f_line)))
         elif f_hit is None and g_hit is not None:
             where = _step_call(g, step)
-            out.append((end, Finding(
-                "side_effect", "structural", fpath,
-                f"missing side effect: {where} no longer touches {path} (golden: {_what(g_hit[1])})", g_hit[1], None, "removed",
-                g_line, None)))
+            out.append((end, Finding.of("side_effect", "removed", fpath,
+                                        f"missing side effect: {where} no longer touches {path} (golden: {_what(g_hit[1])})",
+                                        g_hit[1], golden_line=g_line)))
         elif g_hit is not None and f_hit is not None and g_hit[1] != f_hit[1]:
             where = _step_call(f, step)
-            out.append((f_hit[0], Finding(
-                "side_effect", "structural", fpath,
-                f"different side effect: {where} on {path}: {_what(g_hit[1])} → {_what(f_hit[1])}",
-                g_hit[1], f_hit[1], "changed", g_line, f_line)))
+            out.append((f_hit[0], Finding.of("side_effect", "changed", fpath,
+                                             f"different side effect: {where} on {path}: {_what(g_hit[1])} → {_what(f_hit[1])}",
+                                             g_hit[1], f_hit[1], golden_line=g_line, fresh_line=f_line)))
     return out

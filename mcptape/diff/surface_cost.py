@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from mcptape.diff.engine import Policy  # the one place fail_on and ignore are applied
-from mcptape.report.model import DiffResult, Drift, Finding, SurfaceFacts
+from mcptape.diff.compare import Policy  # the one place fail_on and ignore are applied
 from mcptape.tape.format import Tape
+from mcptape.verdict.model import DiffResult, Drift, Finding, SurfaceFacts
 
 if TYPE_CHECKING:
     from mcptape.config.models import DriftSettings
@@ -90,9 +90,9 @@ def budget_drift(facts: SurfaceFacts, drift: DriftSettings | None) -> Drift | No
         return None
     biggest = sorted(((n, s) for n, s in facts.size.items()), key=lambda t: -t[1])[:3]
     top = ", ".join(f"`{n.removeprefix('tool:')}` {s}" for n, s in biggest)
-    finding = Finding("context", "structural", "result.tools",
-                      f"the surface costs {total} bytes for every agent that loads it, over drift.budget "
-                      f"{drift.budget} (largest: {top})", drift.budget, total, "budget")
+    finding = Finding.of("context", "budget", "result.tools",
+                         f"the surface costs {total} bytes for every agent that loads it, over drift.budget "
+                         f"{drift.budget} (largest: {top})", drift.budget, total)
     kept = Policy.from_settings(drift).apply([finding], None)
     return Drift(None, kept) if kept else None
 

@@ -28,11 +28,11 @@ from typing import Any
 
 from mcptape.diff import classify
 from mcptape.diff.classify import SURFACE_LISTS, Pair, SurfaceNote
-from mcptape.diff.schema import effective_annotations
+from mcptape.diff.schema_change import effective_annotations
 from mcptape.diff.text_rules import Hit, addresses, name_problem, review_text, skeletons, visible
 from mcptape.diff.values import fast_same, join
 from mcptape.jsonrpc import dumps
-from mcptape.report.model import Finding
+from mcptape.verdict.model import Finding
 
 HANDSHAKES = ("initialize", "server/discover")
 # What each rule says it found, after "<noun> `<name>` <field>".
@@ -184,15 +184,14 @@ def classify_surface_renames(pair: Pair, ra: Any, rb: Any) -> list[Finding]:
     out = [f for f in out if id(f) not in dropped]
     pair.surface[:] = [n for n in pair.surface if id(n.finding) not in dropped]
     for new, old in renamed.items():
-        f = pair.finding("surface", "structural", f"{base}[{old}]", f"{noun} `{old}` renamed to `{new}`", old, new,
-                         "renamed")
+        f = pair.found("surface", "renamed", f"{base}[{old}]", f"{noun} `{old}` renamed to `{new}`", old, new)
         out.append(f)
         pair.surface.append(SurfaceNote(f, "breaking", f"{prefix}{old} → {new}"))
         item_a = {k: v for k, v in before[old].items() if k != id_field}
         item_b = {k: v for k, v in after[new].items() if k != id_field}
         for change in classify._item_changes(method, item_a, item_b, f"{base}[{new}]"):
-            f = pair.finding("schema", classify.SCHEMA_SEVERITY[change.kind], change.path,
-                             f"{noun} `{new}` (was `{old}`): {change.message}", change.before, change.after, change.kind)
+            f = pair.found("schema", change.kind, change.path,
+                           f"{noun} `{new}` (was `{old}`): {change.message}", change.before, change.after)
             out.append(f)
             pair.surface.append(SurfaceNote(f, change.kind, prefix + new))
     return out
@@ -244,14 +243,14 @@ def check_agent_text(pair: Pair) -> list[Finding]:
             if old_name != name:  # a new name: is it one a reader mistakes for another?
                 problem = name_problem(name, after_skeletons)
                 if problem is not None:
-                    out.append(pair.finding("security", "structural", base, f"{noun} `{visible(name)}`: {problem}",
-                                            None, visible(name), "homoglyph"))
+                    out.append(pair.found("security", "homoglyph", base,
+                                          f"{noun} `{visible(name)}`: {problem}", None, visible(name)))
             old_texts = texts_before[old_name] if old_name is not None and old_item is not None else {}
             for field, text in item_texts(method, item).items():
                 for hit in review_text(old_texts.get(field, ""), text, known_before):
-                    out.append(pair.finding("security", "structural", base + ("" if field.startswith("[") else ".")
+                    out.append(pair.found("security", hit.rule, base + ("" if field.startswith("[") else ".")
                                             + field, hit_message(f"{noun} `{visible(name)}` {field}", hit),
-                                            None, list(hit.excerpts), hit.rule))
+                                          None, list(hit.excerpts)))
     elif method in HANDSHAKES or method == "prompts/get":
         old_texts, new_texts = result_texts(method, ra), result_texts(method, rb)
         known: set[str] = set()
@@ -261,8 +260,8 @@ def check_agent_text(pair: Pair) -> list[Finding]:
         for path, text in new_texts.items():
             field = "" if method in HANDSHAKES else " " + path.removeprefix("result.")
             for hit in review_text(old_texts.get(path, ""), text, known):
-                out.append(pair.finding("security", "structural", path, hit_message(what + field, hit), None,
-                                        list(hit.excerpts), hit.rule))
+                out.append(pair.found("security", hit.rule, path, hit_message(what + field, hit), None,
+                                      list(hit.excerpts)))
     return out
 
 
@@ -304,9 +303,9 @@ def check_widening(pair: Pair) -> list[Finding]:
         dropped = _output_fields(old) - _output_fields(tool) if "outputSchema" in old else set()
         if dropped:
             lost = ", ".join(f"`{visible(d)}`" for d in sorted(dropped))
-            out.append(pair.finding("security", "structural", f"{base}.outputSchema",
-                                    f"{shown} no longer returns {lost} (outputSchema dropped it): agents relying on it break",
-                                    sorted(dropped), None, "output_dropped"))
+            out.append(pair.found("security", "output_dropped", f"{base}.outputSchema",
+                                  f"{shown} no longer returns {lost} (outputSchema dropped it): agents relying on it break",
+                                  sorted(dropped)))
     return out
 
 
@@ -315,7 +314,7 @@ def _hint(hints: Mapping[str, Any], key: str) -> str:
 
 
 def _flip(pair: Pair, path: str, message: str, before: Any, after: Any) -> Finding:
-    return pair.finding("security", "structural", path, message, before, after, "widened")
+    return pair.found("security", "widened", path, message, before, after)
 
 
 def _output_fields(tool: Mapping[str, Any]) -> set[str]:
@@ -339,8 +338,8 @@ def _cache_scope(pair: Pair) -> list[Finding]:
         return []
     why = "may now be cached and served to other users" if sb == "public" else "is now private to a user (was shared)"
     subject = pair.golden.method + (f" `{visible(str(pair.fresh.name))}`" if pair.fresh.name else "")
-    return [pair.finding("security", "structural", "result.cacheScope",
-                         f"{subject}: the result {why}: cacheScope {sa} → {sb}", sa, sb, "widened")]
+    return [pair.found("security", "widened", "result.cacheScope",
+                       f"{subject}: the result {why}: cacheScope {sa} → {sb}", sa, sb)]
 
 
 # --- a whole surface at once (first contact) ---------------------------------------------------

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcptape.logsafe import INVISIBLE_CHARS, emoji_part, escape_controls
-from mcptape.verdict import SECURITY_KINDS
+from mcptape.verdict.vocabulary import SECURITY_KINDS
 
 # The rules of this module, with their explanations (verdict.SECURITY_KINDS holds them with the rest).
 RULES: dict[str, str] = {rule: SECURITY_KINDS[rule] for rule in

@@ -33,15 +33,15 @@ from urllib.parse import urlsplit
 import httpx
 
 from mcptape.errors import SecretLeak
-from mcptape.http_serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, serve_until_stopped
 from mcptape.jsonrpc import loads_depth
-from mcptape.outlet import Outlet
+from mcptape.publish.outlet import Outlet
 from mcptape.redact.policy import secret_reason
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
 from mcptape.tape.format import TapeWriter, make_header
 from mcptape.tape.timing import timing_footer
 from mcptape.transports.http import new_client, parse_json_messages
+from mcptape.transports.serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, serve_until_stopped
 from mcptape.transports.sse import SseParser
 
 
@@ -130,7 +130,7 @@ class HttpRecorder:
                 continue
             with self._lock:
                 outlet = self._outlet
-            # Every line is scrubbed and verified by the outlet before it is written (outlet.py).
+            # Every line is scrubbed and verified by the outlet before it is written (publish/outlet.py).
             try:
                 data = outlet.tape_line(event, where=str(self.path))
             except SecretLeak as e:

@@ -2,7 +2,7 @@
 
 Owns the byte path of `mcptape rec` and the recorder process behind it. Leaves the tape's
 bytes to tape/format.py, what an event means to tape/events.py, spawning and the shutdown
-ladder to transports/stdio.py, scrubbing and verifying to outlet.py and redact/, and HTTP recording
+ladder to transports/stdio.py, scrubbing and verifying to publish/outlet.py and redact/, and HTTP recording
 to http_proxy.py.
 
 Two processes, so recording can never slow or block the wire:
@@ -53,13 +53,13 @@ from pathlib import Path
 from typing import Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, TapeError
-from mcptape.outlet import Outlet
+from mcptape.publish.outlet import Outlet
+from mcptape.publish.telemetry import TapeTrace
 from mcptape.record.relay import PIPE_SIZE, Relay
 from mcptape.record.writer import run_writer
 from mcptape.redact.policy import argv_secrets
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.format import TapeWriter, serialize
-from mcptape.telemetry import TapeTrace
 from mcptape.transports.stdio import ServerProcess
 
 # The writer may need a while for a big backlog; past this we stop waiting for it.

@@ -23,7 +23,8 @@ from typing import Any
 
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, SecretLeak
 from mcptape.logsafe import safe_log
-from mcptape.outlet import Outlet
+from mcptape.publish.outlet import Outlet
+from mcptape.publish.telemetry import TapeTrace, WireClock
 from mcptape.record.relay import EXIT_SIGNALS, FRAME, TAG_C2S, TAG_CTL, TAG_ERR, TAG_S2C, ChunkReader
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.events import (
@@ -37,7 +38,6 @@ from mcptape.tape.events import (
 )
 from mcptape.tape.format import Event, TapeWriter, serialize
 from mcptape.tape.timing import timing_footer
-from mcptape.telemetry import TapeTrace, WireClock
 from mcptape.transports.stdio import ServerProcess
 
 # The writer runs below the wire's processes so that on a busy box it yields the core to them:
@@ -282,7 +282,7 @@ def _write_blocking(fd: int, data: bytes) -> None:
 class TapeRecorder:
     """Turns tee frames into tape events: per-direction line reassembly, events, redaction, write.
 
-    Every line leaves through `outlet` (outlet.py: scrubbed and verified; rec builds it with the
+    Every line leaves through `outlet` (publish/outlet.py: scrubbed and verified; rec builds it with the
     secrets of its command line and environment), else through one built with `secrets`: there is
     no recorder without redaction. With `stderr_fd` it also shows the server's stderr there, line
     by line, after redaction.

@@ -3,7 +3,7 @@
 Owns what counts as a secret and how it is replaced: tapes (events, header, footer), reports,
 terminal and markdown text and error messages all go through a `Redactor`, then `verify`
 scans the finished output again and raises `SecretLeak` (exit 4) if anything survived.
-It leaves *where* output goes to the writers (record/, ci.py, github.py, report/): they call
+It leaves *where* output goes to the writers (record/, ci.py, publish/github.py, report/): they call
 `redact_*`/`guard`, then `verify` on the exact bytes, and write nothing when it raises.
 
 Detectors, in the order they win on overlapping text:
@@ -84,13 +84,13 @@ at all, by the scrubber nor by `verify`. Short clean strings (JSON keys) are cac
 
 Fail closed: redaction and verification use two separately built detector engines, each with
 our detectors and the rule set, so a scrubber that misses a kind (a bug, or a fault injected in
-a test: tests/test_redact_rules.py takes the rule set from the scrubber) is still caught by
+a test: tests/redact/test_rules.py takes the rule set from the scrubber) is still caught by
 `verify`, whose messages name the place and kind, never the value.
 
 Modules:
     shapes.py     what a secret looks like: provider token shapes, THE secret names table, thresholds
     rules.py      betterleaks' default rule set as a detector (spans of what it finds)
-    engine.py     the compiled detectors: scanning text, decoding, walking JSON (two per Redactor)
+    detectors.py  the compiled detectors: scanning text, decoding, walking JSON (two per Redactor)
     redactor.py   Redactor: scrub events, objects and text; verify finished output (SecretLeak, exit 4)
     policy.py     which values mcptape hands a server are secrets (`secret_reason`, argv, env)
     own_text.py   mcptape's own words, which no known secret may be

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 
 from mcptape.redact.shapes import ALWAYS_NAMES, ENTROPY_NAMES, SHAPES
+from mcptape.verdict.vocabulary import DRIFT_TABLE, SEVERITY_EXIT, VERDICT_EXIT
 
 # mcptape's own text: what tapes and reports hold whatever the server said. A known secret found in
 # it would be scrubbed out of the tape's structure (every `"result"` key) and flagged in reports
@@ -48,14 +50,10 @@ _OWN_TEXT = {
         exit signal returncode side_effect http stdio streamable-http event_withheld dropped dropped_bytes
         overflow partial_bytes interrupted recorder_error server_exited stderr_dropped .tape.jsonl timing unit
         .tape.timing.json""",
-    "JSON report (report/model.py)": """mcptape_report config sessions session verdict exit_code drifts
+    "JSON report (verdict/model.py)": """mcptape_report config sessions session verdict exit_code drifts
         findings category severity path before after golden_line fresh_line call step orphans updated_golden
         shard redactions duration_s surface diff golden fresh notes worst_exit compared comparison surface_facts
         golden_size listed called""",
-    "verdicts, severities and finding tags (diff/)": """same updated output structural secret none info
-        breaking compatible cosmetic added removed changed order schema conformance process notification
-        side_effect result_to_error error_to_result server_request_added server_request_removed
-        server_request_changed crash stdout""",
     "JUnit (report/junit.py)": """testsuites testsuite testcase failure failures errors skipped classname
         system-out time tests output_drift structural_drift secret_leak could_not_run encoding""",
     "terminal and markdown reports (report/)": """verdict first drifted call error no drift redaction redacted
@@ -74,11 +72,23 @@ _OWN_TEXT = {
 }  # fmt: skip
 
 
+def _drift_words() -> set[str]:
+    """The verdict's own words: verdicts, severities, and every name, meaning and phrase of the drift
+    table (verdict/vocabulary.py), which reports write whatever the server said."""
+    words = set(VERDICT_EXIT) | set(SEVERITY_EXIT) | {"none"}
+    for row in DRIFT_TABLE.values():
+        words |= {row.category, row.kind}
+        for text in (row.meaning, *row.phrases):
+            words |= {w.strip("`()[],.:;") for w in re.sub(r"\{\w+\}", " ", text).split()}
+    return {w for w in words if w}
+
+
 @functools.lru_cache(maxsize=1)
 def _own_words() -> tuple[str, ...]:
     kinds = {s.kind for s in SHAPES} | {n.replace("_", "-") for n in ALWAYS_NAMES + ENTROPY_NAMES}
     kinds |= {"private-key", "cookie", "pattern", "home", "user", "redacted", "aws-secret-key", "secret"}
-    return tuple(sorted({w.lower() for words in _OWN_TEXT.values() for w in words.split()} | kinds))
+    own = {w for words in _OWN_TEXT.values() for w in words.split()} | _drift_words()
+    return tuple(sorted({w.lower() for w in own} | kinds))
 
 
 def own_text(value: str, extra: Iterable[str] = ()) -> bool:

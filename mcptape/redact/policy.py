@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import unquote
 
-from mcptape.redact.engine import Engine, EngineConfig, Sink, known_parts
+from mcptape.redact.detectors import Engine, EngineConfig, Sink, known_parts
 from mcptape.redact.own_text import own_text
 from mcptape.redact.shapes import (  # noqa: F401 (name_words, SECRET_HEADERS: this module's public face too)
     KNOWN_MIN_LEN,

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from mcptape import environment
 from mcptape.errors import ConfigError, SecretLeak
 from mcptape.jsonrpc import dumps
-from mcptape.redact.engine import Engine, EngineConfig, Sink
+from mcptape.redact.detectors import Engine, EngineConfig, Sink
 from mcptape.redact.shapes import ALWAYS_NAMES, COMMON_USER_NAMES, ENTROPY_NAMES, SHAPES, TAG_KEY
 from mcptape.tape.format import serialize, tape_bytes
 
@@ -263,7 +263,7 @@ def make_redactor(known: Mapping[str, str] | None = None, options: RedactOptions
     """The one way mcptape builds a Redactor: the known secret values (the config's, rec's command
     line and environment, `rec --listen`'s headers) and the config's `redact:` patterns and
     allow-list, on top of the built-in detectors. A fresh instance: one per tape or report (its
-    `counts` are that output's). outlet.py builds the one for a loaded config."""
+    `counts` are that output's). publish/outlet.py builds the one for a loaded config."""
     if options is None:
         return Redactor(known=known)
     return Redactor(known=known, patterns=options.patterns, allow=options.allow)

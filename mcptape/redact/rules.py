@@ -6,7 +6,7 @@ a short string, ~4 ns a byte beyond that. It reports each finding's secret value
 offsets, so `spans` finds every occurrence of that value in the text it scanned, and keeps those
 that stand alone (not glued inside a longer base64 run, where a match is chance).
 
-Both engines of a Redactor call it (engine.py): the scrubber on each string it walks, the
+Both engines of a Redactor call it (detectors.py): the scrubber on each string it walks, the
 checker the same way, so a provider shape only these rules know is scrubbed, and if the scrubber
 misses it anyway the checker fails the run closed (exit 4). The `generic-*` rules (a keyword near
 any high-entropy word) are left out (disabled by betterleaks.toml, their findings skipped here):
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 # The shortest token a rule of the set reports whole: LinkedIn's 14-character client id (at 16
-# it was never handed over: tests/test_redact_rule_examples.py); a string below it is not at all.
+# it was never handed over: tests/redact/test_rule_examples.py); a string below it is not at all.
 MIN_LEN = 14
 # The library costs ~5 µs a call and ~4 ns a byte (without the generic rules, betterleaks.toml;
 # with them 100+ ns a byte on a line holding `token`), and ~60 ns a byte on base64. So it is

@@ -1,6 +1,6 @@
 """What a secret looks like: provider token shapes, secret-named fields, placeholders, thresholds.
 
-Plain data and small pure predicates; the engine (engine.py) compiles them into detectors.
+Plain data and small pure predicates; the engine (detectors.py) compiles them into detectors.
 """
 
 from __future__ import annotations

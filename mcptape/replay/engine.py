@@ -62,7 +62,7 @@ How a tape is served:
   (fastmcp, the SDK's `mode="auto"`) falls back to `initialize`; it is not a miss. An
   `initialize` asked first of a 2026-07-28 tape (discover, no initialize) is answered as the SDK
   2.x server answers a legacy client on a fresh connection: the handshake built from the
-  recorded discover answer, and every later result without the 2026-07-28 envelope (eras.py;
+  recorded discover answer, and every later result without the 2026-07-28 envelope (legacy_client.py;
   play's report says so). Asked after a `server/discover` was answered (the connection speaks
   2026-07-28), it gets -32022 naming the versions the recorded discover served, as such a
   server refuses it.
@@ -91,8 +91,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcptape.errors import ReplayError, TapeError
 from mcptape.jsonrpc import canonical, classify, dumps, loads, top_level_span
-from mcptape.replay.eras import legacy_initialize, legacy_result_line
 from mcptape.replay.index import RecordedCall, TapeIndex, fast_id_key, progress_token_of
+from mcptape.replay.legacy_client import legacy_initialize, legacy_result_line
 from mcptape.replay.matching import (
     DEFAULT_MATCH_ON,
     MATCH_ON,
@@ -220,7 +220,7 @@ class ReplayEngine:
         self.closed = False  # the recorded server died: the transport should close the wire
         self.last_answered: RecordedCall | None = None  # the call the last request matched (lab.py's pace)
         # A 2026-07-28 tape: a discover was answered (initialize is refused from then on), or a
-        # legacy client opened with initialize (results go out in the legacy form: eras.py).
+        # legacy client opened with initialize (results go out in the legacy form: legacy_client.py).
         self._discovered = False
         self._legacy_client = False
         self._report = ReplayReport(tape=str(tape.path) if tape.path else tape.name)
@@ -511,7 +511,7 @@ class ReplayEngine:
 
     def _initialize_on_modern_tape(self, msg_id: Any, params: Any) -> Outgoing:
         """A legacy client's `initialize` on a 2026-07-28 tape: first on the connection, the
-        handshake from the recorded discover answer (eras.py); after a discover, refused."""
+        handshake from the recorded discover answer (legacy_client.py); after a discover, refused."""
         discover = next((c for c in self.index.by_method["server/discover"] if c.response is not None), None)
         response = discover.response if discover is not None else None
         result = self.events[response].get("msg", {}).get("result") if response is not None else None
@@ -696,7 +696,7 @@ class ReplayEngine:
             self.closed = True
 
     def _for_client(self, line: str) -> str:
-        """A recorded answer as this client's era reads it (eras.py); as recorded for most."""
+        """A recorded answer as this client's era reads it (legacy_client.py); as recorded for most."""
         return legacy_result_line(line) if self._legacy_client else line
 
 

@@ -6,7 +6,7 @@ Owns finding the pair (`era_tapes`) and choosing between its two tapes (`client_
 either of them, or `<session>.tape.jsonl` when only the pair exists, serves a client from the
 tape of the era it opens with: `initialize` → the 2025-11-25 tape, `server/discover` (or a first
 request carrying the 2026-07-28 `_meta` version) → the 2026-07-28 tape. So each era's client is
-answered from an exact recording, never from a handshake synthesized across eras (eras.py, what a
+answered from an exact recording, never from a handshake synthesized across eras (legacy_client.py, what a
 single 2026-07-28 tape does for a legacy client). A tape with no sibling is served as it is.
 
 Only stdio play chooses (one client per play, whose first line is read before any engine is

@@ -5,7 +5,7 @@ Owns the live side of a fallback replay: starting the live server through the re
 rec` in a child process, so the recording is redacted and verified exactly as `rec`'s, by rec's
 own code), replaying the client's handshake to it, forwarding each request the tape misses and
 bringing back its answer (with what the server sent before it), and at the end appending what
-was recorded to the tape in one atomic write, through the outlet (outlet.py: the appended lines
+was recorded to the tape in one atomic write, through the outlet (publish/outlet.py: the appended lines
 are checked again with the environment's and the command line's known secrets, as rec's are).
 Which requests miss is
 engine.py's; it calls `LiveFallback.forward` instead of answering a miss. An HTTP server
@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 
 from mcptape.errors import EXIT_OK, EXIT_SECRET, McptapeError, SecretLeak, ServerError
 from mcptape.jsonrpc import classify, dumps, id_key, loads
-from mcptape.outlet import Outlet
+from mcptape.publish.outlet import Outlet
 from mcptape.redact.policy import command_secrets
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.atomic import write_atomic

@@ -26,11 +26,11 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from mcptape.http_serve import ChunkedBody, Server, parse_listen, serve_until_stopped
 from mcptape.jsonrpc import classify, id_key, loads
 from mcptape.replay.lab import Served
 from mcptape.replay.outgoing import Outgoing
 from mcptape.tape.format import Tape
+from mcptape.transports.serve import ChunkedBody, Server, parse_listen, serve_until_stopped
 from mcptape.transports.sse import SESSION_HEADER, format_sse
 
 _END = None  # marks the end of a request stream in its queue

@@ -194,9 +194,9 @@ class IgnoredPaths:
     PLACEHOLDER = "<IGNORED>"
 
     def __init__(self, paths: tuple[str, ...]) -> None:
-        # normalize.py's path evaluator (one grammar with mcptape.yml's rules); imported only when
+        # volatility/normalize.py's path evaluator (one grammar with mcptape.yml's rules); imported only when
         # asked, as it is not on the path of a plain play's start-up.
-        from mcptape.normalize import parse_path
+        from mcptape.volatility.normalize import parse_path
 
         self.paths = paths
         self._parsed = []
@@ -208,7 +208,7 @@ class IgnoredPaths:
                 raise ValueError(f"--ignore-arg {path!r}: {e}") from e
 
     def apply(self, params: Any) -> Any:
-        from mcptape.normalize import apply_path
+        from mcptape.volatility.normalize import apply_path
 
         for segs in self._parsed:
             params = apply_path(params, segs, self.PLACEHOLDER)

@@ -1,7 +1,7 @@
 """What play serves in place of a golden's normalization placeholders: a fixed, valid value of each kind.
 
 A golden tape holds `<TIMESTAMP>`, `<UUID>`, `<DAY>`, ... where the server said something volatile
-(normalize.py). Served as they are, they break a client that parses the value (a date, a UUID).
+(volatility/normalize.py). Served as they are, they break a client that parses the value (a date, a UUID).
 So play sends, in every message it replays, a fixed value of the placeholder's kind instead, the
 same every run, all of them one consistent moment: Wednesday 2025-01-01 00:00:00 UTC. Ids keep
 their meaning: a tape's distinct UUIDs are `<UUID>`, `<UUID#2>`, ... (normalize.py), and each is

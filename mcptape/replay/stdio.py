@@ -100,7 +100,7 @@ def serve(engine: Served, in_fd: int, out_fd: int, observe: Observer | None = No
     """Answer the client's lines on `in_fd` (or `client`, a reader of it already used) on `out_fd`
     until it hangs up or the recorded server died (engine.closed; then `hang_up`). Startup lines
     first; idle time reads the tape ahead.
-    `observe(direction, line)` is told of every line after it was sent (--otel: telemetry.py)."""
+    `observe(direction, line)` is told of every line after it was sent (--otel: publish/telemetry.py)."""
     client = client if client is not None else ClientLines(in_fd)
     try:
         _write(out_fd, _seen(observe, S2C, engine.pending_startup()))

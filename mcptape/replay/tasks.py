@@ -7,7 +7,7 @@ This module owns the two things a task needs beyond that, and leaves matching, e
 pacing to engine.py, lab.py and pacing.py:
 
 * Waits compressed. A served task's poll interval (`pollInterval`, `pollIntervalMs`, or a
-  golden's `<POLL_INTERVAL>`: normalize.py; in a message that names a `taskId`, so a tool's own
+  golden's `<POLL_INTERVAL>`: volatility/normalize.py; in a message that names a `taskId`, so a tool's own
   field of that name is served as recorded) goes out as SERVED_POLL_MS, so a client that honours
   it walks the recorded status path at replay speed, not at the recorded server's interval.
   Under `--pace` a recorded interval stays as recorded (the pace is the point); a golden's

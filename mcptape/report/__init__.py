@@ -1,1 +1,1 @@
-"""Reports: the verdict data model (model.py) and its renderings (terminal, markdown, JSON, JUnit)."""
+"""Reports: the renderings of a verdict (verdict/model.py) — terminal, markdown, JSON, JUnit, SARIF. They only render."""

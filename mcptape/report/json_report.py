@@ -1,6 +1,6 @@
 """The JSON report file (`mcptape ci --json`): written by ci and merge, read back by merge and comment.
 
-The format is report/model.py's (`RunReport.to_dict`/`from_dict`); this module owns the file:
+The format is verdict/model.py's (`RunReport.to_dict`/`from_dict`); this module owns the file:
 its bytes (`report_bytes`, one serialization for every writer) and reading one back, checked as
 far as a reader relies on it (`read_report`). Reports travel between jobs (shards, the fork
 pattern's artifact): they are untrusted input, and any problem is an McptapeError (exit 3).
@@ -15,8 +15,8 @@ from typing import Any
 from mcptape.errors import McptapeError
 from mcptape.logsafe import escape_controls, utf8
 from mcptape.report import surface_notes
-from mcptape.report.model import RunReport
-from mcptape.verdict import VERDICT_EXIT
+from mcptape.verdict.model import RunReport
+from mcptape.verdict.vocabulary import VERDICT_EXIT
 
 
 def report_bytes(report: RunReport) -> bytes:

@@ -1,9 +1,9 @@
 """JUnit XML rendering of a RunReport: sessions as test cases, so any CI system lists them.
 
-Reads report/model.py and surface_notes.py. Drifted sessions are <failure> (message: the headline,
+Reads verdict/model.py and surface_notes.py. Drifted sessions are <failure> (message: the headline,
 the drift that decided the exit), sessions that could not run or leaked a secret are <error>; each
 server's context cost and coverage are the suite's <properties>. `mcptape ci` writes it through
-the outlet (outlet.py), which verifies it first. Every text from a tape or a server passes
+the outlet (publish/outlet.py), which verifies it first. Every text from a tape or a server passes
 logsafe.escape_controls: a control character is not even allowed in XML 1.0 (a CI system would
 reject the whole file), and a hidden one would hide in the CI system's test view.
 """
@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 from mcptape.logsafe import escape_controls
 from mcptape.report import surface_notes
-from mcptape.report.model import RunReport, SessionResult
+from mcptape.verdict.model import RunReport, SessionResult
 
 _FAILING = ("output", "structural")
 _ERRORS = ("error", "secret")

@@ -1,7 +1,7 @@
 """Markdown renderings of a RunReport: the GitHub job summary and the sticky PR comment.
 
 Owns how a verdict reads on GitHub; what makes tape content safe to show there is md_safe.py's.
-Posting, files and the GitHub API are github.py's; the verdict itself is diff/'s and ci/'s.
+Posting, files and the GitHub API are publish/github.py's; the verdict itself is diff/'s and ci/'s.
 Renderers only render: each document is scrubbed and verified once, where it leaves
 (outlet.Outlet.document: written, appended to the job summary, posted).
 
@@ -18,7 +18,7 @@ same change (`causes`) each linked to its golden tape at the line; other changes
 one collapsed <details> per session (a session sharing an earlier one's change names it instead of
 repeating the diff) and how to accept, correct from the repository root. Code blocks wrap at
 WRAP_COLUMNS so nothing scrolls sideways. Where the document is shown (links, paths, the install
-line, the artifact) is a Context, which github.py builds from the run's environment.
+line, the artifact) is a Context, which publish/github.py builds from the run's environment.
 """
 
 from __future__ import annotations
@@ -30,14 +30,16 @@ import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from string import Formatter
 from typing import Any
 from urllib.parse import quote
 
 from mcptape.jsonrpc import dumps
 from mcptape.report import surface_notes
 from mcptape.report.md_safe import MARKER_RE, clip, code_span, comment_marker, fenced, html_text, one_line
-from mcptape.report.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
 from mcptape.tape.view import view_path
+from mcptape.verdict.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
+from mcptape.verdict.vocabulary import DEFAULT_PHRASE, drift_kind
 
 # GitHub rejects a comment body of 65,536 characters or more and a step summary over 1 MiB.
 # Both are capped with a margin: the redaction pass may change lengths a little afterwards.
@@ -70,7 +72,7 @@ DEFAULT_ACTION_REF = "v1"
 @dataclass(frozen=True)
 class Context:
     """Where a rendering is shown: the config's repository path, the commit and run it reflects,
-    and how a reviewer installs mcptape and fetches the fresh tapes. github.py builds it from the
+    and how a reviewer installs mcptape and fetches the fresh tapes. publish/github.py builds it from the
     run's environment (`github.render_context`); without one, paths are the report's own and
     nothing is linked."""
 
@@ -270,57 +272,45 @@ def call_words(call: CallRef | None) -> str:
 
 def in_words(drift: Drift) -> str:
     """What the drift changes for a client, in one line of our words around code spans
-    (`add` now requires `c`: calls without it break). Untrusted names and values are spans."""
+    (`add` now requires `c`: calls without it break). The words are the drift table's phrases
+    (verdict/vocabulary.py): the first of its kind's phrases whose places this finding fills.
+    Untrusted names and values only ever fill a place, as code spans."""
     f = drift.headline_finding
-    call = call_words(drift.call)
-    what = code_span(f.message, max_chars=200)
-    key = (f.category, f.kind)
+    places = _places(drift)
+    for phrase in (*drift_kind(f.category, f.kind).phrases, DEFAULT_PHRASE):
+        names = [name for _, name, _, _ in Formatter().parse(phrase) if name]
+        if all(places.get(name) is not None for name in names):
+            return phrase.format(**places)
+    raise AssertionError("DEFAULT_PHRASE has a place every finding fills")  # pragma: no cover
+
+
+def _places(drift: Drift) -> dict[str, str | None]:
+    """The places of the drift table's phrases this drift fills (None: it has nothing for that place)."""
+    f = drift.headline_finding
     prop = _TOOL_PROPERTY.search(f.path)
     listed = _LISTED.match(f.path)
-    name = code_span(listed.group("name"), max_chars=80) if listed else None
-    noun = _LISTED_WORD[listed.group("list")] if listed else "tool"
     rest = listed.group("rest") if listed else None  # "" for the item itself, ".description" for a member
-    if key == ("schema", "breaking"):
-        if prop and "required" in f.message:
-            return f"{code_span(prop.group('tool'), max_chars=80)} now requires {code_span(prop.group('prop'), max_chars=80)}: calls without it break"
-        return f"{what}: calls written against the golden schema may break"
-    if key == ("schema", "compatible"):
-        if prop and "optional" in f.message:
-            return (f"{code_span(prop.group('tool'), max_chars=80)} accepts a new optional "
-                    f"{code_span(prop.group('prop'), max_chars=80)}: existing calls keep working")
-        return f"{what}: existing calls keep working"
-    if key == ("schema", "cosmetic"):
-        if name and rest == ".description" and f.before is not None and f.after is not None:
-            return f"the description of {noun} {name} is now {_value(f.after)}, was {_value(f.before)} (cosmetic)"
-        return f"{what} (cosmetic)"
-    if key == ("surface", "removed"):
-        if name and not rest:
-            return f"{noun} {name} is gone: clients that use it break"
-        return f"{what}: clients that use it break"
-    if key == ("surface", "added"):
-        if name and not rest:
-            return f"new {noun} {name}: clients see it when they list"
-        return f"{what}: clients see it when they list"
-    if f.category == "result" and f.kind in (None, "changed") and f.before is not None and f.after is not None:
-        at = "" if f.path in ("", _PLAIN_TEXT_RESULT) else f" at {code_span(f.path, max_chars=100)}"
-        return f"{call} now returns {_value(f.after)}{at}, was {_value(f.before)}"
-    if key == ("error", "result_to_error"):
-        error = f.after if isinstance(f.after, dict) else {}
-        shown = " ".join(str(error[k]) for k in ("code", "message") if k in error)
-        return f"{call} now fails" + (f" with {code_span(shown, max_chars=100)}" if shown else " with an error") + \
-            ", where it returned a result"
-    if key == ("error", "error_to_result"):
-        return f"{call} now returns a result, where it failed with an error"
-    if key == ("error", "code") and f.before is not None and f.after is not None:
-        return f"{call} now fails with error code {_value(f.after)}, was {_value(f.before)}"
-    if key == ("error", "message") and f.before is not None and f.after is not None:
-        return f"{call} now fails with {_value(f.after)}, was {_value(f.before)}"
-    if key == ("call", "removed"):
-        return f"{call} is no longer answered as recorded: {what}"
-    if f.category == "process":
-        return f"the server process changed at {call}: {what}"
+    name = code_span(listed.group("name"), max_chars=80) if listed else None
+    message = f.message
+    error = f.after if isinstance(f.after, dict) else {}
+    shown = " ".join(str(error[k]) for k in ("code", "message") if k in error)
     where = f"{f.path} " if f.path else ""
-    return f"{call}: {code_span(where + f.message, max_chars=200)}"
+    both = f.before is not None and f.after is not None
+    return {
+        "call": call_words(drift.call),
+        "what": code_span(message, max_chars=200),
+        "detail": code_span(where + message, max_chars=200),
+        "noun": _LISTED_WORD[listed.group("list")] if listed else "tool",
+        "item": name if rest == "" else None,
+        "tool": code_span(prop.group("tool"), max_chars=80) if prop else None,
+        "required": code_span(prop.group("prop"), max_chars=80) if prop and "required" in message else None,
+        "optional": code_span(prop.group("prop"), max_chars=80) if prop and "optional" in message else None,
+        "described": name if rest == ".description" and both else None,
+        "before": _value(f.before) if both else None,
+        "after": _value(f.after) if both else None,
+        "at": "" if f.path in ("", _PLAIN_TEXT_RESULT) else f" at {code_span(f.path, max_chars=100)}",
+        "error": code_span(shown, max_chars=100) if shown else None,
+    }
 
 
 def _cause_key(drift: Drift) -> tuple[str, ...]:
@@ -651,6 +641,8 @@ def _document(report: RunReport, ctx: Context, limits: Limits, *, level: str, su
     redacted = report.redaction_summary()
     if redacted:  # kinds and counts only: the values never reach a report
         head.append(f"Redaction: {code_span(redacted, max_chars=500)}")
+    if report.strength:  # `ci --strength`: how much of a change this gate catches (strength/report.py)
+        head.append(code_span(report.strength, max_chars=600))
     head += surface_lines
     surface = merged_surface(report)
     # One changed tool is the headline already; a table earns its place when several changed.

@@ -23,8 +23,8 @@ from typing import Any
 from mcptape import __version__
 from mcptape.logsafe import escape_controls, utf8
 from mcptape.report import surface_notes
-from mcptape.report.model import RunReport
-from mcptape.verdict import SECURITY_KINDS
+from mcptape.verdict.model import RunReport
+from mcptape.verdict.vocabulary import SECURITY_KINDS
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"structural": "error", "output": "warning", "info": "note"}

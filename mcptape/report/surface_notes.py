@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptape.report.model import Finding, RunReport, SessionResult
+from mcptape.verdict.model import Finding, RunReport, SessionResult
 
 KINDS = ("tools", "prompts", "resources")
 

@@ -1,9 +1,9 @@
 """Terminal reports with rich: the diff verdict, the ci run, and what `ls` / `show` print of a tape.
 
-Reads the verdict model (model.py) and tapes; decides nothing about drift (that is diff/'s).
+Reads the verdict model (verdict/model.py) and tapes; decides nothing about drift (that is diff/'s).
 Only the commands that print a report import this module (never `mcptape --version` or `play`),
 so rich is imported here at module level. Renderers draw on a console they are handed; where it
-goes (stdout, a buffer the outlet verifies) is the command's (commands/terminal.py).
+goes (stdout, a buffer the outlet verifies) is the command's (commands/output.py).
 All text goes through `_text`: rich.text.Text, never markup, so a tool result holding "[red]"
 prints as written, and logsafe.escape_controls first, so one holding `\x1b[2J` prints that
 escape instead of clearing the screen.
@@ -23,7 +23,7 @@ from mcptape import environment
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls
 from mcptape.report import surface_notes
-from mcptape.report.model import DiffResult, Drift, Finding, RunReport, SessionResult
+from mcptape.verdict.model import DiffResult, Drift, Finding, RunReport, SessionResult
 
 MAX_DETAILED_DRIFTS = 20
 MAX_FINDINGS_PER_DRIFT = 12

@@ -19,7 +19,7 @@ A line nested deeper than jsonrpc.MAX_DEPTH is parsed with its deep parts kept a
 holding their JSON text (jsonrpc.py: "Depth"); its event always has `raw` (the wire form, which
 `wire_text` gives), and a `note` event ("deep_json", DEEP_NOTE) follows it: the builder holds it
 until the producer takes it (`take_notes`), so every producer writes the cut into its tape.
-Nothing but `raw` and the scripted client's `step` (an int, client.py) may follow `msg`: play
+Nothing but `raw` and the scripted client's `step` (an int, live/client.py) may follow `msg`: play
 reads a message's wire text straight off a verbatim tape's line by that order (replay.lazy_event).
 Server-to-client request ids overlap client ids, so requests are keyed by direction + id.
 """

@@ -7,7 +7,7 @@ the GET stream for server-initiated messages, DELETE on close, and the legacy `e
 handshake. It knows no MCP method beyond the three facts HTTP framing needs: which message is
 `initialize` (its answer carries the session id and protocol version), that
 `notifications/initialized` opens the GET stream, and which request a response answers (so a
-stream that ends early can be named). What the messages mean is client.py's business.
+stream that ends early can be named). What the messages mean is live/client.py's business.
 
 Every incoming message, from every POST answer and the GET/SSE stream, lands in one queue
 that `receive` reads. Errors of the background readers (HTTP status, dropped connection) are

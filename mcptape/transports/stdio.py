@@ -1,6 +1,6 @@
 """Stdio transport: spawn a server, frame newline-delimited messages, shut it down.
 
-Knows nothing about MCP methods (see client.py). Two users: the scripted client reads whole
+Knows nothing about MCP methods (see live/client.py). Two users: the scripted client reads whole
 lines through StdioTransport; the recorder (record/) takes the raw pipes of ServerProcess
 and moves bytes itself, because it must forward them unchanged and at once.
 """
@@ -138,7 +138,7 @@ class StdioTransport:
         self.server = ServerProcess(command, env=env, cwd=cwd)
         self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self.stderr_lines: list[bytes] = []  # the first STDERR_KEPT_BYTES of it
-        self.stderr_left_out = [0, 0]  # lines and bytes past the bound (client.py notes them)
+        self.stderr_left_out = [0, 0]  # lines and bytes past the bound (live/client.py notes them)
         self._stderr_kept = 0
         self._stderr_tail: collections.deque[bytes] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_lock = threading.Lock()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.report.model import RunReport
+from mcptape.verdict.model import RunReport
 from tests.conftest import CALC_SERVER, ROOT, mcptape_command, user_env
 
 CONFIG = """\

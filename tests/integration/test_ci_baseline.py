@@ -194,7 +194,7 @@ def test_a_tool_new_in_the_change_and_a_session_the_base_cannot_run_are_reported
     assert "Traceback" not in out
     newer = next(s for s in report["sessions"] if s["name"] == "newer")
     assert newer["verdict"] == "structural"
-    assert [(f["category"], f["kind"]) for f in findings({"sessions": [newer]})] == [("error", "error_to_result"), ("surface", "added")]  # a changed answer heads an added tool (report/model.py: headline_priority)
+    assert [(f["category"], f["kind"]) for f in findings({"sessions": [newer]})] == [("error", "error_to_result"), ("surface", "added")]  # a changed answer heads an added tool (verdict/model.py: headline_priority)
 
     # A server the base commit does not have at all: the base side cannot run the session.
     (repo / "mcptape.yml").write_text(config.format(python=sys.executable).replace(

@@ -2,7 +2,7 @@
 
 The mix a PR that adds a session produces: sessions with a golden tape and one without (the two
 that raced: comparing imports diff_tapes, the no-golden path conformance_drifts, which once gave a
-worker thread a partially initialized `mcptape.diff.engine`, exit 1 about 4 runs in 10), stdio and
+worker thread a partially initialized `mcptape.diff.compare`, exit 1 about 4 runs in 10), stdio and
 streamable HTTP (fixtures/servers/http_calc_server.py, started by mcptape), a sandboxed session
 and one whose server dies at once. Real `mcptape ci` processes, RUNS times in a row.
 

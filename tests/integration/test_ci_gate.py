@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mcptape.report.model import RunReport
+from mcptape.verdict.model import RunReport
 from tests.conftest import FIXTURES, ROOT, mcptape_command
 
 SECRET_ECHO = FIXTURES / "servers" / "secret_echo_server.py"

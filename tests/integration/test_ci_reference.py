@@ -13,7 +13,7 @@ with its reason (the same rules a user would write):
   - git: commit dates and author are pinned when the fixture repo is made, so hashes and logs
     are stable; the repository path becomes <CONFIG_DIR>.
   - everything: its `roots/list` fires on a ~350 ms timer and its log lines race responses;
-    normalize.py moves such floating events to one canonical place. A `listen` step of 1.5 s
+    volatility/normalize.py moves such floating events to one canonical place. A `listen` step of 1.5 s
     makes sure the timer has fired in every run.
   - filesystem: absolute paths (built-in <CONFIG_DIR>), and get_file_info's created/modified/
     accessed times, which a regex rule replaces.

@@ -47,7 +47,7 @@ EXPECTED = {
 }
 
 
-# Side-effect variants need a sandbox snapshot around each step (sandbox.py, run by ci), which
+# Side-effect variants need a sandbox snapshot around each step (live/sandbox.py, run by ci), which
 # this scripted session does not take; tests/integration/test_sandbox.py covers them.
 SANDBOX_VARIANTS = {"notes", "side_effect", "side_effect_changed"}
 # Variants for hostile input (deep JSON, names that could act on a terminal) are recorded by
@@ -132,7 +132,7 @@ def test_crash_mid_session_is_structural(golden: Path, tmp_path: Path) -> None:
     assert rc == 2
     found = {(f["category"], f["kind"]) for d in data["drifts"] for f in d["findings"]}
     assert ("process", "crash") in found and ("call", "removed") in found
-    # The headline is the crash, what a reviewer most needs (report/model.py: headline_priority).
+    # The headline is the crash, what a reviewer most needs (verdict/model.py: headline_priority).
     assert data["first_drift"] == "exit server crashed: exit code 0 → exit code 3 (structural)"
     assert any(d["call"] and d["call"]["method"] == "tools/call" and d["call"].get("name") == "crash"
                for d in data["drifts"])  # and the call that crashed it is named among the drifts
@@ -167,7 +167,7 @@ def test_conformance_is_opt_in_and_names_the_broken_field(tmp_path: Path) -> Non
 def test_a_fresh_tape_sharing_most_lines_reads_the_same(golden: Path, tmp_path: Path) -> None:
     # diff reads the fresh tape reusing the golden's parsed events for identical lines; a fresh
     # tape cut short, or with a line that is not JSON, is still read (or refused) as read_tape does.
-    # (Each is made by editing a sealed tape: read with --allow-edited, which tests/test_seal.py checks.)
+    # (Each is made by editing a sealed tape: read with --allow-edited, which tests/tape/test_seal.py checks.)
     text = golden.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     cut = tmp_path / "cut.tape.jsonl"

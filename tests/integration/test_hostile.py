@@ -411,7 +411,7 @@ def test_every_report_file_and_the_golden_view_show_a_hidden_instruction_escaped
     ET.fromstring((hostile / "report.xml").read_bytes())  # still XML: no control character left in it
 
     from mcptape.report.markdown import render_comment
-    from mcptape.report.model import RunReport
+    from mcptape.verdict.model import RunReport
 
     comment = render_comment(RunReport.from_dict(report), "mcptape.yml")
     assert "```diff" in comment

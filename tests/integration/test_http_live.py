@@ -23,7 +23,7 @@ import pytest
 
 from mcptape.config.models import HttpServer
 from mcptape.errors import ServerError
-from mcptape.launch import open_http_transport
+from mcptape.live.launch import open_http_transport
 from mcptape.tape.reader import read_tape
 from mcptape.transports.http import StreamableHttpTransport
 from tests.conftest import ROOT, node_server
@@ -416,7 +416,7 @@ def test_same_session_over_stdio_and_http_diffs_identical(calc_upstream: str, tm
 
     assert comparable(stdio_tape) == comparable(http_tape)
     try:
-        from mcptape.diff.engine import diff_tapes
+        from mcptape.diff.compare import diff_tapes
     except ImportError:
         return
     golden = read_tape(stdio_tape)

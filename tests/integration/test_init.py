@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mcptape.config.json_schema import SCHEMA_ID
 from mcptape.config.load import load_config
-from mcptape.config.schema import SCHEMA_ID
 from tests.conftest import FIXTURES, calc_command, mcptape_command, node_server, user_env
 from tests.integration.http_helpers import LOOPBACK, background, calc_http_cmd, free_port
 from tests.integration.real_servers import GIT_ENV

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from mcptape.ci.eras import base_name, era_refusal
-from mcptape.client import _with_stderr
 from mcptape.config.models import Session, Step
 from mcptape.errors import RequestRefused
+from mcptape.live.client import _with_stderr
 from mcptape.replay.era_pair import client_era, era_tapes
 from tests.conftest import CALC_SERVER, FIXTURES, ROOT, mcptape_command, user_env
 
@@ -150,7 +150,7 @@ def test_play_serves_each_era_from_its_own_golden(project: Path, given: str, mod
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "serving " + str(project / "tapes" / "arith@2025-11-25.tape.jsonl") in done.stderr
-    assert "answered this legacy client" not in done.stderr  # eras.py's synthesis was not needed
+    assert "answered this legacy client" not in done.stderr  # legacy_client.py's synthesis was not needed
 
 
 def test_the_pair_and_the_era_of_a_first_line_are_read_from_names_and_messages(tmp_path: Path) -> None:

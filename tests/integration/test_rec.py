@@ -511,11 +511,11 @@ def test_a_header_that_would_leak_writes_nothing_and_exits_4(tmp_path: Path) -> 
     snippet = (
         "import sys\n"
         "from mcptape import cli\n"
-        "from mcptape.redact import engine, redactor, shapes\n"
+        "from mcptape.redact import detectors, redactor, shapes\n"
         "init = redactor.Redactor.__init__\n"
         "def blind(self, *a, **k):\n"
         "    init(self, *a, **k)\n"
-        "    self._scrubber = engine.Engine(self._config, [s for s in shapes.SHAPES if s.kind != 'github-token'])\n"
+        "    self._scrubber = detectors.Engine(self._config, [s for s in shapes.SHAPES if s.kind != 'github-token'])\n"
         "redactor.Redactor.__init__ = blind\n"
         "sys.exit(cli.main(sys.argv[1:]))\n"
     )

@@ -87,11 +87,11 @@ def run_rec(tmp_path: Path, planted: list[Planted], known: str, *, fault: str | 
         snippet = (
             "import sys\n"
             "from mcptape import cli\n"
-            "from mcptape.redact import engine, redactor, shapes\n"
+            "from mcptape.redact import detectors, redactor, shapes\n"
             "init = redactor.Redactor.__init__\n"
             "def blind(self, *a, **k):\n"
             "    init(self, *a, **k)\n"
-            f"    self._scrubber = engine.Engine(self._config, [s for s in shapes.SHAPES if s.kind != {fault!r}], rules=False)\n"
+            f"    self._scrubber = detectors.Engine(self._config, [s for s in shapes.SHAPES if s.kind != {fault!r}], rules=False)\n"
             "redactor.Redactor.__init__ = blind\n"
             "sys.exit(cli.main(sys.argv[1:]))\n"
         )
@@ -300,9 +300,9 @@ def test_ci_a_real_secret_reaches_no_golden_report_or_terminal(tmp_path: Path) -
     assert "postgres://app:&lt;REDACTED:url-password&gt;@db.internal" in xml
     # The markdown a PR gets, from the same report: placeholders intact, verification passes.
     from mcptape.config.load import load_config
-    from mcptape.outlet import Outlet
+    from mcptape.publish.outlet import Outlet
     from mcptape.report.markdown import render_comment, render_summary
-    from mcptape.report.model import RunReport
+    from mcptape.verdict.model import RunReport
 
     report = RunReport.from_dict(json.loads((tmp_path / "r.json").read_text(encoding="utf-8")))
     outlet = Outlet(Redactor(known=load_config(config, env={"CALC_TOKEN": token, "MSG": "v2"}).secrets))

@@ -1,0 +1,71 @@
+"""How commands speak to a person: a line on stderr, a report on stdout.
+
+`say` is a human line on stderr (for `rec` and `play` stdout is the MCP wire): it may quote a
+tape or a peer, so it is escaped and, in a GitHub job, framed (logsafe.safe_log). `print_report`
+renders a rich report (report/terminal.py) on stdout for `diff`, `ls` and `show`, framed in a
+GitHub job as logsafe.ci_log_block says. What a command writes that must be verified first goes
+through the outlet (publish/outlet.py) instead. `write_output` is what `--json FILE` means in every
+command that has it: FILE written atomically, or stdout for `-` (JSON_STDOUT); a command whose
+--json goes to stdout prints its human report on stderr instead (`report_stream`).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING
+
+from mcptape import environment
+from mcptape.logsafe import ci_log_block, inert_json, safe_log, utf8
+from mcptape.tape.atomic import write_atomic
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mcptape.publish.outlet import Outlet
+
+JSON_STDOUT = "-"  # `--json -`: the JSON goes to stdout
+
+
+def say(text: str) -> None:
+    """A human line on stderr, escaped and framed (module docstring)."""
+    print(safe_log(text), file=sys.stderr, flush=True)
+
+
+def print_report(render: Callable[[Console], None], file: IO[str] | None = None) -> None:
+    """Render to `file` (stdout); in a GitHub job through a buffer and logsafe.ci_log_block, so
+    no tape text in it acts as a workflow command."""
+    from mcptape.report.terminal import make_console  # rich: only commands that print a report pay for it
+
+    target = file if file is not None else sys.stdout
+    if not environment.on_github_actions():
+        render(make_console(target))
+        return
+    buffer = io.StringIO()
+    render(make_console(buffer))
+    target.write(ci_log_block(buffer.getvalue()))
+
+
+def print_text(text: str) -> None:
+    """Text already escaped by the caller, on stdout; framed in a GitHub job (logsafe.ci_log_block)."""
+    sys.stdout.write(ci_log_block(text) if environment.on_github_actions() else text)
+
+
+def write_output(target: str, data: bytes, *, what: str, outlet: Outlet | None = None) -> None:
+    """`--json FILE` (or another output option): `data`, checked by `outlet` when there is one, written
+    to FILE atomically, or to stdout when FILE is `-`."""
+    if outlet is not None:
+        data = outlet.verified(data, f"{what} {target}")
+    if target == JSON_STDOUT:
+        data = utf8(inert_json(data.decode("utf-8")))  # one JSON document, never framed, yet inert
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        write_atomic(target, data, what=what)
+
+
+def report_stream(*outputs: str | None) -> IO[str]:
+    """Where the human report goes: stderr when one of the outputs is stdout (`--json -`), else stdout."""
+    return sys.stderr if JSON_STDOUT in outputs else sys.stdout

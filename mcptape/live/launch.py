@@ -1,0 +1,92 @@
+"""Open the transport a config's server entry describes: a stdio process or an HTTP endpoint.
+
+Owns only the choice and the launch details that come from mcptape.yml (minimal environment,
+cwd relative to the config file, the `start:` command of an HTTP server, a private HOME). Above
+both config/ and transports/, which know nothing of each other: framing is transports/stdio.py's
+and transports/http.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from mcptape.config.models import HttpServer, StdioServer
+from mcptape.errors import ServerError
+from mcptape.live.sandbox import PrivateHome
+from mcptape.transports.base import Transport
+from mcptape.transports.http import HttpTransport, SseTransport, StartedServer, StreamableHttpTransport
+from mcptape.transports.stdio import StdioTransport, minimal_env
+
+
+def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str]) -> Transport:
+    """Start/connect to `server`. `env` is the entry's interpolated `env:`; nothing else leaks through.
+    With `private_home`, the server runs with a fresh HOME and temp dir, removed when it is closed."""
+    if not server.private_home:
+        return _open(server, base_dir=base_dir, env=env)
+    home = PrivateHome()
+    try:
+        return _HomeRemoved(_open(server, base_dir=base_dir, env=home.env(minimal_env(env))), home)
+    except BaseException:
+        home.remove()
+        raise
+
+
+class _HomeRemoved:
+    """A transport whose private HOME goes when it closes (everything else is the transport's)."""
+
+    def __init__(self, inner: Transport, home: PrivateHome) -> None:
+        self._inner = inner
+        self._home = home
+
+    def __getattr__(self, name: str) -> object:  # stderr_lines, spawned, ...: the transport's own
+        return getattr(self._inner, name)
+
+    def send(self, line: bytes) -> None:
+        self._inner.send(line)
+
+    def receive(self, timeout: float | None = None) -> bytes | None:
+        return self._inner.receive(timeout)
+
+    def stderr_tail(self) -> str:
+        return self._inner.stderr_tail()
+
+    def close(self) -> int | None:
+        try:
+            return self._inner.close()
+        finally:
+            self._home.remove()
+
+
+def _open(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str]) -> Transport:
+    if isinstance(server, StdioServer):
+        cwd = base_dir / server.cwd if server.cwd else base_dir
+        if not cwd.is_dir():
+            raise ServerError(
+                f"server working directory {cwd} does not exist",
+                hint="fix `cwd:` of the server in mcptape.yml (it is relative to the config file)",
+            )
+        return StdioTransport(server.command, env=minimal_env(env), cwd=cwd)
+    transport: Transport = open_http_transport(server, base_dir=base_dir, env=dict(env))
+    return transport
+
+
+def open_http_transport(server: HttpServer, *, base_dir: Path, env: dict[str, str]) -> HttpTransport:
+    """Start the server if it has `start:`, wait until its port answers, and open its transport."""
+    started: StartedServer | None = None
+    if server.start:
+        cwd = Path(base_dir) / server.cwd if server.cwd else Path(base_dir)
+        started = StartedServer(list(server.start), env=minimal_env(env), cwd=cwd)
+        try:
+            started.wait_ready(server.url, server.ready_timeout)
+        except BaseException:
+            started.stop()
+            raise
+    cls = SseTransport if server.transport == "sse" else StreamableHttpTransport
+    try:
+        return cls(server.url, server.headers, started=started)
+    except BaseException:
+        if started is not None:
+            started.stop()
+        raise
+
