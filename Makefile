@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 NODE_DIR := fixtures/node
 
-.PHONY: install install-python install-node demo test lint bench fuzz clean
+.PHONY: install install-python install-node install-browser demo test lint bench fuzz clean
 
 install: install-python install-node
 install-python: $(VENV)/.installed
@@ -21,6 +21,12 @@ $(VENV)/.installed: pyproject.toml
 $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	cd $(NODE_DIR) && npm ci --silent --no-audit --no-fund
 	touch $@
+
+# The browser tests (tests/integration/test_html_browser.py) open the HTML report in Debian's
+# chromium, driven by Playwright (a dev dependency) at /usr/bin/chromium: no browser download.
+# Needs root (apt-get); .ci/run runs it. Without chromium those tests skip, and fail under CI=true.
+install-browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 demo: install-python
 	$(BIN)/python fixtures/example/demo.py

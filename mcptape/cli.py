@@ -181,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("a", help="the reference tape (golden)")
     diff.add_argument("b", help="the tape to check (fresh)")
     diff.add_argument("--json", metavar="FILE", help="write the verdict as JSON here (- for stdout, instead of the report)")
+    diff.add_argument("--html", metavar="FILE", help="write the verdict and both tapes as one self-contained HTML page here")
     diff.add_argument("-c", "--config", metavar="FILE",
                       help="apply this mcptape.yml's normalize: rules and drift: settings, as `mcptape ci` does")
     diff.add_argument("--allow-edited", action="store_true", help=_ALLOW_EDITED_HELP)
@@ -201,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("tape", help="tape file")
     show.add_argument("--full", action="store_true", help="do not shorten payloads")
     show.add_argument("--json", metavar="FILE", help="write the events as JSON here (- for stdout, instead of the table)")
+    show.add_argument("--html", metavar="FILE",
+                      help="write the tape as one self-contained HTML page here (filterable messages), instead of the table")
 
     verify = sub.add_parser("verify", help="check that tapes are what mcptape wrote (their seals): exit 0, or 3")
     verify.add_argument("tapes", nargs="+", metavar="TAPE", help="tape files")
@@ -231,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     ci.add_argument("--summary", metavar="FILE", help="write the markdown summary here")
     ci.add_argument("--sarif", metavar="FILE", help="write the security findings as SARIF here (GitHub code scanning)")
+    ci.add_argument("--html", metavar="FILE", help="write the run as one self-contained HTML page here (no network needed to view it)")
     ci.add_argument("--out-dir", metavar="DIR", help="keep the fresh tapes here")
     ci.add_argument("--baseline", metavar="REF", help="no goldens: compare with the same sessions run at REF "
                     "(a ref, merge-base, previous-tag, or auto: goldens if there are, else merge-base)")
@@ -290,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("-c", "--config", help="the config the shards ran with (default: the reports' config name, if it is here)")
     merge.add_argument("--json", dest="json_report", metavar="FILE", help="write the merged JSON report here (- for stdout)")
     merge.add_argument("--summary", metavar="FILE", help="write the merged markdown summary here")
+    merge.add_argument("--html", metavar="FILE", help="write the merged run as one self-contained HTML page here")
     _document(sub.choices)
     return parser
 

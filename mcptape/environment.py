@@ -30,6 +30,7 @@ VARIABLES: dict[str, str] = {
     "MCPTAPE_REPORT": "the JSON report the Action's publishing step reads",
     "MCPTAPE_FAIL_ON": "the Action's fail-on input: the drift that fails the job (output or structural)",
     "MCPTAPE_ARTIFACT": "the name of the run's artifact, linked from the summary and the comment",
+    "MCPTAPE_HTML": "the HTML report's file name in the run's artifact (`ci --html`), named by the summary and the comment",
     "MCPTAPE_ACTION_REPOSITORY": "the Action's repository, for links (default GITHUB_ACTION_REPOSITORY)",
     "MCPTAPE_ACTION_REF": "the Action's ref, for links (default GITHUB_ACTION_REF)",
     "MCPTAPE_ATTEST": "yes/no: the Action attested the artifact's fresh tapes (input attest): the comment's accept commands verify them first",

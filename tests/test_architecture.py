@@ -46,6 +46,8 @@ LAZY = {
     ("mcptape.commands.output", "mcptape.report.terminal"): "rich, off the path of play and rec (say)",
     ("mcptape.conformance.gate", "mcptape.conformance.check"): "mcp-types, imported by ci's main thread while the servers start",
     ("mcptape.commands.diff", "mcptape.conformance.gate"): "pydantic and mcp-types, for diff --conformance only",
+    ("mcptape.commands.diff", "mcptape.report.html"): "jinja2 and rich, for diff --html only",
+    ("mcptape.commands.diff", "mcptape.publish.outlet"): "the redactor that checks the page, for diff --html only",
     ("mcptape.publish.github", "ghapi.core"): "ghapi, only when a comment is posted",
     ("mcptape.publish.github", "ghapi.page"): "ghapi, only when a comment is posted",
     ("mcptape.publish.github", "httpx2"): "ghapi's client, only when a comment is posted",

@@ -171,9 +171,18 @@ def test_structural_drift_shared_by_two_sessions_and_accepting_it_from_the_artif
     assert upload.uses.startswith("actions/upload-artifact@") and upload.inputs["name"] == name
     assert f"gh run download 1 -n {name} -D mcptape-artifact" in body
     sessions = ("surface", "arithmetic", "resources-and-prompts")
-    assert set(upload.files) == {"report.json", *(f"fresh/{s}{suffix}" for s in sessions
-                                                  for suffix in (".tape.jsonl", ".tape.view.txt", ".tape.timing.json"))}
+    assert set(upload.files) == {"report.json", "report.html",
+                                 *(f"fresh/{s}{suffix}" for s in sessions
+                                   for suffix in (".tape.jsonl", ".tape.view.txt", ".tape.timing.json"))}
     assert json.loads(upload.files["report.json"])["result"] == "structural"
+    # The page a reviewer opens (tests/integration/test_html_browser.py opens it in a browser), named
+    # by the comment with each session's place in it, and linked to this commit and run.
+    page = upload.files["report.html"].decode()
+    assert '<h1 id="verdict">structural drift</h1>' in page and 'id="session-surface"' in page
+    assert f'href="https://github.com/acme/calc/commit/{head}"' in page
+    assert f"HTML report ` report.html ` in artifact ` {name} `" in body
+    assert "In the HTML report: ` report.html#session-surface `" in body
+    assert drift.outputs["html-report"].endswith("/report.html")
     tapes = workspace / "fixtures" / "example" / "tapes"
     assert ("cp mcptape-artifact/fresh/arithmetic.tape.jsonl mcptape-artifact/fresh/arithmetic.tape.view.txt "
             "mcptape-artifact/fresh/surface.tape.jsonl mcptape-artifact/fresh/surface.tape.view.txt "
@@ -353,12 +362,14 @@ def test_the_artifact_is_never_uploaded_after_a_secret_survived(runner: ActionRu
         assert sorted(upload.files) == uploaded and upload.inputs["name"] == run.outputs["artifact-name"]
 
 
-def test_args_cannot_take_the_report_away(runner: ActionRunner, tmp_path: Path) -> None:
+@pytest.mark.parametrize("args", ["--jobs 2 --json mine.json", "--html=mine.html"])
+def test_args_cannot_take_the_report_away(runner: ActionRunner, tmp_path: Path, args: str) -> None:
     mcptape = _stand_in(tmp_path, "exit 0")
-    run = runner.run(tmp_path, {"args": "--jobs 2 --json mine.json"}, only=["run"], prior_outputs={"install": {"mcptape": mcptape}})
+    run = runner.run(tmp_path, {"args": args}, only=["run"], prior_outputs={"install": {"mcptape": mcptape}})
     assert run.result == "failure"
     [error] = run.step("run").annotations("error")
-    assert error.message.startswith("input args must not contain --json")
+    flag = args.split()[-2] if " --json" in args else "--html"
+    assert error.message.startswith(f"input args must not contain {flag}")
 
 
 def test_unknown_fail_on_is_rejected(runner: ActionRunner, tmp_path: Path) -> None:

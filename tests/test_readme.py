@@ -38,7 +38,7 @@ ON_PYPI = False
 
 SHELL = ("sh", "bash", "shell", "console")
 # Options whose value is a file or directory the command writes (mcptape's, and pytest's --junitxml).
-WRITES = ("--out", "-o", "--json", "--junit", "--summary", "--out-dir", "--junitxml")
+WRITES = ("--out", "-o", "--json", "--junit", "--summary", "--out-dir", "--junitxml", "--html")
 # A word is taken for a path when it has a slash or one of these endings (`TAPE`, `2/4` aside).
 PATH_SUFFIXES = (".py", ".yml", ".yaml", ".json", ".jsonl", ".md", ".toml", ".txt", ".xml")
 OPERATORS = ("|", "||", "&&", ";", "&")

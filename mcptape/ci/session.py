@@ -80,6 +80,7 @@ UPDATE_HINT = "mcptape ci --update-golden"
 class SessionOutcome:
     result: SessionResult
     fresh_bytes: bytes | None = None  # the verified fresh tape, if one could be built
+    fresh_timing: dict[str, Any] | None = None  # its footer's timing (tape/timing.py), for the HTML report
     golden_change: str | None = None  # update mode: created | updated | unchanged
 
 
@@ -312,7 +313,7 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
             raise _Failed(str(e)) from e
         result.fresh = str(fresh_path)
         _write_view(fresh_path, fresh, outlet, f"review view of the fresh tape of session {session.name}")
-    outcome = SessionOutcome(result, fresh_bytes=fresh.data)
+    outcome = SessionOutcome(result, fresh_bytes=fresh.data, fresh_timing=fresh.timing)
     recording = fresh.recording
     refusal = refused_everything(recording.events)
     if refusal is not None:  # a golden tape of refusals gates nothing: say so, with the fix

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +21,8 @@ from mcptape.ci.baseline import has_goldens, reference_report
 from mcptape.ci.repeat import analyse_repeats, repeat_session
 from mcptape.ci.selection import check_output_paths, select_sessions
 from mcptape.ci.session import RunContext, SessionOutcome, orphan_goldens, run_in_pool, run_session
-from mcptape.commands.run_report import ReportFiles, leave
+from mcptape.commands.output import check_html
+from mcptape.commands.run_report import FreshTape, ReportFiles, leave
 from mcptape.commands.strength import gate_strength
 from mcptape.config.load import load_config
 from mcptape.config.models import Session
@@ -63,6 +64,7 @@ class Options:
     otel: bool = False  # --otel: export each session as a trace (publish/telemetry.py)
     otel_payloads: bool = False  # --otel-payloads: with the messages, redacted
     strength: bool = False  # --strength: the gate's strength in one line of the report (commands/strength.py)
+    html: str | None = None  # --html FILE: the run as one self-contained page (report/html.py)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -76,6 +78,7 @@ class Options:
             allow_edited=bool(getattr(args, "allow_edited", False)),
             otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
             strength=bool(getattr(args, "strength", False)),
+            html=getattr(args, "html", None),
         )
 
     def jobs_for(self, sessions: Sequence[Session]) -> int:
@@ -84,6 +87,7 @@ class Options:
 
 
 def run(options: Options) -> int:
+    check_html(options.html)
     if options.strength and (options.repeat is not None or options.baseline is not None or options.against is not None):
         raise ConfigError("--strength measures the gate on its golden tapes; --repeat, --baseline and --against run "
                           "without them: run `mcptape ci --strength` (or `mcptape check --strength`) on its own")
@@ -106,7 +110,8 @@ def run(options: Options) -> int:
         print(safe_log(f"mcptape ci: warning: {warning}"), file=sys.stderr)
     sessions = select_sessions(loaded, options.sessions, options.shard)
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
-                                                  ("--summary", options.summary), ("--sarif", options.sarif)))
+                                                  ("--summary", options.summary), ("--sarif", options.sarif),
+                                                  ("--html", options.html)))
     out_dir = Path(options.out_dir).resolve() if options.out_dir else None
     telemetry = open_telemetry(options.otel, options.otel_payloads)
     ctx = RunContext(loaded=loaded, update=update, out_dir=out_dir, golden_dir=loaded.golden_dir,
@@ -126,7 +131,8 @@ def run(options: Options) -> int:
         shard=options.shard,
     )
     report.strength, weak = gate_strength(loaded, asked=options.strength)  # after -u: the goldens just written
-    code = _finish(options, ctx, report, _update_lines(outcomes) if update else [])
+    fresh = {o.result.name: FreshTape(o.fresh_bytes, o.fresh_timing) for o in outcomes if o.fresh_bytes is not None}
+    code = _finish(options, ctx, report, _update_lines(outcomes) if update else [], fresh)
     if weak is not None:  # a weaker gate than drift.min_strength asks for: it cannot vouch (exit 3, docs/strength.md)
         print(safe_log(f"mcptape ci: {weak}"), file=sys.stderr)
     return code if weak is None else worst_exit([code, EXIT_COULD_NOT_RUN])
@@ -142,7 +148,7 @@ def run_reference(options: Options) -> int | None:
     loaded = load_config(options.config)
     sessions = select_sessions(loaded, options.sessions, options.shard)
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
-                                                  ("--summary", options.summary)))
+                                                  ("--summary", options.summary), ("--html", options.html)))
     ctx = RunContext(loaded=loaded, update=False, out_dir=None, golden_dir=loaded.golden_dir)
     baseline = options.baseline
     if baseline == "auto":
@@ -154,12 +160,13 @@ def run_reference(options: Options) -> int | None:
     return _finish(options, ctx, report, [])
 
 
-def _finish(options: Options, ctx: RunContext, report: RunReport, extra: Sequence[str]) -> int:
+def _finish(options: Options, ctx: RunContext, report: RunReport, extra: Sequence[str],
+            fresh: Mapping[str, FreshTape] | None = None) -> int:
     """Show, write and publish a run's report (commands/run_report.py, as merge does); the exit code
     is the worst of the verdict and of that."""
-    files = ReportFiles(options.json_report, options.junit, options.summary, options.sarif)
+    files = ReportFiles(options.json_report, options.junit, options.summary, options.sarif, options.html)
     left = leave(report, files, Outlet(ctx.redactor.fork()), name="ci", config_path=str(ctx.loaded.path),
-                 config_dir=ctx.loaded.base_dir, extra="".join(extra))
+                 config_dir=ctx.loaded.base_dir, extra="".join(extra), fresh=fresh)
     return worst_exit([report.exit_code, left])
 
 
@@ -188,6 +195,8 @@ def run_repeat(options: Options) -> int:
         raise ConfigError(f"--repeat {runs}: compare at least 2 runs, e.g. --repeat 5")
     if options.update_golden:
         raise ConfigError("--repeat never writes golden tapes; run it without --update-golden")
+    if options.html is not None:  # its report is the suggested rules on the terminal, no verdict to show
+        raise ConfigError("--repeat writes no HTML report (it compares runs, not goldens); run it without --html")
     loaded = load_config(options.config)
     check_config(loaded)  # what `mcptape check` checks, before any server starts
     sessions = select_sessions(loaded, options.sessions, options.shard)

@@ -1,5 +1,5 @@
-"""`mcptape diff A B [-c mcptape.yml] [--raw] [--json FILE] [--conformance]`: read two tapes, diff them,
-print the verdict, exit 0/1/2 (3: unreadable tape or config).
+"""`mcptape diff A B [-c mcptape.yml] [--raw] [--json FILE] [--html FILE] [--conformance]`: read two tapes,
+diff them, print the verdict, exit 0/1/2 (3: unreadable tape or config; 4: a secret in the page).
 
 Reading and printing only: the pair of tapes is tape/reader.py's `read_pair`, the comparison
 diff/compare.py's, the rendering report/terminal.py's. diff is not a wire command, so its report
@@ -10,6 +10,8 @@ Both tapes are compared as `mcptape ci` compares a fresh tape with its golden: t
 volatility/normalize.py's built-in rules (values, then the canonical order of racing notifications, on
 both sides, since a `rec` tape keeps them where they landed), and with `-c` also through that
 config's `normalize:` rules and `drift:` settings. `--raw` compares the bytes' meaning as recorded.
+`--html FILE` writes the verdict and both tapes as one page (report/html.py's render_pair, the
+tapes as they were compared), checked by the outlet (the config's secrets with `-c`) first.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcptape.commands.output import JSON_STDOUT, print_report, write_output
+from mcptape.commands.output import JSON_STDOUT, check_html, print_report, write_output, write_page
 from mcptape.diff.compare import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
+from mcptape.errors import EXIT_SECRET
 from mcptape.logsafe import ci_log_block, escape_controls, safe_log, utf8
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import recording_notes
@@ -34,9 +37,11 @@ from mcptape.tape.format import Tape
 from mcptape.tape.lineage import is_fork_of
 from mcptape.tape.reader import read_pair
 from mcptape.tape.seal import require as require_sealed
+from mcptape.verdict.model import DiffResult
 from mcptape.volatility.normalize import Normalizer, canonical_order, session_paths
 
 if TYPE_CHECKING:
+    from mcptape.config.load import LoadedConfig
     from mcptape.config.models import DriftSettings
 
 
@@ -50,12 +55,14 @@ class Options:
     raw: bool = False  # no normalization at all
     config: str | None = None  # mcptape.yml whose normalize/drift rules apply
     allow_edited: bool = False  # read tapes that do not match their seal (tape/seal.py), and say so
+    html: str | None = None  # --html FILE: the verdict and both tapes as one page
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
         return cls(golden=args.a, fresh=args.b, json=args.json, conformance=bool(args.conformance),
                    exiting=bool(getattr(args, "exiting", False)), raw=bool(getattr(args, "raw", False)),
-                   config=getattr(args, "config", None), allow_edited=bool(getattr(args, "allow_edited", False)))
+                   config=getattr(args, "config", None), allow_edited=bool(getattr(args, "allow_edited", False)),
+                   html=getattr(args, "html", None))
 
 
 def run(options: Options) -> int:
@@ -63,6 +70,8 @@ def run(options: Options) -> int:
     gc.disable()
     drift: DriftSettings | None = None
     normalizer: Normalizer | None = None
+    loaded: LoadedConfig | None = None
+    check_html(options.html)
     if options.config is not None:
         from mcptape.config.load import load_config  # pydantic: only a diff that reads a config pays for it
 
@@ -78,6 +87,9 @@ def run(options: Options) -> int:
     golden, fresh = read_pair(options.golden, options.fresh)  # TapeError -> exit 3 in cli.py
     fork = _fork(golden, fresh, options)
     if fork is not None:
+        if options.html is not None:  # the page says what the terminal said: this pair is a fork, not drift
+            note = "the fresh tape (B) is a fork of the golden one (A), or A of B: a fork is not drift"
+            return _write_page(options, DiffResult(verdict="same"), golden, fresh, [note], loaded) or fork
         return fork
     # A refused discover probe leaves first: the canonical order would move its HTTP note away from it.
     golden, fresh = without_refused_probe(golden), without_refused_probe(fresh)
@@ -106,6 +118,8 @@ def run(options: Options) -> int:
             write_output(options.json, utf8(text), what="JSON verdict")
         else:
             write_atomic(options.json, utf8(text), what="JSON verdict")
+    if options.html is not None and _write_page(options, result, golden, fresh, notes, loaded):
+        return EXIT_SECRET
     if options.json != JSON_STDOUT:
         from mcptape.report.terminal import note_lines, render_diff  # rich, for this report only
 
@@ -122,6 +136,17 @@ def run(options: Options) -> int:
         sys.stderr.flush()
         os._exit(result.exit_code)
     return result.exit_code
+
+
+def _write_page(options: Options, result: DiffResult, golden: Tape, fresh: Tape, notes: list[str],
+                loaded: LoadedConfig | None) -> int:
+    """`--html FILE`: the pair's page, checked by the outlet (the config's secrets with -c): 0, or EXIT_SECRET."""
+    from mcptape.publish.outlet import Outlet  # the redactor, for --html only
+    from mcptape.report.html import render_pair  # jinja2 and rich, for --html only
+
+    assert options.html is not None
+    page = render_pair(result, golden, fresh, golden_path=options.golden, fresh_path=options.fresh, notes=notes)
+    return write_page(options.html, page, Outlet.for_config(loaded), "diff")
 
 
 def _fork(golden: Tape, fresh: Tape, options: Options) -> int | None:

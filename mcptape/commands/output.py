@@ -6,7 +6,8 @@ renders a rich report (report/terminal.py) on stdout for `diff`, `ls` and `show`
 GitHub job as logsafe.ci_log_block says. What a command writes that must be verified first goes
 through the outlet (publish/outlet.py) instead. `write_output` is what `--json FILE` means in every
 command that has it: FILE written atomically, or stdout for `-` (JSON_STDOUT); a command whose
---json goes to stdout prints its human report on stderr instead (`report_stream`).
+--json goes to stdout prints its human report on stderr instead (`report_stream`). `--html FILE`
+is always a file (`check_html`), written through the outlet (`write_page`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
 from mcptape import environment
+from mcptape.errors import EXIT_SECRET, ConfigError, SecretLeak
 from mcptape.logsafe import ci_log_block, inert_json, safe_log, utf8
 from mcptape.tape.atomic import write_atomic
 
@@ -69,3 +71,20 @@ def write_output(target: str, data: bytes, *, what: str, outlet: Outlet | None =
 def report_stream(*outputs: str | None) -> IO[str]:
     """Where the human report goes: stderr when one of the outputs is stdout (`--json -`), else stdout."""
     return sys.stderr if JSON_STDOUT in outputs else sys.stdout
+
+
+def write_page(target: str, page: str, outlet: Outlet, name: str) -> int:
+    """A page of `show`/`diff --html`, checked and written by `outlet`: 0, or EXIT_SECRET (nothing written)."""
+    try:
+        outlet.write(target, utf8(page), what="HTML page", where=f"HTML page {target}")
+    except SecretLeak as e:
+        print(f"mcptape {name}: {e}", file=sys.stderr)
+        return EXIT_SECRET
+    return 0
+
+
+def check_html(target: str | None) -> None:
+    """`--html` names a file: a page on stdout would only scroll past (and could not be framed for
+    a CI log the way JSON is), so `-` is refused before anything runs."""
+    if target == JSON_STDOUT:
+        raise ConfigError("--html -: the page is written to a file", hint="name one: --html report.html")

@@ -1,31 +1,43 @@
 """A run's report on its way out, for `mcptape ci` and `mcptape merge` alike: one path for both.
 
 Owns what happens once a RunReport exists: the terminal report, the files the options ask for
-(`--json`, `--junit`, `--summary`, `--sarif`), warnings about the run, and in a GitHub Actions job
+(`--json`, `--junit`, `--summary`, `--sarif`, `--html`), warnings about the run, and in a GitHub Actions job
 the job summary, annotations, step outputs and PR comment (publish/github.py's publish_run), all through
 one Outlet (publish/outlet.py), and the exit code of that part. The report itself is ci/'s (a run, or
 ci/merge.py's merged shards); how each format looks is report/'s.
+
+The HTML page also shows what the tapes hold (the drifted messages side by side, the surface
+before and after, each session's timeline), so the tapes are loaded here for it (`session_tapes`):
+each golden from the config's directory, each fresh one from what ci recorded (`FreshTape`) or,
+for merge, from where the shard kept it (`--out-dir`). A tape that cannot be read is said on the
+page, never a failed report.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mcptape import environment
 from mcptape.commands.output import JSON_STDOUT, report_stream, write_output
-from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak
+from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak, TapeError
 from mcptape.logsafe import utf8
-from mcptape.publish.github import command, publish_run
+from mcptape.publish.github import command, publish_run, render_context
 from mcptape.publish.outlet import Outlet
+from mcptape.report.html import render_run
+from mcptape.report.html_views import SessionTapes
 from mcptape.report.json_report import report_bytes
 from mcptape.report.junit import junit_xml
-from mcptape.report.markdown import render_summary
+from mcptape.report.markdown import Context, render_summary
 from mcptape.report.sarif import sarif_bytes
 from mcptape.report.terminal import render_run_text
+from mcptape.tape.format import Tape
+from mcptape.tape.reader import parse_tape_bytes, read_tape
+from mcptape.tape.timing import event_times, footer_times
 from mcptape.verdict.model import RunReport
 
 
@@ -37,16 +49,27 @@ class ReportFiles:
     junit: str | None = None
     summary: str | None = None
     sarif: str | None = None
+    html: str | None = None
+
+
+@dataclass(frozen=True)
+class FreshTape:
+    """A session's fresh tape as ci recorded it: the verified bytes (golden-ready) and its timing."""
+
+    data: bytes
+    timing: dict[str, Any] | None = None
 
 
 def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, config_path: str,
-          config_dir: Path, extra: str = "", warnings: Sequence[str] = ()) -> int:
+          config_dir: Path, extra: str = "", warnings: Sequence[str] = (),
+          fresh: Mapping[str, FreshTape] | None = None) -> int:
     """Show, write and publish `report`: 0, or the exit code of what failed (EXIT_SECRET if a
     secret survived: then nothing more leaves). The verdict's own exit code is the caller's.
 
     `name` is the command (`ci`, `merge`) its messages start with; `config_path` the config as the
-    job names it (the PR comment's key); `config_dir` where SARIF's paths start; `extra` more
-    terminal text; `warnings` are said after the files are written, before publishing.
+    job names it (the PR comment's key); `config_dir` where SARIF's paths and the golden tapes'
+    start; `extra` more terminal text; `warnings` are said after the files are written, before
+    publishing; `fresh` the fresh tapes ci has in hand, by session (the HTML page shows them).
     """
     stream = report_stream(files.json_report)
     outlet.commands_to = stream
@@ -58,6 +81,9 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
             text += f"\n{report.strength}\n"
         outlet.show(text, "terminal report", file=stream)
         _write(report, files, outlet, config_dir)
+        if files.html:
+            page = render_run(report, session_tapes(report, config_dir, fresh or {}), context=_context(config_path))
+            outlet.write(files.html, utf8(page), what="HTML report", where=f"HTML report {files.html}")
     except SecretLeak as e:
         print(f"mcptape {name}: {e}", file=sys.stderr)
         return EXIT_SECRET
@@ -87,3 +113,44 @@ def _write(report: RunReport, files: ReportFiles, outlet: Outlet, config_dir: Pa
     if files.sarif:
         data = sarif_bytes(report, config_dir=config_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."))
         outlet.write(files.sarif, data, what="SARIF report", where=f"SARIF report {files.sarif}")
+
+
+def _context(config_path: str) -> Context:
+    """Where the page is shown: in a GitHub job, linked to the commit and run as the comment is."""
+    if not environment.on_github_actions():
+        return Context()
+    return render_context(os.environ, config_path, os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
+
+
+def _read(path: Path, what: str, missing: list[str]) -> Tape | None:
+    try:
+        return read_tape(path)
+    except TapeError as e:
+        missing.append(f"The {what} tape could not be read: {e}")
+        return None
+
+
+def session_tapes(report: RunReport, config_dir: Path, fresh: Mapping[str, FreshTape]) -> dict[str, SessionTapes]:
+    """Each session's golden and fresh tape, as far as they can be had (module docstring)."""
+    out: dict[str, SessionTapes] = {}
+    for s in report.sessions:
+        missing: list[str] = []
+        golden = None
+        if s.golden and (config_dir / s.golden).is_file():
+            golden = _read(config_dir / s.golden, "golden", missing)
+        tape, times = None, None
+        kept = fresh.get(s.name)
+        if kept is not None:
+            try:
+                tape = parse_tape_bytes(kept.data, Path(s.fresh or f"{s.name} (fresh)"))
+                times = footer_times({"timing": kept.timing}) if kept.timing is not None else None
+            except TapeError as e:
+                missing.append(f"The fresh tape could not be read: {e}")
+        elif s.fresh and Path(s.fresh).is_file():
+            tape = _read(Path(s.fresh), "fresh", missing)
+            times = event_times(tape) if tape is not None else None
+        elif s.headline is not None:
+            missing.append("The fresh tape was not kept (`mcptape ci --out-dir DIR` keeps it): the drifted "
+                           "messages are shown from the findings alone.")
+        out[s.name] = SessionTapes(golden=golden, fresh=tape, fresh_times=times, missing=tuple(missing))
+    return out

@@ -1,9 +1,13 @@
-"""`mcptape show TAPE [--full] [--json FILE]`: one row per event of a tape (line, direction, kind, id, method, summary).
+"""`mcptape show TAPE [--full] [--json FILE] [--html FILE]`: one row per event of a tape (line, direction, kind, id, method, summary).
 
 With `--json FILE` (`-`: stdout) the same as JSON: the tape's header facts, then per event its
 line in the file and the event itself, whole (what the table shortens). A tape that carries timing
 (tape/timing.py) gets an `ms` column (an answer's latency; `+N` the gap since the last client
 message) and, in JSON, each event's `at_ms` and the calls' latencies; a fork names its parent.
+
+With `--html FILE` the tape is one self-contained page instead of the table (report/html.py: every
+message, filterable by direction, kind, method and tool, server requests under the call they came
+in, each task's status path), checked by the outlet (built-in detectors) before it is written.
 """
 
 from __future__ import annotations
@@ -17,9 +21,18 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from mcptape.commands.output import JSON_STDOUT, print_report, print_text, write_output
+from mcptape.commands.output import (
+    JSON_STDOUT,
+    check_html,
+    print_report,
+    print_text,
+    write_output,
+    write_page,
+)
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls, utf8
+from mcptape.publish.outlet import Outlet
+from mcptape.report.html import render_tape
 from mcptape.report.terminal import message_summary, rich_text
 from mcptape.tape.format import Tape
 from mcptape.tape.reader import read_tape, stream_tape_events
@@ -31,10 +44,11 @@ class Options:
     tape: str
     full: bool
     json: str | None = None
+    html: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(tape=args.tape, full=bool(args.full), json=args.json)
+        return cls(tape=args.tape, full=bool(args.full), json=args.json, html=getattr(args, "html", None))
 
 
 # Above this many events the table is printed in pieces as the tape is read (stream_tape_events):
@@ -44,7 +58,13 @@ STREAM_ROWS = 2000
 
 
 def run(options: Options) -> int:
-    """`mcptape show TAPE [--full] [--json FILE]`: one row per event."""
+    """`mcptape show TAPE [--full] [--json FILE] [--html FILE]`: one row per event."""
+    if options.html is not None:
+        check_html(options.html)
+        tape = read_tape(options.tape)
+        code = write_page(options.html, render_tape(tape, path=options.tape), Outlet.for_config(None), "show")
+        if code or options.json is None:
+            return code
     if options.json is None:
         tape, count, events = stream_tape_events(options.tape)
         if count > STREAM_EVENTS:

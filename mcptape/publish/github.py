@@ -191,6 +191,7 @@ def render_context(env: Mapping[str, str], config_path: str, workspace: str) -> 
         action_repository=action_repo,
         action_ref=action_ref,
         artifact=env.get("MCPTAPE_ARTIFACT") or None,
+        html_report=env.get("MCPTAPE_HTML") or None,
         # action.yml attests the artifact's tapes (input attest): the accept commands verify them.
         attested_repo=repo if environment.flag("MCPTAPE_ATTEST", env) and env.get("MCPTAPE_ARTIFACT") and base else None,
     )

@@ -36,6 +36,7 @@ from urllib.parse import quote
 
 from mcptape.jsonrpc import dumps
 from mcptape.report import surface_notes
+from mcptape.report.anchors import session_anchor
 from mcptape.report.md_safe import MARKER_RE, clip, code_span, comment_marker, fenced, html_text, one_line
 from mcptape.tape.view import view_path
 from mcptape.verdict.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
@@ -86,6 +87,7 @@ class Context:
     action_repository: str = DEFAULT_ACTION_REPOSITORY
     action_ref: str = DEFAULT_ACTION_REF
     artifact: str | None = None  # name of the workflow artifact holding the fresh tapes and report
+    html_report: str | None = None  # the HTML report's file name in that artifact (`report.html`)
     attested_repo: str | None = None  # owner/name whose artifact attestations cover the artifact's tapes
 
     def config_shown(self, report: RunReport) -> str:
@@ -252,11 +254,16 @@ _LISTED_WORD = {"tools": "tool", "prompts": "prompt", "resources": "resource", "
 _PLAIN_TEXT_RESULT = "result.content[0].text"
 
 
-def _value(value: Any) -> str:
-    return code_span(_show_value(value), max_chars=80)
+# How a rendering quotes untrusted text inside its own words: markdown's code_span here;
+# report/html.py passes its own, so a drift reads in the same words on every page.
+Code = Callable[..., str]
 
 
-def call_words(call: CallRef | None) -> str:
+def _value(value: Any, code: Code = code_span) -> str:
+    return code(_show_value(value), max_chars=80)
+
+
+def call_words(call: CallRef | None, code: Code = code_span) -> str:
     """The call as a client writes it: `add(a=2, b=3)` for a tool, the method and name otherwise."""
     if call is None:
         return "the session"
@@ -266,17 +273,18 @@ def call_words(call: CallRef | None) -> str:
             inner = ", ".join(f"{k}={dumps(v)}" for k, v in args.items())
         else:
             inner = "" if args is None else dumps(args)
-        return code_span(f"{call.name}({inner})", max_chars=100)
-    return code_span(call.method + (f" {call.name}" if call.name else ""), max_chars=100)
+        return code(f"{call.name}({inner})", max_chars=100)
+    return code(call.method + (f" {call.name}" if call.name else ""), max_chars=100)
 
 
-def in_words(drift: Drift) -> str:
+def in_words(drift: Drift, code: Code = code_span) -> str:
     """What the drift changes for a client, in one line of our words around code spans
     (`add` now requires `c`: calls without it break). The words are the drift table's phrases
     (verdict/vocabulary.py): the first of its kind's phrases whose places this finding fills.
-    Untrusted names and values only ever fill a place, as code spans."""
+    Untrusted names and values only ever fill a place, as spans made by `code` (markdown's
+    code_span; the HTML report's own)."""
     f = drift.headline_finding
-    places = _places(drift)
+    places = _places(drift, code)
     for phrase in (*drift_kind(f.category, f.kind).phrases, DEFAULT_PHRASE):
         names = [name for _, name, _, _ in Formatter().parse(phrase) if name]
         if all(places.get(name) is not None for name in names):
@@ -284,32 +292,32 @@ def in_words(drift: Drift) -> str:
     raise AssertionError("DEFAULT_PHRASE has a place every finding fills")  # pragma: no cover
 
 
-def _places(drift: Drift) -> dict[str, str | None]:
+def _places(drift: Drift, code: Code = code_span) -> dict[str, str | None]:
     """The places of the drift table's phrases this drift fills (None: it has nothing for that place)."""
     f = drift.headline_finding
     prop = _TOOL_PROPERTY.search(f.path)
     listed = _LISTED.match(f.path)
     rest = listed.group("rest") if listed else None  # "" for the item itself, ".description" for a member
-    name = code_span(listed.group("name"), max_chars=80) if listed else None
+    name = code(listed.group("name"), max_chars=80) if listed else None
     message = f.message
     error = f.after if isinstance(f.after, dict) else {}
     shown = " ".join(str(error[k]) for k in ("code", "message") if k in error)
     where = f"{f.path} " if f.path else ""
     both = f.before is not None and f.after is not None
     return {
-        "call": call_words(drift.call),
-        "what": code_span(message, max_chars=200),
-        "detail": code_span(where + message, max_chars=200),
+        "call": call_words(drift.call, code),
+        "what": code(message, max_chars=200),
+        "detail": code(where + message, max_chars=200),
         "noun": _LISTED_WORD[listed.group("list")] if listed else "tool",
         "item": name if rest == "" else None,
-        "tool": code_span(prop.group("tool"), max_chars=80) if prop else None,
-        "required": code_span(prop.group("prop"), max_chars=80) if prop and "required" in message else None,
-        "optional": code_span(prop.group("prop"), max_chars=80) if prop and "optional" in message else None,
+        "tool": code(prop.group("tool"), max_chars=80) if prop else None,
+        "required": code(prop.group("prop"), max_chars=80) if prop and "required" in message else None,
+        "optional": code(prop.group("prop"), max_chars=80) if prop and "optional" in message else None,
         "described": name if rest == ".description" and both else None,
-        "before": _value(f.before) if both else None,
-        "after": _value(f.after) if both else None,
-        "at": "" if f.path in ("", _PLAIN_TEXT_RESULT) else f" at {code_span(f.path, max_chars=100)}",
-        "error": code_span(shown, max_chars=100) if shown else None,
+        "before": _value(f.before, code) if both else None,
+        "after": _value(f.after, code) if both else None,
+        "at": "" if f.path in ("", _PLAIN_TEXT_RESULT) else f" at {code(f.path, max_chars=100)}",
+        "error": code(shown, max_chars=100) if shown else None,
     }
 
 
@@ -403,7 +411,8 @@ def _said_whole(error: str) -> bool:
     return one_line(error, FAILED_LINE_CHARS + 1) == error and len(error) <= FAILED_LINE_CHARS
 
 
-def _counts(report: RunReport) -> str:
+def counts_line(report: RunReport) -> str:
+    """"3 sessions, 1 drifted, 2 unchanged": the counts under a report's title (here and report/html.py)."""
     n = len(report.sessions)
     bad = [s for s in report.sessions if s.verdict in ("output", "structural", "error", "secret")]
     drifted = sum(1 for s in bad if s.verdict in ("output", "structural"))
@@ -418,7 +427,7 @@ def _counts(report: RunReport) -> str:
 
 def _reflects(report: RunReport, ctx: Context) -> str:
     """The small line under the title: which commit this is about and which run said so."""
-    parts = [_counts(report)]
+    parts = [counts_line(report)]
     if report.compared:  # no goldens: what the reference was (ci/baseline.py); its text is ours, refs in code spans
         parts.append(_compared(report.compared))
     if ctx.commit:
@@ -426,6 +435,8 @@ def _reflects(report: RunReport, ctx: Context) -> str:
         parts.append(f"at commit [{sha}]({ctx.commit_url})" if ctx.commit_url else f"at commit {sha}")
     if ctx.run_url:
         parts.append(f"[workflow run]({ctx.run_url})")
+    if ctx.html_report and ctx.artifact:
+        parts.append(f"HTML report {code_span(ctx.html_report, max_chars=80)} in artifact {code_span(ctx.artifact, max_chars=120)}")
     if report.shard:
         parts.append(f"shard {code_span(report.shard, max_chars=20)}")
     return "<sub>" + " · ".join(parts) + "</sub>"
@@ -496,6 +507,8 @@ def session_details(s: SessionResult, ctx: Context, limits: Limits, *, compact: 
         url = ctx.golden_url(s.golden, line)
         label = code_span(path + (f":{line}" if line else ""), max_chars=200)
         parts += [f"Golden tape: {f'[{label}]({url})' if url else label}", ""]
+    if ctx.html_report and ctx.artifact:  # a page inside an artifact cannot be linked to: named, for who opens it
+        parts += [f"In the HTML report: {code_span(f'{ctx.html_report}#{session_anchor(s.name)}', max_chars=200)}", ""]
     head = s.headline
     if s.diff is not None and head is not None:
         if compact:
@@ -535,18 +548,33 @@ def _sh_lines(words: list[str], width: int = 90) -> str:
     return "\n".join(lines)
 
 
-def accept_instructions(report: RunReport, ctx: Context | None = None) -> str:
-    """How to accept the drift, correct from the repository root: re-record locally, or take the
-    fresh tapes from the run's artifact when the server needs what only CI has (secrets)."""
-    ctx = ctx or Context()
+def _golden_dirs(report: RunReport, ctx: Context) -> tuple[list[SessionResult], list[str]]:
     drifted = [s for s in report.sessions if s.golden and s.verdict in ("output", "structural")]
-    golden_dirs = sorted({posixpath.dirname(ctx.golden_path(s.golden)) or "." for s in drifted if s.golden})
+    return drifted, sorted({posixpath.dirname(ctx.golden_path(s.golden)) or "." for s in drifted if s.golden})
+
+
+def _git_add(golden_dirs: list[str]) -> str:
+    return _sh_lines(["git", "add", *[d.rstrip("/") + "/" for d in golden_dirs]] if golden_dirs else ["git", "add", "-A"])
+
+
+def accept_commands(report: RunReport, ctx: Context | None = None) -> str:
+    """The shell commands that accept the drift locally, from the repository root: install,
+    re-record, add the golden tapes, commit (the comment's and the HTML report's)."""
+    ctx = ctx or Context()
     config = ctx.config_arg or report.config
     run = f"mcptape ci -c {shlex.quote(config)} --update-golden"
     if ctx.run_dir not in ("", "."):
         run = f"(cd {shlex.quote(ctx.run_dir)} && {run})"
-    add = _sh_lines(["git", "add", *[d.rstrip("/") + "/" for d in golden_dirs]] if golden_dirs else ["git", "add", "-A"])
-    local = "\n".join([ctx.install_line(), run, add, "git commit -m 'Accept MCP drift'"])
+    return "\n".join([ctx.install_line(), run, _git_add(_golden_dirs(report, ctx)[1]), "git commit -m 'Accept MCP drift'"])
+
+
+def accept_instructions(report: RunReport, ctx: Context | None = None) -> str:
+    """How to accept the drift, correct from the repository root: re-record locally, or take the
+    fresh tapes from the run's artifact when the server needs what only CI has (secrets)."""
+    ctx = ctx or Context()
+    drifted, golden_dirs = _golden_dirs(report, ctx)
+    add = _git_add(golden_dirs)
+    local = accept_commands(report, ctx)
     parts = [
         "<details>",
         "<summary><b>Intended change? How to accept it</b></summary>",

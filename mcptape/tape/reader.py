@@ -1,6 +1,7 @@
 """Reading tapes: the one reader every command uses, whole, in pairs, or streamed.
 
     read_tape(path)     a Tape, every line parsed (show, ls, ci's goldens, merge ...)
+    parse_tape_bytes    the same from bytes in hand (ci's fresh tapes, for the HTML report)
     read_pair(a, b)     two tapes, the fresh one sharing the golden's event objects (diff)
     TapeStream(path)    header, footer and up-front checks now, events as they are needed (play)
     stream_tape_events  header and footer, then events once in order, not kept (show of a huge tape)
@@ -93,6 +94,13 @@ def _split(p: Path, data: bytes) -> TapeLines:
 def read_tape(path: str | os.PathLike[str]) -> Tape:
     """Read a tape; a missing footer is allowed (cut short), an unknown format version is not."""
     return parse_tape(read_lines(path))
+
+
+def parse_tape_bytes(data: bytes, path: str | os.PathLike[str]) -> Tape:
+    """A tape from bytes in hand (ci's fresh tape, never written when no --out-dir keeps it), as
+    read_tape reads it; `path` names it in errors."""
+    p = Path(path)
+    return parse_tape(_split(p, data))
 
 
 def stream_tape_events(path: str | os.PathLike[str], batch: int = 4096) -> tuple[Tape, int, Iterator[tuple[int, dict[str, Any]]]]:
