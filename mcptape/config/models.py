@@ -122,8 +122,7 @@ MAX_SESSION_NAME = 150  # a file name has 255 bytes; mcptape adds `@VERSION`, `.
 
 
 def _no_nul(value: Any, what: str, at: tuple[str | int, ...] = ()) -> Any:
-    """What the OS is given (argv, environment, headers, paths) cannot hold a NUL: said here, with the
-    file and line, not as an internal error when the process or the path is made."""
+    """What the OS is given (argv, env, headers, paths) holds no NUL: said here, not when a process starts."""
     if isinstance(value, str) and "\x00" in value:
         raise _fail(f"{what} holds a NUL byte (\\0), which no program, environment or path can hold; remove it", at=at)
     return value
@@ -479,8 +478,8 @@ class ClientSettings(_Strict):
 class Session(_Strict):
     """One scripted client session against one server; its golden tape is `<golden_dir>/<name>`."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="also the golden tape's file name",
-                      json_schema_extra={"maxLength": MAX_SESSION_NAME})
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=MAX_SESSION_NAME,
+                      description="also the golden tape's file name")
     server: str = Field(description="a key of `servers`")
     steps: list[Step] = Field(description="what the client does, in order")
     client: ClientSettings | None = Field(default=None, description="overrides the top-level client block")
@@ -495,14 +494,6 @@ class Session(_Strict):
     def _some_steps(cls, v: list[Step]) -> list[Step]:
         if not v:
             raise _fail("the session has no steps; add at least one, e.g. `- list_tools`")
-        return v
-
-    @field_validator("name")
-    @classmethod
-    def _fits_a_file_name(cls, v: str) -> str:
-        if len(v) > MAX_SESSION_NAME:
-            raise _fail(f"the name is {len(v)} characters long; it is also the golden tape's file name, which file "
-                        f"systems keep short: at most {MAX_SESSION_NAME} characters. Shorten it")
         return v
 
 

@@ -394,9 +394,10 @@ def test_ci_shows_what_a_hostile_server_says_escaped(hostile: Path) -> None:
 def test_every_report_file_and_the_golden_view_show_a_hidden_instruction_escaped(hostile: Path) -> None:
     """One hostile server's text (tool names with controls and bidi, descriptions ending in tag
     characters, a result holding all of them) through every renderer ci writes: the JSON report, JUnit,
-    SARIF, the job summary, the PR comment (its diff block) and the golden's review view."""
+    SARIF, the job summary, the HTML report, the PR comment (its diff block) and the golden's review view."""
     env = {"VARIANT": "hostile_names", "TEXT": HOSTILE_TEXT}
-    files = {"json": "report.json", "junit": "report.xml", "sarif": "report.sarif", "summary": "summary.md"}
+    files = {"json": "report.json", "junit": "report.xml", "sarif": "report.sarif", "summary": "summary.md",
+             "html": "report.html"}
     proc = run("ci", "-c", "mcptape.yml", *[x for k, v in files.items() for x in (f"--{k}", v)], cwd=hostile, env=env)
     assert proc.returncode == 2, out(proc)
     assert_inert(proc.stdout + proc.stderr, shown=[*ESCAPED, SHOWN_TAG])  # the terminal
