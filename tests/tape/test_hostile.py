@@ -85,7 +85,7 @@ def test_an_event_whose_kind_is_not_a_name_is_an_unreadable_tape(tmp_path: Path,
     assert listed.returncode == 0 and b"an event whose kind is" in listed.stdout
 
 
-@pytest.mark.parametrize(("key", "value"), [("method", '["tools/list"]'), ("method", "7"), ("dir", '{"a":1}')])
+@pytest.mark.parametrize(("key", "value"), [("method", '["tools/list"]'), ("dir", '{"a":1}')])
 def test_an_event_whose_method_or_dir_is_not_a_name_is_an_unreadable_tape(tmp_path: Path, key: str, value: str) -> None:
     # An edited tape read with --allow-edited: diff ended as "internal error in diff: unhashable type:
     # 'list'" in its pagination merge; said here with the line, as for `kind`.
