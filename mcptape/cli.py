@@ -265,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "called (by default init calls each one named like a query once, and keeps those that answer)")
     init.add_argument("--no-trial", action="store_true",
                       help="do not run the written session twice to find volatile values (normalize rules)")
+    init.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                      help="seconds one step may take, the server's start included (default 30), for init's listing, "
+                      "probes and trial runs; written as the session's step_timeout, so ci waits as long")
     init.add_argument("server", nargs=argparse.REMAINDER, help="-- <server command...>")
     check = sub.add_parser("check", help="validate mcptape.yml without starting any server")
     check.add_argument("-c", "--config", default="mcptape.yml", help="config file (default: mcptape.yml)")

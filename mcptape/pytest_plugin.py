@@ -3,10 +3,10 @@
 Owns the marker `@pytest.mark.mcptape(tape=..., server=[...] | url=...)`, the fixture
 `mcptape_server` (the argv or URL a test's MCP client connects to), the record modes
 (`--mcptape-record-mode`, ini `mcptape_record_mode`, env `MCPTAPE_RECORD_MODE`, as vcrpy's and
-pytest-recording's) and the end-of-session report of recordings no test used. Serving a tape is
-`mcptape play`'s, recording `mcptape rec`'s, going live for what a tape lacks `play --fallback`'s:
-the fixture only says which of them runs, so a test's client talks to the same processes a user
-would start by hand.
+pytest-recording's; the library's RecordMode, api/modes.py) and the end-of-session report of
+recordings no test used. Serving and recording are the library's `mcptape.replay` (api/serving.py),
+which runs `mcptape play`, `mcptape rec` and `play --fallback` themselves: the fixture reads the
+marker and the mode, and turns what the replay found into a test's outcome.
 
 Record modes:
     none          play only (the default): a missing tape fails the test; a call the tape lacks
@@ -25,36 +25,34 @@ Recording in CI (environment.in_ci: CI=true, 1, yes ...) is refused unless `--mc
 MCPTAPE_ALLOW_RECORD_IN_CI=1) says so, as `mcptape ci --update-golden` is.
 
 Loaded in every pytest run of an environment mcptape is installed in, so it imports nothing
-heavy: no mcptape module at load time, the SDK only when a test asks `stdio_parameters()`.
+heavy: of mcptape only the record modes (stdlib) at load time, the library when a test uses the
+fixture, the SDK only when a test asks `stdio_parameters()`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import signal
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-RECORD_MODES = ("none", "once", "new_episodes", "all")
+from mcptape.api.modes import Action, RecordMode
+from mcptape.errors import McptapeError
+
+if TYPE_CHECKING:
+    from mcptape.api.endpoint import PlayReport
+
+RECORD_MODES = tuple(mode.value for mode in RecordMode)
 MODE_VARIABLE = "MCPTAPE_RECORD_MODE"
 ALLOW_CI_VARIABLE = "MCPTAPE_ALLOW_RECORD_IN_CI"
 TAPE_SUFFIX = ".tape.jsonl"  # tape/format.py's; repeated here to keep the plugin's load free of mcptape
-LISTEN_TIMEOUT = 30.0
-STOP_TIMEOUT = 15.0
 MARKER_ARGS = ("tape", "server", "url", "lenient", "ignore_args", "match_on", "allow_reuse", "faults", "fault_seed",
                "pace", "fork")
 _UNUSED_KEY = pytest.StashKey[list[tuple[str, str, list[str]]]]()
-_CALL_FAILED = pytest.StashKey[bool]()
+_CALL_PASSED = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -90,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
     record_mode(config)  # a mode that is none of the four stops the run at once, not at its first test
 
 
-def record_mode(config: pytest.Config) -> str:
+def record_mode(config: pytest.Config) -> RecordMode:
     """The record mode: the option, else MCPTAPE_RECORD_MODE, else the ini setting, else none."""
     from mcptape import environment  # a few lines of stdlib: the plugin's load stays light
 
@@ -98,17 +96,13 @@ def record_mode(config: pytest.Config) -> str:
     mode = str(mode or "none").strip()
     if mode not in RECORD_MODES:
         raise pytest.UsageError(f"mcptape record mode {mode!r}: expected one of {', '.join(RECORD_MODES)}")
-    return mode
+    return RecordMode(mode)
 
 
 def default_tape(test_file: Path, test_name: str) -> Path:
     """`tapes/<test module>/<test name>.tape.jsonl` beside the test file (a parametrized id kept readable)."""
     safe = re.sub(r"[^\w.\-\[\]]+", "_", test_name).strip("_") or "test"
     return test_file.parent / "tapes" / test_file.stem / f"{safe}{TAPE_SUFFIX}"
-
-
-def _mcptape() -> list[str]:
-    return [sys.executable, "-m", "mcptape"]
 
 
 @dataclass
@@ -119,10 +113,9 @@ class McptapeServer:
     """
 
     tape: Path
-    mode: str  # what this test does: "play", "record" or "fallback"
+    mode: Action  # what this test does: "play", "record" or "fallback"
     command: list[str] = field(default_factory=list)
     url: str | None = None
-    report_path: Path | None = None  # play --report, read after the test
 
     def stdio_parameters(self, **kwargs: Any) -> Any:
         """The official SDK's `StdioServerParameters` for `command` (needs `pip install mcp`)."""
@@ -133,8 +126,9 @@ class McptapeServer:
         return StdioServerParameters(command=self.command[0], args=self.command[1:], **kwargs)
 
 
-def _plan(request: pytest.FixtureRequest) -> tuple[Path, str, dict[str, Any]]:
-    """The tape, what to do with it (play, record, fallback) and the marker's options."""
+def _plan(request: pytest.FixtureRequest) -> tuple[Path, RecordMode, Action, dict[str, Any]]:
+    """The tape, the record mode, what it does with the tape (play, record, fallback) and the
+    marker's options; what the mode cannot do here fails the test, in the plugin's words."""
     marker = request.node.get_closest_marker("mcptape")
     options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     unknown = set(options) - set(MARKER_ARGS)
@@ -149,12 +143,7 @@ def _plan(request: pytest.FixtureRequest) -> tuple[Path, str, dict[str, Any]]:
         tape = test_file.parent / tape
     mode = record_mode(request.config)
     exists = tape.exists()
-    if mode == "none" or (mode == "once" and exists):
-        action = "play"
-    elif mode == "new_episodes" and exists:
-        action = "fallback"
-    else:
-        action = "record"
+    action = mode.action(exists)
     if action == "play" and not exists:
         pytest.fail(
             f"mcptape: no tape at {tape} (record mode none plays only); record it with "
@@ -178,188 +167,54 @@ def _plan(request: pytest.FixtureRequest) -> tuple[Path, str, dict[str, Any]]:
     if options.get("fork") is not None and action != "play":
         pytest.fail(f"mcptape: fork= plays a fork of a recorded tape; record mode {mode} would record {tape} "
                     "instead (record it first, then play the fork with record mode none)", pytrace=False)
-    if action != "record":
-        _check_play_options(options)
-    return tape, action, options
-
-
-def _check_play_options(options: dict[str, Any]) -> None:
-    """The marker's play options checked as `mcptape play` checks them, before play starts: a typo in
-    `faults=` or `pace=` fails the test's setup naming the marker, where play's exit 3 would reach
-    the test's client only as a closed connection."""
-    from mcptape.errors import McptapeError  # at setup, not at the plugin's load (module docstring)
-    from mcptape.replay.faults import parse_faults
-    from mcptape.replay.pacing import parse_pace
-
-    problem: tuple[str, str] | None = None  # (the argument, why): failed outside the except blocks,
-    faults = options.get("faults") or ()     # so the test's error is the marker's alone, not a chain
-    try:
-        parse_faults([str(rule) for rule in ([faults] if isinstance(faults, str) else faults)])
-    except McptapeError as e:
-        problem = "faults", str(e)
-    except TypeError:
-        problem = "faults", "a rule (a string) or a list of rules such as ['tool=add,error=-32000:quota']"
-    if problem is None and options.get("pace"):
-        try:
-            parse_pace(str(options["pace"]))
-        except McptapeError as e:
-            problem = "pace", str(e)
-    seed = options.get("fault_seed")
-    if problem is None and seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        problem = "fault_seed", "an integer: the seed of the faults' draws (the same seed, the same draws)"
-    if problem is None and options.get("match_on") not in (None, "params", "name"):
-        problem = "match_on", "'params' (the default) or 'name'"
-    if problem is not None:
-        argument, why = problem
-        pytest.fail(f"@pytest.mark.mcptape({argument}={options[argument]!r}): {why}", pytrace=False)
-
-
-def _fork(tape: Path, spec: Any, where: Path) -> Path:
-    """`mcptape fork` of `tape` per the marker's `fork=` spec, into `where`; the fork's path."""
-    if not isinstance(spec, dict) or not isinstance(spec.get("at"), int):
-        pytest.fail('mcptape: fork= takes a dict such as {"at": 3, "error": "-32000:quota"} '
-                    '(or "result": {...}, "drop": True; "cut": True)', pytrace=False)
-    out = where / f"fork{TAPE_SUFFIX}"
-    argv = [*_mcptape(), "fork", str(tape), "--at", str(spec["at"]), "-o", str(out)]
-    if "error" in spec:
-        argv.append(f"--error={spec['error']}")  # joined: a code such as -32000 would read as an option
-    elif "result" in spec:
-        argv.append(f"--result={json.dumps(spec['result'])}")
-    elif spec.get("drop"):
-        argv.append("--drop")
-    if spec.get("cut"):
-        argv.append("--cut")
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.fail(f"mcptape: fork= {spec!r}: {done.stderr.strip()}", pytrace=False)
-    return out
-
-
-def _play_options(options: dict[str, Any]) -> list[str]:
-    argv: list[str] = []
-    faults = options.get("faults") or ()
-    for rule in [faults] if isinstance(faults, str) else faults:
-        argv += ["--fault", str(rule)]
-    if options.get("fault_seed") is not None:
-        argv += ["--fault-seed", str(int(options["fault_seed"]))]
-    if options.get("pace"):
-        argv += ["--pace", str(options["pace"])]
-    if options.get("lenient"):
-        argv.append("--lenient")
-    for path in options.get("ignore_args") or ():
-        argv += ["--ignore-arg", str(path)]
-    if options.get("match_on"):
-        argv += ["--match-on", str(options["match_on"])]
-    if options.get("allow_reuse"):
-        argv.append("--allow-reuse")
-    return argv
+    return tape, mode, action, options
 
 
 @pytest.fixture
-def mcptape_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McptapeServer]:
+def mcptape_server(request: pytest.FixtureRequest) -> Iterator[McptapeServer]:
     """The MCP server of this test, served from its tape (see the module docstring for the modes)."""
-    tape, action, options = _plan(request)
-    server = [str(word) for word in options.get("server") or ()]
-    url = options.get("url")
-    scratch = tmp_path_factory.mktemp("mcptape")
-    report = scratch / "play-report.json"
-    played = _fork(tape, options["fork"], scratch) if options.get("fork") is not None else tape
+    from mcptape.api.serving import replay  # the library: only a test that uses the fixture loads it
+
+    tape, mode, action, options = _plan(request)
     if action == "record":
         tape.parent.mkdir(parents=True, exist_ok=True)
         tape.unlink(missing_ok=True)  # `all` re-records: a run that fails midway leaves no stale tape
-    if url:
-        yield from _http(played, action, str(url), options, report)
-    else:
-        if action == "record":
-            command = [*_mcptape(), "rec", "--out", str(tape), "--name", tape.name.removesuffix(TAPE_SUFFIX), "--", *server]
-        elif action == "fallback":
-            command = [*_mcptape(), "play", str(tape), *_play_options(options), "--report", str(report), "--fallback", "--", *server]
-        else:
-            command = [*_mcptape(), "play", str(played), *_play_options(options), "--report", str(report)]
-        yield McptapeServer(tape, action, command, report_path=None if action == "record" else report)
-    if action != "record":
-        _after_replay(request, tape, report)
+    lab = {key: value for key, value in options.items() if key != "tape" and value is not None}
+    if isinstance(lab.get("faults"), str):
+        lab["faults"] = [lab["faults"]]
+    if "server" in lab:
+        lab["server"] = [str(word) for word in lab["server"]]
+    served = None
+    try:
+        # Recording in CI was refused above, in the plugin's words (the option that allows it).
+        with replay(tape, record_mode=mode, allow_record_in_ci=True, **lab) as served:
+            yield McptapeServer(tape, served.action, served.argv, url=served.url)
+    except McptapeError as e:
+        # Before the test: the marker asks what play cannot do (a bad fault rule, an unreadable tape).
+        # After it: what the replay found (a miss the client swallowed, a recording that failed),
+        # which a test that did not pass has said already, or caused.
+        if served is None or request.node.stash.get(_CALL_PASSED, False):
+            pytest.fail(f"mcptape: {e}", pytrace=False)
+    if served is not None and action != "record" and request.node.stash.get(_CALL_PASSED, False):
+        _note_unused(request, tape, served.reports)
 
 
-def _http(tape: Path, action: str, url: str, options: dict[str, Any], report: Path) -> Iterator[McptapeServer]:
-    """A streamable HTTP endpoint for the test: play --listen of the tape (with --fallback-url `url` in
-    new_episodes), or rec --listen in front of `url`."""
-    if action == "record":  # the recording proxy forwards each path as it is: the client asks the server's
-        argv = [*_mcptape(), "rec", "--listen", "127.0.0.1:0", "--upstream", url, "--out", str(tape),
-                "--name", tape.name.removesuffix(TAPE_SUFFIX)]
-        path = urlsplit(url).path or "/"
-    else:
-        argv = [*_mcptape(), "play", str(tape), *_play_options(options), "--report", str(report), "--listen", "127.0.0.1:0"]
-        if action == "fallback":
-            argv += ["--fallback-url", url]
-        path = "/mcp"
-    with _Listening(argv, path) as endpoint:
-        yield McptapeServer(tape, action, [], url=endpoint, report_path=None if action == "record" else report)
-
-
-class _Listening:
-    """Run an `mcptape ... --listen 127.0.0.1:0` process; its URL (the port it says, `path`) read off
-    its stderr; SIGINT to stop, so it writes its tape's footer or its report."""
-
-    def __init__(self, argv: list[str], path: str) -> None:
-        self.argv = argv
-        self.path = path
-        self.stderr: list[str] = []
-        self._found = threading.Event()
-        self.url = ""
-
-    def __enter__(self) -> str:
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._read, daemon=True).start()
-        deadline = time.monotonic() + LISTEN_TIMEOUT
-        while not self._found.wait(0.05):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.__exit__()
-                pytest.fail(f"mcptape: {' '.join(self.argv[2:4])} did not start listening: {''.join(self.stderr)}", pytrace=False)
-        return self.url
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line)
-            found = re.search(r"http://127\.0\.0\.1:\d+", line)  # the first URL is its own
-            if found and not self.url:
-                self.url = found.group(0) + self.path
-                self._found.set()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+def _note_unused(request: pytest.FixtureRequest, tape: Path, reports: list[PlayReport]) -> None:
+    """Recordings a passing test never asked for, for the end of the run (HTTP: a recording used by
+    any client session was used)."""
+    if not reports:
+        return  # the test never started its client
+    unused = sorted(set.intersection(*(set(r.unused) for r in reports)))
+    if unused:
+        request.config.stash[_UNUSED_KEY].append((request.node.nodeid, str(tape), unused))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if report.when == "call":
-        item.stash[_CALL_FAILED] = report.failed
+        item.stash[_CALL_PASSED] = report.passed
     return report
-
-
-def _after_replay(request: pytest.FixtureRequest, tape: Path, report: Path) -> None:
-    """After a replayed test that passed: a miss the client swallowed still fails it; unused recordings
-    are noted. A test that failed already said what went wrong (a miss is an error its client saw)."""
-    if not report.exists() or request.node.stash.get(_CALL_FAILED, True):
-        return  # the test never started its client, or it failed (its unused recordings say nothing)
-    sessions = json.loads(report.read_text(encoding="utf-8")).get("sessions", [])
-    misses = [m for s in sessions for m in s.get("misses", [])]
-    unused = sorted({u for s in sessions for u in s.get("unused", [])}) if sessions else []
-    if len(sessions) > 1:  # HTTP: a recording used by any session was used
-        unused = sorted(set.intersection(*(set(s.get("unused", [])) for s in sessions)))
-    if unused:
-        request.config.stash[_UNUSED_KEY].append((request.node.nodeid, str(tape), unused))
-    if misses:
-        lines = "\n".join(f"  {m['call']}: {m['why']}" for m in misses)
-        pytest.fail(f"mcptape: {len(misses)} request(s) the tape {tape} could not answer:\n{lines}", pytrace=False)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -64,6 +64,15 @@ LAZY = {
     ("mcptape.commands.play", "mcptape.tape.atomic"): "tempfile, for --report only",
     ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
     ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",
+    ("mcptape.pytest_plugin", "mcptape.api.serving"): "the library, only when a test uses the mcptape_server fixture",
+    ("mcptape.api.child", "mcptape.cli"): "the command line, in the stdio child only (serving.py reads its file names)",
+    ("mcptape.api.endpoint", "mcp"): "the official SDK: the library's client side only, and mcptape does not depend on it",
+    ("mcptape.api.endpoint", "mcp.client.session_group"): "the SDK's parameter objects, when asked for",
+    ("mcptape.api.endpoint", "mcp.client.stdio"): "the SDK's stdio client, for client_session() over stdio only",
+    ("mcptape.api.endpoint", "mcp.client.streamable_http"): "the SDK's HTTP client, for client_session() over HTTP only",
+    ("mcptape.api.endpoint", "mcptape.api.sdk_streams"): "anyio and the SDK's streams, for in-memory replays only",
+    ("mcptape.api.serving", "mcptape.record.http"): "httpx, for HTTP recordings only",
+    ("mcptape.api.serving", "mcptape.replay.http"): "http.server and the HTTP framing, for HTTP replays only",
     ("mcptape.pytest_plugin", "mcptape.environment"): "the plugin loads in every pytest run: no mcptape module until a test asks",
     ("mcptape.replay.matching", "mcptape.volatility.normalize"): "the JSON path evaluator (dataclasses), for --ignore-arg only",
     ("mcptape.commands.play", "mcptape.publish.telemetry"): "the trace export, for --otel only",
@@ -120,8 +129,13 @@ def owner(module: str) -> str:
 
 
 def graph() -> dict[str, set[str]]:
+    """Who imports whom. The root package is two things: `__version__` (layer 0, which any module may
+    import) and the door of the library, whose names load their modules only when first asked for
+    (PEP 562) and are imported for type checkers only: its edges are not imports of layer 0."""
     edges: dict[str, set[str]] = defaultdict(set)
     for importer, imported, _, _ in imports():
+        if importer == "mcptape":
+            continue
         if imported.startswith("mcptape") and owner(imported) != importer:
             edges[importer].add(owner(imported))
     return edges

@@ -52,7 +52,10 @@ HOSTED = {"mcptape/pytest_plugin.py": {"pytest", "mcp"}}
 # Modules whose third-party imports an optional extra provides: publish/telemetry.py imports the
 # OpenTelemetry SDK only under --otel, and says `pip install 'mcptape[otel]'` when it is missing
 # (tests/publish/test_telemetry.py). Each such import must come from a distribution of that extra.
-OPTIONAL = {"mcptape/publish/telemetry.py": "otel"}
+# The library's client side (api/endpoint.py, serving.py, sdk_streams.py) imports the official SDK (and anyio) only
+# where it hands out the SDK's objects, and says `pip install mcp` when it is missing.
+OPTIONAL = {"mcptape/publish/telemetry.py": "otel", "mcptape/api/serving.py": "sdk", "mcptape/api/endpoint.py": "sdk",
+            "mcptape/api/sdk_streams.py": "sdk"}
 
 
 def extra_import_names(extra: str) -> set[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +86,33 @@ class Options:
         return max(1, min(self.jobs or os.cpu_count() or 1, len(sessions) or 1))
 
 
+@dataclass
+class Gated:
+    """A run's report before it leaves: what `run` shows, writes and publishes, and what the
+    library's `mcptape.run` returns. `extra` is said after the report (the golden tapes written)."""
+
+    report: RunReport
+    ctx: RunContext
+    extra: list[str]
+    weak: str | None = None  # what a gate weaker than drift.min_strength says (it cannot vouch: exit 3)
+    fresh: Mapping[str, FreshTape] | None = None  # each session's fresh tape, for the HTML report's side-by-side
+
+
 def run(options: Options) -> int:
+    gated = gate(options, warn=lambda text: print(safe_log(f"mcptape ci: warning: {text}"), file=sys.stderr))
+    if gated is None:
+        return run_repeat(options)
+    code = _finish(options, gated.ctx, gated.report, gated.extra, gated.fresh)
+    if gated.weak is not None:  # a weaker gate than drift.min_strength asks for: it cannot vouch (exit 3, docs/strength.md)
+        print(safe_log(f"mcptape ci: {gated.weak}"), file=sys.stderr)
+        return worst_exit([code, EXIT_COULD_NOT_RUN])
+    return code
+
+
+def gate(options: Options, warn: Callable[[str], None]) -> Gated | None:
+    """Run the sessions and judge them: the report, nothing shown or written but the golden tapes
+    under --update-golden. None for `--repeat` without a reference (run_repeat: another report).
+    `warn` gets what the run goes on despite (a config outside the repository)."""
     check_html(options.html)
     if options.strength and (options.repeat is not None or options.baseline is not None or options.against is not None):
         raise ConfigError("--strength measures the gate on its golden tapes; --repeat, --baseline and --against run "
@@ -98,7 +124,7 @@ def run(options: Options) -> int:
     elif options.latency is not None:
         raise ConfigError("--latency compares two live sides: add --baseline REF or --against SERVER")
     if options.repeat is not None:
-        return run_repeat(options)
+        return None
     update = options.update_golden
     if update and environment.in_ci() and not options.allow_update_in_ci:
         raise McptapeError(
@@ -107,7 +133,7 @@ def run(options: Options) -> int:
         )
     loaded = load_config(options.config)
     for warning in outside_repository(loaded):
-        print(safe_log(f"mcptape ci: warning: {warning}"), file=sys.stderr)
+        warn(warning)
     sessions = select_sessions(loaded, options.sessions, options.shard)
     check_output_paths(loaded, options.out_dir, (("--json", options.json_report), ("--junit", options.junit),
                                                   ("--summary", options.summary), ("--sarif", options.sarif),
@@ -132,13 +158,10 @@ def run(options: Options) -> int:
     )
     report.strength, weak = gate_strength(loaded, asked=options.strength)  # after -u: the goldens just written
     fresh = {o.result.name: FreshTape(o.fresh_bytes, o.fresh_timing) for o in outcomes if o.fresh_bytes is not None}
-    code = _finish(options, ctx, report, _update_lines(outcomes) if update else [], fresh)
-    if weak is not None:  # a weaker gate than drift.min_strength asks for: it cannot vouch (exit 3, docs/strength.md)
-        print(safe_log(f"mcptape ci: {weak}"), file=sys.stderr)
-    return code if weak is None else worst_exit([code, EXIT_COULD_NOT_RUN])
+    return Gated(report, ctx, _update_lines(outcomes) if update else [], weak, fresh)
 
 
-def run_reference(options: Options) -> int | None:
+def run_reference(options: Options) -> Gated | None:
     """`--baseline REF` / `--against SERVER`: the reference is a live side (ci/baseline.py); None
     when `--baseline auto` finds goldens, which then gate as usual."""
     if options.baseline is not None and options.against is not None:
@@ -157,7 +180,7 @@ def run_reference(options: Options) -> int | None:
         baseline = "merge-base"
     report = reference_report(ctx, sessions, baseline=baseline, against=options.against, runs=options.repeat,
                               latency_runs=options.latency, jobs=options.jobs_for(sessions))
-    return _finish(options, ctx, report, [])
+    return Gated(report, ctx, [])
 
 
 def _finish(options: Options, ctx: RunContext, report: RunReport, extra: Sequence[str],

@@ -37,7 +37,7 @@ from mcptape.tape.format import Tape
 from mcptape.tape.lineage import is_fork_of
 from mcptape.tape.reader import read_pair
 from mcptape.tape.seal import require as require_sealed
-from mcptape.verdict.model import DiffResult
+from mcptape.verdict.model import DiffResult, Verdict
 from mcptape.volatility.normalize import Normalizer, canonical_order, session_paths
 
 if TYPE_CHECKING:
@@ -68,10 +68,61 @@ class Options:
 def run(options: Options) -> int:
     # Parsing builds millions of acyclic objects; full GC passes over them only cost time.
     gc.disable()
+    check_html(options.html)
+    compared = _compare(options)
+    verdict = compared.verdict
+    if verdict.fork is not None:
+        if options.html is not None:  # the page says what the terminal said: this pair is a fork, not drift
+            note = "the fresh tape (B) is a fork of the golden one (A), or A of B: a fork is not drift"
+            if _write_page(options, Verdict(DiffResult(verdict="same"), [note]), compared):
+                return EXIT_SECRET
+        return _show_fork(verdict, options)
+    if options.json is not None:
+        text = json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2) + "\n"
+        if options.json == JSON_STDOUT:  # one JSON document, inert in a CI log (write_output)
+            write_output(options.json, utf8(text), what="JSON verdict")
+        else:
+            write_atomic(options.json, utf8(text), what="JSON verdict")
+    if options.html is not None and _write_page(options, verdict, compared):
+        return EXIT_SECRET
+    if options.json != JSON_STDOUT:
+        from mcptape.report.terminal import note_lines, render_diff  # rich, for this report only
+
+        def render(console: Any) -> None:
+            render_diff(verdict.result, console)
+            note_lines(verdict.notes, console)
+
+        print_report(render)
+    if options.exiting:
+        # The process ends here. Both tapes and the diff are millions of small objects; freeing
+        # them one by one was 0.2 s of a 1.8 s diff of two 100k-event tapes. The OS takes the
+        # memory back at once, so the output is flushed and the process leaves without it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(verdict.exit_code)
+    return verdict.exit_code
+
+
+def compare(options: Options) -> Verdict:
+    """The verdict of `options.golden` against `options.fresh`, as `run` prints it and the library's
+    `mcptape.diff` returns it: nothing printed, nothing written, every failure an McptapeError."""
+    return _compare(options).verdict
+
+
+@dataclass
+class _Compared:
+    """A verdict and what `--html` shows beside it: both tapes as compared, and the config read."""
+
+    verdict: Verdict
+    golden: Tape
+    fresh: Tape
+    loaded: LoadedConfig | None
+
+
+def _compare(options: Options) -> _Compared:
     drift: DriftSettings | None = None
     normalizer: Normalizer | None = None
     loaded: LoadedConfig | None = None
-    check_html(options.html)
     if options.config is not None:
         from mcptape.config.load import load_config  # pydantic: only a diff that reads a config pays for it
 
@@ -85,12 +136,9 @@ def run(options: Options) -> int:
     sealed_notes = [note for path in (options.golden, options.fresh)
                     if (note := require_sealed(path, allow_edited=options.allow_edited)) is not None]
     golden, fresh = read_pair(options.golden, options.fresh)  # TapeError -> exit 3 in cli.py
-    fork = _fork(golden, fresh, options)
-    if fork is not None:
-        if options.html is not None:  # the page says what the terminal said: this pair is a fork, not drift
-            note = "the fresh tape (B) is a fork of the golden one (A), or A of B: a fork is not drift"
-            return _write_page(options, DiffResult(verdict="same"), golden, fresh, [note], loaded) or fork
-        return fork
+    lineage = is_fork_of(golden, fresh) or is_fork_of(fresh, golden)
+    if lineage is not None:
+        return _Compared(Verdict(DiffResult("same", a=options.golden, b=options.fresh), fork=lineage), golden, fresh, loaded)
     # A refused discover probe leaves first: the canonical order would move its HTTP note away from it.
     golden, fresh = without_refused_probe(golden), without_refused_probe(fresh)
     as_sent = fresh
@@ -108,58 +156,28 @@ def run(options: Options) -> int:
     # was compared: said with the verdict, never left to the tapes alone.
     notes = [*sealed_notes, *(f"{side} tape: {line}" for side, tape in (("golden", golden), ("fresh", fresh))
                               for line in recording_notes(tape.events))]
-    if options.json is not None:
-        data = result.to_dict()
-        head = result.headline
-        data["first_drift"] = head.one_line() if head is not None else None
-        data["notes"] = notes
-        text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-        if options.json == JSON_STDOUT:  # one JSON document, inert in a CI log (write_output)
-            write_output(options.json, utf8(text), what="JSON verdict")
-        else:
-            write_atomic(options.json, utf8(text), what="JSON verdict")
-    if options.html is not None and _write_page(options, result, golden, fresh, notes, loaded):
-        return EXIT_SECRET
-    if options.json != JSON_STDOUT:
-        from mcptape.report.terminal import note_lines, render_diff  # rich, for this report only
-
-        def render(console: Any) -> None:
-            render_diff(result, console)
-            note_lines(notes, console)
-
-        print_report(render)
-    if options.exiting:
-        # The process ends here. Both tapes and the diff are millions of small objects; freeing
-        # them one by one was 0.2 s of a 1.8 s diff of two 100k-event tapes. The OS takes the
-        # memory back at once, so the output is flushed and the process leaves without it.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(result.exit_code)
-    return result.exit_code
+    return _Compared(Verdict(result, notes), golden, fresh, loaded)
 
 
-def _write_page(options: Options, result: DiffResult, golden: Tape, fresh: Tape, notes: list[str],
-                loaded: LoadedConfig | None) -> int:
+def _write_page(options: Options, verdict: Verdict, compared: _Compared) -> int:
     """`--html FILE`: the pair's page, checked by the outlet (the config's secrets with -c): 0, or EXIT_SECRET."""
     from mcptape.publish.outlet import Outlet  # the redactor, for --html only
     from mcptape.report.html import render_pair  # jinja2 and rich, for --html only
 
     assert options.html is not None
-    page = render_pair(result, golden, fresh, golden_path=options.golden, fresh_path=options.fresh, notes=notes)
-    return write_page(options.html, page, Outlet.for_config(loaded), "diff")
+    page = render_pair(verdict.result, compared.golden, compared.fresh, golden_path=options.golden,
+                       fresh_path=options.fresh, notes=verdict.notes)
+    return write_page(options.html, page, Outlet.for_config(compared.loaded), "diff")
 
 
-def _fork(golden: Tape, fresh: Tape, options: Options) -> int | None:
+def _show_fork(verdict: Verdict, options: Options) -> int:
     """A fork against its parent (either order) is that fork, not drift: said in one line, exit 0
-    (tape/lineage.py). None when the tapes are not exactly parent and fork."""
-    lineage = is_fork_of(golden, fresh) or is_fork_of(fresh, golden)
-    if lineage is None:
-        return None
+    (tape/lineage.py)."""
+    lineage = verdict.fork or {}
     line = (f"fork at call {lineage['at']} ({lineage.get('call')}): {lineage.get('change')}; "
             f"later exchanges {lineage.get('later')} (parent {lineage.get('parent')})")
     if options.json is not None:
-        text = json.dumps({"verdict": "fork", "exit_code": 0, "fork": lineage, "first_drift": None},
-                          ensure_ascii=False, indent=2) + "\n"
+        text = json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2) + "\n"
         if options.json == JSON_STDOUT:
             sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
             return 0

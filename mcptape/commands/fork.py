@@ -77,6 +77,14 @@ def _parent_name(parent: str, out: str) -> str:
 
 
 def run(options: Options) -> int:
+    fork = write_fork(options)
+    say(f"mcptape fork: {options.out}: {fork['call']} (call {fork['at']}): {fork['change']}; "
+        f"later exchanges {fork['later']}")
+    return EXIT_OK
+
+
+def write_fork(options: Options) -> dict[str, Any]:
+    """Write the fork `options` ask for (nothing said): what its header records of it (tape/lineage.py)."""
     parent = read_tape(options.tape)  # TapeError -> exit 3 in cli.py
     header, events, footer = fork_tape(
         parent, options.at,
@@ -88,7 +96,5 @@ def run(options: Options) -> int:
     # Scrubbed and verified like every tape mcptape writes: the new answer is the user's text.
     data = make_redactor().redact_tape(header, events, where=f"forked tape {options.out}", **footer)
     write_atomic(options.out, data, what="forked tape")
-    fork = header["fork"]
-    say(f"mcptape fork: {options.out}: {fork['call']} (call {fork['at']}): {fork['change']}; "
-        f"later exchanges {fork['later']}")
-    return EXIT_OK
+    fork: dict[str, Any] = header["fork"]
+    return fork

@@ -4,7 +4,7 @@
 offline unless --fallback or --live-tools.
 
 The agent lab's options (pace, faults, live tools, served values) are replay/lab.py's, wrapped
-around the engine here (`_lab`).
+around the engine here (`lab_options`).
 
 Stdout is the MCP wire (stdio play): everything human goes to stderr, the report at the end.
 What to answer is replay/engine.py's, the stdio loop replay/stdio.py's, HTTP replay/http.py's
@@ -20,7 +20,8 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,12 +32,14 @@ from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log, utf8
 from mcptape.replay.engine import Fallback, ReplayEngine, load_tape, stream_tape
 from mcptape.replay.era_pair import choose, era_tapes
-from mcptape.replay.lab import LabEngine, LabOptions
+from mcptape.replay.lab import LabEngine, LabOptions, Served
 from mcptape.replay.matching import match_on_name_only
 from mcptape.replay.outcome import ReplayReport
 from mcptape.replay.pacing import parse_pace
 from mcptape.replay.stdio import ClientLines, hang_up, serve
 from mcptape.tape.seal import require as require_sealed
+
+Say = Callable[[str], None]  # where a human line goes: stderr for the command, a warning for the library
 
 
 class TapeMemory:
@@ -109,7 +112,7 @@ class Options:
             otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
         )
 
-    def engine_options(self) -> dict[str, Any]:
+    def engine_options(self, say: Say = say) -> dict[str, Any]:
         """The matching options every engine of this play gets."""
         return {
             "lenient": self.lenient,
@@ -120,8 +123,16 @@ class Options:
         }
 
 
-def _lab(options: Options) -> LabOptions:
-    """The lab options of this play (replay/lab.py); checked before anything is served."""
+def lab_options(options: Options, say: Say = say) -> LabOptions:
+    """The lab options of this play (replay/lab.py), and the live side's options, checked before
+    anything is served."""
+    if options.server and not options.fallback and not options.live_tools:
+        raise ConfigError(
+            f"play got a server command ({options.server[0]}) without --fallback; replay never goes live unless asked",
+            hint="mcptape play TAPE --fallback -- <server command...> (or --live-tools NAME,... -- <server command...>)",
+        )
+    if options.fallback and options.fallback_url:
+        raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
     plan = None
     if options.faults:
         from mcptape.replay.faults import FaultPlan, parse_faults  # random: --fault only
@@ -141,14 +152,7 @@ def _lab(options: Options) -> LabOptions:
 
 
 def run(options: Options) -> int:
-    if options.server and not options.fallback and not options.live_tools:
-        raise ConfigError(
-            f"play got a server command ({options.server[0]}) without --fallback; replay never goes live unless asked",
-            hint="mcptape play TAPE --fallback -- <server command...> (or --live-tools NAME,... -- <server command...>)",
-        )
-    if options.fallback and options.fallback_url:
-        raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
-    lab = _lab(options)
+    lab = lab_options(options)
     if options.listen:
         if options.otel or options.otel_payloads:
             raise ConfigError("--otel traces stdio play only; play --listen does not export traces yet")
@@ -160,10 +164,10 @@ def run(options: Options) -> int:
         telemetry = open_telemetry(options.otel, options.otel_payloads)
     options, client = _era_of_pair(options)
     live_fallback = options.fallback or (options.fallback_url is not None and not options.live_tools)
-    fallback = _new_fallback(options)() if live_fallback else None
+    fallback = _new_fallback(options, say)() if live_fallback else None
     stream = stream_tape(options.tape)
     if not stream.verbatim:  # else its digest matched already, computed by the stream
-        _require_sealed(options)
+        _require_sealed(options, say)
     if stream.streamable:
         tape = stream.tape
         engine = ReplayEngine(tape, stream=stream, reading=TAPE_MEMORY, fallback=fallback, **options.engine_options())
@@ -174,7 +178,7 @@ def run(options: Options) -> int:
             engine = ReplayEngine(tape, fallback=fallback, **options.engine_options())
         held = len(tape.events)
     served = LabEngine(engine, lab, options.pace)
-    _say_unpaced(served)
+    _say_unpaced(served, say)
     if not tape.complete:
         print(
             f"mcptape play: warning: {options.tape} was cut short (no footer); replaying the {held} event(s) it holds",
@@ -222,7 +226,7 @@ def _era_of_pair(options: Options) -> tuple[Options, ClientLines | None]:
     return replace(options, tape=str(tape)), client
 
 
-def _say_unpaced(served: LabEngine) -> None:
+def _say_unpaced(served: LabEngine, say: Say) -> None:
     if served.pacer is not None and not served.pacer.timed:
         say(f"mcptape play: --pace: {served.tape.path or served.tape.name} carries no timing "
             "(a golden, or recorded before timing); answering at once")
@@ -250,20 +254,8 @@ def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
     """Serve the tape over streamable HTTP until SIGINT/SIGTERM, then report like stdio play."""
     from mcptape.replay.http import serve_http  # http.server, the HTTP transport's framing: --listen only
 
-    pair = era_tapes(options.tape)
-    if pair is not None and not Path(options.tape).exists():
-        raise ConfigError(f"{options.tape} is a `protocol: both` pair; play --listen serves one tape",
-                          hint=f"give one of {pair['modern']} and {pair['legacy']} (stdio play picks by the client)")
-    with TAPE_MEMORY:
-        tape = load_tape(options.tape)
-    _require_sealed(options)
-    go_live = options.fallback or (options.fallback_url is not None and not options.live_tools)
-    live = _new_fallback(options) if go_live else None
-    # Built before serving, so a tape that cannot be replayed fails early; each session gets its own
-    # live side, and shares this one's index of the tape (ReplayEngine.fresh).
-    with TAPE_MEMORY:
-        first = LabEngine(ReplayEngine(tape, new_fallback=live, **options.engine_options()), lab, options.pace)
-    _say_unpaced(first)
+    first = served_engine(options, lab, say)
+    tape = first.tape
 
     def ready(url: str) -> None:  # listening: what a person needs to know before the first client
         if not tape.complete:
@@ -276,6 +268,40 @@ def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
         say("mcptape play: no client connected")
         _save_report(options, [first.report()])
         return EXIT_OK
+    reports, code = finish_sessions(engines)
+    for report in reports:
+        say(report.render())
+    _save_report(options, reports)
+    return code
+
+
+def served_engine(options: Options, lab: LabOptions, say: Say,
+                  memory: AbstractContextManager[Any] = TAPE_MEMORY, tell: Say | None = None) -> LabEngine:
+    """The engine of the first client session of HTTP play (and of the library's replays): the
+    whole tape read and checked against its seal, a live side made per session for --fallback,
+    the lab's options applied. Raises before anything is served for a tape that cannot be replayed;
+    each later session gets its own engine (LabEngine.fresh), sharing this one's index of the tape.
+    `memory` is the garbage-collector policy while the tape is read (TapeMemory: a process's);
+    `tell` is where each miss is said as it happens (`say` unless given)."""
+    pair = era_tapes(options.tape)
+    if pair is not None and not Path(options.tape).exists():
+        raise ConfigError(f"{options.tape} is a `protocol: both` pair; play --listen serves one tape",
+                          hint=f"give one of {pair['modern']} and {pair['legacy']} (stdio play picks by the client)")
+    with memory:
+        tape = load_tape(options.tape)
+    _require_sealed(options, say)
+    go_live = options.fallback or (options.fallback_url is not None and not options.live_tools)
+    live = _new_fallback(options, tell or say) if go_live else None
+    with memory:
+        first = LabEngine(ReplayEngine(tape, new_fallback=live, **options.engine_options(tell or say)), lab,
+                          options.pace)
+    _say_unpaced(first, say)
+    return first
+
+
+def finish_sessions(engines: Sequence[Served]) -> tuple[list[ReplayReport], int]:
+    """Each client session's report, and the exit code of them all: the live sides of --fallback
+    and --live-tools stopped, what they recorded appended to the tape, one session after another."""
     code = EXIT_OK
     reports = [engine.report() for engine in engines]
     if any(report.handshake_answered for report in reports):
@@ -284,26 +310,24 @@ def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
         for report in reports:
             report.handshake_answered = True
     for report in reports:
-        say(report.render())
         code = max(code, report.exit_code)
-    _save_report(options, reports)
     for engine in engines:  # one after another: each appends to the tape the last one wrote
         if engine.fallback is not None:
             code = max(code, engine.fallback.finish())
         own = engine.own_live if isinstance(engine, LabEngine) else None
         if own is not None:
             code = max(code, own.finish())
-    return code
+    return reports, code
 
 
-def _require_sealed(options: Options) -> None:
+def _require_sealed(options: Options, say: Say) -> None:
     """Refuse a tape that does not match its seal (a TapeError, exit 3), unless --allow-edited: said."""
     note = require_sealed(options.tape, allow_edited=options.allow_edited)
     if note is not None:
         say(f"mcptape play: {note}")
 
 
-def _new_fallback(options: Options) -> Callable[[], Fallback]:
+def _new_fallback(options: Options, say: Say) -> Callable[[], Fallback]:
     """What makes the live side of --fallback / --fallback-url (one per client session)."""
     from mcptape.replay.fallback import LiveFallback  # subprocess, tempfile: --fallback only
 

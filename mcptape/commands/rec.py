@@ -89,6 +89,21 @@ def _rec_http(options: Options) -> int:
     """Record over HTTP until SIGINT/SIGTERM; the tape gets its footer when the proxy stops."""
     from mcptape.record.http import record_http, safe_url  # httpx: only rec --listen pays for it
 
+    upstream, out, name = http_plan(options)
+    messages = record_http(
+        upstream, options.listen or "", out, name,
+        on_ready=lambda url: say(f"mcptape rec: listening on {url} -> {safe_url(upstream)}; recording to {out} "
+                                 "(stop with Ctrl-C)"),
+    )
+    say(f"mcptape rec: wrote {messages} message(s) to {out}")
+    return EXIT_OK
+
+
+def http_plan(options: Options) -> tuple[str, Path, str]:
+    """What rec --listen records (also the library's `record` of a URL): the upstream URL (from the
+    environment for `${VAR}`), the tape and the session's name; a ConfigError for options that do not fit."""
+    from mcptape.record.http import safe_url  # httpx: only rec --listen pays for it
+
     if not options.upstream:
         raise ConfigError("rec --listen needs --upstream URL (the server's MCP endpoint)")
     if options.server:
@@ -103,10 +118,4 @@ def _rec_http(options: Options) -> int:
     else:
         name = options.name or "session"
         out = Path("tapes") / f"{name}{TAPE_SUFFIX}"
-    messages = record_http(
-        upstream, options.listen or "", out, name,
-        on_ready=lambda url: say(f"mcptape rec: listening on {url} -> {safe_url(upstream)}; recording to {out} "
-                                 "(stop with Ctrl-C)"),
-    )
-    say(f"mcptape rec: wrote {messages} message(s) to {out}")
-    return EXIT_OK
+    return upstream, out, name

@@ -119,7 +119,9 @@ USAGE: dict[str, Usage] = {
     "init": Usage(
         "Write a first mcptape.yml from a live server: list its tools, resources and prompts, call each "
         "read-only tool with arguments built from its inputSchema (calls that may change something are "
-        "written commented out), run the session twice to find volatile values. Never overwrites a file.",
+        "written commented out), run the session twice to find volatile values (a call that differs where no "
+        "rule helps is commented out, with why). `--url URL -- CMD` starts an HTTP server with CMD, written as "
+        "`start:`. Never overwrites a file.",
         ((EXIT_OK, "the config was written"),
          (EXIT_COULD_NOT_RUN, "no server given, the server could not be listed, or the file exists or cannot be written")),
         (("NAME of --env NAME", "passed to the server and written as ${NAME}"),

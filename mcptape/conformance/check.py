@@ -115,9 +115,11 @@ def check_tape(tape: Tape, *, severity: Severity = "structural") -> list[Finding
     return [finding for _, finding in check_tape_placed(tape, severity=severity)]
 
 
-def check_tape_placed(tape: Tape, *, severity: Severity = "structural") -> list[tuple[int, Finding]]:
+def check_tape_placed(tape: Tape, *, severity: Severity = "structural", cap: bool = True) -> list[tuple[int, Finding]]:
     """check_tape, each finding with the index of the event it is about (0 for the version note):
-    the (position, finding) pairs diff's session checks produce, so the engine can place them."""
+    the (position, finding) pairs diff's session checks produce, so the engine can place them.
+    `cap=False` keeps every finding of a message: the gate judges each one (known or new) before
+    it caps what is shown (gate.py), so which violations are known never depends on the cap."""
     placed: list[tuple[int, Finding]] = []
     version, note = negotiated_version(tape, KNOWN_PROTOCOL_VERSIONS)
     if note:
@@ -129,7 +131,7 @@ def check_tape_placed(tape: Tape, *, severity: Severity = "structural") -> list[
             continue
         problems = list(_message_problems(event, version, surface))
         problems.extend(outputs.check(event))
-        for path, rule, kind in _cap(problems):
+        for path, rule, kind in (_cap(problems) if cap else _unique(problems)):
             placed.append((index, Finding.of("conformance", kind, f"{tape.line_of(index)}:{path}", rule,
                                              severity=severity)))
     return placed
@@ -292,16 +294,25 @@ def _rule(err: dict[str, Any]) -> str:
     return text
 
 
-def _cap(problems: list[Problem]) -> list[Problem]:
+def _unique(problems: list[Problem]) -> list[Problem]:
+    """One problem per place in the message, the first found."""
     unique: dict[str, Problem] = {}
     for problem in problems:
         unique.setdefault(problem[0], problem)
-    kept = list(unique.values())
+    return list(unique.values())
+
+
+def _cap(problems: list[Problem]) -> list[Problem]:
+    kept = _unique(problems)
     if len(kept) <= MAX_PER_MESSAGE:
         return kept
-    more = len(kept) - MAX_PER_MESSAGE
     path, rule, kind = kept[MAX_PER_MESSAGE - 1]
-    return [*kept[: MAX_PER_MESSAGE - 1], (path, f"{rule} (and {more} more problems in this message)", kind)]
+    return [*kept[: MAX_PER_MESSAGE - 1], (path, more_problems(rule, len(kept) - MAX_PER_MESSAGE), kind)]
+
+
+def more_problems(rule: str, more: int) -> str:
+    """The last shown problem of a message whose other `more` problems are not listed one by one."""
+    return f"{rule} (and {more} more problems in this message)"
 
 
 # --- structuredContent against the tool's outputSchema ----------------------------------------

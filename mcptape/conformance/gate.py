@@ -18,6 +18,7 @@ importing one module at once can hand one of them a partially initialized module
 from __future__ import annotations
 
 import copy
+import json
 import re
 import threading
 from types import ModuleType
@@ -87,7 +88,7 @@ def check(tape: Tape, drift: DriftSettings | None = None) -> list[tuple[int, Fin
     conformance_drifts judges, for a caller that judges one recording twice (ci's --update-golden:
     against the old golden, and alone for the notes), so it is checked once."""
     placed: list[tuple[int, Finding]] = loaded().check_tape_placed(
-        tape, severity=drift.conformance if drift is not None else "structural")
+        tape, severity=drift.conformance if drift is not None else "structural", cap=False)
     return placed
 
 
@@ -99,15 +100,18 @@ def conformance_drifts(tape: Tape, drift: DriftSettings | None = None, *, baseli
 
     `baseline` (the golden tape) makes the check a baseline one, as the conformance suite's list
     of expected failures is: a violation the golden tape holds too (the same rule broken at the
-    same place of the same call) is known, reported at severity info with "known:" and does not
-    fail the run; only new ones count. So an unchanged server whose schemas break the MCP schema
+    same place of the same call, a listed tool, prompt or resource named by its name or URI, not
+    its position in the list) is known, reported at severity info with "known:" and does not
+    fail the run; only new ones count. Each finding is judged before a message's findings are
+    capped for the report (_shown), so neither a reordered list nor one more bad tool relabels
+    a known violation as new. So an unchanged server whose schemas break the MCP schema
     checks green, and the day it breaks another rule, that rule is drift.
 
     `checked`: the tape's `check`, made once by a caller that judges it more than once; its
     findings are copied here, since judging them changes them (severity, message, line)."""
     check_tape_placed = loaded().check_tape_placed
     policy = Policy.from_settings(drift)
-    known = _conformance_keys(baseline, check_tape_placed(baseline)) if baseline is not None else set()
+    known = _conformance_keys(baseline, check_tape_placed(baseline, cap=False)) if baseline is not None else set()
     placed = check(tape, drift) if checked is None else [(pos, copy.copy(f)) for pos, f in checked]
     groups: dict[tuple[int, bool], list[Finding]] = {}
     for pos, finding in placed:
@@ -122,6 +126,7 @@ def conformance_drifts(tape: Tape, drift: DriftSettings | None = None, *, baseli
             if finding.kind != "version" and _conformance_key(tape, pos, finding) in known:
                 finding.severity = "info"
                 finding.message = f"known: {finding.message} (the golden tape breaks it too)"
+        kept = _shown(kept)
         if kept:
             ref = None
             if call is not None:
@@ -131,7 +136,24 @@ def conformance_drifts(tape: Tape, drift: DriftSettings | None = None, *, baseli
     return out
 
 
+def _shown(findings: list[Finding]) -> list[Finding]:
+    """One message's findings as the report shows them: new ones before known ones, at most
+    check.MAX_PER_MESSAGE, the last shown one counting the rest. Capped only after each finding was
+    judged, so a violation is known or new by itself, never by its rank or by a count of others."""
+    check = loaded()
+    if len(findings) <= check.MAX_PER_MESSAGE:
+        return findings
+    ordered = sorted(findings, key=lambda f: f.message.startswith("known: "))
+    last = copy.copy(ordered[check.MAX_PER_MESSAGE - 1])
+    last.message = check.more_problems(last.message, len(ordered) - check.MAX_PER_MESSAGE)
+    return [*ordered[: check.MAX_PER_MESSAGE - 1], last]
+
+
 _LINE_PREFIX = re.compile(r"\A\d+:")
+# A listed item's place in a list answer (`result.tools[3]`): its identity is its name (a resource's
+# URI), not its index, which moves when the server reorders or adds items.
+_LISTED = re.compile(r"\A(result\.(tools|prompts|resources|resourceTemplates))\[(\d+)\]")
+_LISTED_ID = {"tools": "name", "prompts": "name", "resources": "uri", "resourceTemplates": "uriTemplate"}
 # The revision a rule is quoted from ("(MCP 2025-06-18, tools/call result)"): the same rule broken
 # at the same place is the same violation when the client asked another revision (docs/diff.md).
 _REVISION = re.compile(r"\bMCP \d{4}-\d{2}-\d{2}\b")
@@ -143,7 +165,26 @@ def _conformance_key(tape: Tape, pos: int, finding: Finding) -> tuple[Any, ...]:
     ev = tape.events[pos] if 0 <= pos < len(tape.events) else {}
     call = _message_call(tape, pos)
     return (ev.get("dir"), ev.get("kind"), ev.get("method"), call.name if call is not None else None,
-            _LINE_PREFIX.sub("", finding.path), _REVISION.sub("MCP", finding.message), finding.kind)
+            _owned_path(ev.get("msg"), _LINE_PREFIX.sub("", finding.path)),
+            _MORE.sub("", _REVISION.sub("MCP", finding.message)), finding.kind)
+
+
+_MORE = re.compile(r" \(and \d+ more problems in this message\)")
+
+
+def _owned_path(msg: Any, path: str) -> str:
+    """`result.tools[3].inputSchema` as `result.tools[name="search"].inputSchema`: the place a
+    violation is at, named by the tool (prompt, resource) it belongs to (_LISTED)."""
+    match = _LISTED.match(path)
+    if match is None or not isinstance(msg, dict) or not isinstance(msg.get("result"), dict):
+        return path
+    items = msg["result"].get(match.group(2))
+    index = int(match.group(3))
+    item = items[index] if isinstance(items, list) and index < len(items) else None
+    key = _LISTED_ID[match.group(2)]
+    if not isinstance(item, dict) or not isinstance(item.get(key), str):
+        return path
+    return f"{match.group(1)}[{key}={json.dumps(item[key])}]{path[match.end():]}"
 
 
 def _conformance_keys(tape: Tape, placed: list[tuple[int, Finding]]) -> set[tuple[Any, ...]]:

@@ -19,7 +19,9 @@ Schemas as servers write them (pydantic, zod, the SDKs):
   recursive definition stays a `$ref` beneath its first use.
 - `anyOf` is a union: an alternative added accepts more, one removed accepts less, one changed
   is judged as that alternative's change. Alternatives are paired by content (a `const`
-  alternative by its value), so titles reworded and alternatives reordered are cosmetic.
+  alternative by its value), so titles reworded and alternatives reordered are cosmetic; what
+  is left is paired with its most alike counterpart (the same type, most property names in
+  common), so an alternative narrowed beside a new one reads as that change and one added.
 - `oneOf` is the same when its alternatives cannot overlap (distinct `const`s — the titled
   enums of SEP-1330 —, distinct types, or a required property with distinct `const`s);
   otherwise any change of its alternatives is breaking, since a value may come to match two.
@@ -346,11 +348,12 @@ def _members(la: list[Any], lb: list[Any], path: str, role: Role, *, union: bool
     added = [j for j, k in enumerate(kb) if k not in set(ka)]
     more, less = (_wider(role), _narrower(role)) if union else (_narrower(role), _wider(role))
     noun = "alternative" if union else "member"
-    if len(removed) == 1 and len(added) == 1:
-        found.extend(_schema(la[removed[0]], lb[added[0]], join(path, added[0]), role))
-    else:
-        found.extend(SchemaChange(join(path, i), less, f"{noun} removed: {show(la[i])}", la[i], None) for i in removed)
-        found.extend(SchemaChange(join(path, j), more, f"{noun} added: {show(lb[j])}", None, lb[j]) for j in added)
+    for i, j in _changed_pairs(la, lb, removed, added):
+        found.extend(_schema(la[i], lb[j], join(path, j), role))
+        removed.remove(i)
+        added.remove(j)
+    found.extend(SchemaChange(join(path, i), less, f"{noun} removed: {show(la[i])}", la[i], None) for i in removed)
+    found.extend(SchemaChange(join(path, j), more, f"{noun} added: {show(lb[j])}", None, lb[j]) for j in added)
     if not found and [k for k in ka] != [k for k in kb if k in set(ka)]:
         found.append(SchemaChange(path, "cosmetic", f"{noun}s reordered", la, lb))
     for change in found:
@@ -359,6 +362,37 @@ def _members(la: list[Any], lb: list[Any], path: str, role: Role, *, union: bool
             change = SchemaChange(change.path, "breaking", f"{change.message} (oneOf alternatives that may overlap)",
                                   change.before, change.after)
         yield change
+
+
+def _changed_pairs(la: list[Any], lb: list[Any], removed: list[int], added: list[int]) -> list[tuple[int, int]]:
+    """The unpaired old and new members that are one member changed: the only one left on each side,
+    else each old one with the new one most like it (_likeness at least half), most alike first. So
+    `{object}` → `anyOf[{the object, narrowed}, {another object}]` reads as the old shape narrowed
+    and one alternative added, not as the old shape removed and two added."""
+    if len(removed) == 1 and len(added) == 1:
+        return [(removed[0], added[0])]
+    scored = sorted(((_likeness(la[i], lb[j]), i, j) for i in removed for j in added), key=lambda t: -t[0])
+    pairs: list[tuple[int, int]] = []
+    for score, i, j in scored:
+        if score >= 0.5 and all(i != pi and j != pj for pi, pj in pairs):
+            pairs.append((i, j))
+    return pairs
+
+
+def _likeness(a: Any, b: Any) -> float:
+    """How alike two schemas are, 0 to 1: none if their types cannot share a value, else the share of
+    property names they have in common (of keywords with their values, for schemas without properties)."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return 0.0
+    ta, tb = _types(a), _types(b)
+    if ta is not None and tb is not None and not (_accepts(ta, tb) or _accepts(tb, ta)):
+        return 0.0
+    pa, pb = a.get("properties"), b.get("properties")
+    if isinstance(pa, dict) and isinstance(pb, dict) and (pa or pb):
+        return len(set(pa) & set(pb)) / len(set(pa) | set(pb))
+    ka = {(k, canonical(v)) for k, v in a.items() if k not in COSMETIC_KEYWORDS}
+    kb = {(k, canonical(v)) for k, v in b.items() if k not in COSMETIC_KEYWORDS}
+    return len(ka & kb) / len(ka | kb) if ka | kb else 1.0
 
 
 def _prefix_items(a: dict[str, Any], b: dict[str, Any], path: str, role: Role) -> Iterator[SchemaChange]:

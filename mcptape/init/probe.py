@@ -4,7 +4,7 @@ A candidate is a call init would like to keep active: a tool annotated read-only
 a query (scaffold.tool_safety's "query") that nobody annotated. Calling it once tells a result
 (keep it) from an error on example arguments, a timeout, or a tool that needs the network (comment
 it out, with the reason seen). Which tools are candidates, and never probing one that may write, is
-scaffold.py's and commands/init.py's; this module only runs the calls and reads the answers.
+scaffold.py's and plan.py's; this module only runs the calls and reads the answers.
 
 The calls run in one server process, in order; a call that times out or crashes the server ends
 that process, and the rest run in a fresh one (at most MAX_ROUNDS processes).
@@ -25,6 +25,7 @@ from mcptape.live.launch import open_transport
 from mcptape.live.refusal import REFUSING_CODES
 
 PROBE_TIMEOUT = 10.0  # seconds for one probe call: a tool slower than this would slow every gate run
+START_TIMEOUT = 30.0  # seconds for the server's start and handshake (init's listing has as long)
 MAX_ROUNDS = 4
 # What an error says when the tool needed the network (DNS, connect, TLS, an HTTP client's own words).
 _NETWORK = re.compile(
@@ -86,8 +87,12 @@ def _outcome(events: Sequence[Mapping[str, Any]], step: int) -> Outcome | None:
 
 def probe_calls(server: StdioServer | HttpServer, calls: Sequence[tuple[str, dict[str, Any]]], *, base_dir: Path,
                 env: Mapping[str, str], protocol: str | None,
-                progress: Callable[[str], None] = lambda _line: None) -> dict[str, Outcome]:
-    """tool name -> what calling it once with its arguments gave."""
+                progress: Callable[[str], None] = lambda _line: None,
+                start_timeout: float = START_TIMEOUT) -> dict[str, Outcome]:
+    """tool name -> what calling it once with its arguments gave. Each call may take PROBE_TIMEOUT;
+    the server's start and handshake `start_timeout` (init's step limit, --timeout: the listing
+    showed the server starts within it, a busy machine may need all of it). A call that timed out,
+    the handshake's included, is a "timeout", never an "error"."""
     out: dict[str, Outcome] = {}
     remaining = list(calls)
     for _ in range(MAX_ROUNDS):
@@ -95,7 +100,8 @@ def probe_calls(server: StdioServer | HttpServer, calls: Sequence[tuple[str, dic
             break
         progress(f"probing {len(remaining)} tool{'s' * (len(remaining) != 1)}: "
                  + ", ".join(name for name, _ in remaining[:6]) + (", ..." if len(remaining) > 6 else ""))
-        steps = [Step(action="call", target=name, arguments=arguments) for name, arguments in remaining]
+        steps = [Step(action="call", target=name, arguments=arguments, timeout=PROBE_TIMEOUT)
+                 for name, arguments in remaining]
         try:
             transport = open_transport(server, base_dir=base_dir, env=env)
         except McptapeError as e:
@@ -103,7 +109,8 @@ def probe_calls(server: StdioServer | HttpServer, calls: Sequence[tuple[str, dic
                 out[name] = Outcome("error", f"the server failed to start: {e.message}")
             return out
         recording = record_session(transport, steps, ClientSettings(), session="init-probe", protocol=protocol,
-                                   step_timeout=PROBE_TIMEOUT, session_timeout=PROBE_TIMEOUT * (len(steps) + 2))
+                                   step_timeout=start_timeout,
+                                   session_timeout=start_timeout + PROBE_TIMEOUT * (len(steps) + 1))
         failed = recording.failed_step
         for number, (name, _) in enumerate(remaining, start=1):
             got = _outcome(recording.events, number)
@@ -113,8 +120,10 @@ def probe_calls(server: StdioServer | HttpServer, calls: Sequence[tuple[str, dic
                 kind = "timeout" if isinstance(recording.error, ServerTimeout) else "error"
                 out[name] = Outcome(kind, recording.error.message)
         if recording.error is None or failed is None:
+            # Nothing failed, or the handshake did: every call left has the session's one outcome.
+            kind = "timeout" if isinstance(recording.error, ServerTimeout) else "error"
             for name, _ in remaining:
-                out.setdefault(name, Outcome("error", recording.error.message if recording.error else "no answer"))
+                out.setdefault(name, Outcome(kind, recording.error.message if recording.error else "no answer"))
             break
         remaining = remaining[failed:]
     for name, _ in remaining:

@@ -1,7 +1,7 @@
 """What `mcptape init` writes for a server it has listed: example arguments and which calls are safe.
 
 Pure functions over the JSON a server lists (a tool's `inputSchema` and `annotations`, a
-prompt's `arguments`); connecting is live/client.py's, the file's text is commands/init.py's, and
+prompt's `arguments`); connecting is live/client.py's, the file's text is config_file.py's, and
 checking arguments against a schema is client.schema_violation's (the check `ci` makes before
 every call), so what init writes is what ci accepts.
 
@@ -15,6 +15,8 @@ is written commented out for the user to complete.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -80,6 +82,96 @@ def path_hints(command: Sequence[str], cwd: Path) -> Hints:
     return ()
 
 
+# Words a tool says of the files it reads -> the file types (extensions) it likely wants, most likely first.
+FILE_TYPES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("spreadsheet", (".xlsx", ".xls", ".xlsm", ".ods", ".csv")),
+    ("excel", (".xlsx", ".xls", ".xlsm")),
+    ("workbook", (".xlsx", ".xls", ".xlsm")),
+    ("xlsx", (".xlsx",)),
+    ("csv", (".csv",)),
+    ("pdf", (".pdf",)),
+    ("docx", (".docx",)),
+    ("word document", (".docx", ".doc")),
+    ("powerpoint", (".pptx",)),
+    ("pptx", (".pptx",)),
+    ("sqlite", (".db", ".sqlite", ".sqlite3")),
+    ("image", (".png", ".jpg", ".jpeg", ".gif", ".webp")),
+    ("html", (".html", ".htm")),
+    ("markdown", (".md",)),
+)
+# Directories never searched for an example file: tools, caches, and mcptape's own golden tapes.
+_NOT_DATA = frozenset({"node_modules", "__pycache__", "venv", "tapes", "dist", "build", "target", "site-packages"})
+_FILE_URI = re.compile(r"\bfile:")  # "a resource described by an http:, https:, file: or data: URI"
+MAX_FILES_SEEN = 2000  # a root with more entries than this is not walked further
+MAX_FILE_DEPTH = 3  # the root and two levels of directories under it
+
+
+def file_types(tool: Mapping[str, Any]) -> tuple[str, ...]:
+    """The extensions of the files a tool reads, as its name and descriptions say ("Read data from an
+    Excel workbook": .xlsx ...), most likely first; () when they name no type."""
+    schema = tool.get("inputSchema")
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    texts = [str(tool.get("name") or ""), str(tool.get("description") or "")]
+    texts += [str(p.get("description") or "") for p in (properties or {}).values() if isinstance(p, dict)]
+    words = " ".join(" ".join(_words(t)) for t in texts)
+    out: list[str] = []
+    for word, extensions in FILE_TYPES:
+        if re.search(rf"\b{word}s?\b", words):
+            out += [e for e in extensions if e not in out]
+    return tuple(out)
+
+
+def example_file(root: Path, extensions: Sequence[str] = ()) -> Path | None:
+    """A file under `root` (relative to it) to give a tool that reads files: of the first of `extensions`
+    found (a spreadsheet reader gets a spreadsheet), else, with no extensions asked, a README first.
+    Hidden files and tool directories (_NOT_DATA) are skipped; the shallowest, then first by name, wins."""
+    found: list[Path] = []
+    level = [Path()]
+    for _ in range(MAX_FILE_DEPTH):  # breadth first, so a big tree costs at most MAX_FILES_SEEN entries
+        deeper: list[Path] = []
+        for rel in level:
+            try:
+                entries = sorted(os.scandir(root / rel), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith(".") or entry.name in _NOT_DATA or len(found) + len(deeper) > MAX_FILES_SEEN:
+                    continue
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        deeper.append(rel / entry.name)
+                    elif entry.is_file():
+                        found.append(rel / entry.name)
+        level = deeper
+    if extensions:
+        for extension in extensions:
+            match = next((p for p in found if p.suffix.lower() == extension), None)
+            if match is not None:
+                return match
+        return None
+    top = [p for p in found if len(p.parts) == 1]
+    top.sort(key=lambda p: (not p.name.lower().startswith("readme"), p.name))
+    return top[0] if top else None
+
+
+def file_hints(tool: Mapping[str, Any], root: Path, shown_root: str | None) -> Hints:
+    """Hints for a tool that reads files: a file of the type it names under the server's root (or, for a
+    tool named like `read_file`, a README), as a path (relative to where the server runs: `shown_root`
+    is the root as the server's command names it, None for its working directory), an absolute path
+    for a property named so, and a `file:` URI for a `uri` (relative: the config is committed, and a
+    checkout elsewhere must find it too)."""
+    extensions = file_types(tool)
+    reads_files = "file" in _words(str(tool.get("name", ""))) or bool(_FILE_URI.search(str(tool.get("description", ""))))
+    if not extensions and not reads_files:
+        return ()
+    found = example_file(root, extensions)
+    if found is None:
+        return ()
+    shown = (Path(shown_root) / found).as_posix() if shown_root else found.as_posix()
+    return (("absolute", str((root / found).resolve())), ("path", shown), ("file", shown),
+            ("uri", f"file:{shown}"))
+
+
 @dataclass(frozen=True)
 class Safety:
     """Whether a tool's call runs on the first `ci`, and why not.
@@ -95,7 +187,7 @@ class Safety:
 
     @property
     def probe(self) -> bool:
-        """init may call it once to see whether it answers (module docstring of commands/init.py)."""
+        """init may call it once to see whether it answers (plan.py's module docstring)."""
         return self.kind == "query"
 
 
@@ -267,6 +359,14 @@ def example_object(schema: Mapping[str, Any], root: Mapping[str, Any], depth: in
             continue
         if _first_type(prop) in ("integer", "number"):
             out[str(key)] = _number(prop, _first_type(prop) == "integer")
+    if depth > 0 and not out and not required:
+        # A nested object that requires nothing by its schema but means something only with one of its
+        # fields (`sources: [{path} or {url}]`, the rule in code): the first field a hint names.
+        for key, prop in props.items():
+            prop = _resolve(prop, root)
+            if isinstance(prop, dict) and _first_type(prop) == "string" and any(k in str(key).lower() for k, _ in hints):
+                out[str(key)] = _string(prop, str(key), hints)
+                break
     return out
 
 

@@ -163,14 +163,14 @@ class _Proxy(Server):
     client: httpx.Client
     open_responses: set[httpx.Response]
     lock: threading.Lock
+    say: Callable[[str], None]  # where a line for a person goes: rec's stderr, the library's logger
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that drops its connection (a reset, a closed pipe: a killed agent) is one
         line on stderr, not socketserver's traceback; anything else is still reported in full."""
         error = sys.exc_info()[1]
         if isinstance(error, (ConnectionError, TimeoutError)):
-            print(f"mcptape rec: a client disconnected mid-exchange ({type(error).__name__}); recording goes on",
-                  file=sys.stderr, flush=True)
+            self.say(f"mcptape rec: a client disconnected mid-exchange ({type(error).__name__}); recording goes on")
             return
         super().handle_error(request, client_address)
 
@@ -324,11 +324,12 @@ def record_http(
     *,
     on_ready: Callable[[str], None],
     stop: threading.Event | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> int:
     """Record the traffic to `upstream` (an http(s) MCP endpoint) through a proxy at `listen`
     (HOST:PORT) into `out` until SIGINT/SIGTERM (or `stop`); the tape gets its footer when the proxy
     stops. Returns how many messages were recorded; a SecretLeak if the tape had to be dropped.
-    `on_ready` gets the proxy's own URL once it listens."""
+    `on_ready` gets the proxy's own URL once it listens; `say` a line for a person (stderr by default)."""
     parts = urlsplit(upstream)
     host, port = parse_listen(listen)
     server = _Proxy((host, port), ProxyHandler)
@@ -338,6 +339,7 @@ def record_http(
     server.open_responses = set()
     server.lock = threading.Lock()
     server.recorder = HttpRecorder(out, name)
+    server.say = say or _on_stderr
     try:
         serve_until_stopped(server, lambda: on_ready(server.url_base), stop)
     finally:
@@ -350,3 +352,7 @@ def record_http(
     if server.recorder.leak is not None:
         raise server.recorder.leak
     return server.recorder.messages
+
+
+def _on_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

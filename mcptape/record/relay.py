@@ -345,8 +345,18 @@ class Relay:
                     self._ready(fd, wake_r)
 
     def _signalled(self) -> None:
-        """A signal arrived (the handler only counts): close the session, the second time at once."""
-        if self.reason != "interrupted":
+        """A signal arrived (the handler only counts): close the session, the second time at once.
+
+        A client that already closed our stdin has ended the session itself; its signal (the
+        TypeScript SDK sends SIGTERM 2 s after closing stdin, whatever the server is doing) only
+        hurries the server down the ladder to SIGTERM now. The tape keeps the client's ending: every
+        request was delivered, so nothing was interrupted (an unanswered one is noted as such)."""
+        if self.reason == "client_closed" and self.closing_at is not None and not self.c2s_pending:
+            if self.signal_count == 1:
+                term_at = LADDER.rungs()[0][0]
+                self.closing_at = min(self.closing_at, time.monotonic() - term_at)
+                return
+        elif self.reason != "interrupted":
             self.reason = "interrupted"
             self.stdin_open = False
             self._begin_closing(drop_pending=True)

@@ -34,7 +34,9 @@ Endings (the tape always says which one happened):
 - the server dies or closes its stdout first: our stdout is closed so the client sees EOF;
   exit event + note `server_exited_mid_session` + footer; exit 3 (docs/design.md: crashed).
 - SIGINT / SIGTERM / SIGHUP to rec: the server is shut down the same way; note
-  `interrupted` + footer; exit 130 / 143 / 129.
+  `interrupted` + footer; exit 130 / 143 / 129. Not after the client closed our stdin (the
+  TypeScript SDK's close() sends SIGTERM 2 s later): that session ended as the client chose,
+  so it is the first ending, the signal only sends the server SIGTERM at once.
 - rec itself is SIGKILLed: the writer sees EOF on the tee without an end record, writes
   the events it has, then a note `recorder_killed`, and NO footer: a footer means a clean end,
   so `Tape.complete` is False and the tape reads fine up to the last complete event.

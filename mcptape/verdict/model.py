@@ -200,6 +200,61 @@ class DiffResult:
 
 
 @dataclass
+class Verdict:
+    """What `mcptape diff A B` found; `to_dict()` is the document `diff --json` writes (one source for both).
+
+    `result` is the comparison; `notes` what shaped it (a tape read though edited, a limit hit while
+    recording). Two tapes that are a parent and its fork (tape/lineage.py) are that fork, not drift:
+    `fork` then says where they part, `result` holds no drift, and the verdict is "fork" (exit 0).
+
+    >>> verdict = mcptape.diff("tapes/arithmetic.tape.jsonl", "tapes/surface.tape.jsonl")
+    >>> verdict.verdict, verdict.exit_code, verdict.to_dict()["first_drift"] == verdict.first_drift()
+    ('structural', 2, True)
+    """
+
+    result: DiffResult
+    notes: list[str] = field(default_factory=list)
+    fork: dict[str, Any] | None = None
+
+    @property
+    def verdict(self) -> Literal["same", "output", "structural", "fork"]:
+        return "fork" if self.fork is not None else self.result.verdict
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.fork is not None else self.result.exit_code
+
+    @property
+    def drifts(self) -> list[Drift]:
+        return self.result.drifts
+
+    @property
+    def first(self) -> Drift | None:
+        """The first drifted call as every report names it: the headline (the drift that decided the
+        exit, headline()), None when nothing fails."""
+        return self.result.headline
+
+    def first_drift(self) -> str | None:
+        """The first drifted call in one line, as the report's headline reads."""
+        head = self.result.headline
+        return head.one_line() if head is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.fork is not None:
+            return {"verdict": "fork", "exit_code": 0, "fork": self.fork, "first_drift": None}
+        data = self.result.to_dict()
+        data["first_drift"] = self.first_drift()
+        data["notes"] = list(self.notes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        if data.get("verdict") == "fork":
+            return cls(result=DiffResult("same"), fork=data.get("fork"))
+        return cls(result=DiffResult.from_dict(data), notes=list(data.get("notes", [])))
+
+
+@dataclass
 class SurfaceFacts:
     """What one session's tapes say about its server's surface (diff/surface_cost.py): the bytes each
     tool (and the instructions) costs every agent that loads it, and which items the session called."""
@@ -269,7 +324,13 @@ class SessionResult:
 
 @dataclass
 class RunReport:
-    """A whole `mcptape ci` run (or several merged shards)."""
+    """A whole `mcptape ci` run (or several merged shards): its sessions' results, and the exit code
+    and `result` of the run. `to_dict()` is the document `mcptape ci --json` writes.
+
+    >>> report = mcptape.run(sessions=["surface"])
+    >>> report.result, report.to_dict()["sessions"][0]["verdict"]
+    ('none', 'same')
+    """
 
     config: str
     sessions: list[SessionResult] = field(default_factory=list)
@@ -350,6 +411,7 @@ __all__ = [
     "SessionResult",
     "SurfaceChanges",
     "SurfaceFacts",
+    "Verdict",
     "headline",
     "headline_rank",
 ]

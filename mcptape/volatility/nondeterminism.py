@@ -22,7 +22,7 @@ object (`whole`), and every ignore hint is scoped to its call (`ignore_hint`).
 `suggest_rules(volatiles)` proposes, for the "value" ones, the narrowest rule that the
 normalizer (normalize.py) actually applies and that makes every run equal, checked by
 applying it: a regex when the differing part is a token inside an otherwise stable string
-(`(?<=Task )[A-Za-z0-9]+`), else `$..key` (or `$..parent.key`) when the key selects nothing
+(`(?<=Task )\\w+`), else `$..key` (or `$..parent.key`) when the key selects nothing
 that is stable, else the absolute path from the message (`$.params.data`). Inside JSON text
 only descendant rules and regexes apply (normalize.py's rule), so only those are proposed
 there. A candidate that would also rewrite stable values ("collateral") loses to one that
@@ -486,16 +486,18 @@ def path_candidates(v: Volatile) -> list[dict[str, Any]]:
 
 
 def _shape(text: str) -> str:
-    """`3f2a-19` -> `[A-Za-z0-9]+\\-\\d+`: character-class runs, punctuation literal."""
+    """`3f2a-19` -> `\\w+\\-\\d+`: character-class runs, punctuation literal. A run of letters and
+    digits may hold an underscore the next run has (Python's temp names, nanoids: `tmpi2_1xi6e`):
+    one seen without it must not make a rule that misses the next."""
     out: list[str] = []
-    for m in re.finditer(r"[A-Za-z0-9]+|.", text, re.DOTALL):
+    for m in re.finditer(r"\w+|.", text, re.DOTALL | re.ASCII):
         tok = m.group(0)
         if tok.isdigit():
             out.append(r"\d+")
         elif tok.isalpha():
             out.append("[A-Za-z]+")
-        elif tok.isalnum():
-            out.append("[A-Za-z0-9]+")
+        elif tok.isascii() and (tok[0].isalnum() or tok[0] == "_"):
+            out.append(r"\w+")
         else:
             out.append(re.escape(tok))
     return "".join(out)
@@ -539,8 +541,8 @@ def _line_pattern(lines: Sequence[str]) -> tuple[str, str] | None:
             body = shapes.pop()
         elif all(re.fullmatch(r"[0-9a-fA-F]+", m) for m in middles):
             body = "[0-9a-fA-F]+"
-        elif all(re.fullmatch(r"[A-Za-z0-9]+", m) for m in middles):
-            body = "[A-Za-z0-9]+"
+        elif all(re.fullmatch(r"\w+", m, re.ASCII) for m in middles):
+            body = r"\w+"
         else:
             body = r"[\w.:-]+"
         pattern = f"(?<={_escape(left)})" + body

@@ -398,3 +398,52 @@ def test_a_structured_result_nested_past_max_depth_is_not_checked_against_its_ou
     assert check_tape(tape(30)) == []  # conforms, checked all the way down
     broken = check_tape(tape(30, "1"))  # control: a number where the tree wants arrays is found
     assert len(broken) == 1 and broken[0].kind == "output_schema" and "is not of type 'array'" in broken[0].message
+
+
+# --- the gate: which violations are known (conformance/gate.py) -------------------------------
+
+
+def listing(tmp_path: Path, name: str, tools: list[dict[str, Any]]) -> Tape:
+    """A session that lists `tools`, on its own path (two tapes of one test must not share a file)."""
+    builder = EventBuilder()
+    messages = [*legacy(), req(1, "tools/list"), res(1, {"tools": tools})]
+    events = [builder.message(direction, copy.deepcopy(msg)) for direction, msg in messages]
+    path = tmp_path / f"{name}.tape.jsonl"
+    path.write_bytes(tape_bytes(make_header(name), events))
+    return read_tape(path)
+
+
+def judged(golden: Tape, fresh: Tape) -> list[tuple[str, str]]:
+    """(severity, message) of every conformance finding of `fresh` judged against `golden`."""
+    from mcptape.conformance.gate import conformance_drifts
+
+    return [(f.severity, f.message) for _, drift in conformance_drifts(fresh, baseline=golden)
+            for f in drift.findings]
+
+
+def bad(name: str) -> dict[str, Any]:
+    return {"name": name}  # no inputSchema: one violation of the MCP schema
+
+
+def good(name: str) -> dict[str, Any]:
+    return {"name": name, "inputSchema": {"type": "object"}}
+
+
+def test_a_known_violation_stays_known_when_the_server_reorders_its_tools(tmp_path: Path) -> None:
+    golden = listing(tmp_path, "golden", [good("a"), bad("legacy_tool"), good("c")])
+    reordered = listing(tmp_path, "reordered", [bad("legacy_tool"), good("c"), good("a")])
+    assert [sev for sev, _ in judged(golden, reordered)] == ["info"]
+    # The control: a tool that breaks the rule and was not there before is new, wherever it sits.
+    added = listing(tmp_path, "added", [bad("new_tool"), good("c"), good("a")])
+    assert [sev for sev, _ in judged(golden, added)] == ["structural"]
+
+
+def test_a_bad_tool_added_does_not_relabel_the_known_ones_whatever_the_cap(tmp_path: Path) -> None:
+    # Six tools already broke the rule (one more than a message shows one by one); a seventh joins.
+    old = [bad(f"old{i}") for i in range(6)]
+    golden = listing(tmp_path, "golden", old)
+    assert all(sev == "info" for sev, _ in judged(golden, listing(tmp_path, "same", old)))
+    verdict = judged(golden, listing(tmp_path, "fresh", [bad("new0"), *old]))
+    assert [sev for sev, _ in verdict].count("structural") == 1, verdict  # only the new tool
+    assert "structural" not in [sev for sev, message in verdict if "more problems" in message]
+    assert verdict[0][0] == "structural" and verdict[-1][1].endswith("(and 2 more problems in this message)")

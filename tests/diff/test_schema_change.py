@@ -222,6 +222,31 @@ def test_a_moved_bound_is_read_the_right_way_round_in_the_verdict(
     assert diff_tapes(tools_tape(text_tool(key, before)), tools_tape(text_tool(key, before))).verdict == "same"
 
 
+def test_a_narrowed_union_heads_with_the_new_alternative_paired_with_its_old_form() -> None:
+    # An outputSchema that becomes anyOf[the old shape narrowed, a new shape]: the server may now
+    # return the new shape (structural); the old one, narrowed, is a compatible change of itself.
+    old = obj({"status": {"type": "string"}, "count": {"type": "integer"}}, ["status", "count"])
+    narrowed = obj({"status": {"type": "string", "enum": ["ok", "busy"]}, "count": {"type": "integer"}},
+                   ["status", "count"])
+    failure = obj({"error": {"type": "string"}}, ["error"])
+    before = tools_tape(dict(ADD, name="t", outputSchema=old))
+    after = tools_tape(dict(ADD, name="t", outputSchema={"anyOf": [narrowed, failure]}))
+    result = diff_tapes(before, after)
+    assert result.exit_code == 2
+    line = result.drifts[0].one_line()
+    assert line.startswith("step 1 · tools/list · result.tools[t].outputSchema.anyOf[1] tool `t`: alternative added: "), line
+    assert '"error"' in line and line.endswith("(structural)")
+    assert [(f.path, f.kind) for d in result.drifts for f in d.findings if f.category == "schema"] == [
+        ("result.tools[t].outputSchema.anyOf[0].properties.status.enum", "compatible"),
+        ("result.tools[t].outputSchema.anyOf[1]", "breaking"),
+    ]
+    # Unchanged, the same union is the same; a third alternative unlike either is one more added.
+    assert diff_tapes(after, after).verdict == "same"
+    more = tools_tape(dict(ADD, name="t", outputSchema={"anyOf": [narrowed, failure, {"type": "string"}]}))
+    assert [(f.path, f.kind) for d in diff_tapes(after, more).drifts for f in d.findings if f.category == "schema"] == [
+        ("result.tools[t].outputSchema.anyOf[2]", "breaking")]
+
+
 # --- fail_on: the more specific key wins, whatever the order ---------------------------------------
 
 

@@ -150,3 +150,45 @@ def test_a_property_description_s_example_is_used_before_a_guess_from_its_name()
     assert described_example("no example given here") is None
     calculator = {"type": "object", "required": ["expression"], "properties": {"expression": {"type": "string"}}}
     assert example_arguments(calculator) == {"expression": "1 + 1"}  # not "example", which no calculator takes
+
+
+def test_a_tool_that_reads_files_gets_a_file_of_the_type_it_names(tmp_path: Path) -> None:
+    from mcptape.init.scaffold import example_file, file_hints, file_types
+
+    (tmp_path / "README.md").write_text("hi\n", encoding="utf-8")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "book.xlsx").write_bytes(b"PK")
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "old.xlsx").write_bytes(b"PK")
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "node_modules" / "x.pdf").write_bytes(b"%PDF")
+    sheet = {"name": "read_data_from_excel", "description": "Read data from an Excel worksheet.",
+             "inputSchema": {"type": "object", "properties": {"filepath": {"type": "string"}}, "required": ["filepath"]}}
+    assert file_types(sheet)[:1] == (".xlsx",)
+    assert example_file(tmp_path, file_types(sheet)) == Path("data/book.xlsx")
+    assert example_arguments(sheet["inputSchema"], file_hints(sheet, tmp_path, None)) == {"filepath": "data/book.xlsx"}
+    # Under the directory the server's command names, the path is given as the command gives it.
+    assert file_hints(sheet, tmp_path, "repo")[1] == ("path", "repo/data/book.xlsx")
+    # No file of that type (a PDF reader here: node_modules is not data): no hint, the name's guess stays.
+    pdf = {"name": "read_pdf", "description": "Extract the text of a PDF."}
+    assert file_types(pdf) == (".pdf",) and file_hints(pdf, tmp_path, None) == ()
+    # A converter that takes file: URIs gets one, relative (the config is committed); a tool that names
+    # no file at all gets nothing.
+    convert = {"name": "convert", "description": "Convert a resource described by an http:, https:, file: or data: URI",
+               "inputSchema": {"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]}}
+    assert example_arguments(convert["inputSchema"], file_hints(convert, tmp_path, None)) == {"uri": "file:README.md"}
+    assert file_hints({"name": "get_status", "description": "The status."}, tmp_path, None) == ()
+
+
+def test_a_nested_source_that_requires_nothing_by_schema_gets_the_file_a_hint_names(tmp_path: Path) -> None:
+    # @sylphlab/pdf-reader-mcp: `sources: [{path} | {url}]`, the either-or checked in code, not in the schema.
+    from mcptape.init.scaffold import file_hints
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "report.pdf").write_bytes(b"%PDF-1.4")
+    schema = {"type": "object", "required": ["sources"], "properties": {"sources": {
+        "type": "array", "minItems": 1, "items": {"type": "object", "additionalProperties": False, "properties": {
+            "path": {"type": "string", "minLength": 1}, "url": {"type": "string", "format": "uri"}}}}}}
+    tool = {"name": "read_pdf", "description": "Reads content from one or more PDFs.", "inputSchema": schema}
+    assert example_arguments(schema, file_hints(tool, tmp_path, None)) == {"sources": [{"path": "docs/report.pdf"}]}
+    assert example_arguments(schema) == {"sources": [{}]}  # no hint: nothing guessed for it

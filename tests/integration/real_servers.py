@@ -59,6 +59,13 @@ PYTHON_RELEASES: dict[str, tuple[str, ...]] = {
     "2024-12": ("mcp-server-time==0.6.2", "mcp-server-git==0.6.2", "mcp<2"),
     "2026-01": ("mcp-server-time==2026.1.26", "mcp-server-git==2026.1.14", "mcp<2"),
 }
+# Published servers nobody here wrote, each in a venv of its own (built as the release sets are), for
+# the behaviour a test reproduces from them (issue 41):
+#   shell   mcp-shell-server 1.1.14: its description lists the allowed commands from a Python set,
+#           in another order each start
+PUBLISHED: dict[str, tuple[str, ...]] = {
+    "shell": ("mcp-shell-server==1.1.14", "mcp<2"),
+}
 CURRENT = "current"
 
 GIT_ENV = {
@@ -91,14 +98,15 @@ def node_release(name: str, version: str = CURRENT) -> Path:
 
 @functools.cache
 def python_release(release: str) -> Path:
-    """The python of a venv holding one older PyPI release set (PYTHON_RELEASES), built once.
+    """The python of a venv holding one older PyPI release set (PYTHON_RELEASES) or one published
+    server (PUBLISHED), built once.
 
     `current` is the dev venv itself. A venv is built under a lock (two pytest processes may
     start at once) and marked complete only after pip succeeded, so a killed build is redone.
     """
     if release == CURRENT:
         return Path(sys.executable)
-    requirements = PYTHON_RELEASES[release]
+    requirements = PYTHON_RELEASES[release] if release in PYTHON_RELEASES else PUBLISHED[release]
     venv = CACHE / "venvs" / release
     python = venv / "bin" / "python"
     marker = venv / ".requirements"

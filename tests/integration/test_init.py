@@ -256,6 +256,32 @@ def test_init_over_http_negotiates_or_pins_the_protocol_it_was_given_and_gates_t
         assert mcptape(tmp_path, "ci").returncode == 1
 
 
+def test_init_over_http_with_the_command_that_starts_it_gets_the_trial_of_a_stdio_server(tmp_path: Path) -> None:
+    """`--url URL -- CMD` writes `start:`: each run, the trial's and ci's, starts the server afresh, so a
+    count it keeps in its process is the same every run and needs no rule. Without it, the same
+    server kept running carries the count from run to run: the trial can only hide it (the control)."""
+    port = free_port()
+    url = f"http://{LOOPBACK}:{port}/mcp"
+    start = calc_http_cmd(port, "--stateful")
+    proc = ok(mcptape(tmp_path, "init", "--url", url, "--", *start))
+    assert "mcptape does not start it" not in proc.stderr
+    config = tmp_path / "mcptape.yml"
+    server = load_config(config).config.servers
+    assert [(s.url, s.start) for s in server.values()] == [(url, start)]  # type: ignore[union-attr]
+    text = config.read_text(encoding="utf-8")
+    assert "      - call: get_visits\n" in text and "\nnormalize:" not in text  # "visits: 1" every run
+    ok(mcptape(tmp_path, "ci", "-u"))
+    ok(mcptape(tmp_path, "ci"))
+    config.write_text(text.replace(", --stateful]", "]"), encoding="utf-8")  # a real change: a flag dropped
+    assert mcptape(tmp_path, "ci").returncode == 2
+    unmanaged = tmp_path / "unmanaged"
+    unmanaged.mkdir()
+    with background(start, port):
+        warned = ok(mcptape(unmanaged, "init", "--url", url))
+        assert "mcptape init --url URL -- <command>" in warned.stderr
+        assert "(?<=visits: )" in (unmanaged / "mcptape.yml").read_text(encoding="utf-8")  # the count, hidden
+
+
 BARE_SERVER = """\
 import json, sys
 for line in sys.stdin:

@@ -5,7 +5,8 @@ What each class checks on top: unannotated query tools are probed and kept, the 
 called (its side file stays absent); an open-world tool is commented out; a HOME counter is not drift
 (private_home); a description in random order gets a canonical-order rule, not a placeholder; epoch
 seconds under an unknown key get a rule; a repository lister sees the same repository in every run;
-a server that refuses every call after server/discover is named, with the fix.
+a server that refuses every call after server/discover is named, with the fix; one that lists its tools
+after server/discover but refuses their calls until `initialize` gets the legacy handshake pinned.
 """
 
 from __future__ import annotations
@@ -110,6 +111,38 @@ def test_a_repository_lister_sees_the_same_repository_every_run_and_a_new_file(t
     assert mcptape(repo, "ci").returncode == 1
 
 
+def test_calls_that_would_make_the_first_gate_red_are_commented_out_with_why(tmp_path: Path) -> None:
+    # As @wonderwhy-er/desktop-commander: a call history that differs every start (no rule fits it),
+    # and a directory listing of `.`, where `ci -u` writes tapes/. Both active, the first `ci` was red.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("hello\n", encoding="utf-8")
+    text = _gate(repo, "commander")
+    calls = [s.target for s in load_config(repo / "mcptape.yml").config.sessions[0].steps if s.action == "call"]
+    assert calls == ["get_version"]
+    assert re.search(r"# not run: its answer differed between init's two trial runs where no normalize rule helps "
+                     r"\(result\.content\[0\]\.text.*\n\s*# - call: get_recent_calls", text)
+    assert re.search(r"# not run: its path '\.' holds tapes/, where `ci -u` writes the golden tapes.*\n"
+                     r"\s*# - call: list_directory", text)
+    assert _changed(repo) == 1
+
+
+def test_a_reader_of_files_gets_a_file_of_its_type_and_a_file_uri(tmp_path: Path) -> None:
+    # `.` for a spreadsheet reader and https://example.com for a converter cannot work offline; a file
+    # of the type the tool names, under the directory the server runs in, and a `file:` URI can.
+    repo = tmp_path / "repo"
+    (repo / "data").mkdir(parents=True)
+    (repo / "README.md").write_text("# hello\n", encoding="utf-8")
+    (repo / "data" / "book.xlsx").write_bytes(b"PK\x03\x04 a workbook")
+    text = _gate(repo, "reader")
+    assert "arguments: {filepath: data/book.xlsx}" in text
+    assert "arguments: {uri: file:README.md}" in text
+    assert [s.target for s in load_config(repo / "mcptape.yml").config.sessions[0].steps
+            if s.action == "call"] == ["read_sheet", "convert_to_markdown"]
+    (repo / "data" / "book.xlsx").write_bytes(b"PK\x03\x04 a workbook, one more row")  # a real change
+    assert mcptape(repo, "ci").returncode == 1
+
+
 def test_a_server_that_refuses_every_call_after_discover_is_named_with_the_fix(tmp_path: Path) -> None:
     proc = ok(mcptape(tmp_path, "init", "--", sys.executable, str(LONGTAIL), "--kind", "refuse"), 3)
     assert "answered server/discover and then refused every request" in proc.stderr
@@ -123,6 +156,45 @@ def test_a_server_that_refuses_every_call_after_discover_is_named_with_the_fix(t
     gate = ok(mcptape(tmp_path, "ci"))
     assert "refused every request (3) with -32600 Invalid Request: likely a protocol or transport mismatch" in gate.stdout
     assert "--protocol 2025-11-25" in gate.stdout
+
+
+def test_a_server_that_refuses_calls_until_initialize_gets_the_legacy_handshake_pinned(tmp_path: Path) -> None:
+    # As an rmcp server: server/discover and tools/list answer, every call is -32600 "initialize is
+    # required". Not the example arguments' fault: init retries its calls after initialize and pins it.
+    text = _gate(tmp_path, "peerless")
+    assert 'protocol: "2025-11-25"' in text
+    assert [s.target for s in load_config(tmp_path / "mcptape.yml").config.sessions[0].steps
+            if s.action == "call"] == ["get_status", "list_items"]
+    assert "failed on example arguments" not in text and "put real ones here" not in text
+    assert _changed(tmp_path) == 1
+
+
+def test_a_server_slow_to_start_gets_init_timeout_and_ci_waits_as_long(tmp_path: Path) -> None:
+    slow = ["--", sys.executable, str(LONGTAIL), "--kind", "openworld", "--start-delay", "3"]
+    failed = ok(mcptape(tmp_path, "init", "--timeout", "1", *slow), 3)
+    assert "no answer from the server within the step timeout (1s)" in failed.stderr
+    assert "mcptape init --timeout 90" in failed.stderr and "on the session" not in failed.stderr  # no file yet
+    assert list(tmp_path.iterdir()) == []
+    ok(mcptape(tmp_path, "init", "--timeout", "8", *slow))
+    session = load_config(tmp_path / "mcptape.yml").config.sessions[0]
+    assert session.step_timeout == 8
+    assert [s.target for s in session.steps if s.action == "call"] == ["get_version"]  # probed, with time to start
+    ok(mcptape(tmp_path, "ci", "-u"))
+    ok(mcptape(tmp_path, "ci"))
+    assert "--timeout 0: seconds one step may take" in ok(mcptape(tmp_path, "init", "--timeout", "0", *slow), 3).stderr
+
+
+def test_a_probe_that_timed_out_is_a_timeout_even_in_the_handshake(tmp_path: Path) -> None:
+    from mcptape.config.models import StdioServer
+    from mcptape.init import probe
+
+    server = StdioServer(command=[sys.executable, str(LONGTAIL), "--kind", "openworld", "--start-delay", "2"])
+    outcomes = probe.probe_calls(server, [("get_version", {})], base_dir=tmp_path, env={}, protocol=None,
+                                 start_timeout=0.5)
+    assert outcomes["get_version"].kind == "timeout", outcomes
+    # The control: given the time to start, the same call answers.
+    assert probe.probe_calls(server, [("get_version", {})], base_dir=tmp_path, env={}, protocol=None,
+                             start_timeout=6)["get_version"].ok
 
 
 @pytest.mark.parametrize(("argv", "hinted"), [

@@ -673,3 +673,38 @@ def test_server_everything_pending_roots_needs_sigterm(tmp_path: Path) -> None:
     assert t.events[-1] == {"kind": "exit", "code": None, "signal": "SIGTERM"}
     pending = next(e for e in t.events if e.get("what") == "unanswered")
     assert pending["detail"] == [{"dir": "s2c", "id": 0, "method": "roots/list"}]
+
+
+def sdk_client_through_rec(tape: Path, server: list[str]) -> dict[str, Any]:
+    """The official TypeScript SDK's client (fixtures/node/sdk_client.mjs) running `server` behind rec."""
+    node_server("everything")  # the SDK comes with the npm reference servers: installed, or skip/fail
+    script = FIXTURES / "node" / "sdk_client.mjs"
+    argv = json.dumps(rec_command(tape, server))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(["node", str(script), argv, "list_items", "{}"], cwd=script.parent, env=env,
+                          capture_output=True, text=True, timeout=WAIT)
+    assert proc.returncode == 0, proc.stderr
+    answer: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    return answer
+
+
+def test_the_typescript_sdk_closing_stdin_then_sending_sigterm_is_a_clean_end(tmp_path: Path) -> None:
+    # The SDK's close(): stdin ended, 2 s, SIGTERM. A server that takes longer than that to exit
+    # after EOF (--linger) gets rec's SIGTERM then; the session had ended, nothing was interrupted.
+    longtail = [sys.executable, str(FIXTURES / "servers" / "longtail_server.py"), "--kind", "query"]
+    prompt, lingering = tmp_path / "prompt.tape.jsonl", tmp_path / "lingering.tape.jsonl"
+    items = [{"type": "text", "text": '["a", "b", "c"]'}]
+    assert sdk_client_through_rec(prompt, longtail)["result"]["content"] == items
+    assert sdk_client_through_rec(lingering, [*longtail, "--linger", "8"])["result"]["content"] == items
+    tape = read_tape(lingering)
+    assert tape.complete and not [e for e in tape.events if e["kind"] == "note"], tape.events[-3:]
+    assert [e.get("code") for e in tape.events if e["kind"] == "exit"] == [0]
+    diff = subprocess.run(mcptape_command("diff", str(prompt), str(lingering)), capture_output=True, text=True,
+                          timeout=WAIT, cwd=ROOT)
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    # The control: the same client against a server whose list changed does differ (output drift).
+    changed = tmp_path / "changed.tape.jsonl"
+    sdk_client_through_rec(changed, [sys.executable, str(FIXTURES / "servers" / "longtail_server.py"), "--kind",
+                                     "query", "--changed", "--linger", "8"])
+    assert subprocess.run(mcptape_command("diff", str(prompt), str(changed)), capture_output=True,
+                          timeout=WAIT, cwd=ROOT).returncode == 1

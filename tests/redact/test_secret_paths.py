@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mcptape.commands.init import Surface, render_config
 from mcptape.config.load import load_config
+from mcptape.init.config_file import render_config
+from mcptape.init.server import Surface
 from mcptape.replay import fallback
 from tests.conftest import FIXTURES, mcptape_command, user_env
 

@@ -95,7 +95,7 @@ def test_suggests_the_narrowest_rules_and_they_validate_as_config() -> None:
     assert "$..datetime" in by_target
     assert "(json).datetime" in by_target["$..datetime"]["reason"] and "+1 more place" in by_target["$..datetime"]["reason"]
     # the random id inside a sentence: a regex on the token, keeping "Task ... started" comparable
-    assert "(?<=Task )[A-Za-z0-9]+" in by_target
+    assert r"(?<=Task )\w+" in by_target
     assert "$..level" in by_target
     assert len(rules) == 3
     for rule in rules:
@@ -169,7 +169,7 @@ def test_a_value_whose_first_word_varies_gets_a_path_rule_not_a_suffix_regex() -
 
     assert regex_candidate(["Debug-level message", "Info-level message", "Error-level message"]) is None
     assert regex_candidate(["Task abc123 started", "Task zz9911 started"]) == {
-        "pattern": "(?<=Task )[A-Za-z0-9]+",
+        "pattern": r"(?<=Task )\w+",
         "replace": "<ID>",
     }
 
@@ -199,3 +199,12 @@ def test_state_carried_between_runs_is_told_from_volatility_and_gets_no_rule() -
 def test_ignore_hints_are_scoped_to_the_call_they_come_from() -> None:
     [clock] = [v for v in find_volatile(RUNS) if v.path == "result.content[0].text"]
     assert ignore_hint(clock) == 'drift: {ignore: [{method: "tools/call", name: "start", path: "result.content[0].text"}]}'
+
+
+def test_a_token_rule_covers_the_underscore_the_trial_did_not_see() -> None:
+    # mcp-server-analyzer answers Python temp file names: two runs gave tmpab12cdx.py and tmpq9z8y7w.py,
+    # the third tmpi2_1xi6e.py (tempfile's alphabet has `_`). The rule from the two must cover the third.
+    found = regex_candidate(["ran <TMP>/tmp/tmpab12cdx.py", "ran <TMP>/tmp/tmpq9z8y7w.py"])
+    assert found is not None
+    assert re.sub(found["pattern"], "<ID>", "ran <TMP>/tmp/tmpi2_1xi6e.py") == "ran <TMP>/tmp/<ID>"
+    assert re.sub(found["pattern"], "<ID>", "ran <TMP>/tmp/tmpi2_1xi6e.py and more") != "ran <TMP>/tmp/<ID>"

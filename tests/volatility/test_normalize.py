@@ -422,3 +422,13 @@ def test_task_polls_that_repeat_the_state_before_them_leave_the_tape() -> None:
     # Not a task answer (no taskId): nothing leaves.
     plain = poll(1, {"status": "working"}) + poll(2, {"status": "working"})
     assert canonical_order(plain) == plain
+
+
+def test_a_regex_rule_written_against_a_built_in_placeholder_hits_the_raw_value_too() -> None:
+    # mcp-server-analyzer's answer names a temp file; init's trial saw it as `<TMP>/tmp/tmpab1.py` (the
+    # built-in rule had run) and wrote this rule. A fresh run and the golden read back must agree.
+    n = Normalizer([rule(pattern=r"(?<=<TMP>/tmp/)[\w.:-]+", replace="<FILE>")])
+    fresh = n.value({"filename": "/tmp/pytest-x1/tmp/tmpq1x2.py"})
+    assert fresh == {"filename": "<TMP>/tmp/<FILE>"}
+    assert n.value(fresh) == fresh  # the golden, normalized again when it is read back
+    assert n.value({"filename": "/tmp/pytest-x1/tmp/tmpq1x2.py", "other": "tmp/keep.py"})["other"] == "tmp/keep.py"

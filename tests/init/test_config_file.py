@@ -1,4 +1,4 @@
-"""commands/init.py's rendering: every value it writes reads back as exactly that value.
+"""init/config_file.py's rendering: every value it writes reads back as exactly that value.
 
 The end-to-end runs are tests/integration/test_init.py's; this checks the one piece of YAML
 writing init does by hand, on the values that trip YAML up (indicators, look-alikes of other
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mcptape.commands.init import yaml_scalar
+from mcptape.init.config_file import yaml_scalar
 
 TRICKY: list[Any] = [
     "plain", "@modelcontextprotocol/server-everything", "-y", "--repository", "-", "~", "~/x", "yes", "No", "on",
