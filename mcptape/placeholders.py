@@ -38,10 +38,21 @@ UUID_MARK = "<UUID#"  # what a numbered UUID placeholder starts with
 _NUMBERED_UUID = re.compile(r"<UUID#[1-9][0-9]{0,8}>")
 
 
-def uuid_placeholder(n: int) -> str:
-    """The placeholder of the n-th distinct UUID a normalizer met: `<UUID>` for the first (what every
-    tape written before the numbers holds), then `<UUID#2>`, `<UUID#3>`, ..."""
-    return "<UUID>" if n == 1 else f"<UUID#{n}>"
+class UuidNumbers:
+    """A re.sub replacement for UUIDs: each distinct one (case aside) its own placeholder, in order of
+    first appearance: `<UUID>` for the first (what every tape written before the numbers holds), then
+    `<UUID#2>`, `<UUID#3>`, ... (normalize.py keeps one per normalizer; play serves each as its own id)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, str] = {}
+
+    def __call__(self, m: re.Match[str]) -> str:
+        key = m.group(0).lower()
+        found = self._seen.get(key)
+        if found is None:
+            n = len(self._seen) + 1
+            found = self._seen[key] = "<UUID>" if n == 1 else f"<UUID#{n}>"
+        return found
 
 
 def has_tag(text: str) -> bool:

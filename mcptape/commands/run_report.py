@@ -149,7 +149,7 @@ def session_tapes(report: RunReport, config_dir: Path, fresh: Mapping[str, Fresh
         elif s.fresh and Path(s.fresh).is_file():
             tape = _read(Path(s.fresh), "fresh", missing)
             times = event_times(tape) if tape is not None else None
-        elif s.headline is not None:
+        elif s.diff is not None and s.diff.first is not None:
             missing.append("The fresh tape was not kept (`mcptape ci --out-dir DIR` keeps it): the drifted "
                            "messages are shown from the findings alone.")
         out[s.name] = SessionTapes(golden=golden, fresh=tape, fresh_times=times, missing=tuple(missing))

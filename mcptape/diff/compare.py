@@ -9,7 +9,7 @@ pair one for one — pairs them (align.py), runs the registered classifiers (cla
 pair that is not the same events on both sides (calls.Call.same_events: such calls cannot
 drift, which is what skipping the unchanged stretches relies on) and the session checks once,
 applies the project's DriftSettings, and groups what is left per call in fresh-tape order, the
-headline first (report.model.headline). Drifts judged elsewhere on a fresh tape (`Placed`: the
+headline first (verdict.model.headline). Drifts judged elsewhere on a fresh tape (`Placed`: the
 conformance gate's, mcptape/conformance/gate.py, which sits above diff) join them, placed the same way.
 
 DriftSettings, as read here (config/models.py holds the model):
@@ -267,7 +267,7 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, more: Placed |
             placed.append((_prepared_index(more.tape, fresh, pos), last_step + 1, d))
 
     placed.sort(key=lambda t: (t[0], t[1]))
-    # The headline (report.model.headline) first, for readers of the JSON's drifts[0]; the rest stay
+    # The headline (verdict.model.headline) first, for readers of the JSON's drifts[0]; the rest stay
     # in fresh-tape order, as a reviewer walks the session.
     real = [d for _, _, d in placed if d.severity != "info"]
     head = headline(real)

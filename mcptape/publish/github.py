@@ -214,7 +214,7 @@ def annotation_lines(report: RunReport, *, config_path: str, workspace: str, fai
     threshold = FAIL_ON_THRESHOLD.get(fail_on, 1)
     lines = []
     for s in report.sessions:
-        head = s.headline
+        head = s.diff.first if s.diff is not None else None
         if s.verdict in ("output", "structural") and head is not None:
             kind = "structural drift" if s.verdict == "structural" else "output drift"
             lines.append(
@@ -222,7 +222,7 @@ def annotation_lines(report: RunReport, *, config_path: str, workspace: str, fai
                     "error" if s.exit_code >= threshold else "warning",
                     one_line(head.one_line(s.name), 1000),
                     file=_golden_for_annotation(s, config_path, workspace),
-                    line=s.headline_golden_line(),
+                    line=s.first_golden_line(),
                     title=f"mcptape: {kind} in {s.name}",
                 )
             )
@@ -237,7 +237,7 @@ def annotation_lines(report: RunReport, *, config_path: str, workspace: str, fai
 
 
 def run_outputs(report: RunReport, *, report_path: str | None) -> dict[str, str]:
-    first = report.headline()
+    first = report.first_drift()
     drifted = [s.name for s in report.sessions if s.verdict in ("output", "structural")]
     return {
         "result": report.result,

@@ -298,7 +298,7 @@ def session_view(s: SessionResult, tapes: SessionTapes | None) -> SessionView:
     sid = session_anchor(s.name)
     # The headline (verdict/model.headline: the drift that decided the exit) first, the rest in the
     # diff's order; a session with info notes alone has no first drift, only later ones.
-    head = s.headline
+    head = s.diff.first if s.diff is not None else None
     listed = s.diff.drifts if s.diff is not None else []
     drifts = [head, *(d for d in listed if d is not head)] if head is not None else list(listed)
     shown = 1 if head is not None else 0
@@ -384,7 +384,7 @@ def surfaces(report: RunReport, tapes: Mapping[str, SessionTapes]) -> list[Surfa
 
 
 def run_view(report: RunReport, tapes: Mapping[str, SessionTapes], accept: str | None = None) -> RunView:
-    first = report.headline()
+    first = report.first_drift()
     sessions = [session_view(s, tapes.get(s.name)) for s in report.sessions]
     first_view = next((v for v in sessions if first is not None and v.result is first[0]), None)
     causes = [CauseView(c.severity, _said(c.drift), [(s.name, session_anchor(s.name)) for s in c.sessions])

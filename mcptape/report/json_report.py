@@ -14,7 +14,6 @@ from typing import Any
 
 from mcptape.errors import McptapeError
 from mcptape.logsafe import escape_controls, utf8
-from mcptape.report import surface_notes
 from mcptape.verdict.model import RunReport
 from mcptape.verdict.vocabulary import VERDICT_EXIT
 
@@ -22,10 +21,8 @@ from mcptape.verdict.vocabulary import VERDICT_EXIT
 def report_bytes(report: RunReport) -> bytes:
     """The JSON report as written: indented, UTF-8, a final newline; what could act or hide in its
     strings as `\\u` escapes (logsafe.escape_controls: the same values, and a reader of the file sees
-    them). Besides the model's data, `surface`: each server's context cost and coverage, summed
-    over its sessions (derived from the sessions' `surface_facts`, not read back)."""
-    data = {**report.to_dict(), "surface": surface_notes.surface_data(report)}
-    return utf8(escape_controls(json.dumps(data, indent=2, ensure_ascii=False), json=True)) + b"\n"
+    them)."""
+    return utf8(escape_controls(json.dumps(report.to_dict(), indent=2, ensure_ascii=False), json=True)) + b"\n"
 
 
 def read_report(path: str, hint: str) -> tuple[RunReport, dict[str, Any]]:

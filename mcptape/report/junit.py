@@ -37,7 +37,7 @@ def _case(suite: ET.Element, session: SessionResult, classname: str) -> None:
         classname=classname,
         time=f"{session.duration_s or 0:.3f}",
     )
-    first = session.headline_line() or ""
+    first = session.first_drift_line() or ""
     if session.verdict in _FAILING:
         details = []
         if session.diff is not None:

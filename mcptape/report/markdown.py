@@ -12,7 +12,7 @@ what is cut says where the rest is (the job summary, the run's artifact).
 
 Both documents share one design, the summary with more room: a title naming the verdict and the
 config by its repository path; a small line with the counts, the commit it reflects and the run;
-the headline — what the drift that decided the exit (report.headline) changes for a client, in
+the headline — what the drift that decided the exit (report.first_drift()) changes for a client, in
 our words around code spans (`in_words`), said once, with the sessions whose first drift is the
 same change (`causes`) each linked to its golden tape at the line; other changes as a list; then
 one collapsed <details> per session (a session sharing an earlier one's change names it instead of
@@ -230,7 +230,7 @@ def surface_table(surface: SurfaceChanges) -> str:
 
 
 def _first_line(s: SessionResult) -> str | None:
-    line = s.headline_line()
+    line = s.first_drift_line()
     if line and s.name and line.startswith(s.name + " · "):
         line = line[len(s.name) + 3 :]  # the session column already names it
     return line
@@ -343,10 +343,10 @@ class Cause:
 
 def causes(report: RunReport) -> list[Cause]:
     """Drifted sessions grouped by the change their first drift names. The headline's cause
-    (report.headline) comes first; the rest by severity, then first seen."""
+    (report.first_drift()) comes first; the rest by severity, then first seen."""
     by_key: dict[tuple[str, ...], Cause] = {}
     for s in report.sessions:
-        drift = s.headline
+        drift = s.diff.first if s.diff is not None else None
         if s.verdict not in ("output", "structural") or drift is None:
             continue
         key = _cause_key(drift)
@@ -354,7 +354,7 @@ def causes(report: RunReport) -> list[Cause]:
             by_key[key].sessions.append(s)
         else:
             by_key[key] = Cause(drift, [s])
-    first = report.headline()
+    first = report.first_drift()
     head = _cause_key(first[1]) if first is not None else None
     ordered = list(by_key.values())
     rank = {"structural": 0, "output": 1}
@@ -365,7 +365,7 @@ def causes(report: RunReport) -> list[Cause]:
 def _session_link(s: SessionResult, ctx: Context) -> str:
     """The session's name, linked to its golden tape at the drifted line when there is a place to link."""
     name = code_span(s.name, max_chars=80)
-    url = ctx.golden_url(s.golden, s.headline_golden_line()) if s.golden else None
+    url = ctx.golden_url(s.golden, s.first_golden_line()) if s.golden else None
     return f"[{name}]({url})" if url else name
 
 
@@ -503,13 +503,13 @@ def session_details(s: SessionResult, ctx: Context, limits: Limits, *, compact: 
     ]
     if s.golden:
         path = ctx.golden_path(s.golden)
-        line = s.headline_golden_line()
+        line = s.first_golden_line()
         url = ctx.golden_url(s.golden, line)
         label = code_span(path + (f":{line}" if line else ""), max_chars=200)
         parts += [f"Golden tape: {f'[{label}]({url})' if url else label}", ""]
     if ctx.html_report and ctx.artifact:  # a page inside an artifact cannot be linked to: named, for who opens it
         parts += [f"In the HTML report: {code_span(f'{ctx.html_report}#{session_anchor(s.name)}', max_chars=200)}", ""]
-    head = s.headline
+    head = s.diff.first if s.diff is not None else None
     if s.diff is not None and head is not None:
         if compact:
             parts += [f"_Diff cut to stay under GitHub's size limit: see {limits.where_more}._", ""]

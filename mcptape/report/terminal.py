@@ -62,9 +62,9 @@ def _short(value: Any, limit: int = 100) -> str:
 
 
 def render_diff(result: DiffResult, console: Console, *, session: str | None = None) -> None:
-    """The headline drift (model.headline) in one line, the tool-surface table, then details with context."""
+    """The headline drift (verdict/model.headline, DiffResult.first) in one line, the tool-surface table, then details with context."""
     verdict = result.verdict
-    head = result.headline
+    head = result.first
     if head is None or verdict == "same":
         console.print(rich_text(("same", _STYLE["same"]), f" · {result.a} ↔ {result.b} · no drift"), soft_wrap=True)
         _render_info(result, console)
@@ -194,7 +194,7 @@ def _session_line(s: SessionResult) -> str:
         return "no drift"
     if s.verdict == "updated":
         return "golden tape written"
-    head = s.headline
+    head = s.diff.first if s.diff is not None else None
     if head is not None:
         return head.one_line()
     return s.error or ""

@@ -115,7 +115,7 @@ def _read(ctx: RunContext, session: Session, entry: SessionMeasure) -> Tape | No
 
 
 def _headline(diff: DiffResult) -> str:
-    first = diff.headline
+    first = diff.first
     return first.one_line() if first is not None else diff.verdict
 
 

@@ -6,6 +6,10 @@ mcptape/verdict/vocabulary.py's, at the bottom, where config/ reads it too.
 diff/ fills DiffResult; ci.py wraps one per session in SessionResult and all of them in
 RunReport; report/terminal.py, report/markdown.py, report/junit.py and publish/github.py only read
 these. `to_dict`/`from_dict` are the JSON report format (`mcptape ci --json`, `mcptape merge`).
+The headline of a diff, a session and a run is one choice, `headline()`, which every report reads
+(DiffResult.first, SessionResult.first_drift_line, RunReport.first_drift); a run's surface summed
+per server (context cost, coverage: `surface_data`) is in the JSON report, and in every other
+report through report/surface_notes.py's words.
 """
 
 from __future__ import annotations
@@ -172,8 +176,9 @@ class DiffResult:
         return VERDICT_EXIT[self.verdict]
 
     @property
-    def headline(self) -> Drift | None:
-        """The drift that decided the exit (headline()); None when nothing fails."""
+    def first(self) -> Drift | None:
+        """The first drifted call as every report names it: the headline, the drift that decided the
+        exit (headline()); None when nothing fails (info notes alone)."""
         return headline(self.drifts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -232,11 +237,11 @@ class Verdict:
     def first(self) -> Drift | None:
         """The first drifted call as every report names it: the headline (the drift that decided the
         exit, headline()), None when nothing fails."""
-        return self.result.headline
+        return self.result.first
 
     def first_drift(self) -> str | None:
         """The first drifted call in one line, as the report's headline reads."""
-        head = self.result.headline
+        head = self.result.first
         return head.one_line() if head is not None else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -290,28 +295,25 @@ class SessionResult:
     def exit_code(self) -> int:
         return VERDICT_EXIT[self.verdict]
 
-    @property
-    def headline(self) -> Drift | None:
-        """The drift that decided this session's exit (model.headline); None when nothing failed."""
-        return self.diff.headline if self.diff is not None else None
-
-    def headline_golden_line(self) -> int | None:
-        """The golden tape's line of the headline drift: of its headline finding, else of any of its findings."""
-        drift = self.headline
+    def first_golden_line(self) -> int | None:
+        """The golden tape's line of the headline drift (DiffResult.first): of its headline finding, else
+        of any of its findings."""
+        drift = self.diff.first if self.diff is not None else None
         if drift is None:
             return None
         return next((f.golden_line for f in (drift.headline_finding, *drift.findings) if f.golden_line is not None), None)
 
-    def headline_line(self) -> str | None:
-        """The headline drift in one line (`arith · step 3 · ... (output)`), else the error, else None."""
-        drift = self.headline
+    def first_drift_line(self) -> str | None:
+        """The headline drift (DiffResult.first) in one line (`arith · step 3 · ... (output)`), else the
+        error, else None."""
+        drift = self.diff.first if self.diff is not None else None
         return drift.one_line(self.name) if drift is not None else self.error
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["diff"] = self.diff.to_dict() if self.diff else None
         data["exit_code"] = self.exit_code
-        head = self.headline
+        head = self.diff.first if self.diff is not None else None
         data["headline"] = head.one_line(self.name) if head is not None else None  # derived: not read back
         return data
 
@@ -364,11 +366,11 @@ class RunReport:
         count = sum(totals.values())
         return f"{count} secret value{'s' if count != 1 else ''} redacted: {parts}"
 
-    def headline(self) -> tuple[SessionResult, Drift] | None:
-        """The run's headline: of every session's headline, the one that ranks first (headline_rank:
-        a structural drift of a later session before an output drift of an earlier one), the first
-        session among equals. None when no session drifted."""
-        heads = [(s, d) for s in self.sessions if (d := s.headline) is not None]
+    def first_drift(self) -> tuple[SessionResult, Drift] | None:
+        """The run's headline: of every session's (DiffResult.first), the one that ranks first
+        (headline_rank: a structural drift of a later session before an output drift of an earlier
+        one), the first session among equals. None when no session drifted."""
+        heads = [(s, d) for s in self.sessions if s.diff is not None and (d := s.diff.first) is not None]
         return min(heads, key=lambda pair: headline_rank(pair[1]), default=None)
 
     def to_dict(self) -> dict[str, Any]:
@@ -377,7 +379,7 @@ class RunReport:
             "config": self.config,
             "exit_code": self.exit_code,
             "result": self.result,
-            "headline": head[1].one_line(head[0].name) if (head := self.headline()) is not None else None,
+            "headline": head[1].one_line(head[0].name) if (head := self.first_drift()) is not None else None,
             "updated_golden": self.updated_golden,
             "shard": self.shard,
             "compared": self.compared,
@@ -385,6 +387,7 @@ class RunReport:
             "strength": self.strength,
             "orphans": list(self.orphans),
             "sessions": [s.to_dict() for s in self.sessions],
+            "surface": surface_data(self),  # derived from the sessions' surface_facts: not read back
         }
 
     @classmethod
@@ -399,6 +402,101 @@ class RunReport:
             comparison=list(data.get("comparison", [])),
             strength=data.get("strength"),
         )
+
+
+# --- a run's surface per server (sessions of one server share its tool list): the JSON report's
+# `surface`, and what report/surface_notes.py puts in words.
+
+KINDS = ("tools", "prompts", "resources")
+
+
+@dataclass
+class ServerCost:
+    """The context cost of one server's listed tools and instructions, fresh and golden."""
+
+    server: str
+    total: int
+    golden_total: int | None  # None: no golden tape listed its tools
+    changes: list[tuple[str, int]] = field(default_factory=list)  # (tool or "instructions", delta), biggest first
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    @property
+    def delta(self) -> int:
+        return 0 if self.golden_total is None else self.total - self.golden_total
+
+
+@dataclass
+class ServerCoverage:
+    server: str
+    listed: dict[str, list[str]]  # kind -> names any session listed
+    uncalled: dict[str, list[str]]  # kind -> of those, the ones no session called
+
+
+def _facts(report: RunReport) -> list[tuple[SessionResult, str]]:
+    return [(s, s.surface_facts.server or "(server)") for s in report.sessions if s.surface_facts is not None]
+
+
+def costs(report: RunReport) -> list[ServerCost]:
+    """Per server, from its first session that listed tools (they all list the same tools)."""
+    out: dict[str, ServerCost] = {}
+    for s, server in _facts(report):
+        facts = s.surface_facts
+        assert facts is not None
+        if server in out or "tools" not in facts.listed:
+            continue
+        cost = ServerCost(server, facts.total(), facts.total(golden=True) if facts.golden_size is not None else None)
+        if facts.golden_size is not None:
+            g, f = facts.golden_size, facts.size
+            deltas = [(k, f.get(k, 0) - g.get(k, 0)) for k in dict.fromkeys([*f, *g]) if f.get(k, 0) != g.get(k, 0)]
+            cost.changes = sorted(deltas, key=lambda t: -abs(t[1]))
+            cost.added = [k for k in f if k not in g]
+            cost.removed = [k for k in g if k not in f]
+        out[server] = cost
+    return list(out.values())
+
+
+def coverage(report: RunReport) -> list[ServerCoverage]:
+    """Per server: what its sessions listed, and which of those no session of the run called."""
+    listed: dict[str, dict[str, dict[str, None]]] = {}
+    called: dict[str, dict[str, set[str]]] = {}
+    for s, server in _facts(report):
+        facts = s.surface_facts
+        assert facts is not None
+        for kind, names in facts.listed.items():
+            listed.setdefault(server, {}).setdefault(kind, {}).update(dict.fromkeys(names))
+        for kind, names in facts.called.items():
+            called.setdefault(server, {}).setdefault(kind, set()).update(names)
+    out = []
+    for server, kinds in listed.items():
+        done = called.get(server, {})
+        out.append(ServerCoverage(
+            server,
+            {k: list(kinds[k]) for k in KINDS if k in kinds},
+            {k: [n for n in kinds[k] if n not in done.get(k, set())] for k in KINDS if k in kinds},
+        ))
+    return out
+
+
+def tool_label(key: str) -> str:
+    """A SurfaceFacts.size key as a reader names it: the tool's name, or `instructions`."""
+    return key.removeprefix("tool:")
+
+
+def surface_data(report: RunReport) -> list[dict[str, Any]]:
+    """Per server, its context cost and coverage as plain data (the JSON report, SARIF's run properties)."""
+    out: dict[str, dict[str, Any]] = {}
+    for cost in costs(report):
+        out.setdefault(cost.server, {"server": cost.server})["context_cost"] = {
+            "unit": "bytes", "total": cost.total, "golden_total": cost.golden_total, "delta": cost.delta,
+            "changes": [{"item": tool_label(k), "delta": d} for k, d in cost.changes],
+        }
+    for cov in coverage(report):
+        out.setdefault(cov.server, {"server": cov.server})["coverage"] = {
+            k: {"listed": len(cov.listed[k]), "called": len(cov.listed[k]) - len(cov.uncalled[k]),
+                "not_called": cov.uncalled[k]} for k in cov.listed
+        }
+    return list(out.values())
 
 
 __all__ = [

@@ -59,8 +59,8 @@ def test_one_call_removed_reports_only_that_call() -> None:
     f = base().tool("add", {"a": 1, "b": 1}, "2").tool("add", {"a": 2, "b": 2}, "4")
     result = diff_tapes(g.tape(), f.tape())
     assert kinds(result) == [("call", "removed")]
-    assert result.headline is not None and result.headline.call is not None and result.headline.call.name == "divide"
-    assert result.headline.findings[0].golden_line is not None
+    assert result.first is not None and result.first.call is not None and result.first.call.name == "divide"
+    assert result.first.findings[0].golden_line is not None
 
 
 def test_reordered_parallel_calls_are_not_drift() -> None:
@@ -109,14 +109,14 @@ def test_the_headline_is_the_most_severe_drift_and_the_rest_are_in_fresh_order()
     result = diff_tapes(g.tape(), f.tape())
     assert result.verdict == "structural"
     assert [d.call.name for d in result.drifts if d.call] == ["divide", "add", "mul"]
-    assert result.headline is not None and result.headline.severity == "structural"
-    assert result.headline.one_line("arith").startswith("arith · step 3 · tools/call divide")
+    assert result.first is not None and result.first.severity == "structural"
+    assert result.first.one_line("arith").startswith("arith · step 3 · tools/call divide")
     # Among drifts of one severity the first in the fresh tape heads the report.
     g_out = base().tool("add", {"a": 1, "b": 1}, "2").tool("mul", {"a": 2, "b": 2}, "4")
     f_out = base().tool("add", {"a": 1, "b": 1}, "3").tool("mul", {"a": 2, "b": 2}, "5")
     out = diff_tapes(g_out.tape(), f_out.tape())
-    assert out.headline is not None
-    assert out.headline.one_line("arith") == 'arith · step 2 · tools/call add {"a":1,"b":1} · result.content[0].text "2" → "3" (output)'
+    assert out.first is not None
+    assert out.first.one_line("arith") == 'arith · step 2 · tools/call add {"a":1,"b":1} · result.content[0].text "2" → "3" (output)'
 
 
 # --- result ------------------------------------------------------------------------------------
@@ -180,7 +180,7 @@ def test_crash_in_fresh_is_structural() -> None:
     result = diff_tapes(g, f)
     assert result.verdict == "structural"
     assert ("process", "no_answer") in kinds(result) and ("process", "crash") in kinds(result)
-    assert result.headline is not None and result.headline.call is not None and result.headline.call.name == "add"
+    assert result.first is not None and result.first.call is not None and result.first.call.name == "add"
 
 
 def test_cut_short_fresh_tape_is_structural() -> None:
@@ -382,7 +382,7 @@ def test_fail_on_by_category_and_kind() -> None:
     g, f = cosmetic_and_result()
     result = diff_tapes(g, f, DriftSettings(fail_on={"schema.cosmetic": "info", "result": "structural"}))
     assert result.verdict == "structural"
-    assert result.headline is not None and result.headline.call is not None and result.headline.call.name == "add"
+    assert result.first is not None and result.first.call is not None and result.first.call.name == "add"
     # The info finding is still reported, after the failing ones, and does not fail.
     assert result.drifts[-1].severity == "info"
 
@@ -809,8 +809,8 @@ def test_handshake_metadata_and_the_clients_own_change_do_not_head_a_call_that_d
     g = base().tool("add", {"a": 1, "b": 1}, "2")
     f = base(init_result=init).tool("add", {"a": 1, "b": 1}, "3")
     result = diff_tapes(g.tape(), f.tape())
-    assert result.headline is not None and result.headline.call is not None
-    assert (result.headline.call.method, result.headline.call.name) == ("tools/call", "add"), result.headline.one_line()
+    assert result.first is not None and result.first.call is not None
+    assert (result.first.call.method, result.first.call.name) == ("tools/call", "add"), result.first.one_line()
     assert any(d.call is not None and d.call.method == "initialize" for d in result.drifts[1:])
     # A client that declared other capabilities (its config) changed only its own request: the
     # server's answer to a call still heads the report.
@@ -945,7 +945,7 @@ def test_a_racing_notification_on_one_side_counts_as_output_except_outside_a_req
     result = diff_tapes(tape(False), tape(True))
     assert "notifications/tools/list_changed sent now" in result.drifts[0].one_line()
     assert result.exit_code == (0 if transport == "http" else 1)
-    assert (result.headline is None) == (transport == "http")  # an info note never heads the diff
+    assert (result.first is None) == (transport == "http")  # an info note never heads the diff
     changed = tape(True)
     answer = next(e for e in changed.events if e.get("method") == "tools/call" and e["kind"] == "response")
     answer["msg"]["result"]["content"][0]["text"] = "6"  # a real change still differs over HTTP

@@ -180,8 +180,8 @@ def test_json_and_junit_reports_parse_back(recorded: Path) -> None:
     assert data["exit_code"] == 1 and data["result"] == "output"
     report = RunReport.from_dict(data)
     arithmetic = next(s for s in report.sessions if s.name == "arithmetic")
-    assert arithmetic.diff is not None and arithmetic.diff.headline is not None
-    assert arithmetic.diff.headline.call is not None and arithmetic.diff.headline.call.step == 1
+    assert arithmetic.diff is not None and arithmetic.diff.first is not None
+    assert arithmetic.diff.first.call is not None and arithmetic.diff.first.call.step == 1
     root = ET.parse(junit_path).getroot()
     cases = {c.get("name"): c for c in root.iter("testcase")}
     assert set(cases) == {"surface", "arithmetic"}

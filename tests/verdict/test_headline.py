@@ -162,8 +162,8 @@ def baseline_report() -> RunReport:
 def test_every_report_heads_with_the_drift_that_decided_the_exit_never_an_info_note() -> None:
     report = baseline_report()
     green, drifted = report.sessions
-    assert report.exit_code == 1 and report.headline() == (drifted, drifted.diff.drifts[1])  # type: ignore[union-attr]
-    assert green.headline is None and green.headline_line() is None
+    assert report.exit_code == 1 and report.first_drift() == (drifted, drifted.diff.drifts[1])  # type: ignore[union-attr]
+    assert green.diff is not None and green.diff.first is None and green.first_drift_line() is None
 
     table = [line for line in render_run_text(report).splitlines() if line.startswith("│")]
     assert any("quiet" in row and "no drift" in row for row in table), table
@@ -185,4 +185,4 @@ def test_every_report_heads_with_the_drift_that_decided_the_exit_never_an_info_n
     assert "ms slower per call" in run_outputs(report, report_path=None)["first-drift"]
     data = report.to_dict()
     assert "ms slower per call" in data["headline"] and data["sessions"][0]["headline"] is None
-    assert RunReport.from_dict(data).headline() is not None  # the derived field is not read back
+    assert RunReport.from_dict(data).first_drift() is not None  # the derived field is not read back
