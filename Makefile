@@ -5,12 +5,15 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 NODE_DIR := fixtures/node
+# The official MCP conformance suite, the SDK of its target server and Node 22 (the suite needs it).
+CONFORMANCE_DIR := fixtures/conformance
 
-.PHONY: install install-python install-node install-browser demo test lint bench fuzz clean
+.PHONY: install install-python install-node install-conformance install-browser demo test lint bench fuzz clean
 
-install: install-python install-node
+install: install-python install-node install-conformance
 install-python: $(VENV)/.installed
 install-node: $(NODE_DIR)/node_modules/.installed
+install-conformance: $(CONFORMANCE_DIR)/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +23,10 @@ $(VENV)/.installed: pyproject.toml
 
 $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	cd $(NODE_DIR) && npm ci --silent --no-audit --no-fund
+	touch $@
+
+$(CONFORMANCE_DIR)/node_modules/.installed: $(CONFORMANCE_DIR)/package.json $(CONFORMANCE_DIR)/package-lock.json
+	cd $(CONFORMANCE_DIR) && npm ci --silent --no-audit --no-fund
 	touch $@
 
 # The browser tests (tests/integration/test_html_browser.py) open the HTML report in Debian's
@@ -51,4 +58,4 @@ fuzz: install-python
 	$(BIN)/python -m tests.fuzz --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache

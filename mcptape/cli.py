@@ -100,6 +100,13 @@ def _otel_options(parser: argparse.ArgumentParser) -> None:
                         help="--otel with the messages on the spans, redacted as the tapes are")
 
 
+def _allow_host_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="with --listen: also answer requests whose Host or Origin names NAME (a name, or an origin "
+                        "URL); loopback names and the listen address are always allowed, any other is refused with 403 "
+                        "(DNS-rebinding protection); `*` allows any; repeatable (or MCPTAPE_ALLOW_HOSTS=a,b)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcptape",
@@ -115,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--name", help="session name stored in the tape header")
     rec.add_argument("--listen", metavar="HOST:PORT", help="record over HTTP: listen here (with --upstream)")
     rec.add_argument("--upstream", metavar="URL", help="record over HTTP: the server's MCP endpoint")
+    _allow_host_option(rec)
     _otel_options(rec)
     rec.add_argument("server", nargs=argparse.REMAINDER, help="-- <server command...>")
 
@@ -126,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer a near miss with the closest recording of the same method and tool (exit 1, said on stderr)",
     )
     play.add_argument("--listen", metavar="HOST:PORT", help="serve over streamable HTTP instead of stdio")
+    _allow_host_option(play)
     play.add_argument(
         "--ignore-arg", action="append", default=[], metavar="PATH",
         help="leave this value out of matching: a key at any depth (timestamp) or a JSON path in params "

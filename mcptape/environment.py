@@ -33,6 +33,8 @@ VARIABLES: dict[str, str] = {
     "MCPTAPE_HTML": "the HTML report's file name in the run's artifact (`ci --html`), named by the summary and the comment",
     "MCPTAPE_ACTION_REPOSITORY": "the Action's repository, for links (default GITHUB_ACTION_REPOSITORY)",
     "MCPTAPE_ACTION_REF": "the Action's ref, for links (default GITHUB_ACTION_REF)",
+    "MCPTAPE_ALLOW_HOSTS": "names (comma-separated) that rec --listen and play --listen answer besides the loopback "
+                           "names and the listen address, as --allow-host; `*`: any (DNS-rebinding protection off)",
     "MCPTAPE_ATTEST": "yes/no: the Action attested the artifact's fresh tapes (input attest): the comment's accept commands verify them first",
     # the CI system's
     "CI": "yes/no: running in CI (`in_ci`): `ci --update-golden` and the pytest plugin's recording are refused",

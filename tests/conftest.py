@@ -13,6 +13,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist's workers export COLUMNS=80 and LINES=24, which every rich report the suite reads
+    (in process, or from a `python -m mcptape` it starts) would obey, wrapping as on a small terminal.
+    The suite reads reports as a CI log gets them, with no terminal size, however it is run."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
 FIXTURES = ROOT / "fixtures"
 CALC_SERVER = FIXTURES / "servers" / "calc_server.py"
 NODE_MODULES = FIXTURES / "node" / "node_modules" / "@modelcontextprotocol"

@@ -249,9 +249,11 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     started = time.monotonic()
     result = SessionResult(name=session.name, verdict="error", golden=_rel(ctx, golden_path(ctx, session)))
     redactor = ctx.redactor.fork()  # this session's: its counts are the session's
+    learned: dict[str, str] = {}  # secrets the session learns as it runs (an OAuth token, launch.py)
     try:
-        return _run(ctx, session, result, Outlet(redactor))
+        return _run(ctx, session, result, Outlet(redactor), learned)
     except _Failed as e:
+        redactor = redactor.with_known(learned) if learned else redactor
         result.verdict = e.verdict  # type: ignore[assignment]
         result.error = redactor.redact_text(str(e))
         result.duration_s = round(time.monotonic() - started, 3)
@@ -264,6 +266,7 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         # as an internal error so it is reported and found (tests/fuzz looks for exactly that).
         if environment.flag("MCPTAPE_DEBUG"):
             raise  # the traceback, as cli.py prints it
+        redactor = redactor.with_known(learned) if learned else redactor
         result.verdict = "error"
         result.error = redactor.redact_text(
             f"internal error while running session {session.name}: {type(e).__name__}: {e} "
@@ -273,10 +276,14 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
         return SessionOutcome(result)
 
 
-def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet) -> SessionOutcome:
+def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet,
+         learned: dict[str, str]) -> SessionOutcome:
     golden = _read_golden(ctx, session, result)
     clock = WireClock() if ctx.telemetry is not None else None
-    fresh = _fresh(ctx, session, _record(ctx, session, golden, clock), outlet, result)
+    recording = _record(ctx, session, golden, clock, learned)
+    if learned:  # known before the tape, the report or a message is written
+        outlet = Outlet(outlet.redactor.with_known(learned))
+    fresh = _fresh(ctx, session, recording, outlet, result)
     try:
         return _judge(ctx, session, result, outlet, golden, fresh)
     finally:
@@ -290,7 +297,7 @@ def _export(telemetry: Telemetry, ctx: RunContext, session: Session, result: Ses
     server = ctx.loaded.config.servers[session.server]
     meta = SessionMeta("ci", session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
                        protocol=fresh.recording.protocol,
-                       attributes={"mcptape.verdict.vocabulary": str(result.verdict), "mcptape.server": session.server})
+                       attributes={"mcptape.verdict": str(result.verdict), "mcptape.server": session.server})
     try:
         telemetry.export(meta, clock.timed(fresh.redacted), outlet)
     except SecretLeak as e:  # a payload asked for (--otel-payloads) held a known secret: nothing sent
@@ -384,33 +391,37 @@ def started_server_lock(server: StdioServer | HttpServer) -> threading.Lock | No
         return _STARTED.setdefault(server.url, threading.Lock())
 
 
-def _record(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None = None) -> Recording:
+def _record(ctx: RunContext, session: Session, golden: Tape | None, clock: WireClock | None = None,
+            learned: dict[str, str] | None = None) -> Recording:
     """ci's recording of the session (record), the arguments checked against the golden's schemas."""
     try:
         return record(ctx, session, golden_tools=None if (ctx.update or golden is None) else golden_tools(golden),
-                      clock=clock)
+                      clock=clock, learned=learned)
     except CannotRecord as e:
         raise _Failed(str(e)) from e
 
 
 def record(ctx: RunContext, session: Session, server: StdioServer | HttpServer | None = None, *,
-           golden_tools: dict[str, Any] | None = None, clock: WireClock | None = None) -> Recording:
+           golden_tools: dict[str, Any] | None = None, clock: WireClock | None = None,
+           learned: dict[str, str] | None = None) -> Recording:
     """Start the session's server (or `server`: the other side of a comparison, ci/baseline.py) in
     the session's sandbox and run its steps against it: the one recording of a session, for every
     job that runs one. `golden_tools`: the schemas the golden accepted (live/client.py checks the
-    arguments against them); `clock` is told when each line crossed the wire (--otel).
+    arguments against them); `clock` is told when each line crossed the wire (--otel); `learned`
+    gets the secrets learned meanwhile (an `auth:` server's tokens).
     CannotRecord if the sandbox or the server does not start; a step that fails is the recording's
     `error`. ctx.loaded.base_dir is where the server's paths resolve."""
     server = server if server is not None else ctx.loaded.config.servers[session.server]
     lock = started_server_lock(server)  # one port: one run of it at a time
     if lock is None:
-        return _record_alone(ctx, session, server, golden_tools, clock)
+        return _record_alone(ctx, session, server, golden_tools, clock, learned)
     with lock:
-        return _record_alone(ctx, session, server, golden_tools, clock)
+        return _record_alone(ctx, session, server, golden_tools, clock, learned)
 
 
 def _record_alone(ctx: RunContext, session: Session, server: StdioServer | HttpServer,
-                  golden_tools: dict[str, Any] | None, clock: WireClock | None) -> Recording:
+                  golden_tools: dict[str, Any] | None, clock: WireClock | None,
+                  learned: dict[str, str] | None = None) -> Recording:
     loaded = ctx.loaded
     try:
         sandbox = open_sandbox(ctx, session)
@@ -418,7 +429,7 @@ def _record_alone(ctx: RunContext, session: Session, server: StdioServer | HttpS
         raise CannotRecord(str(e)) from e
     try:
         try:
-            transport = open_transport(server, base_dir=loaded.base_dir, env=server.env)
+            transport = open_transport(server, base_dir=loaded.base_dir, env=server.env, learned=learned)
         except McptapeError as e:
             raise CannotRecord(f"session {session.name}: server `{session.server}` failed to start: {e}") from e
         if clock is not None:

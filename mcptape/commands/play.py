@@ -73,6 +73,7 @@ class Options:
     tape: str
     lenient: bool
     listen: str | None
+    allow_hosts: tuple[str, ...] = ()  # --allow-host: names --listen answers besides the loopback ones
     ignore: tuple[str, ...] = ()
     match_on: str = "params"
     allow_reuse: bool = False
@@ -96,6 +97,7 @@ class Options:
             tape=args.tape,
             lenient=bool(args.lenient),
             listen=args.listen,
+            allow_hosts=tuple(getattr(args, "allow_host", None) or ()),
             ignore=tuple(args.ignore_arg or ()),
             match_on=args.match_on,
             allow_reuse=bool(args.allow_reuse),
@@ -157,6 +159,9 @@ def run(options: Options) -> int:
         if options.otel or options.otel_payloads:
             raise ConfigError("--otel traces stdio play only; play --listen does not export traces yet")
         return _play_http(options, options.listen, lab)
+    if options.allow_hosts:
+        raise ConfigError("--allow-host names what play --listen answers; stdio play listens on no port",
+                          hint="mcptape play TAPE --listen 127.0.0.1:8765 --allow-host NAME")
     telemetry = None
     if options.otel or options.otel_payloads:
         from mcptape.publish.telemetry import open_telemetry  # the SDK: only a traced play pays for it
@@ -263,7 +268,7 @@ def _play_http(options: Options, listen: str, lab: LabOptions) -> int:
                 f"replaying the {len(tape.events)} event(s) it holds")
         say(f"mcptape play: serving {options.tape} on {url} (stop with Ctrl-C)")
 
-    engines = serve_http(first, listen, on_ready=ready)
+    engines = serve_http(first, listen, on_ready=ready, allow_hosts=options.allow_hosts, say=say)
     if not engines:
         say("mcptape play: no client connected")
         _save_report(options, [first.report()])
@@ -304,6 +309,11 @@ def finish_sessions(engines: Sequence[Served]) -> tuple[list[ReplayReport], int]
     and --live-tools stopped, what they recorded appended to the tape, one session after another."""
     code = EXIT_OK
     reports = [engine.report() for engine in engines]
+    # One engine per client session, each with its own idea of what it used: a recorded call went
+    # unused only if no session asked it, said once (on the first report) rather than per session.
+    asked_by_none = set.intersection(*(set(report.unused) for report in reports))
+    for k, report in enumerate(reports):
+        report.unused = [u for u in report.unused if u in asked_by_none] if k == 0 else []
     if any(report.handshake_answered for report in reports):
         # A refused probe and the handshake that followed it are separate HTTP sessions (engines):
         # a session followed the refusal, so it was negotiation (ReplayReport.only_refused).

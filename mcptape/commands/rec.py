@@ -32,6 +32,7 @@ class Options:
     listen: str | None
     upstream: str | None
     server: tuple[str, ...]  # the server command, after `--`
+    allow_hosts: tuple[str, ...] = ()  # --allow-host: names --listen answers besides the loopback ones
     otel: bool = False  # --otel: export the session as a trace when the tape is written (publish/telemetry.py)
     otel_payloads: bool = False
 
@@ -41,6 +42,7 @@ class Options:
         if server and server[0] == "--":
             server = server[1:]
         return cls(out=args.out, name=args.name, listen=args.listen, upstream=args.upstream, server=tuple(server),
+                   allow_hosts=tuple(getattr(args, "allow_host", None) or ()),
                    otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)))
 
 
@@ -49,6 +51,9 @@ def run(options: Options) -> int:
         if options.otel or options.otel_payloads:
             raise ConfigError("--otel records stdio sessions only; rec --listen does not export traces yet")
         return _rec_http(options)
+    if options.allow_hosts:
+        raise ConfigError("--allow-host names what rec --listen answers; a stdio recording listens on no port",
+                          hint="mcptape rec --listen 127.0.0.1:8765 --upstream URL --allow-host NAME")
     command = list(options.server)
     if not command:
         raise McptapeError("no server command given", hint="mcptape rec [--out TAPE] [--name NAME] -- python server.py")
@@ -91,7 +96,7 @@ def _rec_http(options: Options) -> int:
 
     upstream, out, name = http_plan(options)
     messages = record_http(
-        upstream, options.listen or "", out, name,
+        upstream, options.listen or "", out, name, allow_hosts=options.allow_hosts, say=say,
         on_ready=lambda url: say(f"mcptape rec: listening on {url} -> {safe_url(upstream)}; recording to {out} "
                                  "(stop with Ctrl-C)"),
     )

@@ -4,6 +4,8 @@ With `--json FILE` (`-`: stdout) the same as JSON: the tape's header facts, then
 line in the file and the event itself, whole (what the table shortens). A tape that carries timing
 (tape/timing.py) gets an `ms` column (an answer's latency; `+N` the gap since the last client
 message) and, in JSON, each event's `at_ms` and the calls' latencies; a fork names its parent.
+A tape of several HTTP sessions (rec --listen, tape/format.py's format 3) gets a `session` column:
+ids repeat from one session to the next, so an id alone does not say which request an answer is for.
 
 With `--html FILE` the tape is one self-contained page instead of the table (report/html.py: every
 message, filterable by direction, kind, method and tool, server requests under the call they came
@@ -34,7 +36,7 @@ from mcptape.logsafe import escape_controls, utf8
 from mcptape.publish.outlet import Outlet
 from mcptape.report.html import render_tape
 from mcptape.report.terminal import message_summary, rich_text
-from mcptape.tape.format import Tape
+from mcptape.tape.format import SESSIONS_FORMAT, Tape
 from mcptape.tape.reader import read_tape, stream_tape_events
 from mcptape.tape.timing import call_times, client_gaps, event_times
 
@@ -94,9 +96,10 @@ def run(options: Options) -> int:
     if times is not None:
         ms = {i: f"+{gap:g}" for i, gap in gaps}
         ms.update((c.answer, f"{c.latency_ms:g}") for c in calls if c.answer is not None and c.latency_ms is not None)
-    table = _table(options, timed=ms is not None)
+    sessions = _has_sessions(tape)
+    table = _table(options, timed=ms is not None, sessions=sessions)
     for i, ev in enumerate(tape.events):
-        _add_row(table, options, i, tape.line_of(i), ev, None if ms is None else ms.get(i, ""))
+        _add_row(table, options, i, tape.line_of(i), ev, None if ms is None else ms.get(i, ""), sessions=sessions)
     title = _title(tape, len(tape.events), timed=ms is not None)
 
     def render(console: Console) -> None:
@@ -105,6 +108,15 @@ def run(options: Options) -> int:
 
     print_report(render)
     return 0
+
+
+def _has_sessions(tape: Tape) -> bool:
+    return tape.header.get("format") == SESSIONS_FORMAT
+
+
+def _session_cell(ev: dict[str, Any]) -> str:
+    session = ev.get("session")
+    return str(session) if isinstance(session, int) else ""
 
 
 def _title(tape: Tape, count: int, *, timed: bool = False) -> Any:
@@ -118,9 +130,11 @@ def _title(tape: Tape, count: int, *, timed: bool = False) -> Any:
                         if isinstance(fork, dict) else ""))
 
 
-def _table(options: Options, widths: dict[str, int] | None = None, *, header: bool = True, timed: bool = False) -> Table:
+def _table(options: Options, widths: dict[str, int] | None = None, *, header: bool = True, timed: bool = False,
+           sessions: bool = False) -> Table:
     table = Table(show_header=header)
-    columns = [("#", "right"), ("line", "right"), ("dir", "left"), ("kind", "left"), ("id", "left"), ("method", "left")]
+    columns = [("#", "right"), ("line", "right"), *([("session", "right")] if sessions else []), ("dir", "left"),
+               ("kind", "left"), ("id", "left"), ("method", "left")]
     for name, justify in columns + ([("ms", "right")] if timed else []):
         width = (widths or {}).get(name)
         table.add_column(name, justify=justify, width=width, min_width=width, no_wrap=widths is not None)  # type: ignore[arg-type]
@@ -128,10 +142,12 @@ def _table(options: Options, widths: dict[str, int] | None = None, *, header: bo
     return table
 
 
-def _add_row(table: Table, options: Options, i: int, line: int, ev: dict[str, Any], ms: str | None = None) -> None:
+def _add_row(table: Table, options: Options, i: int, line: int, ev: dict[str, Any], ms: str | None = None, *,
+             sessions: bool = False) -> None:
     table.add_row(
         str(i + 1),
         str(line),
+        *([_session_cell(ev)] if sessions else []),
         rich_text(str(ev.get("dir", ""))),
         rich_text((str(ev.get("kind")), "red" if ev.get("kind") in ("error", "garbage", "exit") else "")),
         rich_text(dumps(ev["id"]) if "id" in ev else ""),
@@ -149,14 +165,15 @@ def _show_streamed(options: Options, tape: Tape, count: int,
     title = _title(tape, count)
     print_report(lambda console: console.print(title, soft_wrap=True))
     digits = len(str(count))
-    widths = (digits, digits + 1, 3, 12, 8, 28)
-    head = ("#", "line", "dir", "kind", "id", "method", "summary")
+    sessions = _has_sessions(tape)
+    widths = (digits, digits + 1, *((7,) if sessions else ()), 3, 12, 8, 28)
+    head = ("#", "line", *(("session",) if sessions else ()), "dir", "kind", "id", "method", "summary")
     rows = ["  ".join(f"{h:>{w}}" if k < 2 else f"{h:<{w}}" for k, (h, w) in enumerate(zip(head, widths, strict=False)))
             + "  summary"]
     limit = None if options.full else 80
     for i, (line, ev) in enumerate(events):
-        cells = (str(ev.get("dir", "")), str(ev.get("kind")), dumps(ev["id"]) if "id" in ev else "",
-                 str(ev.get("method", "")))
+        cells = (*((_session_cell(ev),) if sessions else ()), str(ev.get("dir", "")), str(ev.get("kind")),
+                 dumps(ev["id"]) if "id" in ev else "", str(ev.get("method", "")))
         rows.append(f"{i + 1:>{digits}}  {line:>{digits + 1}}  "
                     + "  ".join(f"{cell:<{w}}" for cell, w in zip(cells, widths[2:], strict=True))
                     + "  " + message_summary(ev, limit).replace("\n", " "))

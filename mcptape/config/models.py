@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from mcptape.config.answers import SCRIPT_KEYS, is_matched_item
+from mcptape.config.auth import OAuthClientAuth
 from mcptape.config.interpolate import VAR_NAME
 from mcptape.config.locations import describe, suggest
 from mcptape.jsonpath import PATH_SCHEMA_PATTERN, SUPPORTED_PATHS, PathSegment, parse_json_path
@@ -247,6 +248,9 @@ class HttpServer(_Strict):
     cwd: OsPath | None = Field(
         default=None, description="working directory of `start`, relative to the config file"
     )
+    auth: OAuthClientAuth | None = Field(
+        default=None, description="OAuth client credentials for a server that wants a token (streamable-http)"
+    )
     ready_timeout: float = Field(default=20.0, gt=0, description="seconds to wait for the URL to answer")
     protocol: Annotated[str | None, WithJsonSchema(_PROTOCOL_SCHEMA)] = Field(
         default=None, description="protocol version for this server (default: the client block's)"
@@ -268,6 +272,16 @@ class HttpServer(_Strict):
     @classmethod
     def _split(cls, v: Any) -> Any:
         return _split_command(v)
+
+    @model_validator(mode="after")
+    def _auth_fits(self) -> HttpServer:
+        if self.auth is not None and self.transport == "sse":
+            raise _fail("`auth:` gets tokens for streamable HTTP; a legacy `transport: sse` server takes "
+                        "a token in `headers:`", at=("auth",))
+        if self.auth is not None and any(k.lower() == "authorization" for k in self.headers):
+            raise _fail("the server has `auth:` and an Authorization header; `auth:` sends the token it gets, "
+                        "so give one of the two", at=("auth",))
+        return self
 
     @field_validator("env", "headers", mode="before")
     @classmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from mcptape.config.locations import Loc, field_name, line_for, suggest
 from mcptape.config.models import Config, HttpServer, StdioServer
@@ -56,6 +57,8 @@ def collect_secrets(
                     # The redactor also knows the parts of it that are secrets alone (the token
                     # of `Bearer ${API_TOKEN}`), under this name unless the variable's says more.
                     add(f"{section}.{key}", value, server_name, loc, reason)
+        if isinstance(server, HttpServer) and server.auth is not None:
+            _auth_secrets(server_name, server, used, display, lines, add)
         command = server.command if isinstance(server, StdioServer) else (server.start or [])
         section = "command" if isinstance(server, StdioServer) else "start"
         argv = list(command) + ([server.url] if isinstance(server, HttpServer) else [])
@@ -81,6 +84,26 @@ def collect_secrets(
             "value (or rename the session or server it matches)",
         )
     return secrets
+
+
+def _auth_secrets(name: str, server: HttpServer, used: Mapping[Loc, dict[str, str]], display: str,
+                  lines: Mapping[Loc, int], add: Any) -> None:
+    """`auth:`'s client secret or private key: a secret by where it goes, and only from the environment
+    (mcptape.yml is committed). Tokens are learned at run time (transports/oauth.py), not here."""
+    auth = server.auth
+    assert auth is not None
+    for field in ("client_secret", "private_key"):
+        value = getattr(auth, field)
+        if value is None:
+            continue
+        loc: Loc = ("servers", name, "auth", field)
+        if not used.get(loc):
+            raise ConfigError(
+                f"{display}:{line_for(lines, loc)}: {field_name(loc)}: the {field.replace('_', ' ')} is written in "
+                "mcptape.yml, and mcptape.yml is committed",
+                hint=f"export it and write `{field}: ${{MCP_{field.upper()}}}`",
+            )
+        add(f"auth.{field}", value, name, loc, f"it is the OAuth {field.replace('_', ' ')}")
 
 
 def _check_marks(config: Config, used: Mapping[Loc, dict[str, str]], display: str, lines: Mapping[Loc, int]) -> None:

@@ -79,8 +79,9 @@ def _ref(tape: Tape, index: int) -> CallRef:
     msg = ev.get("msg")
     params = msg.get("params") if isinstance(msg, dict) else None
     call = Call(seq=0, method=str(ev.get("method")), params=params, notify=False, request_event=index)
-    step = ev.get("step")
-    return CallRef(call.method, call.name, call.arguments, step if isinstance(step, int) else None)
+    step, session = ev.get("step"), ev.get("session")
+    return CallRef(call.method, call.name, call.arguments, step if isinstance(step, int) else None,
+                   session if isinstance(session, int) else None)
 
 
 Target = Callable[[Finding, "_Side", "_Side"], "tuple[int, CallRef] | None"]

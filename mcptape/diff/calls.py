@@ -200,6 +200,21 @@ def _idk(value: Any) -> Any:
     return id_key(value)
 
 
+def _tok(ev: dict[str, Any], token: Any) -> Any:
+    """A progress token's key, qualified by the event's HTTP session as ids are (_evk)."""
+    key = _idk(token)
+    session = ev.get("session")
+    return key if session is None else (session, key)
+
+
+def _evk(ev: dict[str, Any]) -> Any:
+    """The id key of a message event, qualified by its HTTP session on a tape of several sessions
+    (rec --listen: each session numbers its requests from 0, tape/events.py)."""
+    key = _idk(ev.get("id"))
+    session = ev.get("session")
+    return key if session is None else (session, key)
+
+
 @dataclass
 class Window:
     """The events of a golden and a fresh tape that need calls built (see the module docstring).
@@ -425,13 +440,13 @@ def _prefix_cut(golden: list[dict[str, Any]], prefix: int) -> _PrefixCut:
                 ordinal += method not in _UNCOUNTED
                 handshake = handshake or method in HANDSHAKE_METHODS
                 if kind == "request":
-                    open_ids.add(_idk(ev.get("id")))
+                    open_ids.add(_evk(ev))
             elif direction == "s2c" and (kind == "request" or not seen_client):
                 session.append(i)  # a server request, or the prelude (see _session_kind)
         elif kind == "response" or kind == "error":
             direction = ev.get("dir")
             if direction == "s2c" and isinstance(ev.get("msg"), dict):
-                key = _idk(ev.get("id"))
+                key = _evk(ev)
                 if key in open_ids:
                     open_ids.discard(key)
                 else:  # an answer whose request is not on the tape is a call of its own
@@ -481,7 +496,7 @@ def _suffix_cut(golden: list[dict[str, Any]], suffix: int, differ: list[int]) ->
         if kind == "response" or kind == "error":
             direction = ev.get("dir")
             if direction == "s2c" and isinstance(ev.get("msg"), dict):
-                key = _idk(ev.get("id"))
+                key = _evk(ev)
                 if key in need:
                     break  # the later answer would answer nothing from any cut before this one
                 need.add(key)
@@ -492,10 +507,10 @@ def _suffix_cut(golden: list[dict[str, Any]], suffix: int, differ: list[int]) ->
             msg = ev.get("msg")
             if direction == "c2s" and isinstance(msg, dict):
                 if kind == "request":
-                    need.discard(_idk(ev.get("id")))
+                    need.discard(_evk(ev))
                     token = _token(msg) if tokens else None  # read only when a progress notification waits
                     if token is not None:
-                        tokens.discard(_idk(token))
+                        tokens.discard(_tok(ev, token))
                 method = str(ev.get("method"))
                 handshake = handshake or method in HANDSHAKE_METHODS
                 counted += method not in _UNCOUNTED
@@ -511,7 +526,7 @@ def _suffix_cut(golden: list[dict[str, Any]], suffix: int, differ: list[int]) ->
                       and isinstance(msg.get("params"), dict)):
                     token = msg["params"].get("progressToken")
                     if token is not None:
-                        tokens.add(_idk(token))
+                        tokens.add(_tok(ev, token))
         elif kind in ("exit", "note", "side_effect"):
             session.append(i)
     return _SuffixCut(stop, stop_handshake, stop_counted, stretches, session)
@@ -576,6 +591,9 @@ class _CallBuilder:
         self.process_events: dict[Any, list[int]] = {"exit": self.exits, "note": self.notes,
                                                      "side_effect": self.side_effects}
         self.current: Call | None = None  # the latest client message's call
+        # On a tape of several HTTP sessions: each session's latest client message's call, so a
+        # server message goes with its own session's call, whatever other sessions did meanwhile.
+        self.current_in: dict[Any, Call] = {}
         # Progress notifications name their request by token; key the open calls by it too.
         self.by_token: dict[Any, Call] = {}
         self.ordinal = ordinal0
@@ -592,16 +610,18 @@ class _CallBuilder:
                 if direction == "c2s":  # inline, as the answer below: the two events of most calls
                     params = msg.get("params")
                     current = self.current = Call(len(self.calls), str(ev.get("method")), params, False, i)
+                    if "session" in ev:
+                        self.current_in[ev["session"]] = current
                     if current.method not in _UNCOUNTED:
                         self.ordinal += 1
                         current.ordinal = self.ordinal
                     self.calls.append(current)
-                    self.open_c2s[_idk(ev.get("id"))] = current
+                    self.open_c2s[_evk(ev)] = current
                     if isinstance(params, dict):
                         meta = params.get("_meta")
                         token = meta.get("progressToken") if meta else None
                         if token is not None:
-                            self.by_token[_idk(token)] = current
+                            self.by_token[_tok(ev, token)] = current
                 elif direction == "s2c":
                     self._server_request(i, ev)
         elif kind == "response" or kind == "error":
@@ -609,7 +629,7 @@ class _CallBuilder:
             if direction == "s2c":
                 msg = ev.get("msg")
                 if isinstance(msg, dict):
-                    call = self.open_c2s.pop(_idk(ev.get("id")), None)
+                    call = self.open_c2s.pop(_evk(ev), None)
                     if call is None:
                         # An answer whose request is not on the tape: its echo still says what it answered.
                         call = self._new_call(str(ev.get("method") or "?"), ev.get("params"), False, None)
@@ -623,11 +643,14 @@ class _CallBuilder:
                 direction = ev.get("dir")
                 if direction == "c2s":
                     self.current = self._new_call(str(ev.get("method")), msg.get("params"), True, i)
+                    if "session" in ev:
+                        self.current_in[ev["session"]] = self.current
                 elif direction == "s2c":
                     self._server_notification(i, ev, msg)
         elif kind == "garbage":
             if ev.get("dir") == "s2c":
-                (self.current.garbage if self.current is not None else self.prelude_garbage).append(i)
+                owner = self.current_in.get(ev["session"], self.current) if "session" in ev else self.current
+                (owner.garbage if owner is not None else self.prelude_garbage).append(i)
         elif kind in self.process_events:
             self.process_events[kind].append(i)
         # stderr lines are not compared: servers log timestamps and paths there (see README).
@@ -655,10 +678,10 @@ class _CallBuilder:
         return call
 
     def _server_notification(self, i: int, ev: dict[str, Any], msg: dict[str, Any]) -> None:
-        target = self.current
+        target = self.current_in.get(ev["session"], self.current) if "session" in ev else self.current
         params = msg.get("params")
         if ev.get("method") == "notifications/progress" and isinstance(params, dict):
-            found = self.by_token.get(_idk(params.get("progressToken")))
+            found = self.by_token.get(_tok(ev, params.get("progressToken")))
             self.unknown_token = self.unknown_token or found is None
             target = found or target
         if target is None:
@@ -671,10 +694,10 @@ class _CallBuilder:
         params = ev["msg"].get("params")
         sreq = ServerRequest(i, method, params, call_key(method, params))
         self.server_requests.append(sreq)
-        self.open_s2c[_idk(ev.get("id"))] = sreq
+        self.open_s2c[_evk(ev)] = sreq
 
     def _reply(self, i: int, ev: dict[str, Any]) -> None:
-        answered = self.open_s2c.pop(_idk(ev.get("id")), None)
+        answered = self.open_s2c.pop(_evk(ev), None)
         if answered is not None:
             answered.reply_event = i
 

@@ -120,12 +120,15 @@ class Policy:
 
 
 def call_ref(tc: TapeCalls, call: Call) -> CallRef:
-    step = None
-    if call.request_event is not None:
-        step = tc.tape.events[call.request_event].get("step")
+    step = session = None
+    event = call.request_event if call.request_event is not None else call.answer_event
+    if event is not None:
+        step = tc.tape.events[event].get("step")
+        session = tc.tape.events[event].get("session")
     if not isinstance(step, int):
         step = call.ordinal
-    return CallRef(method=call.method, name=call.name, arguments=call.arguments, step=step)
+    return CallRef(method=call.method, name=call.name, arguments=call.arguments, step=step,
+                   session=session if isinstance(session, int) else None)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ and transports/http.py's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mcptape.config.models import HttpServer, StdioServer
@@ -16,17 +16,21 @@ from mcptape.errors import ServerError
 from mcptape.live.sandbox import PrivateHome
 from mcptape.transports.base import Transport
 from mcptape.transports.http import HttpTransport, SseTransport, StartedServer, StreamableHttpTransport
+from mcptape.transports.oauth import ClientCredentials, OAuthClient
 from mcptape.transports.stdio import StdioTransport, minimal_env
 
 
-def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str]) -> Transport:
+def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str],
+                   learned: dict[str, str] | None = None) -> Transport:
     """Start/connect to `server`. `env` is the entry's interpolated `env:`; nothing else leaks through.
-    With `private_home`, the server runs with a fresh HOME and temp dir, removed when it is closed."""
+    With `private_home`, the server runs with a fresh HOME and temp dir, removed when it is closed.
+    `learned` gets the secrets the session learns as it runs (an `auth:` server's OAuth tokens, under
+    `auth.NAME`), for the redactor to know before anything is written."""
     if not server.private_home:
-        return _open(server, base_dir=base_dir, env=env)
+        return _open(server, base_dir=base_dir, env=env, learned=learned)
     home = PrivateHome()
     try:
-        return _HomeRemoved(_open(server, base_dir=base_dir, env=home.env(minimal_env(env))), home)
+        return _HomeRemoved(_open(server, base_dir=base_dir, env=home.env(minimal_env(env)), learned=learned), home)
     except BaseException:
         home.remove()
         raise
@@ -39,8 +43,17 @@ class _HomeRemoved:
         self._inner = inner
         self._home = home
 
-    def __getattr__(self, name: str) -> object:  # stderr_lines, spawned, ...: the transport's own
-        return getattr(self._inner, name)
+    @property
+    def stderr_lines(self) -> Sequence[bytes]:
+        return self._inner.stderr_lines
+
+    @property
+    def stderr_left_out(self) -> Sequence[int]:
+        return self._inner.stderr_left_out
+
+    @property
+    def spawned(self) -> bool:
+        return self._inner.spawned
 
     def send(self, line: bytes) -> None:
         self._inner.send(line)
@@ -58,7 +71,8 @@ class _HomeRemoved:
             self._home.remove()
 
 
-def _open(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str]) -> Transport:
+def _open(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str],
+          learned: dict[str, str] | None) -> Transport:
     if isinstance(server, StdioServer):
         cwd = base_dir / server.cwd if server.cwd else base_dir
         if not cwd.is_dir():
@@ -67,12 +81,14 @@ def _open(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str,
                 hint="fix `cwd:` of the server in mcptape.yml (it is relative to the config file)",
             )
         return StdioTransport(server.command, env=minimal_env(env), cwd=cwd)
-    transport: Transport = open_http_transport(server, base_dir=base_dir, env=dict(env))
+    transport: Transport = open_http_transport(server, base_dir=base_dir, env=dict(env), learned=learned)
     return transport
 
 
-def open_http_transport(server: HttpServer, *, base_dir: Path, env: dict[str, str]) -> HttpTransport:
-    """Start the server if it has `start:`, wait until its port answers, and open its transport."""
+def open_http_transport(server: HttpServer, *, base_dir: Path, env: dict[str, str],
+                        learned: dict[str, str] | None = None) -> HttpTransport:
+    """Start the server if it has `start:`, wait until its port answers, and open its transport
+    (with the OAuth client of its `auth:`, whose tokens go to `learned`)."""
     started: StartedServer | None = None
     if server.start:
         cwd = Path(base_dir) / server.cwd if server.cwd else Path(base_dir)
@@ -82,9 +98,15 @@ def open_http_transport(server: HttpServer, *, base_dir: Path, env: dict[str, st
         except BaseException:
             started.stop()
             raise
-    cls = SseTransport if server.transport == "sse" else StreamableHttpTransport
     try:
-        return cls(server.url, server.headers, started=started)
+        if server.transport == "sse":
+            return SseTransport(server.url, server.headers, started=started)
+        auth = None
+        if server.auth is not None:
+            a = server.auth
+            credentials = ClientCredentials(a.client_id, a.client_secret, a.private_key, a.algorithm, a.method, a.scope)
+            auth = OAuthClient(credentials, server.url, name="auth", learned=learned)
+        return StreamableHttpTransport(server.url, server.headers, started=started, auth=auth)
     except BaseException:
         if started is not None:
             started.stop()

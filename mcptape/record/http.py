@@ -7,11 +7,14 @@ proxy.py's; the tape format is tape/'s; SSE parsing is transports/sse.py's.
 
 Tapes stay transport-independent: message events are built by the same EventBuilder from the
 same message text as over stdio, so one server recorded both ways diffs as identical. HTTP
-details (session ids, SSE event ids, statuses, headers) are left out of message events; only
-what went wrong at the HTTP level (a status >= 400, a dropped upstream connection) becomes a
-`note` event with `what: "http"` — never a header value. Header values that are credentials
-(Authorization, Cookie, ...) are fed to the redactor as known secrets so a server echoing
-one into a message cannot write it to the tape.
+details (session ids, SSE event ids, statuses, headers) are left out of message events, but for
+two facts a replay needs: which HTTP session a message crossed in (`session`, a number; the ids
+themselves are random and would make two recordings differ), and whether a server message came
+in an SSE stream (`sse`); tape/events.py says where they go. What went wrong at the HTTP level (a
+status >= 400, a dropped upstream connection) becomes a `note` event with `what: "http"`, and so
+do the upstream's CORS headers (`cors`, once per change: play sends them as recorded) — never
+another header value. Header values that are credentials (Authorization, Cookie, ...) are fed to
+the redactor as known secrets so a server echoing one into a message cannot write it to the tape.
 
 Wire first: the bytes are forwarded before they are parsed, and tape writes happen on a
 writer thread, so disk never slows the wire.
@@ -25,7 +28,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,17 +43,31 @@ from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
 from mcptape.tape.format import TapeWriter, make_header
 from mcptape.tape.timing import timing_footer
 from mcptape.transports.http import new_client, parse_json_messages
-from mcptape.transports.serve import HOP_BY_HOP, ChunkedBody, Server, parse_listen, serve_until_stopped
-from mcptape.transports.sse import SseParser
+from mcptape.transports.serve import (
+    HOP_BY_HOP,
+    CheckedHandler,
+    ChunkedBody,
+    HostCheck,
+    Server,
+    parse_listen,
+    serve_until_stopped,
+)
+from mcptape.transports.sse import SESSION_HEADER, SseParser
 
 
 class HttpRecorder:
-    """Turns forwarded traffic into tape events; a writer thread redacts, verifies and writes them."""
+    """Turns forwarded traffic into tape events; a writer thread redacts, verifies and writes them.
+
+    One EventBuilder per HTTP session: each session's client numbers its requests from 0, so an
+    answer is paired with its request within its session only.
+    """
 
     def __init__(self, path: Path, name: str) -> None:
         self.path = path
-        self.writer = TapeWriter(path, make_header(name, transport="http"))
-        self._builder = EventBuilder()
+        self.writer = TapeWriter(path, make_header(name, transport="http", sessions=True))
+        self._builders: dict[int | None, EventBuilder] = {}
+        self._numbers: dict[str, int] = {}  # Mcp-Session-Id -> its number on the tape
+        self._cors: dict[str, dict[str, str]] = {}  # "preflight" | "answer" -> the CORS headers last noted
         self._lock = threading.Lock()
         self._secrets: dict[str, str] = {}
         self._outlet = Outlet(make_redactor())
@@ -85,30 +101,64 @@ class HttpRecorder:
                 self._secrets.update(new)
                 self._outlet = Outlet(make_redactor(self._secrets))
 
-    def messages_from(self, direction: str, text: str) -> None:
-        """Record the message(s) of one body or SSE data field (a batch array is split)."""
+    def session(self, session_id: str | None) -> int | None:
+        """The tape's number of the HTTP session `session_id` (1, 2, ... in order of appearance)."""
+        if not session_id:
+            return None
+        with self._lock:
+            return self._numbers.setdefault(session_id, len(self._numbers) + 1)
+
+    def _builder(self, session: int | None) -> EventBuilder:
+        builder = self._builders.get(session)
+        if builder is None:
+            builder = self._builders[session] = EventBuilder()
+        return builder
+
+    def messages_from(self, direction: str, text: str, session: int | None = None, *, sse: bool = False) -> None:
+        """Record the message(s) of one body or SSE data field (a batch array is split), crossed in
+        HTTP session number `session` (None: a server without sessions), in an SSE stream if `sse`."""
+        marks: dict[str, Any] = {}
+        if session is not None:
+            marks["session"] = session
+        if sse and direction == S2C:
+            marks["sse"] = True
         try:
             parsed, depth = loads_depth(text)
         except json.JSONDecodeError:
             with self._lock:
-                self._queue.put((self._builder.line(direction, text.encode("utf-8")), time.monotonic()))
-                for note in self._builder.take_notes():
+                builder = self._builder(session)
+                self._queue.put((builder.line(direction, text.encode("utf-8")) | marks, time.monotonic()))
+                for note in builder.take_notes():
                     self._queue.put((note, None))
             return
         items = parsed if isinstance(parsed, list) else [parsed]
         now = time.monotonic()
         with self._lock:
+            builder = self._builder(session)
             for item in items:
                 exact = text.strip() if len(items) == 1 else None
-                event = self._builder.message(direction, item, exact)
+                event = builder.message(direction, item, exact)
+                event.update(marks)  # after msg (and raw), where tape/events.py puts them
                 self._queue.put((event, now))
             if depth:  # nested past jsonrpc.MAX_DEPTH: said in the tape, as stdio tapes say it
                 self._queue.put((deep_note(event, depth), None))
 
-    def note(self, detail: dict[str, Any]) -> None:
+    def note(self, detail: dict[str, Any], session: int | None = None) -> None:
+        if session is not None:
+            detail = {**detail, "session": session}
         self._queue.put((note_event("http", detail), None))
 
-    def refused(self, body: bytes) -> None:
+    def cors(self, preflight: bool, headers: httpx.Headers) -> None:
+        """Note the upstream's CORS headers when they change (play sends them as recorded)."""
+        found = {k.lower(): v for k, v in headers.items() if k.lower().startswith("access-control-")}
+        which = "preflight" if preflight else "answer"
+        with self._lock:
+            if not found or self._cors.get(which) == found:
+                return
+            self._cors[which] = found
+        self.note({"cors": which, "headers": dict(sorted(found.items()))})
+
+    def refused(self, body: bytes, session: int | None) -> None:
         """The upstream refused this POST at the HTTP level: its requests were answered (by the
         `http` note), not left unanswered."""
         try:
@@ -116,9 +166,10 @@ class HttpRecorder:
         except (ValueError, RecursionError):
             return
         with self._lock:
+            builder = self._builder(session)
             for item in parsed if isinstance(parsed, list) else [parsed]:
                 if isinstance(item, dict) and "method" in item and "id" in item:
-                    self._builder.refused(C2S, item["id"])
+                    builder.refused(C2S, item["id"])
 
     def _write_loop(self) -> None:
         while True:
@@ -143,9 +194,12 @@ class HttpRecorder:
 
     def close(self) -> None:
         with self._lock:  # a request the upstream never answered: said as stdio rec says it
-            unanswered = self._builder.unanswered_note()
-        if unanswered is not None:
-            self._queue.put((unanswered, None))  # mcptape's note: it never crossed the wire
+            unanswered = [(n, b.unanswered_note()) for n, b in self._builders.items()]
+        for session, note in unanswered:
+            if note is not None:  # mcptape's note: it never crossed the wire
+                if session is not None:
+                    note["detail"] = [{**d, "session": session} for d in note["detail"]]
+                self._queue.put((note, None))
         self._queue.put(None)
         self._thread.join(timeout=10.0)
         if self.leak is not None:
@@ -175,8 +229,14 @@ class _Proxy(Server):
         super().handle_error(request, client_address)
 
 
-class ProxyHandler(BaseHTTPRequestHandler):
-    """Forwards one HTTP exchange to the upstream and tees its JSON-RPC messages to the recorder."""
+class ProxyHandler(CheckedHandler):
+    """Forwards one HTTP exchange to the upstream and tees its JSON-RPC messages to the recorder.
+
+    Every request passes the HostCheck before anything is read or forwarded (CheckedHandler): the
+    upstream sees our Host, not the client's, so its own rebinding check cannot work through us.
+    The client's Origin is forwarded as it came, so an upstream checking it still sees it."""
+
+    who = "mcptape rec"
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and each chunk go out at once, not after a delayed ACK
@@ -184,6 +244,17 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # request lines may carry tokens in query strings; we log nothing per request
+
+    def handle_one_request(self) -> None:
+        """A client that closes a kept-alive connection between two exchanges (every SDK client does,
+        with its GET stream) has ended nothing mid-exchange: no line on stderr for it."""
+        self.raw_requestline = b""  # what the next request's first line is, once read
+        try:
+            super().handle_one_request()
+        except (ConnectionResetError, BrokenPipeError):
+            if self.raw_requestline:  # a request was read: it was mid-exchange, _Proxy.handle_error says so
+                raise
+            self.close_connection = True
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -208,42 +279,66 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
     def _forward(self) -> None:
         srv = self.server
+        resp, body, session = self._send_upstream(self.headers.get(SESSION_HEADER))
+        if resp is None:
+            return
+        with srv.lock:
+            srv.open_responses.add(resp)
+        if resp.status_code >= 400 and self.command == "POST":
+            srv.recorder.refused(body, session)
+        try:
+            self._relay(resp, session)
+        finally:
+            resp.close()
+            with srv.lock:
+                srv.open_responses.discard(resp)
+
+    def _send_upstream(self, session_id: str | None) -> tuple[httpx.Response | None, bytes, int | None]:
+        """Forward the request and record its messages; the upstream's answer (its head: the body
+        streams), the request body, and the tape's number of the session (None if the upstream
+        was unreachable: answered 502 here)."""
+        srv = self.server
         body = self._read_body()
         srv.recorder.learn_secrets(self.headers)
         headers = [(k, v) for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP | {"host", "content-length"}]
         headers = [(k, v) for k, v in headers if k.lower() != "accept-encoding"]
         # Identity encoding upstream: the recorder must read the bytes it forwards.
         headers.append(("Accept-Encoding", "identity"))
-        if self.command == "POST" and body.strip():
-            srv.recorder.messages_from(C2S, body.decode("utf-8", "replace"))
+        session = srv.recorder.session(session_id)
+        posted = body.decode("utf-8", "replace") if self.command == "POST" and body.strip() else None
+        # A streamable HTTP initialize (its client accepts SSE; it has no session id yet) belongs to the
+        # session its answer names, and that answer comes in this POST's own body: its messages are
+        # recorded once the answer's head is here, before anything of the answer. Anything else is
+        # recorded before it is forwarded: the legacy transport answers on its GET stream, maybe first.
+        named_by_answer = (posted is not None and not session_id and '"initialize"' in posted
+                           and "text/event-stream" in self.headers.get("Accept", ""))
+        if posted is not None and not named_by_answer:
+            srv.recorder.messages_from(C2S, posted, session)
         try:
             request = srv.client.build_request(self.command, self._target(), content=body or None, headers=headers)
             resp = srv.client.send(request, stream=True)
         except httpx.HTTPError as e:
-            srv.recorder.note({"request": self.command, "status": 502, "error": type(e).__name__})
+            if named_by_answer:
+                srv.recorder.messages_from(C2S, str(posted), None)
+            srv.recorder.note({"request": self.command, "status": 502, "error": type(e).__name__}, session)
             self._send_plain(502, f"mcptape rec: upstream {safe_url(srv.upstream)} unreachable: {type(e).__name__}\n")
-            return
-        with srv.lock:
-            srv.open_responses.add(resp)
-        if resp.status_code >= 400 and self.command == "POST":
-            srv.recorder.refused(body)
-        try:
-            self._relay(resp)
-        finally:
-            resp.close()
-            with srv.lock:
-                srv.open_responses.discard(resp)
+            return None, body, session
+        if named_by_answer:
+            session = srv.recorder.session(resp.headers.get(SESSION_HEADER))
+            srv.recorder.messages_from(C2S, str(posted), session)
+        return resp, body, session
 
     # Every method goes upstream as it came.
     do_POST = do_GET = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _forward
 
-    def _relay(self, resp: httpx.Response) -> None:
+    def _relay(self, resp: httpx.Response, session: int | None) -> None:
         srv = self.server
         srv.recorder.learn_secrets(resp.headers)
+        srv.recorder.cors(self.command == "OPTIONS", resp.headers)
         if resp.status_code >= 400:
-            srv.recorder.note({"request": self.command, "status": resp.status_code})
+            srv.recorder.note({"request": self.command, "status": resp.status_code}, session)
         out = ChunkedBody(self) if self._relay_head(resp) else None
-        if self._relay_body(resp, out) and out is not None:
+        if self._relay_body(resp, out, session) and out is not None:
             try:
                 out.end()
             except (BrokenPipeError, ConnectionResetError):
@@ -265,7 +360,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
         return chunked
 
-    def _relay_body(self, resp: httpx.Response, out: ChunkedBody | None) -> bool:
+    def _relay_body(self, resp: httpx.Response, out: ChunkedBody | None, session: int | None) -> bool:
         """Forward the body as it comes and record the messages in it (an SSE stream's events, a
         JSON body's messages); False if either side dropped the connection."""
         srv = self.server
@@ -282,14 +377,15 @@ class ProxyHandler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                 if sse is not None:
                     for ev in sse.feed(chunk):
-                        if ev.event == "message":
-                            srv.recorder.messages_from(S2C, ev.data)
+                        if ev.event == "message" and ev.data.strip():  # not a priming event (no data)
+                            srv.recorder.messages_from(S2C, ev.data, session, sse=True)
                 elif ctype == "application/json":
                     collected.append(chunk)
         except httpx.HTTPError as e:
             # The upstream dropped mid-answer: drop the client's connection too (no final
             # chunk), so the client sees exactly what it would have seen without us.
-            srv.recorder.note({"request": self.command, "dropped": "upstream connection", "error": type(e).__name__})
+            srv.recorder.note({"request": self.command, "dropped": "upstream connection", "error": type(e).__name__},
+                              session)
             self.close_connection = True
             return False
         except (BrokenPipeError, ConnectionResetError):
@@ -297,7 +393,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             return False
         if collected:
             for line in parse_json_messages(b"".join(collected)):
-                srv.recorder.messages_from(S2C, line.decode("utf-8", "replace"))
+                srv.recorder.messages_from(S2C, line.decode("utf-8", "replace"), session)
         return True
 
     def _send_plain(self, status: int, text: str) -> None:
@@ -324,15 +420,21 @@ def record_http(
     *,
     on_ready: Callable[[str], None],
     stop: threading.Event | None = None,
+    allow_hosts: tuple[str, ...] = (),
     say: Callable[[str], None] | None = None,
 ) -> int:
     """Record the traffic to `upstream` (an http(s) MCP endpoint) through a proxy at `listen`
     (HOST:PORT) into `out` until SIGINT/SIGTERM (or `stop`); the tape gets its footer when the proxy
     stops. Returns how many messages were recorded; a SecretLeak if the tape had to be dropped.
-    `on_ready` gets the proxy's own URL once it listens; `say` a line for a person (stderr by default)."""
+    `on_ready` gets the proxy's own URL once it listens; `allow_hosts` are the names answered besides
+    the loopback ones (HostCheck); `say` a line for a person (stderr by default): a refused request,
+    a warning."""
     parts = urlsplit(upstream)
     host, port = parse_listen(listen)
-    server = _Proxy((host, port), ProxyHandler)
+    host_check = HostCheck(host, allow_hosts, say or _on_stderr)
+    if host_check.warning:
+        (say or _on_stderr)(f"mcptape rec: {host_check.warning}")
+    server = _Proxy((host, port), ProxyHandler, host_check)
     server.upstream = upstream
     server.origin = f"{parts.scheme}://{parts.netloc}"
     server.client = new_client(httpx.Timeout(30.0, read=None))

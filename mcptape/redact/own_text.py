@@ -69,6 +69,8 @@ _OWN_TEXT = {
         returned without unchanged Per-session detail repository re-record install github secrets artifact
         download workflow mcptape-artifact delete section sections Coverage""",
     "review views (tape/view.py)": """review view generated .tape.view.txt""",
+    "gate strength (strength/)": """strength mcptape_strength score killed survived survivors mutant mutants
+        measured design min_strength""",
 }  # fmt: skip
 
 

@@ -91,6 +91,17 @@ class Redactor:
         twin._start_counting()
         return twin
 
+    def with_known(self, more: Mapping[str, str]) -> Redactor:
+        """This redactor knowing `more` secret values too (`name` -> value): what a session learned as it
+        ran, an OAuth token (transports/oauth.py), before anything of the session is written. Its
+        engines are compiled again (a known value is part of them); counts start afresh."""
+        twin = object.__new__(Redactor)
+        twin._config = EngineConfig(**{**vars(self._config), "known": {**self._config.known, **more}})
+        twin._scrubber = Engine(twin._config, SHAPES)
+        twin._checker = Engine(twin._config, SHAPES)
+        twin._start_counting()
+        return twin
+
     def _record(self, kind: str, value: str, path: str, named: bool) -> None:
         self.occurrences[kind] = self.occurrences.get(kind, 0) + 1
         # Distinct values are told apart by a keyed digest; the value itself is not kept.

@@ -43,6 +43,11 @@ How a tape is served:
   server response, or a client's answer to a server request — and emitted when that anchor
   is replayed: before the response if anchored to the request, after it if anchored to the
   response, on arrival of the client notification or answer otherwise.
+* A tape of several HTTP sessions (rec --listen; index.py keys its ids per session) is replayed
+  session by session: a client is served from the slice of the recorded session its last
+  matched call came from, and moves to another session only for a call its slice cannot answer
+  (its first call, say, when every session opened alike). So a client that does what one
+  recorded client did gets that client's answers and server requests, in that session's order.
 * Server-initiated requests (sampling, elicitation, roots/list) are re-issued with their
   recorded ids (which overlap client ids: answers are keyed by direction + id); the client's
   answer is absorbed, compared with the recorded one, and never forwarded anywhere. A call
@@ -214,11 +219,13 @@ class ReplayEngine:
         self._used_notifications: set[int] = set()
         self._outstanding: dict[str, int] = {}  # issued server requests: id key -> event index
         self._parked: list[RecordedCall] = []  # matched calls waiting for the client's answers
-        self._answered_server: set[str] = set()  # server-request id keys the live client answered
+        self._answered_server: set[str] = set()  # server-request id keys (in_session) the live client answered
         self._live_status: dict[str, int] = {}  # live id key -> a recorded HTTP error status (http_status)
+        self._live_sse: set[str] = set()  # live id keys whose recorded answer came in an SSE stream (answered_in_sse)
         self._lock = threading.Lock()
         self.closed = False  # the recorded server died: the transport should close the wire
         self.last_answered: RecordedCall | None = None  # the call the last request matched (lab.py's pace)
+        self._session: Any = None  # the recorded HTTP session this client is served from (module doc)
         # A 2026-07-28 tape: a discover was answered (initialize is refused from then on), or a
         # legacy client opened with initialize (results go out in the legacy form: legacy_client.py).
         self._discovered = False
@@ -240,6 +247,15 @@ class ReplayEngine:
         status (rec --listen notes those); None for 200. Taken once: HTTP play asks as it replies."""
         with self._lock:
             return self._live_status.pop(fast_id_key(live_id), None)
+
+    def answered_in_sse(self, live_id: Any) -> bool:
+        """The recorded server sent its answer to the request `live_id` in an SSE stream, not as a JSON
+        body (rec --listen marks it). Taken once: HTTP play asks as it replies."""
+        with self._lock:
+            key = fast_id_key(live_id)
+            found = key in self._live_sse
+            self._live_sse.discard(key)
+            return found
 
     # --- public API ---------------------------------------------------------------------
 
@@ -395,6 +411,8 @@ class ReplayEngine:
             self._discovered = self._discovered or call.method == "server/discover"
         self._used.add(call.index)
         self.last_answered = call
+        if call.session is not None:
+            self._session = call.session
         self._live_ids[call.index] = live_id
         if call.progress_token is not None:  # only then can a recorded notification be its (TapeIndex._progress)
             self._live_tokens[call.index] = live_token
@@ -436,7 +454,7 @@ class ReplayEngine:
         call asked out of order, another matcher for the method) goes the general way.
         """
         queue = self.index.verbatim.get(text)
-        if not queue:
+        if not queue or self.index.sessions:  # a session's slice first: the general way (_find_indexed)
             return None
         used = self._used
         at = start = self._verbatim_at.get(text, 0)
@@ -476,17 +494,27 @@ class ReplayEngine:
                     at += 1
                 self._exact_at[key] = at
                 if at < len(queue):
-                    return queue[at]
+                    return self._in_own_session(queue, at) if self._session is not None else queue[at]
         # Slow path: matchers that are not plain equality, JSON-equal but not byte-equal (1 vs 1.0),
         # and recordings with redacted values.
         if self._first_open(method) is None:
             return None
         same = self.index.by_method[method]
+        first: RecordedCall | None = None
         for k in range(self._first_open_at[method], len(same)):
             call = same[k]
             if call.index not in self._used and not self._reasons(call, params):
+                if call.session == self._session:
+                    return call
+                first = first or call
+        return first
+
+    def _in_own_session(self, queue: list[RecordedCall], at: int) -> RecordedCall:
+        """The first unused call of `queue` from `at` on in this client's recorded session, else the first one."""
+        for call in queue[at:]:
+            if call.session == self._session and call.index not in self._used:
                 return call
-        return None
+        return queue[at]
 
     def _reused(self, method: str, params: Any) -> RecordedCall | None:
         """--allow-reuse: the earliest matching recording, used or not (asked once every match is used)."""
@@ -614,11 +642,12 @@ class ReplayEngine:
         return canonical(recorded) == key or recorded_equal(recorded, params)
 
     def _client_answer(self, msg: dict[str, Any], out: list[Outgoing]) -> None:
-        key = fast_id_key(msg["id"])
-        index = self._outstanding.pop(key, None)
+        live_key = fast_id_key(msg["id"])
+        index = self._outstanding.pop(live_key, None)
         if index is None:
-            self._report.warnings.append(f"the client answered id {key}, which no replayed server request holds")
+            self._report.warnings.append(f"the client answered id {live_key}, which no replayed server request holds")
             return
+        key = self.index.server_request_key(index)  # the recorded one's, qualified by its session
         self._answered_server.add(key)
         request = self.events[index]
         while (key not in self.index.answer_of or not self.index.settled(self.index.answer_of[key])) and self.index.more():
@@ -674,6 +703,8 @@ class ReplayEngine:
                 status = tape.recorded_status.get(index)
                 if status is not None:
                     self._live_status[fast_id_key(live_id)] = status
+                if tape.sessions and ev.get("sse") is True:  # only rec --listen marks it (tape/events.py)
+                    self._live_sse.add(fast_id_key(live_id))
             for i in tape.anchored.get(index, ()):
                 self._emit(i, out)
         elif kind == "request":

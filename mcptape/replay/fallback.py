@@ -45,7 +45,7 @@ from mcptape.redact.policy import command_secrets
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.atomic import write_atomic
 from mcptape.tape.events import C2S
-from mcptape.tape.format import Event, tape_bytes
+from mcptape.tape.format import SESSIONS_FORMAT, Event, Tape, tape_bytes
 from mcptape.tape.reader import read_tape
 from mcptape.tape.seal import FOOTER_FIELDS
 
@@ -79,6 +79,7 @@ class LiveFallback:
         self.say = say
         self.forwarded: list[str] = []  # the calls that went live, described
         self._proc: subprocess.Popen[bytes] | None = None
+        self._readers: list[threading.Thread] = []  # the threads reading rec's pipes, joined before they close
         self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._dir: str | None = None
         self._handshake: list[dict[str, Any]] = []  # the client's initialize and initialized, as sent
@@ -126,7 +127,7 @@ class LiveFallback:
             except OSError as e:
                 self._failed = f"could not start the recorder: {e.strerror or e}"
                 return
-            threading.Thread(target=self._read, name="fallback-reader", daemon=True).start()
+            self._reader(self._read, "fallback-reader")
         init = next((m for m in self._handshake if m.get("method") == "initialize"), None)
         if init is None:
             return  # a 2026-07-28 session (no handshake), or the client has not initialized yet
@@ -156,7 +157,7 @@ class LiveFallback:
             self._failed = f"could not start the recorder: {e.strerror or e}"
             return False
         listening: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        threading.Thread(target=self._rec_stderr, args=(listening,), name="fallback-rec-stderr", daemon=True).start()
+        self._reader(lambda: self._rec_stderr(listening), "fallback-rec-stderr")
         try:
             base = listening.get(timeout=FORWARD_TIMEOUT)
         except queue.Empty:
@@ -167,6 +168,11 @@ class LiveFallback:
         self._http = StreamableHttpTransport(base + (urlsplit(self.url).path or "/"), {})
         threading.Thread(target=self._pump_http, name="fallback-http-reader", daemon=True).start()
         return True
+
+    def _reader(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._readers.append(thread)
+        thread.start()
 
     def _rec_stderr(self, listening: queue.SimpleQueue[str | None]) -> None:
         """rec's stderr onto ours (it is already redacted), and the URL it listens on, once."""
@@ -270,6 +276,12 @@ class LiveFallback:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 code = self._proc.wait()
+            # rec has exited: its pipes end, the readers finish, and the pipes are closed here, not by the GC.
+            for thread in self._readers:
+                thread.join(FORWARD_TIMEOUT)
+            for stream in (self._proc.stdout, self._proc.stderr):
+                if stream is not None:
+                    stream.close()
             assert self._dir is not None
             live = Path(self._dir) / "live.tape.jsonl"
             if self._failed is not None:
@@ -307,10 +319,21 @@ def append_recording(tape: Path, live: Path, outlet: Outlet, *, replayed_handsha
         added.append(ev)
     if not added:
         return 0
+    added = _in_sessions_of(old, added)
     outlet.verified("\n".join(dumps(ev) for ev in added), f"--fallback: the live recording appended to {tape}")
     footer = {k: v for k, v in (old.footer or {}).items() if k not in FOOTER_FIELDS}
     write_atomic(tape, tape_bytes(old.header, [*old.events, *added], **footer), what="tape")
     return len(added)
+
+
+def _in_sessions_of(old: Tape, added: list[Event]) -> list[Event]:
+    """The live events as `old` numbers HTTP sessions (tape/format.py's format 3): rec --listen numbered
+    the live run's from 1, so on a tape of sessions they follow its last one; a tape without sessions
+    gets them without the marks, which it would not read."""
+    if old.header.get("format") == SESSIONS_FORMAT:
+        last = max((ev["session"] for ev in old.events if isinstance(ev.get("session"), int)), default=0)
+        return [{**ev, "session": ev["session"] + last} if isinstance(ev.get("session"), int) else ev for ev in added]
+    return [{k: v for k, v in ev.items() if k not in ("session", "sse")} for ev in added]
 
 
 def _error_obj(msg_id: Any, code: int, message: str) -> dict[str, Any]:

@@ -7,8 +7,12 @@ messages, DELETE. What to answer is engine.py's ReplayEngine (lab.py's LabEngine
 Stdlib only: `mcptape play` must not import httpx.
 
 An answer recorded with an HTTP error status (rec --listen notes a status >= 400 before the body)
-is sent with that status; content types are not on the tape, so one answer goes as JSON and an
-answer with messages before it as SSE.
+is sent with that status. An answer goes as a JSON body if the recorded server sent it as one, as
+an SSE stream if it did (rec --listen marks those, tape/events.py) or if messages go before it; a
+tape without the mark (recorded by ci, or by an older rec) gets JSON for a lone answer. The CORS
+headers rec --listen noted (`cors` notes) go on every answer as recorded, and the recorded
+preflight's on the answer to OPTIONS, so a browser client (the web Inspector) can read
+`Mcp-Session-Id`; a tape without them gets none, and OPTIONS gets 405.
 
 Routing of the lines an engine returns: an answer goes to the stream of the POST that asked;
 a notification or server request goes with the POST that triggered it if that POST is a
@@ -23,14 +27,20 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from mcptape.jsonrpc import classify, id_key, loads
 from mcptape.replay.lab import Served
 from mcptape.replay.outgoing import Outgoing
 from mcptape.tape.format import Tape
-from mcptape.transports.serve import ChunkedBody, Server, parse_listen, serve_until_stopped
+from mcptape.transports.serve import (
+    CheckedHandler,
+    ChunkedBody,
+    HostCheck,
+    Server,
+    parse_listen,
+    serve_until_stopped,
+)
 from mcptape.transports.sse import SESSION_HEADER, format_sse
 
 _END = None  # marks the end of a request stream in its queue
@@ -98,6 +108,7 @@ class _PlayServer(Server):
     default: ReplaySession | None
     engines: list[Served]
     has_server_messages: bool
+    cors: dict[str, list[tuple[str, str]]]  # "answer" | "preflight" -> the CORS headers recorded (_recorded_cors)
     stopping: threading.Event
     lock: threading.Lock
 
@@ -109,7 +120,8 @@ class _PlayServer(Server):
             return engine
 
 
-class PlayHandler(BaseHTTPRequestHandler):
+class PlayHandler(CheckedHandler):
+    who = "mcptape play"  # every request passes the HostCheck first (CheckedHandler)
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and each SSE event go out at once
     server: _PlayServer
@@ -119,8 +131,13 @@ class PlayHandler(BaseHTTPRequestHandler):
 
     # -- helpers --
 
+    def _cors(self, which: str = "answer") -> None:
+        for name, value in self.server.cors.get(which, ()):
+            self.send_header(name, value)
+
     def _reply(self, status: int, body: bytes = b"", ctype: str | None = None, session: str | None = None) -> None:
         self.send_response(status)
+        self._cors()
         if ctype:
             self.send_header("Content-Type", ctype)
         if session:
@@ -158,6 +175,7 @@ class PlayHandler(BaseHTTPRequestHandler):
     def _stream(self, stream: queue.SimpleQueue[str | None], first: list[str], session: ReplaySession) -> None:
         """Write an SSE body: the lines already due, then whatever the stream gets until it ends."""
         self.send_response(200)
+        self._cors()
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         if session.session_id:
@@ -226,6 +244,7 @@ class PlayHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         status = session.engine.http_status(msg["id"])
+        in_sse = session.engine.answered_in_sse(msg["id"])
         if status is not None and due:
             # The recorded server answered this POST with an HTTP error status and a JSON body (a 400
             # with a JSON-RPC error for no id, say: server-everything's answer to server/discover).
@@ -233,7 +252,7 @@ class PlayHandler(BaseHTTPRequestHandler):
                 session.streams.pop(own, None)
             self._reply(status, due[-1].encode("utf-8", "surrogateescape"), "application/json", session.session_id)
             return
-        if ended and len(due) == 1:
+        if ended and len(due) == 1 and not in_sse:
             self._reply(200, due[0].encode("utf-8", "surrogateescape"), "application/json", session.session_id)
             return
         if ended:
@@ -251,6 +270,16 @@ class PlayHandler(BaseHTTPRequestHandler):
             return
         self._stream(session.open_get(), [], session)
 
+    def do_OPTIONS(self) -> None:
+        """A browser's CORS preflight: answered as the recorded server answered it, if it was recorded."""
+        if "preflight" not in self.server.cors:
+            self._reply(405)
+            return
+        self.send_response(204)
+        self._cors("preflight")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def do_DELETE(self) -> None:
         sid = self.headers.get(SESSION_HEADER)
         srv = self.server
@@ -263,6 +292,21 @@ class PlayHandler(BaseHTTPRequestHandler):
         self._reply(200)
 
 
+def _recorded_cors(tape: Tape) -> dict[str, list[tuple[str, str]]]:
+    """The first CORS headers rec --listen noted for answers and for preflights (record/http.py)."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for ev in tape.events:
+        detail = ev.get("detail") if ev.get("kind") == "note" and ev.get("what") == "http" else None
+        if isinstance(detail, dict) and detail.get("cors") in ("answer", "preflight") and detail["cors"] not in found:
+            headers = detail.get("headers")
+            if isinstance(headers, dict):
+                # A hand-edited tape must not split a header: no line breaks in what is sent.
+                found[detail["cors"]] = [(str(k), str(v)) for k, v in headers.items()
+                                         if str(k).lower().startswith("access-control-")
+                                         and not any(c in f"{k}{v}" for c in "\r\n")]
+    return found
+
+
 def _has_server_messages(tape: Tape) -> bool:
     return any(ev.get("dir") == "s2c" and ev.get("kind") in ("request", "notification") for ev in tape.events)
 
@@ -273,15 +317,21 @@ def serve_http(
     *,
     on_ready: Callable[[str], None],
     stop: threading.Event | None = None,
+    allow_hosts: tuple[str, ...] = (),
+    say: Callable[[str], None] | None = None,
 ) -> list[Served]:
     """Serve `first`'s tape at `listen` (HOST:PORT) until SIGINT/SIGTERM (or `stop`): `first` (built
     by the caller, so a tape that cannot be replayed fails before anything is served) answers the
     first client session, a new engine like it (ReplayEngine.fresh: the same options, the same
     `say` for misses) each later one; all are returned for their reports. `on_ready` gets the
-    endpoint's URL."""
+    endpoint's URL; `allow_hosts` are the names answered besides the loopback ones (HostCheck),
+    `say` where a refused request is said."""
     tape = first.tape
     host, port = parse_listen(listen)
-    server = _PlayServer((host, port), PlayHandler)
+    host_check = HostCheck(host, allow_hosts, say)
+    if host_check.warning and say is not None:
+        say(f"mcptape play: {host_check.warning}")
+    server = _PlayServer((host, port), PlayHandler, host_check)
     server.tape = tape
     server.template = first
     server.spare = first
@@ -289,6 +339,7 @@ def serve_http(
     server.default = None
     server.engines = []
     server.has_server_messages = _has_server_messages(tape)
+    server.cors = _recorded_cors(tape)
     server.stopping = threading.Event()
     server.lock = threading.Lock()
     try:

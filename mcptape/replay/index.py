@@ -8,6 +8,12 @@ rec --listen noted. Nothing a replay does changes it: what has been used, what i
 what went out is each replay's own (engine.py's ReplayEngine), so HTTP play's sessions share
 one index instead of each indexing the tape again.
 
+A tape of several HTTP sessions (rec --listen, format 3: events carry `session`) is indexed with
+every id qualified by its session (tape/events.py's in_session), since each session's client and
+server number their requests from 0: an answer pairs with its request, a client's answer with
+the server request it answers, within one session. Each call knows its session, so a replay can
+keep a client on one recorded session's slice (engine.py).
+
 It only grows, and what it says about an event never changes once said. Given a `stream`
 (stdio play, tape/reader.py's TapeStream) it indexes the tape a batch at a time as requests
 need it (`more`), so the first answer does not wait for a long tape to be read; the outcome is
@@ -26,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from mcptape.errors import ReplayError
 from mcptape.jsonrpc import canonical, dumps, id_key, top_level_span
 from mcptape.replay.matching import compared, describe_call
-from mcptape.tape.events import C2S, S2C, wire_text
-from mcptape.tape.format import Event, Tape
+from mcptape.tape.events import C2S, S2C, in_session, wire_text
+from mcptape.tape.format import SESSIONS_FORMAT, Event, Tape
 from mcptape.tape.reader import LazyEvent, TapeStream
 
 if TYPE_CHECKING:
@@ -41,18 +47,22 @@ if TYPE_CHECKING:
 class RecordedCall:
     """One recorded client request with what the server sent for it (whether a replay used it is the replay's)."""
 
-    __slots__ = ("index", "line", "method", "_params", "_source", "response", "waits", "key", "progress_token")
+    __slots__ = ("index", "line", "method", "_params", "_source", "response", "waits", "key", "progress_token",
+                 "session")
 
-    def __init__(self, index: int, line: int, method: str, params: Any, source: LazyEvent | None = None) -> None:
+    def __init__(
+        self, index: int, line: int, method: str, params: Any, source: LazyEvent | None = None, session: Any = None
+    ) -> None:
         self.index = index  # event index of the request in the tape
         self.line = line  # its line in the tape file
         self.method = method
         self._params = params
         self._source = source  # a request line not parsed yet: params come from it at first use
         self.response: int | None = None  # event index of the response, None if never answered
-        self.waits: set[str] = set()  # server-request id keys answered before the response
+        self.waits: set[str] = set()  # server-request id keys (in_session) answered before the response
         self.key: str | None = None  # canonical params for the fast exact-match path
         self.progress_token: str | None = None  # canonical recorded _meta.progressToken
+        self.session = session  # the recorded HTTP session it was asked in (None: a tape without sessions)
 
     @property
     def params(self) -> Any:
@@ -101,6 +111,8 @@ class TapeIndex:
     ) -> None:
         self.tape = tape
         self.events: list[Event] = tape.events
+        # Events carry `session` (rec --listen): every id key is qualified by it (module doc).
+        self.sessions = tape.header.get("format") == SESSIONS_FORMAT
         self.calls: list[RecordedCall] = []
         self.by_method: dict[str, list[RecordedCall]] = {}
         # (method, key) -> its calls in order; a method is keyed at its first request or ahead of
@@ -116,7 +128,7 @@ class TapeIndex:
         self.anchored: dict[int, list[int]] = {}  # anchor event index -> s2c event indices
         self.startup: list[int] = []  # s2c events before any anchor: sent at connect
         self.notifications: dict[str, list[int]] = {}  # c2s notification method -> event indices
-        self.answer_of: dict[str, int] = {}  # server-request id key -> c2s answer event index
+        self.answer_of: dict[str, int] = {}  # server-request id key (in_session) -> c2s answer event index
         self.progress_owner: dict[int, RecordedCall] = {}  # notification index -> call
         self.replayable_exits: set[int] = set()
         # HTTP play: a response recorded with an HTTP error status (rec --listen's `http` note just
@@ -128,10 +140,12 @@ class TapeIndex:
         self.exhausted = stream is None
         self._indexed = 0
         self.anchor: int | None = None  # the latest anchor: what is anchored to earlier ones is complete
-        self._open_calls: dict[str, RecordedCall] = {}  # c2s request id key -> call not answered yet
-        self._pending_status: int | None = None
+        self._open_calls: dict[str, RecordedCall] = {}  # c2s request id key (in_session) -> call not answered yet
+        self._pending_status: dict[Any, int] = {}  # session -> a status noted for its next answer
         self._server_ids_seen: dict[str, int] = {}
-        self._calls_by_token: dict[str, RecordedCall] = {}
+        self._calls_by_token: dict[str, RecordedCall] = {}  # in_session progress token -> its call
+        self._anchors: dict[Any, int | None] = {}  # session -> its latest anchor (a tape of sessions)
+        self._last_session: Any = None
         self._id_spans: dict[int, tuple[str, str]] = {}  # a cache: response index -> text around its id
         self._lock = threading.Lock()
         self.shared = False  # another replay reads it too (ReplayEngine.fresh): grow it under the lock
@@ -233,24 +247,32 @@ class TapeIndex:
         calls_by_token = self._calls_by_token
         verbatim, by_method, line_of = self.verbatim, self.by_method, self.tape.line_of
         head = dict.get  # kind, dir, id, method: read without parsing a LazyEvent (and faster)
+        sessions = self.sessions
+        anchors = self._anchors
+        session = self._last_session
         for i in range(self._indexed, end):
             ev = events[i]
             kind, direction = head(ev, "kind"), head(ev, "dir")
             if kind == "note":
                 self._note_status(ev)
                 continue
+            if sessions:  # a server message is anchored within its own session
+                anchors[session] = anchor
+                session = ev.get("session")
+                anchor = anchors.get(session)
             if direction == C2S:
-                self._pending_status = None  # a status noted for a notification's POST answers nothing
+                # A status noted for a notification's POST answers nothing.
+                self._pending_status.pop(session, None)
                 if kind == "request":
                     method = str(head(ev, "method"))
                     if type(ev) is LazyEvent:  # params read at first use
-                        call = RecordedCall(i, line_of(i), method, None, source=ev)
+                        call = RecordedCall(i, line_of(i), method, None, source=ev, session=session)
                         if ev.line is None or b'"progressToken"' in ev.line:  # else it has none
                             call.progress_token = progress_token_of(call.params)
                         text: Any = ev.wire
                     else:
                         params = ev.get("params", ev.get("msg", {}).get("params"))
-                        call = RecordedCall(i, line_of(i), method, params)
+                        call = RecordedCall(i, line_of(i), method, params, session=session)
                         call.progress_token = progress_token_of(params)
                         text = ev.get("raw")
                     if isinstance(text, str):
@@ -259,40 +281,40 @@ class TapeIndex:
                             verbatim[text] = queue = []
                         queue.append(call)
                     if call.progress_token is not None:
-                        calls_by_token[call.progress_token] = call
+                        calls_by_token[in_session(session, call.progress_token)] = call
                     self.calls.append(call)
                     same = by_method.get(method)
                     if same is None:
                         by_method[method] = same = []
                     same.append(call)
-                    open_calls[fast_id_key(head(ev, "id"))] = call
+                    open_calls[in_session(session, fast_id_key(head(ev, "id")))] = call
                     anchor = i
                 elif kind == "notification":
                     self.notifications.setdefault(str(ev.get("method")), []).append(i)
                     anchor = i
                 elif kind in ("response", "error"):
-                    self.answer_of.setdefault(fast_id_key(ev.get("id")), i)
+                    self.answer_of.setdefault(in_session(session, fast_id_key(ev.get("id"))), i)
                     anchor = i
                 continue
             if kind in ("response", "error") and direction == S2C:
-                answered = open_calls.pop(fast_id_key(head(ev, "id")), None)
-                if answered is None and head(ev, "id") is None and self._pending_status is not None and anchor is not None:
+                answered = open_calls.pop(in_session(session, fast_id_key(head(ev, "id"))), None)
+                status = self._pending_status.pop(session, None)
+                if answered is None and head(ev, "id") is None and status is not None and anchor is not None:
                     # An HTTP error status with a JSON-RPC error for no id (server-everything's 400 to
                     # server/discover): the answer to the request that POST carried.
                     key = next((k for k, c in open_calls.items() if c.index == anchor), None)
                     answered = open_calls.pop(key) if key is not None else None
-                if self._pending_status is not None:
-                    self.recorded_status[i] = self._pending_status
-                    self._pending_status = None
+                if status is not None:
+                    self.recorded_status[i] = status
                 if answered is not None:
                     self._answered(answered, i)
                     anchor = i
                     continue
                 # A response to nothing we recorded: send it where it was, like any server line.
             if kind == "request" and direction == S2C:
-                self._server_request(i, ev)
+                self._server_request(i, ev, session)
             elif kind == "notification" and ev.get("method") == "notifications/progress":
-                self._progress(i, ev)
+                self._progress(i, ev, session)
             elif kind == "exit":
                 # Replay the death only if a call was left unanswered by it (see engine.py's module doc).
                 if anchor is not None and events[anchor].get("kind") == "request" and any(
@@ -307,6 +329,10 @@ class TapeIndex:
                 self.startup.append(i)
             else:
                 self.anchored.setdefault(anchor, []).append(i)
+        if sessions:
+            anchors[session] = anchor
+            self._last_session = session
+            anchor = max((a for a in anchors.values() if a is not None), default=None)
         self.anchor = anchor
         self._indexed = end
 
@@ -317,7 +343,7 @@ class TapeIndex:
             return
         status = detail.get("status")
         if type(status) is int and 400 <= status < 600:
-            self._pending_status = status
+            self._pending_status[detail.get("session") if self.sessions else None] = status
 
     def _answered(self, call: RecordedCall, i: int) -> None:
         """Event `i` answers `call`."""
@@ -326,13 +352,26 @@ class TapeIndex:
         # Server requests recorded before the response, answered before it: it waits for them.
         for s in self.anchored.get(call.index, ()):
             sev = self.events[s]
-            answer = self.answer_of.get(fast_id_key(sev.get("id")))
-            if sev.get("kind") == "request" and answer is not None and answer < i:
-                call.waits.add(fast_id_key(sev.get("id")))
+            if sev.get("kind") != "request":
+                continue
+            key = self.server_request_key(s)
+            answer = self.answer_of.get(key)
+            if answer is not None and answer < i:
+                call.waits.add(key)
 
-    def _server_request(self, i: int, ev: Event) -> None:
-        """A request from the server: its id must be new, or the client's answers could not be told apart."""
-        key = fast_id_key(ev.get("id"))
+    def server_request_key(self, index: int) -> str:
+        """The id key (in_session) of recorded server request `index`: what its client answer is found by."""
+        ev = self.events[index]
+        return in_session(ev.get("session") if self.sessions else None, fast_id_key(ev.get("id")))
+
+    def session_of(self, index: int) -> Any:
+        """The recorded HTTP session of event `index` (None on a tape without sessions)."""
+        return self.events[index].get("session") if self.sessions else None
+
+    def _server_request(self, i: int, ev: Event, session: Any) -> None:
+        """A request from the server: its id must be new in its session, or the client's answers
+        could not be told apart."""
+        key = in_session(session, fast_id_key(ev.get("id")))
         if key in self._server_ids_seen:
             raise ReplayError(
                 f"{self.where(i)}: the server reused request id {ev.get('id')!r} "
@@ -342,7 +381,7 @@ class TapeIndex:
             )
         self._server_ids_seen[key] = i
 
-    def _progress(self, i: int, ev: Event) -> None:
+    def _progress(self, i: int, ev: Event, session: Any) -> None:
         """A progress notification: owned by the call whose token it names, if any."""
         notified = ev.get("msg", {}).get("params")
         token = (
@@ -350,5 +389,6 @@ class TapeIndex:
             if isinstance(notified, dict) and "progressToken" in notified
             else None
         )
-        if token is not None and token in self._calls_by_token:
-            self.progress_owner[i] = self._calls_by_token[token]
+        owner = self._calls_by_token.get(in_session(session, token)) if token is not None else None
+        if owner is not None:
+            self.progress_owner[i] = owner

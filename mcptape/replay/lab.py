@@ -140,6 +140,9 @@ class LabEngine:
     def http_status(self, live_id: Any) -> int | None:
         return self.engine.http_status(live_id)
 
+    def answered_in_sse(self, live_id: Any) -> bool:
+        return self.engine.answered_in_sse(live_id)
+
     def fresh(self) -> LabEngine:
         """The same lab for another client session: fresh engine, fault counts, seed and live side."""
         options = self.options

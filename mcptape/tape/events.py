@@ -19,9 +19,15 @@ A line nested deeper than jsonrpc.MAX_DEPTH is parsed with its deep parts kept a
 holding their JSON text (jsonrpc.py: "Depth"); its event always has `raw` (the wire form, which
 `wire_text` gives), and a `note` event ("deep_json", DEEP_NOTE) follows it: the builder holds it
 until the producer takes it (`take_notes`), so every producer writes the cut into its tape.
-Nothing but `raw` and the scripted client's `step` (an int, live/client.py) may follow `msg`: play
-reads a message's wire text straight off a verbatim tape's line by that order (replay.lazy_event).
-Server-to-client request ids overlap client ids, so requests are keyed by direction + id.
+Nothing but `raw`, the scripted client's `step` (an int, live/client.py) and what rec --listen adds may
+follow `msg`: play reads a message's wire text straight off a verbatim tape's line by that order
+(reader.lazy_event; a line ending otherwise is parsed). rec --listen adds `session` (an int: the
+HTTP session the message crossed in, numbered from 1 in order of appearance; such a tape is format 3,
+tape/format.py) and, on a server message that came in an SSE stream rather than a JSON body, `sse`
+(true), so play answers the way the server did. Server-to-client request ids overlap client ids,
+so requests are keyed by direction + id; ids are unique within a session, not across a tape's
+sessions (each HTTP session's client and server number theirs from 0), so with sessions the key
+is session + direction + id.
 """
 
 from __future__ import annotations
@@ -172,6 +178,12 @@ class EventBuilder:
         request is still open: each one's direction, id and method."""
         unanswered = [{"dir": d, "id": json.loads(k), "method": m} for d, k, m in self.open_requests()]
         return note_event("unanswered", unanswered) if unanswered else None
+
+
+def in_session(session: Any, key: str) -> str:
+    """A message's id key qualified by the HTTP session it crossed in (`session`, None on a tape
+    without sessions): ids are unique within a session only."""
+    return key if session is None else f"{session}/{key}"
 
 
 def garbage_event(direction: str, line: bytes) -> dict[str, Any]:

@@ -34,17 +34,23 @@ from mcptape.mcp import meta_version
 from mcptape.tape.seal import Sealer
 
 FORMAT_VERSION = 2
-READABLE_FORMATS = (1, FORMAT_VERSION)  # format 1: the same lines, a crc32 footer, no seal lines
+# Format 3: format 2 whose message events may carry `session`, the HTTP session they crossed in (rec
+# --listen: several clients in one tape, each numbering its requests from 0). An older reader that
+# ignored the field would pair one session's answers with another's requests, so such a tape says
+# format 3 and older readers refuse it ("re-record it with mcptape X") instead of misreading it.
+SESSIONS_FORMAT = 3
+READABLE_FORMATS = (1, FORMAT_VERSION, SESSIONS_FORMAT)  # format 1: the same lines, a crc32 footer, no seal lines
 TAPE_SUFFIX = ".tape.jsonl"
 
 Event = dict[str, Any]
 
 
-def make_header(name: str, *, transport: str = "stdio", **fields: Any) -> dict[str, Any]:
-    """A header line: format version first so any reader can refuse what it does not know."""
+def make_header(name: str, *, transport: str = "stdio", sessions: bool = False, **fields: Any) -> dict[str, Any]:
+    """A header line: format version first so any reader can refuse what it does not know
+    (`sessions`: the events may carry `session`, SESSIONS_FORMAT)."""
     header: dict[str, Any] = {
         "mcptape": "tape",
-        "format": FORMAT_VERSION,
+        "format": SESSIONS_FORMAT if sessions else FORMAT_VERSION,
         "version": __version__,
         "name": name,
         "transport": transport,

@@ -42,8 +42,8 @@ from mcptape import __version__
 from mcptape.errors import TapeError
 from mcptape.jsonrpc import id_key
 from mcptape.sequences import common_prefix, common_suffix, equal_back
-from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C
-from mcptape.tape.format import FORMAT_VERSION, READABLE_FORMATS, Tape
+from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C, in_session
+from mcptape.tape.format import READABLE_FORMATS, SESSIONS_FORMAT, Tape
 from mcptape.tape.seal import is_seal_line, sealed_verbatim
 
 
@@ -273,7 +273,8 @@ def _check_header(p: Path, number: int, header: dict[str, Any] | None) -> dict[s
         )
     if fmt not in READABLE_FORMATS or isinstance(fmt, bool):
         raise TapeError(
-            f"{p}: tape format {fmt!r} is not one this mcptape ({__version__}) reads (format {FORMAT_VERSION})",
+            f"{p}: tape format {fmt!r} is not one this mcptape ({__version__}) reads (formats "
+            f"{', '.join(map(str, READABLE_FORMATS))})",
             hint=f"re-record it with mcptape {__version__}, or use the mcptape version "
             f"{header.get('version', '?')} that wrote it",
         )
@@ -530,7 +531,8 @@ class TapeStream:
         # not when its batch is parsed mid-session (the lines holding one are few, see _ODD_MSG).
         odd = [(raw, n) for raw, n in zip(raws, numbers, strict=True) if odd_msg and _ODD_MSG.search(raw)]
         check_messages(p, [_parse_line(raw) or {} for raw, _ in odd], [n for _, n in odd])
-        self.streamable = self._prescan(_parse_line)
+        # A tape of HTTP sessions (format 3) is indexed whole: its anchors are per session (replay/index.py).
+        self.streamable = self._prescan(_parse_line) and self.tape.header.get("format") != SESSIONS_FORMAT
 
     def restart_batches(self) -> None:
         """Batches start small again (FIRST_BATCH lines), doubling from there."""
@@ -552,7 +554,7 @@ class TapeStream:
             if raw.startswith(self._S2C_REQUEST) or (not ours and b'"s2c"' in raw and b'"request"' in raw):
                 obj = parse(raw)
                 if obj is not None and obj.get("kind") == "request" and obj.get("dir") == S2C:
-                    key = id_key(obj.get("id"))
+                    key = in_session(obj.get("session"), id_key(obj.get("id")))
                     if key in server_ids:
                         return False
                     server_ids.add(key)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mcptape.jsonrpc import dumps, id_key, loads
-from mcptape.tape.events import C2S, S2C
+from mcptape.tape.events import C2S, S2C, in_session
 from mcptape.tape.format import TAPE_SUFFIX, Tape
 
 TIMING_KEY = "timing"
@@ -127,9 +127,9 @@ def call_times(tape: Tape, times: list[float | None] | None = None) -> list[Call
     for i, ev in enumerate(tape.events):
         kind, direction = ev.get("kind"), ev.get("dir")
         if kind == "request" and direction == C2S:
-            open_calls[id_key(ev.get("id"))] = i
+            open_calls[in_session(ev.get("session"), id_key(ev.get("id")))] = i
         elif kind in ("response", "error") and direction == S2C:
-            req = open_calls.pop(id_key(ev.get("id")), None)
+            req = open_calls.pop(in_session(ev.get("session"), id_key(ev.get("id"))), None)
             if req is not None:
                 answers[req] = i
     out: list[CallTime] = []

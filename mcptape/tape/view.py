@@ -107,13 +107,15 @@ def _leaves(path: str, value: Any, out: list[str]) -> None:
 def _event_lines(event: Event, out: list[str]) -> None:
     kind = str(event.get("kind", "?"))
     head = _key(" ".join(str(x) for x in (event.get("dir"), kind, event.get("method")) if x))
-    step = event.get("step")
-    out.append(f"@@ {head}" + (f" (step {step})" if isinstance(step, int) else ""))
+    step, session = event.get("step"), event.get("session")
+    out.append(f"@@ {head}" + (f" (step {step})" if isinstance(step, int) else "")
+               + (f" (session {session})" if isinstance(session, int) else ""))
     msg = event.get("msg")
     if isinstance(msg, dict):
         _leaves("", {k: v for k, v in msg.items() if k not in ("jsonrpc", "id", "method")}, out)
     else:
-        _leaves("", {k: v for k, v in event.items() if k not in ("kind", "dir", "id", "method", "step", "raw")}, out)
+        _leaves("", {k: v for k, v in event.items()
+                     if k not in ("kind", "dir", "id", "method", "step", "raw", "session", "sse")}, out)
 
 
 def render_view(header: dict[str, Any], events: Iterable[Event]) -> bytes:

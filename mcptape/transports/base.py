@@ -8,20 +8,34 @@ whole messages, one JSON-RPC line each, without their newline.
                           ServerTimeout when none arrives in time
     close()               end the exchange and stop the server; its returncode (None if unknown)
     stderr_tail()         the server's last words on stderr (or its output), for error messages
+    stderr_lines          the server's stderr lines, in order, as far as they are kept (the client
+                          records them at the end of a session; HTTP servers have none of their own)
+    stderr_left_out       (lines, bytes) of stderr past what is kept, said in a note
+    spawned               whether mcptape started the server (False for a `url:` without `start:`:
+                          an empty stderr_tail then says nothing about it, and messages must not say
+                          it was silent)
 
-A transport may also offer `stderr_lines` (every stderr line, in order), which the client
-records at the end of a session (stdio has them; HTTP servers have no stderr of their own),
-and `spawned` (False when mcptape did not start the server, a `url:` without `start:`: an
-empty stderr_tail then says nothing about the server, and messages must not say it was silent).
+Every attribute here is one the client reads: a wrapper (a private HOME, the OpenTelemetry clock)
+passes each on by name, so the type checker sees the whole interface, never a getattr.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 
 class Transport(Protocol):
     """What the scripted client needs from any transport (module docstring)."""
+
+    @property
+    def stderr_lines(self) -> Sequence[bytes]: ...
+
+    @property
+    def stderr_left_out(self) -> Sequence[int]: ...
+
+    @property
+    def spawned(self) -> bool: ...
 
     def send(self, line: bytes) -> None: ...
 

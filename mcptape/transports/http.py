@@ -13,6 +13,8 @@ Every incoming message, from every POST answer and the GET/SSE stream, lands in 
 that `receive` reads. Errors of the background readers (HTTP status, dropped connection) are
 queued as ServerError and raised by `receive`, in order with the messages received before them.
 Configured `headers:` are secrets: they are sent, never logged or put in an error message.
+A server that wants an OAuth token (`auth:`) gets the one oauth.py's OAuthClient holds: a request
+answered 401 is sent again once with a fresh token.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import httpx
 from mcptape.errors import RequestRefused, ServerError, ServerTimeout
 from mcptape.jsonrpc import loads, wire_dumps
 from mcptape.mcp import meta_version
+from mcptape.transports.oauth import OAuthClient
 from mcptape.transports.sse import SESSION_HEADER, SseEvent, SseParser
 from mcptape.transports.stdio import ServerProcess
 
@@ -47,6 +50,10 @@ NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "
                 "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 CONNECT_TIMEOUT = 10.0
+# Resuming an SSE stream the server closed before its answer (StreamableHttpTransport._resume): the wait
+# when the server gave no `retry` (the SDKs' default), and how many resumptions in a row may bring nothing.
+RESUME_DELAY = 1.0
+MAX_FRUITLESS = 3
 OUTPUT_TAIL_LINES = 40
 ERROR_BODY_CHARS = 500
 
@@ -222,12 +229,16 @@ _Item = bytes | ServerError | None
 class _HttpTransportBase:
     """What both HTTP transports share: the client, the incoming queue, the sender thread, close."""
 
-    def __init__(self, url: str, headers: Mapping[str, str], *, started: StartedServer | None = None) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str], *, started: StartedServer | None = None,
+                 auth: OAuthClient | None = None) -> None:
         self.url = url
         self._configured = dict(headers)
         self._started = started
         self.spawned = started is not None  # base.py: a `url:` server's silence says nothing
+        self.stderr_lines: list[bytes] = []  # a started server's output is its stderr_tail, never recorded
+        self.stderr_left_out = (0, 0)
         self._client = new_client(httpx.Timeout(CONNECT_TIMEOUT, read=None))
+        self._auth = auth  # the server's OAuth token, if it wants one (`auth:`)
         self._incoming: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._outgoing: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._closing = threading.Event()
@@ -273,6 +284,8 @@ class _HttpTransportBase:
         for resp in responses:
             resp.close()
         self._client.close()
+        if self._auth is not None:
+            self._auth.close()
         if self._started is not None:
             self.returncode = self._started.stop()
         self._incoming.put(None)
@@ -316,6 +329,14 @@ class _HttpTransportBase:
         else:
             self._incoming.put(ServerError(message, hint=hint))
 
+    def _headers(self) -> dict[str, str]:
+        """The configured headers, and the OAuth token if the server wants one."""
+        headers = dict(self._configured)
+        token = self._auth.bearer() if self._auth is not None else None
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
     def _safe_url(self, url: str | None = None) -> str:
         """The URL without query or userinfo: either may carry a credential."""
         p = urlsplit(url or self.url)
@@ -333,43 +354,77 @@ class _HttpTransportBase:
     def _deliver(self, data: bytes) -> None:
         self._incoming.put(data)
 
+    def _drain(self, resp: httpx.Response) -> bytes:
+        """The body of an answer read to its end (empty if the connection dropped), then closed."""
+        try:
+            return resp.read()
+        except httpx.HTTPError:
+            return b""
+        finally:
+            resp.close()
+            self._track(resp, False)
+
     def _read_sse(self, resp: httpx.Response, what: str, answers: Any, on_event: Any = None) -> bool:
         """Read an SSE body to its end, delivering messages. True if the request was answered.
 
         `answers` is the id of the request this stream must answer (None for the GET stream).
-        A connection that drops, or a stream that ends before its answer, is a ServerError
-        queued after everything received up to that point.
+        A stream that ends or drops before its answer is resumed where the transport can
+        (`_resume`: streamable HTTP, with Last-Event-ID after the server's `retry`), as often as
+        each resumption brings something; else, or once that stops, a ServerError is queued after
+        everything received up to that point. The client sees one exchange either way: the
+        messages, each once, and no trace of how often the stream was cut.
         """
         parser = SseParser()
         answered = answers is None
         want = json.dumps(answers) if answers is not None else None
-        try:
-            for chunk in resp.iter_raw():
-                for ev in parser.feed(chunk):
-                    if on_event is not None and on_event(ev):
-                        continue
-                    if ev.event != "message":
-                        continue
-                    data = ev.data.encode("utf-8")
-                    if not answered and _answers(data, want):
-                        answered = True
-                    self._deliver(data)
-        except httpx.HTTPError as e:
-            if not self._closing.is_set():
-                self._fail(
-                    f"the connection to {self._safe_url()} dropped while reading {what}: {type(e).__name__}: {e}",
-                    hint="the server closed the stream mid-answer; everything received before is kept",
-                )
-            return answered
-        finally:
-            resp.close()
-            self._track(resp, False)
-        if not answered and not self._closing.is_set():
+        seen: set[str] = set()  # event ids delivered: a resumed stream never delivers one twice
+        fruitless = 0  # resumptions in a row that brought no event
+        while True:
+            before = parser.dispatched
+            dropped: httpx.HTTPError | None = None
+            try:
+                for chunk in resp.iter_raw():
+                    for ev in parser.feed(chunk):
+                        if on_event is not None and on_event(ev):
+                            continue
+                        if ev.event != "message" or (ev.id is not None and ev.id in seen):
+                            continue
+                        if ev.id is not None:
+                            seen.add(ev.id)
+                        data = ev.data.encode("utf-8")
+                        if not answered and _answers(data, want):
+                            answered = True
+                        self._deliver(data)
+            except httpx.HTTPError as e:
+                dropped = e
+            finally:
+                resp.close()
+                self._track(resp, False)
+            if answered or self._closing.is_set():
+                return answered
+            fruitless = 0 if parser.dispatched > before else fruitless + 1
+            resumed, reported = self._resume(parser, what, fruitless)
+            if resumed is None:
+                if reported:  # the resumption's own failure says what happened
+                    return answered
+                break
+            resp = resumed
+        if dropped is not None:
+            self._fail(
+                f"the connection to {self._safe_url()} dropped while reading {what}: {type(dropped).__name__}: {dropped}",
+                hint="the server closed the stream mid-answer; everything received before is kept",
+            )
+        else:
             self._fail(
                 f"{self._safe_url()} ended the SSE stream of {what} before answering it",
                 hint="the server closed the stream early (crashed or restarted?)",
             )
         return answered
+
+    def _resume(self, parser: SseParser, what: str, fruitless: int) -> tuple[httpx.Response | None, bool]:
+        """Hook: the stream of `what` resumed after it ended unanswered, or None (not resumable); and
+        whether a failure of the resumption was queued already."""
+        return None, False
 
 
 def _refusal(request: Any, status: int) -> tuple[Any, int] | None:
@@ -392,12 +447,13 @@ def _answers(data: bytes, want: str | None) -> bool:
 class StreamableHttpTransport(_HttpTransportBase):
     """MCP streamable HTTP: POST each message, answers as JSON or SSE, GET stream for the server's own."""
 
-    def __init__(self, url: str, headers: Mapping[str, str], *, started: StartedServer | None = None) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str], *, started: StartedServer | None = None,
+                 auth: OAuthClient | None = None) -> None:
         self.session_id: str | None = None
         self.protocol: str | None = None
         self._initialize_id: str | None = None  # json.dumps of the initialize request's id
         self._get_opened = False
-        super().__init__(url, headers, started=started)
+        super().__init__(url, headers, started=started, auth=auth)
 
     def _deliver(self, data: bytes) -> None:
         # The negotiated version is read off the initialize answer as it passes through,
@@ -415,9 +471,9 @@ class StreamableHttpTransport(_HttpTransportBase):
         if is_request and msg["method"] == "initialize":
             self._initialize_id = json.dumps(msg["id"])
             self.session_id = None
-        headers = message_headers(msg, configured=self._configured, session_id=self.session_id, protocol=self.protocol)
-        request = self._client.build_request("POST", self.url, content=line, headers=headers)
-        resp = self._client.send(request, stream=True)
+        resp = self._send_post(line, msg)
+        if resp is None:
+            return
         self._track(resp, True)
         sid = resp.headers.get(SESSION_HEADER)
         if sid and is_request and msg["method"] == "initialize":
@@ -438,6 +494,26 @@ class StreamableHttpTransport(_HttpTransportBase):
         else:
             self._spawn(self._read_json, "http-post-json", resp, what, msg["id"])
 
+    def _send_post(self, line: bytes, msg: Any) -> httpx.Response | None:
+        """POST one message; a 401 from a server with `auth:` gets a fresh token and one more try.
+        None if no token could be had (the failure is queued)."""
+        for attempt in (1, 2):
+            headers = message_headers(msg, configured=self._headers(), session_id=self.session_id,
+                                      protocol=self.protocol)
+            resp = self._client.send(self._client.build_request("POST", self.url, content=line, headers=headers),
+                                     stream=True)
+            if resp.status_code != 401 or self._auth is None or attempt == 2:
+                return resp
+            resp.close()
+            try:
+                self._auth.unauthorized(resp.headers.get("WWW-Authenticate"))
+            except ServerError as e:
+                # (Never "token: X" in a message: the redactor reads that as a secret assignment.)
+                self._fail(f"{_describe(msg)} was refused (HTTP 401) and no OAuth token could be had: {e.message}",
+                           hint=e.hint)
+                return None
+        raise AssertionError("unreachable")
+
     def _read_json(self, resp: httpx.Response, what: str, answers: Any) -> None:
         try:
             body = resp.read()
@@ -456,13 +532,7 @@ class StreamableHttpTransport(_HttpTransportBase):
             self._fail(f"{self._safe_url()} answered {what} with a JSON body that holds no answer to it")
 
     def _http_error(self, resp: httpx.Response, what: str, request: Any) -> None:
-        try:
-            body = resp.read()
-        except httpx.HTTPError:
-            body = b""
-        finally:
-            resp.close()
-            self._track(resp, False)
+        body = self._drain(resp)
         # A JSON-RPC error answering the request is the server's answer: pass it on as one.
         if request is not None and resp.headers.get("content-type", "").startswith("application/json"):
             want = json.dumps(request["id"])
@@ -475,7 +545,8 @@ class StreamableHttpTransport(_HttpTransportBase):
         if resp.status_code == 404 and self.session_id:
             hint = "the server no longer knows this session (restarted or expired)"
         elif resp.status_code in (401, 403):
-            hint = "check the `headers:` of this server (credentials)"
+            hint = ("the server refused the OAuth token (auth:); check the client's scopes and grants"
+                    if self._auth is not None else "check the `headers:` (credentials) or `auth:` of this server")
         elif resp.status_code == 406:
             hint = "the server refused the Accept header; is this URL an MCP streamable HTTP endpoint?"
         self._fail(
@@ -491,7 +562,7 @@ class StreamableHttpTransport(_HttpTransportBase):
         self._spawn(self._get_stream, "http-get-sse")
 
     def _get_stream(self) -> None:
-        headers = dict(self._configured)
+        headers = self._headers()
         headers["Accept"] = "text/event-stream"
         if self.session_id:
             headers[SESSION_HEADER] = self.session_id
@@ -511,10 +582,45 @@ class StreamableHttpTransport(_HttpTransportBase):
             return
         self._read_sse(resp, "the GET stream", None)
 
+    def _resume(self, parser: SseParser, what: str, fruitless: int) -> tuple[httpx.Response | None, bool]:
+        """Resume a stream the server ended before answering (SSE polling, SEP-1699): after the
+        server's `retry` (RESUME_DELAY without one), GET with `Last-Event-ID`, and read on. Only a
+        stream that gave event ids is resumable; one whose resumptions bring nothing MAX_FRUITLESS
+        times in a row is given up (the step's timeout bounds the wait in any case)."""
+        if parser.last_event_id is None or fruitless > MAX_FRUITLESS:
+            return None, False
+        delay = parser.retry / 1000 if parser.retry is not None else RESUME_DELAY
+        if self._closing.wait(delay):
+            return None, True
+        headers = self._headers()
+        headers["Accept"] = "text/event-stream"
+        headers["Last-Event-ID"] = parser.last_event_id
+        if self.session_id:
+            headers[SESSION_HEADER] = self.session_id
+        if self.protocol:
+            headers[PROTOCOL_HEADER] = self.protocol
+        try:
+            resp = self._client.send(self._client.build_request("GET", self.url, headers=headers), stream=True)
+        except httpx.HTTPError as e:
+            if not self._closing.is_set():
+                self._fail(f"resuming {what} (GET {self._safe_url()} with Last-Event-ID) failed: {type(e).__name__}: {e}")
+            return None, True
+        self._track(resp, True)
+        if resp.status_code == 200 and resp.headers.get("content-type", "").startswith("text/event-stream"):
+            return resp, False
+        body = self._drain(resp)
+        if not self._closing.is_set():
+            self._fail(
+                f"{self._safe_url()} ended the SSE stream of {what} before answering it, and refused to resume it "
+                f"(GET with Last-Event-ID answered HTTP {resp.status_code}: {_body_snippet(body) or '(empty body)'})",
+                hint="the server closes streams for polling (SEP-1699) but does not serve the resumption",
+            )
+        return None, True
+
     def _terminate(self) -> None:
         if not self.session_id:
             return
-        headers = dict(self._configured)
+        headers = self._headers()
         headers[SESSION_HEADER] = self.session_id
         if self.protocol:
             headers[PROTOCOL_HEADER] = self.protocol

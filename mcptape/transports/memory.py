@@ -72,6 +72,8 @@ class MemoryTransport:
     def __init__(self, peer: MemoryPeer) -> None:
         self._peer = peer
         self._closed = False
+        self.spawned = True  # the server function runs because the test started it
+        self.stderr_left_out = (0, 0)  # every stderr line is kept
 
     @property
     def stderr_lines(self) -> list[bytes]:

@@ -36,7 +36,9 @@ class SseParser:
         self._event = ""
         self._id: str | None = None
         self._retry: int | None = None
-        self.last_event_id: str | None = None
+        self.last_event_id: str | None = None  # what a client resuming the stream sends as Last-Event-ID
+        self.retry: int | None = None  # the server's last `retry` (ms): how long to wait before resuming
+        self.dispatched = 0  # events dispatched so far, priming events (no data) included
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         self._buf += chunk
@@ -86,12 +88,15 @@ class SseParser:
             if "\0" not in value:
                 self._id = value
         elif name == "retry" and value.isdigit():
-            self._retry = int(value)
+            # The reconnection time is set as the field is read (the SSE spec), whatever the event.
+            self._retry = self.retry = int(value)
         return None
 
     def _dispatch(self) -> SseEvent | None:
         if self._id is not None:
             self.last_event_id = self._id
+        if self._data or self._id is not None:
+            self.dispatched += 1
         data = "\n".join(self._data)
         if not data.strip():
             # Blank data carries no message: MCP servers send such events only to prime

@@ -139,6 +139,7 @@ class StdioTransport:
         self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self.stderr_lines: list[bytes] = []  # the first STDERR_KEPT_BYTES of it
         self.stderr_left_out = [0, 0]  # lines and bytes past the bound (live/client.py notes them)
+        self.spawned = True
         self._stderr_kept = 0
         self._stderr_tail: collections.deque[bytes] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_lock = threading.Lock()

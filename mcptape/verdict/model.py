@@ -77,9 +77,12 @@ class CallRef:
     name: str | None = None  # tool, prompt or resource URI
     arguments: Any = None
     step: int | None = None  # 1-based step of the session, when ci ran it
+    # The HTTP session it was asked in, on a tape of several (rec --listen; tape/format.py's format 3).
+    session: int | None = None
 
     def one_line(self) -> str:
-        parts = [f"step {self.step}"] if self.step is not None else []
+        parts = [f"HTTP session {self.session}"] if self.session is not None else []
+        parts += [f"step {self.step}"] if self.step is not None else []
         head = self.method + (f" {self.name}" if self.name else "")
         if self.arguments not in (None, {}):
             args = dumps(self.arguments)
@@ -183,6 +186,9 @@ class DiffResult:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        for drift in data["drifts"]:  # `session` only where a tape has sessions: reports stay as they were
+            if drift["call"] is not None and drift["call"]["session"] is None:
+                del drift["call"]["session"]
         data["exit_code"] = self.exit_code
         return data
 

@@ -52,7 +52,7 @@ EXPECTED = {
 SANDBOX_VARIANTS = {"notes", "side_effect", "side_effect_changed"}
 # Variants for hostile input (deep JSON, names that could act on a terminal) are recorded by
 # `mcptape ci` in tests/integration/test_hostile.py.
-HOSTILE_VARIANTS = {"deep", "deep_changed", "hostile_names"}
+HOSTILE_VARIANTS = {"deep", "deep_changed", "hostile_names", "hostile_html"}  # hostile_html: tests/report/test_html.py
 # Variants whose drift is the surface review's (tool poisoning, a rename, a harmless rewording) are
 # run through ci in tests/integration/test_surface_review_ci.py.
 SURFACE_REVIEW_VARIANTS = {"poisoned", "reworded", "renamed"}

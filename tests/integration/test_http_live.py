@@ -412,7 +412,8 @@ def test_same_session_over_stdio_and_http_diffs_identical(calc_upstream: str, tm
     assert rec.returncode == 0, rec.stderr
 
     def comparable(path: Path) -> list[dict[str, Any]]:
-        return [{k: v for k, v in e.items() if k != "raw"} for e in message_events(path)]
+        # `session` and `sse` are the HTTP facts rec --listen adds (which session, which framing).
+        return [{k: v for k, v in e.items() if k not in ("raw", "session", "sse")} for e in message_events(path)]
 
     assert comparable(stdio_tape) == comparable(http_tape)
     try:

@@ -17,7 +17,8 @@ import pytest
 
 from mcptape.config.models import ClientSettings, Step
 from mcptape.errors import ServerTimeout
-from mcptape.live.client import TASKS_EXTENSION, Recording, record_session
+from mcptape.live.client import Recording, record_session
+from mcptape.live.task_calls import TASKS_EXTENSION
 from mcptape.transports.memory import MemoryPeer, MemoryTransport, memory_pair
 
 META_CAPS = "io.modelcontextprotocol/clientCapabilities"

@@ -76,7 +76,7 @@ def test_a_ci_session_is_a_trace_of_steps_and_exchanges_with_the_conventions_att
                                                        "tools/call divide"))
     assert session.parent is None and dict(session.attributes or {}) == {
         "mcptape.command": "ci", "mcptape.session": "arithmetic", "network.transport": "pipe",
-        "mcp.protocol.version": "2025-11-25", "mcptape.verdict.vocabulary": "same", "mcptape.server": "calc"}
+        "mcp.protocol.version": "2025-11-25", "mcptape.verdict": "same", "mcptape.server": "calc"}
     assert step1.parent is not None and step1.parent.span_id == session.context.span_id
     assert add.parent is not None and add.parent.span_id == step1.context.span_id
     assert spans["step 2"].context.span_id == divide.parent.span_id if divide.parent else False

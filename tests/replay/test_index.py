@@ -159,3 +159,79 @@ def test_http_play_routes_each_answer_to_the_request_it_answers_by_its_type() ->
         stop.set()
         server.join(10)
     assert not server.is_alive() and engines[0].report().exit_code == 0
+
+
+# --- a tape of several HTTP sessions (rec --listen, format 3) ---------------------------------------
+
+
+def _sessions_tape() -> Any:
+    """Two HTTP sessions, interleaved, each numbering its requests (and its server its requests) from 0."""
+    from mcptape.tape.events import EventBuilder
+    from mcptape.tape.format import Tape, make_header
+
+    builders = {1: EventBuilder(), 2: EventBuilder()}
+    init = req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    hello = res(0, {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}})
+    lines = [
+        (1, "c2s", init), (1, "s2c", hello), (2, "c2s", init), (2, "s2c", hello),
+        (1, "c2s", call(1, "sample", prompt="a")), (2, "c2s", call(1, "sample", prompt="b")),
+        (2, "s2c", req(0, "sampling/createMessage", {"messages": [{"role": "user", "content": "b"}]})),
+        (1, "s2c", req(0, "sampling/createMessage", {"messages": [{"role": "user", "content": "a"}]})),
+        (1, "c2s", res(0, {"content": {"type": "text", "text": "from a"}})),
+        (2, "c2s", res(0, {"content": {"type": "text", "text": "from b"}})),
+        (2, "s2c", res(1, text("LLM said: from b"))), (1, "s2c", res(1, text("LLM said: from a"))),
+    ]
+    events = []
+    for session, direction, msg in lines:
+        event = builders[session].line(direction, json.dumps(msg, separators=(",", ":")).encode())
+        event["session"] = session
+        if direction == "s2c":
+            event["sse"] = True
+        events.append(event)
+    return Tape(header=make_header("t", transport="http", sessions=True), events=events,
+                footer={"mcptape": "end", "events": len(events)})
+
+
+def test_a_tape_of_sessions_pairs_ids_within_each_session_and_replays_each_from_its_own_slice() -> None:
+    tape = _sessions_tape()
+    assert tape.header["format"] == 3
+    index = TapeIndex(tape)  # the same server request id in two sessions is no conflict
+    answers = {index.events[c.response]["msg"]["result"]["content"][0]["text"]
+               for c in index.by_method["tools/call"] if c.response is not None}
+    assert len(answers) == len(index.by_method["tools/call"])
+    assert answers == {"LLM said: from a", "LLM said: from b"}  # each call paired with its own session's answer
+
+    first = ReplayEngine(tape, index=index)
+    second = first.fresh()
+    for engine, prompt, said in ((second, "b", "from b"), (first, "a", "from a")):
+        ask(engine, req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}))
+        out = ask(engine, call(7, "sample", prompt=prompt))
+        assert [m.get("method") for m in out] == ["sampling/createMessage"]
+        assert out[0]["params"]["messages"][0]["content"] == prompt  # this session's server request
+        done = ask(engine, res(out[0]["id"], {"content": {"type": "text", "text": said}}))
+        assert done == [{"jsonrpc": "2.0", "id": 7, "result": text(f"LLM said: {said}")}]
+        assert engine.answered_in_sse(7)  # recorded in an SSE stream: HTTP play answers so
+        assert engine.report().misses == []
+
+    # Without the sessions (an older tape's reading), the same ids collide: the index refuses it.
+    tape.header["format"] = 2
+    import pytest
+
+    from mcptape.errors import ReplayError
+
+    with pytest.raises(ReplayError, match="reused request id 0"):
+        TapeIndex(tape)
+
+
+def test_diff_names_the_http_session_of_a_drifted_call_and_pairs_answers_within_sessions() -> None:
+    from mcptape.diff.compare import diff_tapes
+
+    golden, fresh = _sessions_tape(), _sessions_tape()
+    assert diff_tapes(golden, fresh).exit_code == 0
+    answer = next(e for e in fresh.events if e.get("session") == 2 and e["kind"] == "response" and e["id"] == 1)
+    answer["msg"]["result"]["content"][0]["text"] = "LLM said: changed"
+    result = diff_tapes(golden, fresh)
+    assert result.exit_code == 1
+    assert [d.call.session for d in result.drifts if d.call] == [2]
+    assert result.drifts[0].one_line().startswith("HTTP session 2 · ")
+    assert "session" in result.to_dict()["drifts"][0]["call"]

@@ -4,6 +4,7 @@ JSON answer bodies, --listen parsing. No sockets here (see tests/integration/tes
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -157,3 +158,113 @@ def test_an_http_4xx_to_a_request_refuses_that_request_but_credentials_and_notif
     assert _refusal(probe, 401) is None and _refusal(probe, 403) is None  # the connection's credentials
     assert _refusal(probe, 500) is None  # a server fault, not a refusal
     assert _refusal(None, 400) is None  # a notification's POST: no request to answer
+
+
+# --- DNS-rebinding protection of rec --listen and play --listen (transports/serve.HostCheck) -----------
+
+
+def test_host_check_answers_loopback_names_and_the_listen_address_and_refuses_any_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcptape.transports.serve import HostCheck
+
+    monkeypatch.delenv("MCPTAPE_ALLOW_HOSTS", raising=False)
+    check = HostCheck("127.0.0.1")
+    for host in ("127.0.0.1:8765", "localhost:3000", "LOCALHOST", "[::1]:9", "127.0.0.1"):
+        assert check.refusal(host, None) is None, host
+    assert check.refusal("localhost:1", "http://localhost:6274") is None  # the web Inspector's origin
+    assert "Host 'evil.example.com'" in str(check.refusal("evil.example.com", None))
+    assert "Origin 'http://evil.example.com'" in str(check.refusal("127.0.0.1:1", "http://evil.example.com"))
+    assert check.refusal("127.0.0.1:1", "null") is not None  # a sandboxed page's origin is not a name we know
+    assert check.refusal(None, None) is not None  # HTTP/1.1 without Host
+    assert check.warning is None
+
+    bound = HostCheck("10.1.2.3", ("mcp.internal", "https://app.example.com"))
+    assert bound.refusal("10.1.2.3:80", None) is None and bound.refusal("mcp.internal:8080", None) is None
+    assert bound.refusal("localhost", "https://app.example.com") is None
+    assert bound.refusal("other.internal", None) is not None
+
+    monkeypatch.setenv("MCPTAPE_ALLOW_HOSTS", "a.test, b.test")
+    from_env = HostCheck("127.0.0.1")
+    assert from_env.refusal("b.test", None) is None and from_env.refusal("c.test", None) is not None
+    assert HostCheck("127.0.0.1", ("*",)).refusal("anything", "http://anything") is None
+
+
+def test_every_interface_without_names_is_unchecked_as_in_the_sdks_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcptape.transports.serve import HostCheck
+
+    monkeypatch.delenv("MCPTAPE_ALLOW_HOSTS", raising=False)
+    open_ = HostCheck("0.0.0.0")
+    assert open_.refusal("mcp-fake:8080", None) is None and open_.warning and "--allow-host" in open_.warning
+    named = HostCheck("0.0.0.0", ("mcp-fake",))
+    assert named.refusal("mcp-fake:8080", None) is None and named.refusal("evil.example.com", None) is not None
+    assert named.warning is None
+
+
+def test_rec_refuses_a_rebound_request_before_forwarding_and_forwards_the_origin_it_allows(tmp_path: Any) -> None:
+    import http.client
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from mcptape.record.http import record_http
+
+    seen: list[dict[str, str]] = []
+
+    class Upstream(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append(dict(self.headers))
+            body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    stop, ready = threading.Event(), threading.Event()
+    said: list[str] = []
+    url: list[str] = []
+
+    def listening(at: str) -> None:
+        url.append(at)
+        ready.set()
+
+    rec = threading.Thread(target=record_http, args=(f"http://127.0.0.1:{upstream.server_address[1]}/mcp",
+                                                     "127.0.0.1:0", tmp_path / "t.tape.jsonl", "t"),
+                           kwargs={"on_ready": listening, "stop": stop, "say": said.append})
+    rec.start()
+    try:
+        assert ready.wait(10)
+        port = int(url[0].rsplit(":", 1)[1])
+
+        def post(host: str, origin: str | None) -> tuple[int, bytes]:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            headers = {"Host": host, "Content-Type": "application/json"} | ({"Origin": origin} if origin else {})
+            conn.request("POST", "/mcp", body=b'{"jsonrpc":"2.0","id":1,"method":"ping"}', headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+
+        status, body = post("evil.example.com", "http://evil.example.com")
+        assert status == 403 and b"DNS-rebinding" in body and seen == []  # nothing reached the upstream
+        assert post(f"localhost:{port}", "http://localhost:6274")[0] == 200
+        assert seen[0]["Origin"] == "http://localhost:6274"  # the upstream's own check still sees it
+        assert seen[0]["Host"] != f"localhost:{port}"  # the upstream's own name, as a reverse proxy sends
+    finally:
+        stop.set()
+        rec.join(10)
+        upstream.shutdown()
+    assert any("refused a POST request (403): Host 'evil.example.com'" in line for line in said)
+    assert "evil.example.com" not in (tmp_path / "t.tape.jsonl").read_text(encoding="utf-8")
+
+
+def test_sse_parser_keeps_the_servers_retry_and_the_last_event_id_of_a_priming_event() -> None:
+    parser = SseParser()
+    assert parser.feed(b"id: s1::1\nretry: 500\ndata: \n\n") == []  # a priming event delivers nothing
+    assert (parser.last_event_id, parser.retry, parser.dispatched) == ("s1::1", 500, 1)
+    assert parser.feed(b"id: s1::2\ndata: {}\n\n")[0].data == "{}"
+    assert (parser.last_event_id, parser.retry, parser.dispatched) == ("s1::2", 500, 2)  # retry holds
