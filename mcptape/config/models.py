@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -29,6 +28,7 @@ from mcptape.config.answers import SCRIPT_KEYS, is_matched_item
 from mcptape.config.auth import OAuthClientAuth
 from mcptape.config.interpolate import VAR_NAME
 from mcptape.config.locations import describe, suggest
+from mcptape.config.os_text import MAX_SESSION_NAME, OsPath, no_nul
 from mcptape.jsonpath import PATH_SCHEMA_PATTERN, SUPPORTED_PATHS, PathSegment, parse_json_path
 from mcptape.mcp import PROTOCOL_VERSIONS
 from mcptape.verdict.vocabulary import FINDING_KINDS, IGNORE_KEYS, Severity, drift_classes
@@ -119,24 +119,14 @@ def _check_protocol(value: str | None) -> str | None:
     )
 
 
-MAX_SESSION_NAME = 150  # a file name has 255 bytes; mcptape adds `@VERSION`, `.tape.timing.json`, `.PID.XXXXXXXX.tmp`
-
-
-def _no_nul(value: Any, what: str, at: tuple[str | int, ...] = ()) -> Any:
-    """What the OS is given (argv, env, headers, paths) holds no NUL: said here, not when a process starts."""
-    if isinstance(value, str) and "\x00" in value:
-        raise _fail(f"{what} holds a NUL byte (\\0), which no program, environment or path can hold; remove it", at=at)
-    return value
-
-
 def _stringify_values(v: Any) -> Any:
     """env/header values: YAML reads `PORT: 8080` as a number; a process environment holds strings."""
     if not isinstance(v, dict):
         return v
     out: dict[Any, Any] = {}
     for k, val in v.items():
-        _no_nul(k, "the name", at=(k,))
-        _no_nul(val, "the value", at=(k,))
+        no_nul(k, "the name", at=(k,))
+        no_nul(val, "the value", at=(k,))
         if isinstance(val, bool):
             raise _fail(
                 "YAML reads an unquoted yes/no/true/false/on/off as a boolean, not text; "
@@ -149,7 +139,7 @@ def _stringify_values(v: Any) -> Any:
 
 def _split_command(v: Any) -> Any:
     if isinstance(v, str):
-        _no_nul(v, "the command")
+        no_nul(v, "the command")
         try:
             return shlex.split(v)
         except ValueError as e:  # unbalanced quotes
@@ -157,11 +147,8 @@ def _split_command(v: Any) -> Any:
                 f"cannot split the command like a shell would ({e}); balance the quotes or write a list"
             ) from e
     for i, arg in enumerate(v if isinstance(v, list) else []):
-        _no_nul(arg, f"argument {i + 1} of the command", at=(i,))
+        no_nul(arg, f"argument {i + 1} of the command", at=(i,))
     return v
-
-
-OsPath = Annotated[str, BeforeValidator(lambda v: _no_nul(v, "the path"))]  # cwd, sandbox, golden_dir
 
 
 _PROTOCOL_SCHEMA = {"enum": ["auto", "both", *PROTOCOL_VERSIONS], "type": "string"}

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mcptape.config.load import load_config
-from mcptape.config.models import MAX_SESSION_NAME
+from mcptape.config.os_text import MAX_SESSION_NAME
 from mcptape.diff.compare import diff_tapes
 from mcptape.errors import ConfigError, McptapeError, TapeError
 from mcptape.logsafe import escape_controls, inert_json, utf8
