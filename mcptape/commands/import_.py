@@ -75,15 +75,18 @@ def run(options: Options) -> int:
     attrs = session["attrs"] if session is not None else {}
     builder = EventBuilder()
     events: list[dict[str, Any]] = []
-    times: list[float | None] = []  # seconds, for the timing footer
+    times: list[float | None] = []  # seconds since the first message, for the timing footer
+    # Relative in integer nanoseconds first: epoch seconds as floats keep a quarter of a microsecond,
+    # enough to flip a footer's 0.01 ms rounding against the recording's own.
+    start = min((at for at, *_ in messages), default=0)
     for at, order, direction, text in sorted(messages, key=lambda m: (m[0], m[1])):
         if order == _OTHER:
             event = _tape_event(text, options.trace)
             events.append(event)
-            times.append(at / 1e9 if event["kind"] in _CROSSED_THE_WIRE else None)
+            times.append((at - start) / 1e9 if event["kind"] in _CROSSED_THE_WIRE else None)
             continue
         events.append(builder.line(direction, text.encode("utf-8", "surrogatepass")))
-        times.append(at / 1e9)
+        times.append((at - start) / 1e9)
         notes = builder.take_notes()
         events.extend(notes)
         times.extend([None] * len(notes))
