@@ -38,8 +38,10 @@ install-browser:
 demo: install-python
 	$(BIN)/python fixtures/example/demo.py
 
+# The suite in parallel, a module per unit of work (tests/conftest.py); TEST_WORKERS=1 runs it in one process.
+TEST_WORKERS ?= auto
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: install-python
 	$(BIN)/ruff check mcptape tests bench

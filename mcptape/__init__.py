@@ -25,11 +25,12 @@ import importlib
 import sys
 import types
 
+from mcptape.version import __version__
+
 # typing.TYPE_CHECKING without importing typing (4 ms, more than the rest of `import mcptape`):
 # type checkers read any name TYPE_CHECKING so.
 TYPE_CHECKING = False
 
-__version__ = "0.1.0"
 
 # Each public name and the module that holds it, imported when the name is first asked for.
 _PUBLIC = {

@@ -13,6 +13,7 @@ into a message on stderr and that code, never a traceback::
     ├── ReplayMiss                    1  requests a tape could not answer (the library's replay, on leaving)
     ├── GitHubError                   3  a GitHub API call failed (which call, HTTP status, the fix)
     ├── WriteError                    3  a file could not be written (golden, fresh tape, report): path, cause
+    ├── UsageError                    3  options that cannot be honoured together, an output onto an input: why, the fix
     └── SecretLeak                    4  a secret survived redaction; nothing was written
 
     McptapeWarning                       what a command says on stderr, the library says as a warning
@@ -183,6 +184,11 @@ class WriteError(McptapeError):
     >>> issubclass(mcptape.WriteError, mcptape.McptapeError), mcptape.WriteError.exit_code
     (True, 3)
     """
+
+
+class UsageError(McptapeError):
+    """Options that cannot be honoured together (never accepted and then ignored), or an output that
+    would land on an input (commands/grammar.py): the reason and the fix."""
 
 
 class SecretLeak(McptapeError):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from mcptape import environment
+import mcptape.environment as environment
 
 # Characters that print as nothing or change how others print: Unicode's format characters
 # (category Cf: the soft hyphen, bidi embeddings, overrides, isolates and marks, zero-width spaces

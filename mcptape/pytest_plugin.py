@@ -90,7 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def record_mode(config: pytest.Config) -> RecordMode:
     """The record mode: the option, else MCPTAPE_RECORD_MODE, else the ini setting, else none."""
-    from mcptape import environment  # a few lines of stdlib: the plugin's load stays light
+    import mcptape.environment as environment  # a few lines of stdlib: the plugin's load stays light
 
     mode = config.getoption("--mcptape-record-mode") or environment.get(MODE_VARIABLE) or config.getini("mcptape_record_mode")
     mode = str(mode or "none").strip()
@@ -153,7 +153,7 @@ def _plan(request: pytest.FixtureRequest) -> tuple[Path, RecordMode, Action, dic
     if action != "play":
         if not options.get("server") and not options.get("url"):
             pytest.fail(f"mcptape: recording {tape} needs the live server: @pytest.mark.mcptape(server=[...]) or url=...", pytrace=False)
-        from mcptape import environment
+        import mcptape.environment as environment
 
         if environment.in_ci() and not (
             request.config.getoption("--mcptape-allow-record-in-ci") or environment.flag(ALLOW_CI_VARIABLE)

@@ -21,6 +21,26 @@ def pytest_configure(config: pytest.Config) -> None:
     The suite reads reports as a CI log gets them, with no terminal size, however it is run."""
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
+
+
+# The suite runs in parallel (`make test`: pytest-xdist, `--dist loadgroup`). A test module is one unit
+# of work, so its module-scoped fixtures (a server recorded once, a release installed once) are built by
+# one worker, not by each; the modules that share one RUNNER_TEMP and its installed venv
+# (tests/action_runner.py's shared_runner_temp) share a worker, so the venv is built once for them.
+# Every test stays safe beside any other: its own tmp_path, OS-chosen ports, no shared HOME.
+SHARED_RUNNER_MODULES = {
+    "tests/test_github_action.py": "action-workflow", "tests/test_github_action_baseline.py": "action-workflow",
+    "tests/test_attest_action.py": "action-workflow", "tests/integration/test_surface_review_ci.py": "action-workflow",
+    "tests/integration/test_installed.py": "action-installed", "tests/integration/test_api_installed.py": "action-installed",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            module = item.nodeid.split("::", 1)[0]
+            item.add_marker(pytest.mark.xdist_group(SHARED_RUNNER_MODULES.get(module, module)))
 FIXTURES = ROOT / "fixtures"
 CALC_SERVER = FIXTURES / "servers" / "calc_server.py"
 NODE_MODULES = FIXTURES / "node" / "node_modules" / "@modelcontextprotocol"

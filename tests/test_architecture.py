@@ -62,7 +62,6 @@ LAZY = {
     ("mcptape.replay.nearmiss", "mcptape.redact.redactor"): "only a miss pays for the redactor (play's start-up)",
     ("mcptape.commands.play", "mcptape.replay.fallback"): "subprocess and the tape writer, for --fallback only",
     ("mcptape.commands.play", "mcptape.replay.faults"): "random (and its hashing), for --fault only",
-    ("mcptape.commands.play", "mcptape.tape.atomic"): "tempfile, for --report only",
     ("mcptape.replay.fallback", "mcptape.transports.http"): "httpx, for --fallback-url only",
     ("mcptape.pytest_plugin", "mcp"): "the official SDK, only when a test asks stdio_parameters()",
     ("mcptape.pytest_plugin", "mcptape.api.serving"): "the library, only when a test uses the mcptape_server fixture",
@@ -130,22 +129,20 @@ def owner(module: str) -> str:
 
 
 def graph() -> dict[str, set[str]]:
-    """Who imports whom. The root package is two things: `__version__` (layer 0, which any module may
-    import) and the door of the library, whose names load their modules only when first asked for
-    (PEP 562) and are imported for type checkers only: its edges are not imports of layer 0."""
+    """Who imports whom. The root package is the library's door (the command line's layer): its public
+    names load their modules when first asked for (PEP 562), so no module below may import it; the
+    version every layer reads is the fact module `version`."""
     edges: dict[str, set[str]] = defaultdict(set)
     for importer, imported, _, _ in imports():
-        if importer == "mcptape":
-            continue
         if imported.startswith("mcptape") and owner(imported) != importer:
             edges[importer].add(owner(imported))
     return edges
 
 
 def layer_of(module: str) -> int:
-    """The layer of a module: the one whose longest prefix names it (mcptape itself: the version, layer 0)."""
+    """The layer of a module: the one whose longest prefix names it (mcptape itself: the door, the top)."""
     if module == "mcptape":
-        return 0
+        return len(LAYERS) - 1
     best = -1
     best_len = -1
     for index, (_, prefixes) in enumerate(LAYERS):

@@ -38,7 +38,9 @@ ON_PYPI = False
 
 SHELL = ("sh", "bash", "shell", "console")
 # Options whose value is a file or directory the command writes (mcptape's, and pytest's --junitxml).
-WRITES = ("--out", "-o", "--json", "--junit", "--summary", "--out-dir", "--junitxml", "--html")
+WRITES = ("--out", "-o", "--json", "--junit", "--summary", "--sarif", "--out-dir", "--junitxml", "--html")
+# mcptape's report options take their file only as `--json=FILE`: the word after a bare one is an argument.
+REPORTS = ("--json", "--junit", "--summary", "--sarif", "--html")
 # A word is taken for a path when it has a slash or one of these endings (`TAPE`, `2/4` aside).
 PATH_SUFFIXES = (".py", ".yml", ".yaml", ".json", ".jsonl", ".md", ".toml", ".txt", ".xml")
 OPERATORS = ("|", "||", "&&", ";", "&")
@@ -170,7 +172,8 @@ def command_problems(text: str, where: str, existing: set[str], subcommands: set
                 written.add(here("mcptape.yml", cwd))  # init's default file
             if words[0] == "mcptape" and options[:1] == ["ci"] and {"-u", "--update-golden"} & set(words):
                 written.add(here("tapes", cwd))  # the golden_dir init writes (and the example's)
-            outputs = {i + 1 for i, w in enumerate(words) if w in WRITES or w in (">", ">>")}
+            outputs = {i + 1 for i, w in enumerate(words)
+                       if (w in WRITES and not (words[0] == "mcptape" and w in REPORTS)) or w in (">", ">>")}
             for i, word in enumerate(words[1:], 1):
                 flag, _, value = word.partition("=")
                 if flag in WRITES and value:

@@ -7,7 +7,7 @@ reads once its block ends, one set of files per process (a client may open sever
 
     PID.status.json   {"pid": PID} when it starts, {"pid": PID, "exit_code": N} when it ends
     PID.stderr        what the command said (the library logs it: it never prints)
-    PID.report.json   play's report (`--report`, added here), misses and unused recordings
+    PID.report.json   play's report (`--json=FILE`, added here), misses and unused recordings
 
 Knows nothing of what the files mean: serving.py reads them.
 """
@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
     os.dup2(said, 2)
     os.close(said)
     if command[:1] == ["play"]:  # after the tape, before any `-- CMD...` of --fallback
-        command = [*command[:2], "--report", str(report_path(where, pid)), *command[2:]]
+        command = [*command[:2], f"--json={report_path(where, pid)}", *command[2:]]
     _write_status(where, pid, None)
     from mcptape.cli import main as mcptape_main
 

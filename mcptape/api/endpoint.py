@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PlayReport:
-    """What one client session of a replay got, as `mcptape play --report` writes it (one source:
+    """What one client session of a replay got, as `mcptape play --json=FILE` writes it (one source:
     replay/outcome.py's `to_dict`). Each miss, substitution and live call is one line.
 
     >>> import asyncio
@@ -68,7 +68,7 @@ class PlayReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlayReport:
-        """From play's report document (`play --report`'s sessions, each one of these)."""
+        """From play's report document (`play --json=FILE`'s sessions, each one of these)."""
         return cls(
             tape=str(data.get("tape", "")),
             answered=int(data.get("answered", 0)),

@@ -80,7 +80,7 @@ def run(
         raise ConfigError(f"sessions={sessions!r}: give a list of session names, e.g. sessions=[{sessions!r}]")
     options = ci_command.Options(
         config=os.fspath(config), update_golden=update_golden, allow_update_in_ci=allow_update_in_ci,
-        sessions=tuple(sessions or ()), jobs=jobs, shard=None, repeat=None, json_report=None, junit=None,
+        sessions=tuple(sessions or ()), jobs=jobs, shard=None, repeat=None, json=None, junit=None,
         summary=None, out_dir=None, baseline=baseline, against=against, allow_edited=allow_edited, strength=strength,
     )
     gated = ci_command.gate(options, warn=warn)

@@ -138,7 +138,7 @@ def play_options(tape: Path, options: PlayOptions, *, fallback: bool, server: li
         fallback=fallback and server is not None,
         server=tuple(server or ()) if (fallback or options.get("live_tools")) else (),
         fallback_url=url if (fallback or options.get("live_tools")) else None,
-        pace=options.get("pace"), faults=tuple(options.get("faults", ())), fault_seed=int(options.get("fault_seed", 0)),
+        pace=options.get("pace"), faults=tuple(options.get("faults", ())), fault_seed=options.get("fault_seed"),
         live_tools=tuple(options.get("live_tools", ())), keep_placeholders=bool(options.get("keep_placeholders")),
         allow_edited=bool(options.get("allow_edited")),
     )

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 from urllib.parse import urlsplit
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.api import child
 from mcptape.api.endpoint import Endpoint, PlayReport
 from mcptape.api.modes import Action, RecordMode
@@ -135,6 +135,8 @@ def replay(
         unapplied = [name for name in LAB_OPTIONS if options.get(name)]
         if unapplied:
             warn(f"{', '.join(unapplied)}: not applied: record mode {mode.value} records {path} this time")
+        # rec never writes over a file (commands/grammar.py); record mode 'all' asks for exactly that.
+        path.unlink(missing_ok=True)
         with _recording(path, chosen, server, url, name=None) as endpoint:
             yield endpoint
         return

@@ -10,7 +10,9 @@ own runs (volatility/nondeterminism.py's analysis, the `--repeat` one), applying
 sides for this comparison only, comparing them with diff/ as a golden would be, and the two
 findings only two live sides can have: a latency regression (volatility/latency.py's statistics, on
 interleaved runs) and a structural change under a semver patch or minor bump (`release`). Both
-are info unless `drift.fail_on` names them. Running one side is ci/repeat.py's `live_run`.
+are info unless `drift.fail_on` names them. Running one side is ci/repeat.py's `live_run`. The head
+side gets what golden mode gives a session: its context cost and coverage, its fresh tape kept
+(--out-dir) and its trace (--otel), through ci/session.py's functions.
 """
 
 from __future__ import annotations
@@ -27,15 +29,19 @@ from typing import Any
 
 from mcptape.ci import gitref
 from mcptape.ci.repeat import LiveRun, live_run
-from mcptape.ci.session import RunContext, run_in_pool
+from mcptape.ci.session import RunContext, export_trace, fresh_header, keep_fresh, run_in_pool
 from mcptape.config.load import LoadedConfig
 from mcptape.config.locations import suggest
 from mcptape.config.models import Config, DriftSettings, HttpServer, NormalizeRule, Session, StdioServer
 from mcptape.conformance import gate as conformance
-from mcptape.errors import ConfigError, McptapeError
+from mcptape.diff.surface_cost import add_budget_drift, surface_facts
+from mcptape.errors import ConfigError, McptapeError, SecretLeak, WriteError
 from mcptape.live.client import describe_step
+from mcptape.publish.outlet import Outlet
+from mcptape.publish.telemetry import WireClock
 from mcptape.redact.redactor import Redactor
-from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header
+from mcptape.tape.format import TAPE_SUFFIX, Tape, make_footer, make_header, tape_bytes
+from mcptape.tape.view import render_view
 from mcptape.transports.stdio import minimal_env
 from mcptape.verdict.model import CallRef, DiffResult, Drift, Finding, RunReport, SessionResult
 from mcptape.verdict.vocabulary import Severity
@@ -213,7 +219,8 @@ def compare_session(head: RunContext, ref: Reference, session: Session, *, runs:
             errors.append(got)
         else:
             base_runs.append(got)
-    head_run = live_run(head, session)
+    clock = WireClock() if head.telemetry is not None else None
+    head_run = live_run(head, session, clock=clock)
     if isinstance(head_run, str):
         return Compared(SessionResult(name=session.name, verdict="error", error=head_run))
     if not base_runs:
@@ -237,14 +244,38 @@ def compare_session(head: RunContext, ref: Reference, session: Session, *, runs:
         found, measured = latency_findings(head, ref, session, latency_runs)
         diff.drifts.extend(found)
         lines += measured
+    facts = surface_facts(fresh, golden, session.server)  # context cost and coverage, as golden mode reports them
+    add_budget_drift(diff, facts, cfg.drift)
     severities = {d.severity for d in diff.drifts}
     diff.verdict = "structural" if "structural" in severities else "output" if "output" in severities else "same"
-    result = SessionResult(name=session.name, verdict=diff.verdict, diff=diff,
+    result = SessionResult(name=session.name, verdict=diff.verdict, diff=diff, surface_facts=facts,
                            duration_s=round(head_run.recording.duration_s, 3))
     if learned.rules or learned.ignore:
         result.notes.append(f"{len(learned.rules) + len(learned.ignore)} volatile place(s) learned from "
                             f"{len(base_runs)} runs of the reference and normalized for this comparison")
+    _keep_head(head, session, head_run, result, clock)
     return Compared(result, lines)
+
+
+def _keep_head(head: RunContext, session: Session, run: LiveRun, result: SessionResult, clock: WireClock | None) -> None:
+    """The head side's fresh tape (--out-dir) and trace (--otel), as golden mode keeps and exports them;
+    a secret that survived, or a tape that cannot be written, fails the session as it would there."""
+    if run.scrubbed is None:
+        return
+    outlet = Outlet(head.redactor.fork())
+    try:
+        if head.out_dir is not None:
+            header = fresh_header(head, session, run.recording)
+            data = outlet.verified(tape_bytes(header, run.normalized), f"fresh tape of session {session.name}")
+            result.fresh = str(keep_fresh(head, session, outlet, data, run.scrubbed.footer_timing(),
+                                          render_view(header, run.normalized)))
+        if head.telemetry is not None and clock is not None:
+            export_trace(head.telemetry, head, session, result, run.recording.protocol, run.scrubbed.redacted, clock,
+                         outlet)
+    except SecretLeak as e:
+        result.verdict, result.error = "secret", str(e)
+    except WriteError as e:
+        result.verdict, result.error = "error", str(e)
 
 
 # -- latency ----------------------------------------------------------------------------------------
@@ -328,7 +359,7 @@ def reference_report(ctx: RunContext, sessions: Sequence[Session], *, baseline: 
     loaded = ctx.loaded
     runs = runs or loaded.config.baseline.runs
     if runs < 2:
-        raise ConfigError(f"--repeat {runs}: the reference runs at least twice, to learn what varies between its runs")
+        raise ConfigError(f"--reference-runs {runs}: the reference runs at least twice, to learn what varies between its runs")
     if latency_runs is not None and latency_runs < latency.MIN_RUNS:
         raise ConfigError(f"--latency {latency_runs}: at least {latency.MIN_RUNS} runs a side, e.g. --latency 10 "
                           f"(fewer cannot tell a regression from noise at p < {latency.ALPHA})")

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.errors import McptapeError
 
 GIT_TIMEOUT = 300.0

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptape.ci.session import CannotRecord, RunContext, record, recording_error, scrub
+from mcptape.ci.session import CannotRecord, RunContext, Scrubbed, record, recording_error, scrub
 from mcptape.config.models import HttpServer, NormalizeRule, Session, StdioServer
 from mcptape.errors import EXIT_COULD_NOT_RUN
 from mcptape.live.client import Recording
+from mcptape.publish.telemetry import WireClock
 from mcptape.tape.format import Tape
 from mcptape.volatility.nondeterminism import (
     carried_state,
@@ -47,20 +48,23 @@ class LiveRun:
     normalized: list[dict[str, Any]]  # redacted, normalized with the config's rules
     raw: list[dict[str, Any]]  # redacted, in canonical order
     recording: Recording
+    scrubbed: Scrubbed | None = None  # the whole scrubbed recording: a fresh tape's parts (--out-dir, --otel)
 
 
-def live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer | None = None) -> LiveRun | str:
+def live_run(ctx: RunContext, session: Session, server: StdioServer | HttpServer | None = None, *,
+             clock: WireClock | None = None) -> LiveRun | str:
     """One live run of `session` against `server` (default: the session's own), or the error
-    (redacted): recorded and scrubbed as ci records and scrubs a session (ci/session.py)."""
+    (redacted): recorded and scrubbed as ci records and scrubs a session (ci/session.py).
+    `clock` is told when each line crossed the wire (a trace's times: --otel)."""
     redactor = ctx.redactor.fork()
     try:
-        recording = record(ctx, session, server)
+        recording = record(ctx, session, server, clock=clock)
     except CannotRecord as e:
         return redactor.redact_text(str(e))
     if recording.error is not None:
         return redactor.redact_text(recording_error(ctx, session, recording))
     scrubbed = scrub(ctx, session, recording, redactor)
-    return LiveRun(scrubbed.events, scrubbed.as_sent, recording)
+    return LiveRun(scrubbed.events, scrubbed.as_sent, recording, scrubbed)
 
 
 def repeat_session(ctx: RunContext, session: Session, runs: int) -> Repeated:

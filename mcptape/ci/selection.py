@@ -1,15 +1,13 @@
-"""Which sessions a ci run covers (`--session`, `--shard I/N`) and the places it may write to."""
+"""Which sessions a ci run covers (`--session`, `--shard I/N`). Where it may write is commands/grammar.py's check_outputs."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from pathlib import Path
 
 from mcptape.ci.eras import base_name, era_of, expand
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Session
-from mcptape.config.semantics import check_config, not_a_directory
 from mcptape.errors import (
     ConfigError,
 )
@@ -46,28 +44,3 @@ def parse_shard(text: str) -> tuple[int, int]:
     if total < 1 or not 1 <= index <= total:
         raise ConfigError(f"--shard {text}: expected I/N with 1 <= I <= N, e.g. --shard 1/3")
     return index, total
-
-
-def check_output_paths(
-    loaded: LoadedConfig, out_dir: str | None, reports: Sequence[tuple[str, str | None]]
-) -> None:
-    """Refuse at once, before any server starts, the places a run could not write to: what the
-    config names (config.semantics.check_config, as `mcptape check` does), an `out_dir` or report
-    directory that is (or lies under) a file, a report path that is a directory.
-    `reports` are (flag, path given) pairs. What only the write itself can tell (read-only, disk
-    full) is a WriteError when it happens."""
-    check_config(loaded)
-    if out_dir and (blocker := not_a_directory(Path(out_dir).resolve())) is not None:
-        raise ConfigError(f"--out-dir {out_dir}: {blocker} is a file, not a directory",
-                          hint="--out-dir names a directory to keep the fresh tapes in")
-    for flag, value in reports:
-        if not value:
-            continue
-        target = Path(value)
-        if target.is_dir():
-            raise ConfigError(f"{flag} {value}: is a directory", hint=f"{flag} names the file to write")
-        if (blocker := not_a_directory(target.parent)) is not None:
-            raise ConfigError(f"{flag} {value}: {blocker} is a file, not a directory",
-                              hint=f"{flag} names the file to write, in a directory")
-
-

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 # in the import system, which then gave one of them a partially initialized module (ImportError);
 # tests/integration/test_ci_concurrency.py fails if a worker thread does a first import.
 # The one exception is the conformance check (conformance/gate.py, loaded by run_in_pool).
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.ci.eras import config_index, era_of, era_refusal, session_names
 from mcptape.config.load import LoadedConfig
 from mcptape.config.models import Config, DriftSettings, HttpServer, NormalizeRule, Session, StdioServer
@@ -221,6 +221,11 @@ class Scrubbed:
         normalized values sort differently."""
         return canonical_order(self.redacted)
 
+    def footer_timing(self) -> dict[str, Any] | None:
+        """The footer timing of the fresh tape (`events`' order), None if the times are incomplete."""
+        times = self.recording.times
+        return timing_footer([times[p] for p in self.positions]) if len(times) == len(self.redacted) else None
+
 
 @dataclass(kw_only=True)
 class _Fresh(Scrubbed):
@@ -293,33 +298,32 @@ def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outle
 
 def _export(telemetry: Telemetry, ctx: RunContext, session: Session, result: SessionResult, fresh: _Fresh,
             clock: WireClock, outlet: Outlet) -> None:
-    """--otel: the session's trace, from its redacted events and the times the client saw them."""
-    server = ctx.loaded.config.servers[session.server]
-    meta = SessionMeta("ci", session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
-                       protocol=fresh.recording.protocol,
-                       attributes={"mcptape.verdict": str(result.verdict), "mcptape.server": session.server})
     try:
-        telemetry.export(meta, clock.timed(fresh.redacted), outlet)
+        export_trace(telemetry, ctx, session, result, fresh.recording.protocol, fresh.redacted, clock, outlet)
     except SecretLeak as e:  # a payload asked for (--otel-payloads) held a known secret: nothing sent
         raise _Failed(str(e), "secret") from e
+
+
+def export_trace(telemetry: Telemetry, ctx: RunContext, session: Session, result: SessionResult, protocol: str | None,
+                 redacted: list[dict[str, Any]], clock: WireClock, outlet: Outlet) -> None:
+    """--otel: the session's trace, from its redacted events and the times the client saw them
+    (every mode that records a session: golden here, the head side of ci/baseline.py)."""
+    server = ctx.loaded.config.servers[session.server]
+    meta = SessionMeta("ci", session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
+                       protocol=protocol,
+                       attributes={"mcptape.verdict": str(result.verdict), "mcptape.server": session.server})
+    telemetry.export(meta, clock.timed(redacted), outlet)
 
 
 def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet, golden: Tape | None,
            fresh: _Fresh) -> SessionOutcome:
     result.redactions = dict(outlet.redactor.counts)
     if ctx.out_dir is not None:
-        fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
-        # The fresh tape is golden-ready bytes (accepting a change copies it into golden_dir as it
-        # is); its timing goes beside it (tape/timing.py).
         try:
-            outlet.write(fresh_path, fresh.data, what=f"fresh tape of session {session.name}")
-            if fresh.timing is not None:
-                outlet.write(sidecar_path(fresh_path), sidecar_bytes(fresh.timing),
-                             what=f"timing of the fresh tape of session {session.name}")
+            result.fresh = str(keep_fresh(ctx, session, outlet, fresh.data, fresh.timing,
+                                          render_view(fresh.header, fresh.events)))
         except WriteError as e:
             raise _Failed(str(e)) from e
-        result.fresh = str(fresh_path)
-        _write_view(fresh_path, fresh, outlet, f"review view of the fresh tape of session {session.name}")
     outcome = SessionOutcome(result, fresh_bytes=fresh.data, fresh_timing=fresh.timing)
     recording = fresh.recording
     refusal = refused_everything(recording.events)
@@ -357,6 +361,21 @@ def _judge(ctx: RunContext, session: Session, result: SessionResult, outlet: Out
     result.diff = diff
     result.verdict = diff.verdict
     return outcome
+
+
+def keep_fresh(ctx: RunContext, session: Session, outlet: Outlet, data: bytes, timing: dict[str, Any] | None,
+               view: bytes) -> Path:
+    """--out-dir: a session's fresh tape kept in ctx.out_dir (every mode that records one), with
+    its timing and its review view beside it; WriteError if it cannot be written. The fresh tape
+    is golden-ready bytes (accepting a change copies it into golden_dir as it is); its timing goes
+    beside it (tape/timing.py)."""
+    assert ctx.out_dir is not None
+    fresh_path = ctx.out_dir / f"{session.name}{TAPE_SUFFIX}"
+    outlet.write(fresh_path, data, what=f"fresh tape of session {session.name}")
+    if timing is not None:
+        outlet.write(sidecar_path(fresh_path), sidecar_bytes(timing), what=f"timing of the fresh tape of session {session.name}")
+    outlet.write(view_path(fresh_path), view, what=f"review view of the fresh tape of session {session.name}")
+    return fresh_path
 
 
 def _read_golden(ctx: RunContext, session: Session, result: SessionResult) -> Tape | None:
@@ -475,23 +494,22 @@ def _fresh(ctx: RunContext, session: Session, recording: Recording, outlet: Outl
     """Scrub and serialize the recording; a tape a secret survived in fails the session."""
     scrubbed = scrub(ctx, session, recording, outlet.redactor)
     redacted, events, positions = scrubbed.redacted, scrubbed.events, scrubbed.positions
-    times = recording.times
-    timing = timing_footer([times[p] for p in positions]) if len(times) == len(redacted) else None
+    timing = scrubbed.footer_timing()
     result.notes.extend(recording_notes(events))  # a limit that triggered is reported, never silent
-    server = ctx.loaded.config.servers[session.server]
-    header = make_header(
-        session.name,
-        transport="http" if isinstance(server, HttpServer) else "stdio",
-        server=session.server,
-        protocol=recording.protocol,
-        negotiation=recording.negotiation,
-    )
+    header = fresh_header(ctx, session, recording)
     try:
         data = outlet.verified(tape_bytes(header, events), f"fresh tape of session {session.name}")
     except SecretLeak as e:
         raise _Failed(str(e), "secret") from e
     return _Fresh(recording=recording, redacted=redacted, events=events, positions=positions,
                   normalizer=scrubbed.normalizer, header=header, data=data, timing=timing)
+
+
+def fresh_header(ctx: RunContext, session: Session, recording: Recording) -> dict[str, Any]:
+    """The header of a session's fresh tape (golden-ready: no time, no path)."""
+    server = ctx.loaded.config.servers[session.server]
+    return make_header(session.name, transport="http" if isinstance(server, HttpServer) else "stdio",
+                       server=session.server, protocol=recording.protocol, negotiation=recording.negotiation)
 
 
 def _write_view(tape: Path, fresh: _Fresh, outlet: Outlet, what: str, data: bytes | None = None) -> None:

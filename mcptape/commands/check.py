@@ -1,14 +1,14 @@
-"""`mcptape check [-c mcptape.yml] [FILE...]`: validate configs fully without starting any server.
+"""`mcptape check [-c mcptape.yml] [FILE...]`: validate configs fully without starting any server (but --surface).
 
 The checks are the ones `ci` makes before it starts a server, from the same functions:
 config.load_config (schema and the cross-section rules of the models, with file:line errors)
 and config.semantics.check_config (the paths the config names). Exit 0 with
 `ok: N sessions, M servers` per file, or 3 with each file's first problem: file:line, field, the
-fix. Files given as arguments (as the pre-commit hook passes them) are checked instead of -c's.
+fix. Files given as arguments (as the pre-commit hook passes them) are checked with -c's, if given.
 `--allow-unset` (the hook's: a commit does not have the CI job's secrets) reads an unset `${VAR}`
 as a placeholder and names it instead of failing; without it, check needs what ci needs.
 `--surface` also starts each server and reviews its whole surface (commands/surface.py).
-`--strength` measures the gate on its golden tapes, offline (commands/strength.py: `--json FILE`,
+`--strength` measures the gate on its golden tapes, offline (commands/strength.py: `--json[=FILE]`,
 `--seed N`; exit 3 under `drift.min_strength`).
 """
 
@@ -74,14 +74,17 @@ class Options:
     allow_unset: bool = False
     surface: bool = False  # --surface: commands/surface.py reviews each server's listed surface
     strength: bool = False  # --strength: commands/strength.py measures the gate on its goldens
-    json_report: str | None = None  # --json FILE: the strength report as JSON
+    json_report: str | None = None  # --json[=FILE]: the strength report as JSON (commands/grammar.py)
     seed: int | None = None  # --seed N: the strength's draws
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(configs=tuple(args.files or [args.config]), allow_unset=bool(args.allow_unset),
-                   surface=bool(getattr(args, "surface", False)), strength=bool(getattr(args, "strength", False)),
-                   json_report=getattr(args, "json_report", None), seed=getattr(args, "seed", None))
+        # -c's config and the FILEs are all checked (pre-commit passes FILEs; -c is ci's spelling):
+        # neither is dropped for the other. Nothing given: mcptape.yml, as ci reads it.
+        given = ([args.config] if args.config is not None else []) + list(args.files)
+        configs = tuple(given) or ("mcptape.yml",)
+        return cls(configs=configs, allow_unset=args.allow_unset, surface=args.surface, strength=args.strength,
+                   json_report=args.json, seed=args.seed)
 
 
 def run(options: Options) -> int:
@@ -96,7 +99,8 @@ def run(options: Options) -> int:
         surface = run_surface(loaded) if options.surface else EXIT_OK
         return worst_exit([surface, run_strength(loaded, json_report=options.json_report, seed=options.seed or 0)])
     if options.surface:
-        _check(options.configs[0], options.allow_unset)
+        for path in options.configs:  # every config checked before any server starts
+            _check(path, options.allow_unset)
         return worst_exit([run_surface(load_config(path)) for path in options.configs])
     if len(options.configs) == 1:
         _check(options.configs[0], options.allow_unset)  # its ConfigError is the command's: cli.py prints it, exit 3

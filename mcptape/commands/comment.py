@@ -46,7 +46,7 @@ def _load_body(path: str, key: str | None, workspace: str) -> tuple[str, str, bo
         report, _ = read_report(path, hint)
         try:
             marker = comment_marker(key or comment_key(report.config, workspace))
-            # --key is the config's repository path (the report holds only its file name): links use it.
+            # --marker is the config's repository path (the report holds only its file name): links use it.
             context = render_context(os.environ, key or report.config, workspace)
             body = render_comment(report, marker, context=context)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -60,7 +60,7 @@ def _load_body(path: str, key: str | None, workspace: str) -> tuple[str, str, bo
             hint="post a body saved by `mcptape ci` (the comment-body output) or its JSON report",
         )
     if key is not None and first != comment_marker(key):
-        raise GitHubError(f"{path}:1: marker {first} does not match --key {key}")
+        raise GitHubError(f"{path}:1: marker {first} does not match --marker {key}")
     if raw.count("<!-- mcptape:") != 1:
         raise GitHubError(f"{path}: the body carries more than one mcptape marker; refusing to post it")
     parts = raw.split("\n\n", 2)
@@ -74,11 +74,11 @@ class Options:
     pr: int | None
     repo: str | None
     head_sha: str | None
-    key: str | None
+    marker: str | None  # --marker KEY (once --key, which sign uses for the SSH key)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(body=args.body, pr=args.pr, repo=args.repo, head_sha=args.head_sha, key=args.key)
+        return cls(body=args.body, pr=args.pr, repo=args.repo, head_sha=args.head_sha, marker=args.marker)
 
 
 def run(options: Options) -> int:
@@ -90,7 +90,7 @@ def run(options: Options) -> int:
     """
     env = os.environ
     workspace = env.get("GITHUB_WORKSPACE") or os.getcwd()
-    marker, body, drifted = _load_body(options.body, options.key, workspace)
+    marker, body, drifted = _load_body(options.body, options.marker, workspace)
     outlet = Outlet.for_config(None)
     body = outlet.document(body, "PR comment")
     number = options.pr

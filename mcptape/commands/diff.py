@@ -1,16 +1,16 @@
-"""`mcptape diff A B [-c mcptape.yml] [--raw] [--json FILE] [--html FILE] [--conformance]`: read two tapes,
+"""`mcptape diff A B [-c mcptape.yml] [--raw] [--json[=FILE]] [--html=FILE] [--conformance]`: read two tapes,
 diff them, print the verdict, exit 0/1/2 (3: unreadable tape or config; 4: a secret in the page).
 
 Reading and printing only: the pair of tapes is tape/reader.py's `read_pair`, the comparison
 diff/compare.py's, the rendering report/terminal.py's. diff is not a wire command, so its report
-goes to stdout; `--json FILE` writes the verdict as JSON too (`--json -`: on stdout, instead of the
-report). rich is imported only to print the terminal report (`--json -` does without it).
+goes to stdout; `--json=FILE` writes the verdict as JSON too (`--json` alone: on stdout, instead of
+the report). rich is imported only to print the terminal report (`--json` alone does without it).
 
 Both tapes are compared as `mcptape ci` compares a fresh tape with its golden: through
 volatility/normalize.py's built-in rules (values, then the canonical order of racing notifications, on
 both sides, since a `rec` tape keeps them where they landed), and with `-c` also through that
 config's `normalize:` rules and `drift:` settings. `--raw` compares the bytes' meaning as recorded.
-`--html FILE` writes the verdict and both tapes as one page (report/html.py's render_pair, the
+`--html=FILE` writes the verdict and both tapes as one page (report/html.py's render_pair, the
 tapes as they were compared), checked by the outlet (the config's secrets with `-c`) first.
 """
 
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcptape.commands.output import JSON_STDOUT, check_html, print_report, write_output, write_page
+from mcptape.commands.grammar import STDOUT, Output, check_outputs
+from mcptape.commands.output import check_html, print_report, write_output, write_page
 from mcptape.diff.compare import diff_tapes
 from mcptape.diff.protocol import without_refused_probe
 from mcptape.errors import EXIT_SECRET
@@ -49,26 +50,36 @@ if TYPE_CHECKING:
 class Options:
     golden: str
     fresh: str
-    json: str | None  # --json FILE; JSON_STDOUT for stdout
+    json: str | None  # --json=FILE; STDOUT for stdout (--json alone)
     conformance: bool
     exiting: bool  # the process ends right after (the console script): see run
     raw: bool = False  # no normalization at all
     config: str | None = None  # mcptape.yml whose normalize/drift rules apply
     allow_edited: bool = False  # read tapes that do not match their seal (tape/seal.py), and say so
-    html: str | None = None  # --html FILE: the verdict and both tapes as one page
+    html: str | None = None  # --html=FILE: the verdict and both tapes as one page
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(golden=args.a, fresh=args.b, json=args.json, conformance=bool(args.conformance),
-                   exiting=bool(getattr(args, "exiting", False)), raw=bool(getattr(args, "raw", False)),
-                   config=getattr(args, "config", None), allow_edited=bool(getattr(args, "allow_edited", False)),
-                   html=getattr(args, "html", None))
+        return cls(golden=args.a, fresh=args.b, json=args.json, conformance=args.conformance, exiting=args.exiting,
+                   raw=args.raw, config=args.config, allow_edited=args.allow_edited, html=args.html)
 
 
 def run(options: Options) -> int:
-    # Parsing builds millions of acyclic objects; full GC passes over them only cost time.
-    gc.disable()
     check_html(options.html)
+    check_outputs([Output("--json", options.json), Output("--html", options.html)],
+                  reads=[options.golden, options.fresh, options.config])
+    # Parsing builds millions of acyclic objects; full GC passes over them only cost time. An
+    # in-process caller (a test, the Python API) gets its collector back as it was.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(options)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(options: Options) -> int:
     compared = _compare(options)
     verdict = compared.verdict
     if verdict.fork is not None:
@@ -79,13 +90,13 @@ def run(options: Options) -> int:
         return _show_fork(verdict, options)
     if options.json is not None:
         text = json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2) + "\n"
-        if options.json == JSON_STDOUT:  # one JSON document, inert in a CI log (write_output)
+        if options.json == STDOUT:  # one JSON document, inert in a CI log (write_output)
             write_output(options.json, utf8(text), what="JSON verdict")
         else:
             write_atomic(options.json, utf8(text), what="JSON verdict")
     if options.html is not None and _write_page(options, verdict, compared):
         return EXIT_SECRET
-    if options.json != JSON_STDOUT:
+    if options.json != STDOUT:
         from mcptape.report.terminal import note_lines, render_diff  # rich, for this report only
 
         def render(console: Any) -> None:
@@ -160,7 +171,7 @@ def _compare(options: Options) -> _Compared:
 
 
 def _write_page(options: Options, verdict: Verdict, compared: _Compared) -> int:
-    """`--html FILE`: the pair's page, checked by the outlet (the config's secrets with -c): 0, or EXIT_SECRET."""
+    """`--html=FILE`: the pair's page, checked by the outlet (the config's secrets with -c): 0, or EXIT_SECRET."""
     from mcptape.publish.outlet import Outlet  # the redactor, for --html only
     from mcptape.report.html import render_pair  # jinja2 and rich, for --html only
 
@@ -178,7 +189,7 @@ def _show_fork(verdict: Verdict, options: Options) -> int:
             f"later exchanges {lineage.get('later')} (parent {lineage.get('parent')})")
     if options.json is not None:
         text = json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2) + "\n"
-        if options.json == JSON_STDOUT:
+        if options.json == STDOUT:
             sys.stdout.write(ci_log_block(escape_controls(text, json=True)))
             return 0
         write_atomic(options.json, text.encode("utf-8"), what="JSON verdict")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcptape.commands.grammar import Output, check_outputs
 from mcptape.commands.output import say
 from mcptape.errors import EXIT_OK, ConfigError
 from mcptape.redact.redactor import make_redactor
@@ -84,7 +85,10 @@ def run(options: Options) -> int:
 
 
 def write_fork(options: Options) -> dict[str, Any]:
-    """Write the fork `options` ask for (nothing said): what its header records of it (tape/lineage.py)."""
+    """Write the fork `options` ask for (nothing said): what its header records of it (tape/lineage.py).
+    Never over an existing file, nor over what it reads (commands/grammar.py)."""
+    result_file = options.result[1:] if options.result is not None and options.result.startswith("@") else None
+    check_outputs([Output("--out", options.out, artifact=True)], reads=[options.tape, result_file])
     parent = read_tape(options.tape)  # TapeError -> exit 3 in cli.py
     header, events, footer = fork_tape(
         parent, options.at,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcptape.commands.grammar import Output, check_outputs
 from mcptape.commands.output import say
 from mcptape.errors import EXIT_OK, McptapeError
 from mcptape.publish.outlet import Outlet
@@ -62,6 +63,8 @@ class Options:
 
 
 def run(options: Options) -> int:
+    if options.out is not None:  # checked before the trace is read; the default path once the name is known
+        check_outputs([Output("--out", options.out, artifact=True)], reads=[options.trace])
     spans = _spans(Path(options.trace))
     sessions = {s["attrs"][SESSION]: s for s in spans if SESSION in s["attrs"]}
     session = _choose(options, sessions)
@@ -72,6 +75,7 @@ def run(options: Options) -> int:
                            hint="export the session with --otel-payloads (`mcptape ci|rec|play --otel-payloads`)")
     name = options.name or (session["attrs"][SESSION] if session is not None else Path(options.trace).stem)
     out = Path(options.out) if options.out else Path("tapes") / f"{name}{TAPE_SUFFIX}"
+    check_outputs([Output("--out", str(out), artifact=True)], reads=[options.trace])
     attrs = session["attrs"] if session is not None else {}
     builder = EventBuilder()
     events: list[dict[str, Any]] = []

@@ -11,7 +11,7 @@ checked write (init/config_file.py). An `npx pkg` / `uvx pkg` command gets its p
 Options read here: `--env NAME` passes this environment's value and writes `${NAME}`, and a secret
 value (redact/policy.py's rule) is written as `${NAME}` too, never as itself; `--header` values are
 written as given, a literal secret refused (write `${VAR}`: ci interpolates it), since mcptape.yml is
-committed; `--safe` probes nothing; `--no-trial` skips the trial runs; `--timeout` is one step's
+committed; `--no-probe` probes nothing; `--no-trial` skips the trial runs; `--timeout` is one step's
 limit, written as the session's step_timeout. Exit 0 once the file is written; 3 when nothing was
 (no server given, it could not be listed, the file exists or cannot be written).
 """
@@ -58,7 +58,7 @@ class Options:
     trial: bool = True
     protocol: str | None = None
     headers: tuple[str, ...] = ()  # --header 'Name: value' (HTTP only)
-    probe: bool = True  # --safe: call nothing that is not annotated read-only
+    probe: bool = True  # --no-probe: call nothing that is not annotated read-only
     timeout: float | None = None  # --timeout SECONDS: one step's limit, written as the session's step_timeout
 
     @classmethod
@@ -66,12 +66,12 @@ class Options:
         server = list(args.server or [])
         if server and server[0] == "--":
             server = server[1:]
-        timeout = getattr(args, "timeout", None)
+        timeout = args.timeout
         if timeout is not None and not 0 < timeout < float("inf"):
             raise ConfigError(f"--timeout {timeout:g}: seconds one step may take, more than 0", hint="e.g. --timeout 90")
         return cls(server=tuple(server), url=args.url, out=args.out, name=args.name, env=tuple(args.env or ()),
                    trial=not args.no_trial, protocol=args.protocol, headers=tuple(args.header or ()),
-                   probe=not getattr(args, "safe", False), timeout=timeout)
+                   probe=not args.no_probe, timeout=timeout)
 
 
 def _progress(line: str) -> None:

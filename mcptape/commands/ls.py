@@ -1,10 +1,10 @@
-"""`mcptape ls [PATH...] [--json FILE]`: the tapes under the paths (name, events, calls, protocol, complete, time, size).
+"""`mcptape ls [PATH...] [--json[=FILE]]`: the tapes under the paths (name, events, calls, protocol, complete, time, size).
 
 `time` is the total of the calls' recorded latencies and the slowest call, for a tape that
 carries timing (tape/timing.py; goldens never do); a fork (commands/fork.py) is marked with the
 call it forked at.
 
-A table on stdout, or with `--json FILE` (`-`: stdout) a JSON list with the same facts, one object
+A table on stdout, or with `--json` (on stdout; `--json=FILE` into FILE) a JSON list with the same facts, one object
 per tape (`error` instead of the counts for one that cannot be read). A folder is a live thing: a
 tape that goes away between finding it and reading it (another job's cleanup, a dangling link) is a
 row that says so, and the rest are listed.
@@ -21,7 +21,8 @@ from typing import Any
 
 from rich.table import Table
 
-from mcptape.commands.output import JSON_STDOUT, print_report, write_output
+from mcptape.commands.grammar import STDOUT, Output, check_outputs
+from mcptape.commands.output import print_report, write_output
 from mcptape.diff.calls import build_calls
 from mcptape.errors import TapeError
 from mcptape.logsafe import utf8
@@ -39,6 +40,9 @@ class Options:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
         return cls(paths=tuple(args.paths or ["."]), json=args.json)
+
+    def outputs(self) -> list[Output]:
+        return [Output("--json", self.json)]
 
 
 def _find_tapes(paths: list[str]) -> list[Path]:
@@ -108,12 +112,13 @@ def _name_cell(tape: Tape) -> str:
 
 
 def run(options: Options) -> int:
-    """`mcptape ls [PATH...] [--json FILE]`: the tapes under the paths."""
+    """`mcptape ls [PATH...] [--json[=FILE]]`: the tapes under the paths."""
+    check_outputs(options.outputs(), reads=options.paths)
     tapes = _find_tapes(list(options.paths))
     if options.json is not None:
         data = json.dumps([_listing(p) for p in tapes], indent=2, ensure_ascii=False) + "\n"
         write_output(options.json, utf8(data), what="tape list")
-        if options.json == JSON_STDOUT:
+        if options.json == STDOUT:
             return 0
     if not tapes:
         print_report(lambda console: console.print(rich_text(f"no tapes (*.tape.jsonl) under {', '.join(options.paths)}")))

@@ -1,4 +1,4 @@
-"""`mcptape merge REPORT... [-c CONFIG] [--json FILE] [--summary FILE] [--html FILE]`: one verdict from sharded ci runs.
+"""`mcptape merge REPORT... [-c CONFIG] [--json[=FILE]] [--summary[=FILE]] [--html=FILE]`: one verdict from sharded ci runs.
 
 The merge itself is ci/merge.py's; this module reads the options and picks the exit code. The
 merged report leaves as a run's does (commands/run_report.py, the path `mcptape ci` takes: the
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcptape.ci.merge import load_report, merge_reports, missing_shards
+from mcptape.commands.grammar import Output, check_outputs
 from mcptape.commands.output import check_html
 from mcptape.commands.run_report import ReportFiles, leave
 from mcptape.config.load import LoadedConfig, load_config
@@ -25,14 +26,13 @@ from mcptape.verdict.vocabulary import worst_exit
 class Options:
     reports: tuple[str, ...]
     config: str | None
-    json_report: str | None
+    json: str | None  # the report options (commands/grammar.py: `-` is stdout)
     summary: str | None
-    html: str | None = None  # --html FILE: the merged run as one page, from the shards' kept tapes
+    html: str | None = None  # --html=FILE: the merged run as one page, from the shards' kept tapes
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(reports=tuple(args.reports), config=args.config, json_report=args.json_report, summary=args.summary,
-                   html=getattr(args, "html", None))
+        return cls(reports=tuple(args.reports), config=args.config, json=args.json, summary=args.summary, html=args.html)
 
 
 def _load_config(given: str | None, config_name: str) -> tuple[LoadedConfig | None, str]:
@@ -57,14 +57,16 @@ def _load_config(given: str | None, config_name: str) -> tuple[LoadedConfig | No
 
 
 def run(options: Options) -> int:
-    """`mcptape merge REPORT... [--json FILE] [--summary FILE] [--html FILE]`: one verdict, summary and PR comment."""
+    """`mcptape merge REPORT... [--json[=FILE]] [--summary[=FILE]]`: one verdict, summary and PR comment."""
     check_html(options.html)
+    check_outputs([Output("--json", options.json), Output("--summary", options.summary), Output("--html", options.html)],
+                  reads=[*options.reports, options.config])
     shards = [load_report(p) for p in options.reports]
     loaded, config_path = _load_config(options.config, shards[0].report.config)
     report = merge_reports(shards, loaded)
     gaps = missing_shards(shards, loaded)
 
-    files = ReportFiles(json_report=options.json_report, summary=options.summary, html=options.html)
+    files = ReportFiles(json_report=options.json, summary=options.summary, html=options.html)
     left = leave(report, files, Outlet.for_config(loaded), name="merge", config_path=config_path,
                  config_dir=loaded.base_dir if loaded is not None else Path("."),
                  warnings=[f"{gap} (did that shard's job fail before writing its report?)" for gap in gaps])

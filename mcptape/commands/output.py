@@ -4,9 +4,9 @@
 tape or a peer, so it is escaped and, in a GitHub job, framed (logsafe.safe_log). `print_report`
 renders a rich report (report/terminal.py) on stdout for `diff`, `ls` and `show`, framed in a
 GitHub job as logsafe.ci_log_block says. What a command writes that must be verified first goes
-through the outlet (publish/outlet.py) instead. `write_output` is what `--json FILE` means in every
-command that has it: FILE written atomically, or stdout for `-` (JSON_STDOUT); a command whose
---json goes to stdout prints its human report on stderr instead (`report_stream`). `--html FILE`
+through the outlet (publish/outlet.py) instead. `write_output` is what a report option means in every
+command that has it (commands/grammar.py): FILE written atomically, or stdout (`--json` alone,
+STDOUT); a command whose report goes to stdout prints its human report on stderr instead (`report_stream`). `--html=FILE`
 is always a file (`check_html`), written through the outlet (`write_page`).
 """
 
@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
-from mcptape import environment
+import mcptape.environment as environment
+from mcptape.commands.grammar import STDOUT
 from mcptape.errors import EXIT_SECRET, ConfigError, SecretLeak
 from mcptape.logsafe import ci_log_block, inert_json, safe_log, utf8
 from mcptape.tape.atomic import write_atomic
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
     from mcptape.publish.outlet import Outlet
 
-JSON_STDOUT = "-"  # `--json -`: the JSON goes to stdout
 
 
 def say(text: str) -> None:
@@ -55,11 +55,11 @@ def print_text(text: str) -> None:
 
 
 def write_output(target: str, data: bytes, *, what: str, outlet: Outlet | None = None) -> None:
-    """`--json FILE` (or another output option): `data`, checked by `outlet` when there is one, written
-    to FILE atomically, or to stdout when FILE is `-`."""
+    """`--json=FILE` (or another report option): `data`, checked by `outlet` when there is one, written
+    to FILE atomically, or to stdout (`--json` alone)."""
     if outlet is not None:
         data = outlet.verified(data, f"{what} {target}")
-    if target == JSON_STDOUT:
+    if target == STDOUT:
         data = utf8(inert_json(data.decode("utf-8")))  # one JSON document, never framed, yet inert
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
@@ -70,7 +70,7 @@ def write_output(target: str, data: bytes, *, what: str, outlet: Outlet | None =
 
 def report_stream(*outputs: str | None) -> IO[str]:
     """Where the human report goes: stderr when one of the outputs is stdout (`--json -`), else stdout."""
-    return sys.stderr if JSON_STDOUT in outputs else sys.stdout
+    return sys.stderr if STDOUT in outputs else sys.stdout
 
 
 def write_page(target: str, page: str, outlet: Outlet, name: str) -> int:
@@ -85,6 +85,7 @@ def write_page(target: str, page: str, outlet: Outlet, name: str) -> int:
 
 def check_html(target: str | None) -> None:
     """`--html` names a file: a page on stdout would only scroll past (and could not be framed for
-    a CI log the way JSON is), so `-` is refused before anything runs."""
-    if target == JSON_STDOUT:
-        raise ConfigError("--html -: the page is written to a file", hint="name one: --html report.html")
+    a CI log the way JSON is), so stdout (`--html` alone, `--html=-`) is refused before anything runs."""
+    if target == STDOUT:
+        raise ConfigError("--html alone would write the page to stdout; the page is written to a file",
+                          hint="name one: --html=report.html")

@@ -1,5 +1,5 @@
 """`mcptape play TAPE [--lenient] [--listen HOST:PORT] [--ignore-arg PATH] [--match-on name] [--allow-reuse]
-[--report FILE] [--pace recorded|xN] [--fault RULE]... [--fault-seed N] [--keep-placeholders]
+[--json[=FILE]] [--pace recorded|xN] [--fault RULE]... [--fault-seed N] [--keep-placeholders]
 [--live-tools NAME,...] [--fallback -- <server command...> | --fallback-url URL]`: serve a tape as an MCP server,
 offline unless --fallback or --live-tools.
 
@@ -26,8 +26,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mcptape.commands.output import say
-from mcptape.errors import EXIT_OK, ConfigError, McptapeError
+from mcptape.commands.grammar import STDOUT, Output, check_outputs
+from mcptape.commands.output import say, write_output
+from mcptape.errors import EXIT_OK, ConfigError, McptapeError, UsageError
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import safe_log, utf8
 from mcptape.replay.engine import Fallback, ReplayEngine, load_tape, stream_tape
@@ -80,10 +81,10 @@ class Options:
     fallback: bool = False
     server: tuple[str, ...] = ()  # the live server's command, after `--` (with --fallback)
     fallback_url: str | None = None
-    report: str | None = None  # --report FILE: the report as JSON too (the pytest plugin reads it)
+    json: str | None = None  # --json[=FILE]: the report as JSON too (the pytest plugin reads it); stdout with --listen only
     pace: str | None = None
     faults: tuple[str, ...] = ()
-    fault_seed: int = 0
+    fault_seed: int | None = None
     live_tools: tuple[str, ...] = ()
     keep_placeholders: bool = False
     allow_edited: bool = False  # play a tape that does not match its seal (tape/seal.py), and say so
@@ -97,21 +98,21 @@ class Options:
             tape=args.tape,
             lenient=bool(args.lenient),
             listen=args.listen,
-            allow_hosts=tuple(getattr(args, "allow_host", None) or ()),
+            allow_hosts=tuple(args.allow_host),
             ignore=tuple(args.ignore_arg or ()),
             match_on=args.match_on,
             allow_reuse=bool(args.allow_reuse),
             fallback=bool(args.fallback),
             server=tuple(server),
             fallback_url=args.fallback_url,
-            report=args.report,
+            json=args.json,
             pace=args.pace,
             faults=tuple(args.fault or ()),
-            fault_seed=int(args.fault_seed or 0),
+            fault_seed=args.fault_seed,
             live_tools=tuple(t.strip() for t in (args.live_tools or "").split(",") if t.strip()),
-            keep_placeholders=bool(args.keep_placeholders),
-            allow_edited=bool(getattr(args, "allow_edited", False)),
-            otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)),
+            keep_placeholders=args.keep_placeholders,
+            allow_edited=args.allow_edited,
+            otel=args.otel or args.otel_payloads, otel_payloads=args.otel_payloads,
         )
 
     def engine_options(self, say: Say = say) -> dict[str, Any]:
@@ -135,11 +136,12 @@ def lab_options(options: Options, say: Say = say) -> LabOptions:
         )
     if options.fallback and options.fallback_url:
         raise ConfigError("give --fallback -- <server command> or --fallback-url URL, not both")
+    refuse_unpaired(options)
     plan = None
     if options.faults:
         from mcptape.replay.faults import FaultPlan, parse_faults  # random: --fault only
 
-        plan = FaultPlan(parse_faults(options.faults), options.fault_seed)
+        plan = FaultPlan(parse_faults(options.faults), options.fault_seed or 0)
     new_live = None
     if options.live_tools:
         if not options.server and not options.fallback_url:
@@ -154,6 +156,7 @@ def lab_options(options: Options, say: Say = say) -> LabOptions:
 
 
 def run(options: Options) -> int:
+    check_outputs([Output("--json", options.json)], reads=[options.tape])
     lab = lab_options(options)
     if options.listen:
         if options.otel or options.otel_payloads:
@@ -344,12 +347,25 @@ def _new_fallback(options: Options, say: Say) -> Callable[[], Fallback]:
     return lambda: LiveFallback(options.tape, options.server, say, url=options.fallback_url)
 
 
-def _save_report(options: Options, reports: list[ReplayReport]) -> None:
-    """--report FILE: each client session's report (one per HTTP session), as JSON, written atomically."""
-    if options.report is None:
-        return
-    from mcptape.tape.atomic import write_atomic  # tempfile: not on the path of a plain play
+def refuse_unpaired(options: Options) -> None:
+    """An option that means something only with another one is refused, with the reason (never
+    accepted and then ignored)."""
+    if options.fallback and not options.server:
+        raise UsageError("--fallback forwards to the live server given after `--`, and none is given",
+                         hint="mcptape play TAPE --fallback -- <server command...> (or --fallback-url URL)")
+    if options.fault_seed is not None and not options.faults:
+        raise UsageError(f"--fault-seed {options.fault_seed} seeds the p= draws of --fault rules, and none is given",
+                         hint="add --fault RULE (e.g. --fault tool=add,p=0.5,error=-32000), or drop --fault-seed")
+    if options.json == STDOUT and not options.listen:
+        raise UsageError("--json alone writes the report to stdout, and stdio play's stdout is the MCP wire",
+                         hint="give it a file: --json=report.json")
 
+
+def _save_report(options: Options, reports: list[ReplayReport]) -> None:
+    """--json[=FILE]: each client session's report (one per HTTP session), as JSON, written atomically
+    (or on stdout, for play --listen, whose stdout is not the wire)."""
+    if options.json is None:
+        return
     # The report quotes the client's requests: they were scrubbed of redacted values (replay/nearmiss.py).
     data = dumps({"sessions": [r.to_dict() for r in reports]}) + "\n"
-    write_atomic(options.report, utf8(data), what="replay report")
+    write_output(options.json, utf8(data), what="replay report")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from mcptape.commands.grammar import Output, check_outputs
 from mcptape.commands.output import say
 from mcptape.errors import EXIT_OK, ConfigError, McptapeError
 from mcptape.publish.telemetry import TapeTrace, require_sdk
@@ -42,8 +43,8 @@ class Options:
         if server and server[0] == "--":
             server = server[1:]
         return cls(out=args.out, name=args.name, listen=args.listen, upstream=args.upstream, server=tuple(server),
-                   allow_hosts=tuple(getattr(args, "allow_host", None) or ()),
-                   otel=bool(getattr(args, "otel", False)), otel_payloads=bool(getattr(args, "otel_payloads", False)))
+                   allow_hosts=tuple(args.allow_host), otel=args.otel or args.otel_payloads,
+                   otel_payloads=args.otel_payloads)
 
 
 def run(options: Options) -> int:
@@ -59,6 +60,7 @@ def run(options: Options) -> int:
         raise McptapeError("no server command given", hint="mcptape rec [--out TAPE] [--name NAME] -- python server.py")
     name = options.name or default_name(command)
     out = Path(options.out) if options.out else Path("tapes") / f"{name}{TAPE_SUFFIX}"
+    check_outputs([Output("--out", str(out), artifact=True)])
     clean_command, _ = strip_command_secrets(command)
     # GITHUB_TOKEN's value is a secret, AUTHOR_NAME's and GIT_AUTHOR_EMAIL's are not.
     secrets = command_secrets(command, os.environ)
@@ -111,6 +113,9 @@ def http_plan(options: Options) -> tuple[str, Path, str]:
 
     if not options.upstream:
         raise ConfigError("rec --listen needs --upstream URL (the server's MCP endpoint)")
+    if not options.listen:
+        raise ConfigError("rec --upstream records over HTTP and needs --listen HOST:PORT (where the client connects)",
+                          hint="mcptape rec --listen 127.0.0.1:8766 --upstream http://127.0.0.1:8765/mcp")
     if options.server:
         raise ConfigError("rec --listen records an HTTP server: give --upstream URL, not a server command")
     upstream = _upstream_from_env(options.upstream)
@@ -123,4 +128,5 @@ def http_plan(options: Options) -> tuple[str, Path, str]:
     else:
         name = options.name or "session"
         out = Path("tapes") / f"{name}{TAPE_SUFFIX}"
+    check_outputs([Output("--out", str(out), artifact=True)])  # a recording never replaces a file
     return upstream, out, name

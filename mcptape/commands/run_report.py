@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcptape import environment
-from mcptape.commands.output import JSON_STDOUT, report_stream, write_output
+import mcptape.environment as environment
+from mcptape.commands.grammar import STDOUT
+from mcptape.commands.output import report_stream, write_output
 from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak, TapeError
 from mcptape.logsafe import utf8
 from mcptape.publish.github import command, publish_run, render_context
@@ -45,11 +46,14 @@ from mcptape.verdict.model import RunReport
 class ReportFiles:
     """Where the options say the report goes besides the terminal (None: not written)."""
 
-    json_report: str | None = None  # `-`: stdout, and the terminal report goes to stderr
+    json_report: str | None = None  # each: a file, or `-` for stdout (then the terminal report goes to stderr)
     junit: str | None = None
     summary: str | None = None
     sarif: str | None = None
-    html: str | None = None
+    html: str | None = None  # always a file (commands/output.py's check_html)
+
+    def paths(self) -> tuple[str | None, ...]:
+        return (self.json_report, self.junit, self.summary, self.sarif, self.html)
 
 
 @dataclass(frozen=True)
@@ -62,16 +66,18 @@ class FreshTape:
 
 def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, config_path: str,
           config_dir: Path, extra: str = "", warnings: Sequence[str] = (),
-          fresh: Mapping[str, FreshTape] | None = None) -> int:
+          session_lines: Mapping[str, int] | None = None, fresh: Mapping[str, FreshTape] | None = None) -> int:
     """Show, write and publish `report`: 0, or the exit code of what failed (EXIT_SECRET if a
     secret survived: then nothing more leaves). The verdict's own exit code is the caller's.
 
     `name` is the command (`ci`, `merge`) its messages start with; `config_path` the config as the
     job names it (the PR comment's key); `config_dir` where SARIF's paths and the golden tapes'
     start; `extra` more terminal text; `warnings` are said after the files are written, before
-    publishing; `fresh` the fresh tapes ci has in hand, by session (the HTML page shows them).
+    publishing; `session_lines`: each session's line in the config, where SARIF points for a
+    session with no golden tape (a live reference: ci/baseline.py); `fresh` the fresh tapes ci has
+    in hand, by session (the HTML page shows them).
     """
-    stream = report_stream(files.json_report)
+    stream = report_stream(*files.paths())
     outlet.commands_to = stream
     try:
         text = render_run_text(report) + extra
@@ -80,7 +86,7 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
         if report.strength:
             text += f"\n{report.strength}\n"
         outlet.show(text, "terminal report", file=stream)
-        _write(report, files, outlet, config_dir)
+        _write(report, files, outlet, config_dir, session_lines or {})
         if files.html:
             page = render_run(report, session_tapes(report, config_dir, fresh or {}), context=_context(config_path))
             outlet.write(files.html, utf8(page), what="HTML report", where=f"HTML report {files.html}")
@@ -94,7 +100,7 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
     if not environment.on_github_actions():
         return 0
     try:
-        report_path = None if files.json_report == JSON_STDOUT else files.json_report
+        report_path = None if files.json_report == STDOUT else files.json_report
         publish_run(report, config_path=config_path, report_path=report_path, outlet=outlet)
     except McptapeError as e:
         print(f"mcptape {name}: publishing to GitHub failed: {e}", file=sys.stderr)
@@ -102,18 +108,25 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
     return 0
 
 
-def _write(report: RunReport, files: ReportFiles, outlet: Outlet, config_dir: Path) -> None:
+def _write(report: RunReport, files: ReportFiles, outlet: Outlet, config_dir: Path, session_lines: Mapping[str, int]) -> None:
     if files.json_report:
         write_output(files.json_report, report_bytes(report), what="JSON report", outlet=outlet)
-    if files.junit:
+    if files.junit == STDOUT:
+        outlet.show(junit_xml(report), "JUnit report", file=sys.stdout)
+    elif files.junit:
         outlet.write(files.junit, utf8(junit_xml(report)), what="JUnit report", where=f"JUnit report {files.junit}")
-    if files.summary:
+    if files.summary == STDOUT:
+        outlet.show(outlet.document(render_summary(report), "markdown summary"), "markdown summary", file=sys.stdout)
+    elif files.summary:
         outlet.write_document(files.summary, render_summary(report), what="markdown summary",
                               where=f"summary {files.summary}")
     if files.sarif:
-        data = sarif_bytes(report, config_dir=config_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."))
-        outlet.write(files.sarif, data, what="SARIF report", where=f"SARIF report {files.sarif}")
-
+        data = sarif_bytes(report, config_dir=config_dir, root=Path(os.environ.get("GITHUB_WORKSPACE") or "."),
+                           session_lines=session_lines)
+        if files.sarif == STDOUT:
+            write_output(files.sarif, data, what="SARIF report", outlet=outlet)
+        else:
+            outlet.write(files.sarif, data, what="SARIF report", where=f"SARIF report {files.sarif}")
 
 def _context(config_path: str) -> Context:
     """Where the page is shown: in a GitHub job, linked to the commit and run as the comment is."""

@@ -1,13 +1,13 @@
-"""`mcptape show TAPE [--full] [--json FILE] [--html FILE]`: one row per event of a tape (line, direction, kind, id, method, summary).
+"""`mcptape show TAPE [--full] [--json[=FILE]] [--html=FILE]`: one row per event of a tape (line, direction, kind, id, method, summary).
 
-With `--json FILE` (`-`: stdout) the same as JSON: the tape's header facts, then per event its
+With `--json` (on stdout; `--json=FILE` into FILE) the same as JSON: the tape's header facts, then per event its
 line in the file and the event itself, whole (what the table shortens). A tape that carries timing
 (tape/timing.py) gets an `ms` column (an answer's latency; `+N` the gap since the last client
 message) and, in JSON, each event's `at_ms` and the calls' latencies; a fork names its parent.
 A tape of several HTTP sessions (rec --listen, tape/format.py's format 3) gets a `session` column:
 ids repeat from one session to the next, so an id alone does not say which request an answer is for.
 
-With `--html FILE` the tape is one self-contained page instead of the table (report/html.py: every
+With `--html=FILE` the tape is one self-contained page instead of the table (report/html.py: every
 message, filterable by direction, kind, method and tool, server requests under the call they came
 in, each task's status path), checked by the outlet (built-in detectors) before it is written.
 """
@@ -23,14 +23,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from mcptape.commands.output import (
-    JSON_STDOUT,
-    check_html,
-    print_report,
-    print_text,
-    write_output,
-    write_page,
-)
+from mcptape.commands.grammar import STDOUT, Output, check_outputs
+from mcptape.commands.output import check_html, print_report, print_text, write_output, write_page
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls, utf8
 from mcptape.publish.outlet import Outlet
@@ -50,7 +44,7 @@ class Options:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(tape=args.tape, full=bool(args.full), json=args.json, html=getattr(args, "html", None))
+        return cls(tape=args.tape, full=args.full, json=args.json, html=args.html)
 
 
 # Above this many events the table is printed in pieces as the tape is read (stream_tape_events):
@@ -60,9 +54,10 @@ STREAM_ROWS = 2000
 
 
 def run(options: Options) -> int:
-    """`mcptape show TAPE [--full] [--json FILE] [--html FILE]`: one row per event."""
+    """`mcptape show TAPE [--full] [--json[=FILE]] [--html=FILE]`: one row per event."""
+    check_html(options.html)
+    check_outputs([Output("--json", options.json), Output("--html", options.html)], reads=[options.tape])
     if options.html is not None:
-        check_html(options.html)
         tape = read_tape(options.tape)
         code = write_page(options.html, render_tape(tape, path=options.tape), Outlet.for_config(None), "show")
         if code or options.json is None:
@@ -90,7 +85,7 @@ def run(options: Options) -> int:
             doc["timing"] = {"unit": "ms", "calls": [c.to_dict() for c in calls],
                              "client_gaps": [{"event": i + 1, "gap_ms": gap} for i, gap in gaps]}
         write_output(options.json, utf8(json.dumps(doc, indent=2, ensure_ascii=False) + "\n"), what="tape")
-        if options.json == JSON_STDOUT:
+        if options.json == STDOUT:
             return 0
     ms: dict[int, str] | None = None
     if times is not None:

@@ -20,6 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcptape.commands.grammar import Output, check_outputs
 from mcptape.commands.output import say
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, McptapeError
 from mcptape.logsafe import safe_log
@@ -45,6 +46,8 @@ def run(options: Options) -> int:
     if not key:
         raise McptapeError("no signing key: give --key FILE (an SSH private key)",
                            hint="or set git's: git config user.signingkey ~/.ssh/id_ed25519.pub")
+    # A signature lands beside its tape: never onto a file being signed (`sign a.tape.jsonl a.tape.jsonl.sig`).
+    check_outputs([Output("signature", str(signature_path(Path(t)))) for t in options.tapes], reads=options.tapes)
     code = EXIT_OK
     for tape in options.tapes:
         try:

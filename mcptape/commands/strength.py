@@ -1,10 +1,10 @@
-"""`mcptape check --strength [--json FILE] [--seed N]`: how much of a real change the gate would catch.
+"""`mcptape check --strength [--json[=FILE]] [--seed N]`: how much of a real change the gate would catch.
 
 Offline, like the rest of `check`: no server starts. The mutants of every session's golden tape are
 judged as `ci` judges a fresh tape (mcptape/strength/), and the report says the score per session,
 per tool and for the gate, every change that would pass with the config line that let it through
-(or the fact that no session calls that tool), and what the config hides on purpose. `--json FILE`
-writes the same as JSON (`-`: stdout, the text then on stderr).
+(or the fact that no session calls that tool), and what the config hides on purpose. `--json=FILE`
+writes the same as JSON (`--json` alone: stdout, the text then on stderr).
 
 Exit 0: measured, and at least `drift.min_strength` when the config sets one. Exit 3: a gate under
 its minimum, or nothing to measure (no golden tape yet, a golden that fails against its own config):
@@ -17,8 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mcptape.ci.selection import check_output_paths
-from mcptape.commands.output import JSON_STDOUT, report_stream, write_output
+from mcptape.commands.grammar import STDOUT, Output, check_outputs
+from mcptape.commands.output import report_stream, write_output
 from mcptape.config.load import LoadedConfig
 from mcptape.errors import EXIT_OK, ConfigError
 from mcptape.logsafe import safe_log
@@ -37,12 +37,12 @@ from mcptape.tape.format import Tape
 
 
 def run_strength(loaded: LoadedConfig, *, json_report: str | None = None, seed: int = 0) -> int:
-    if json_report is not None and json_report != JSON_STDOUT:
-        check_output_paths(loaded, None, (("--json", json_report),))
+    check_outputs([Output("--json", json_report)], reads=[loaded.path])
+    if json_report is not None and json_report != STDOUT:
         target = Path(json_report).resolve()
-        if target == loaded.path.resolve() or target.is_relative_to(loaded.golden_dir.resolve()):
-            raise ConfigError(f"--json {json_report}: that is the config or its golden tapes, which the check reads",
-                              hint="write the report elsewhere, e.g. --json strength.json")
+        if target.is_relative_to(loaded.golden_dir.resolve()):
+            raise ConfigError(f"--json={json_report}: that is among the golden tapes, which the check reads",
+                              hint="write the report elsewhere, e.g. --json=strength.json")
     measured = measure_config(loaded, seed=seed)
     minimum = loaded.config.drift.min_strength
     outlet = Outlet.for_config(loaded)

@@ -1,5 +1,6 @@
-"""`mcptape verify TAPE... [--signature [--allowed-signers FILE]]`: check that each tape is what mcptape
-wrote (its seal, tape/seal.py) and, with --signature, who signed it (commands/sign.py).
+"""`mcptape verify TAPE... [--signature] [--allowed-signers FILE]`: check that each tape is what mcptape
+wrote (its seal, tape/seal.py) and, with --signature (or --allowed-signers, which implies it), who
+signed it (commands/sign.py).
 
 One line per tape on stdout: sealed; cut short and verified up to its last complete event; format 1
 (a crc32 only, not a seal); or the first line that does not match; with --signature, then, the
@@ -13,7 +14,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcptape.commands.sign import allowed_signers_file, check_signature
+from mcptape.commands.sign import allowed_signers_file, check_signature, signature_path
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, McptapeError, TapeError
 from mcptape.logsafe import safe_log
 from mcptape.tape.reader import TapeStream
@@ -28,8 +29,10 @@ class Options:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(tapes=tuple(args.tapes), signature=bool(getattr(args, "signature", False)),
-                   allowed_signers=getattr(args, "allowed_signers", None))
+        # Naming the allowed signers asks for signatures: --allowed-signers implies --signature (a
+        # tape with no signature must not pass because --signature was left out).
+        return cls(tapes=tuple(args.tapes), signature=args.signature or args.allowed_signers is not None,
+                   allowed_signers=args.allowed_signers)
 
 
 def run(options: Options) -> int:
@@ -48,6 +51,9 @@ def run(options: Options) -> int:
         print(safe_log(verdict.describe(path)))
         if not verdict.ok:
             code = EXIT_COULD_NOT_RUN
+        elif signers is None and signature_path(Path(path)).exists():
+            # A pass says the seal only: the signature beside the tape was not looked at, and said so.
+            print(safe_log(f"{path}: signature not checked ({signature_path(Path(path)).name}; add --signature)"))
         elif signers is not None:
             try:
                 principal = check_signature(Path(path), signers)

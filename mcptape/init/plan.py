@@ -73,7 +73,7 @@ def plan_calls(surface: Surface, hints: Hints, root: Path | None = None) -> dict
             plans[tname] = Plan(arguments, False, f"fill in its arguments ({one_line(problem, 120)})",
                                 "need arguments filled in")
         elif safety.probe:
-            plans[tname] = Plan(arguments, False, f"{safety.reason}: not probed (--safe)", "query")
+            plans[tname] = Plan(arguments, False, f"{safety.reason}: not probed (--no-probe)", "query")
         else:
             plans[tname] = Plan(arguments, True)
     return plans
@@ -139,10 +139,10 @@ def _strings(value: Any, key: str = "") -> list[tuple[str, str]]:
 
 def probed(entry: Mapping[str, Any], plans: dict[str, Plan], directory: Path, env: Mapping[str, str], *,
            probe: bool, start_timeout: float, progress: Progress) -> tuple[dict[str, Plan], str | None]:
-    """Call the read-only and (unless --safe) the query-named tools once; keep those that answered.
+    """Call the read-only and (unless --no-probe) the query-named tools once; keep those that answered.
     Also the protocol to pin when the calls answered only in a session opened with `initialize`."""
     wanted = [(n, p.arguments or {}) for n, p in plans.items() if p.active or (probe and p.category == "query")]
-    if not probe:  # --safe: nothing is called before the user says so; read-only ones run unchecked
+    if not probe:  # --no-probe: nothing is called before the user says so; read-only ones run unchecked
         return plans, None
     if not wanted:
         return plans, None
@@ -214,7 +214,7 @@ class Coverage:
                   sum(1 for p in plans.values() if p.active and p.category == "probed"))
         for plan in plans.values():
             if not plan.active:
-                label = "not annotated readOnlyHint, not probed (--safe)" if plan.category == "query" else plan.category
+                label = "not annotated readOnlyHint, not probed (--no-probe)" if plan.category == "query" else plan.category
                 out.why_not[label] = out.why_not.get(label, 0) + 1
         return out
 

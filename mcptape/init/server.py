@@ -81,6 +81,11 @@ def server_entry(*, command: Sequence[str], url: str | None, headers: Mapping[st
     if url:
         refuse_url_credentials(url)
         if not command:
+            if env:  # nothing init or ci starts would get them: refused, not written and ignored
+                raise ConfigError("--env passes variables to a server init starts; this HTTP server (--url, no "
+                                  "command after --) is not started by init",
+                                  hint="send what it needs as a header: --header 'Authorization: Bearer ${TOKEN}', "
+                                  "or give the command that starts it after --")
             return {"url": url, **({"headers": dict(headers)} if headers else {}), **pinned}
     _, secrets = argv_secrets(list(command))
     if secrets:

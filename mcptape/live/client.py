@@ -57,7 +57,6 @@ from typing import Any
 
 import jsonschema
 
-from mcptape import __version__
 from mcptape.config.models import ClientSettings, Step
 from mcptape.errors import ConfigError, McptapeError, RequestRefused, ServerError
 from mcptape.jsonrpc import dumps
@@ -81,6 +80,7 @@ from mcptape.tape.format import Event
 from mcptape.transports.base import Transport
 from mcptape.transports.stdio import STDERR_KEPT_BYTES
 from mcptape.verdict.model import CallRef, Finding
+from mcptape.version import __version__
 
 # list step -> (method, key of the list in the result); every page is requested and recorded.
 LIST_METHODS: dict[str, tuple[str, str]] = {

@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mcptape import __version__
 from mcptape.config.models import ClientSettings
 from mcptape.errors import ServerError, ServerTimeout
 from mcptape.jsonrpc import dumps, id_key
@@ -22,6 +21,7 @@ from mcptape.mcp import META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, MET
 from mcptape.tape.events import C2S, GARBLED_NOTE, S2C, EventBuilder, is_message
 from mcptape.tape.format import Event
 from mcptape.transports.base import Transport
+from mcptape.version import __version__
 
 
 class Wire:

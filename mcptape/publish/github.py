@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.errors import GitHubError, WriteError
 from mcptape.publish.outlet import Outlet
 from mcptape.report.markdown import (

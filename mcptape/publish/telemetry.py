@@ -42,12 +42,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcptape import __version__, environment
+import mcptape.environment as environment
 from mcptape.errors import McptapeError
 from mcptape.jsonrpc import dumps, id_key
 from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C, EventBuilder
 from mcptape.tape.reader import read_tape
 from mcptape.transports.base import Transport
+from mcptape.version import __version__
 
 if TYPE_CHECKING:
     from mcptape.publish.outlet import Outlet
@@ -75,7 +76,7 @@ class SessionMeta:
     name: str
     transport: str = "stdio"  # stdio | http
     protocol: str | None = None
-    attributes: dict[str, Any] = field(default_factory=dict)  # e.g. mcptape.verdict.vocabulary
+    attributes: dict[str, Any] = field(default_factory=dict)  # e.g. mcptape.verdict
 
 
 class WireClock:

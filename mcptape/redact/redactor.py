@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.errors import ConfigError, SecretLeak
 from mcptape.jsonrpc import dumps
 from mcptape.redact.detectors import Engine, EngineConfig, Sink

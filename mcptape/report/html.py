@@ -34,7 +34,6 @@ import jinja2
 from markupsafe import Markup
 from markupsafe import escape as _escape
 
-from mcptape import __version__
 from mcptape.logsafe import escape_controls
 from mcptape.report import surface_notes
 from mcptape.report.anchors import anchor
@@ -51,6 +50,7 @@ from mcptape.report.markdown import VERDICT_LABEL, Context, accept_commands
 from mcptape.tape.format import Tape
 from mcptape.tape.timing import event_times
 from mcptape.verdict.model import DiffResult, RunReport, SessionResult
+from mcptape.version import __version__
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -17,22 +17,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mcptape import __version__
 from mcptape.logsafe import escape_controls, utf8
 from mcptape.report import surface_notes
 from mcptape.verdict.model import RunReport
 from mcptape.verdict.vocabulary import SECURITY_KINDS
+from mcptape.version import __version__
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"structural": "error", "output": "warning", "info": "note"}
 INFORMATION_URI = "https://github.com/mcptape/mcptape"
 
 
-def sarif_log(report: RunReport, *, config_dir: Path, root: Path) -> dict[str, Any]:
-    """The SARIF log of `report`: golden tapes (relative to `config_dir`) named relative to `root`."""
+def sarif_log(report: RunReport, *, config_dir: Path, root: Path,
+              session_lines: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The SARIF log of `report`: golden tapes (relative to `config_dir`) named relative to `root`.
+    A session compared with a live reference has no golden tape (ci/baseline.py): its findings
+    point at the session in the config, at its line in `session_lines` (by name)."""
     kinds = list(SECURITY_KINDS)
     rules = [{
         "id": f"mcptape/security.{kind}",
@@ -49,10 +53,9 @@ def sarif_log(report: RunReport, *, config_dir: Path, root: Path) -> dict[str, A
             for finding in drift.findings:
                 if finding.category != "security" or finding.kind not in SECURITY_KINDS:
                     continue
-                location: dict[str, Any] = {"physicalLocation": {
-                    "artifactLocation": {"uri": _uri(session.golden, config_dir, root)},
-                    "region": {"startLine": finding.golden_line or 1},
-                }}
+                location: dict[str, Any] = {"physicalLocation": _place(report, session.name, session.golden,
+                                                                       finding.golden_line, config_dir, root,
+                                                                       session_lines or {})}
                 digest = hashlib.sha256("\0".join(
                     (session.name, str(finding.kind), finding.path, json.dumps(finding.after, sort_keys=True))
                 ).encode("utf-8")).hexdigest()
@@ -77,16 +80,25 @@ def sarif_log(report: RunReport, *, config_dir: Path, root: Path) -> dict[str, A
     }
 
 
-def _uri(golden: str | None, config_dir: Path, root: Path) -> str:
-    """A golden tape as a URI relative to `root` (forward slashes); the config itself if it has none."""
-    path = (config_dir / golden) if golden else config_dir
+def _place(report: RunReport, session: str, golden: str | None, line: int | None, config_dir: Path, root: Path,
+           session_lines: Mapping[str, int]) -> dict[str, Any]:
+    """Where a finding points: the golden tape's line of the answer, or (no golden tape: a live
+    reference) the session in the config, never a directory nor a line of a tape not on disk."""
+    if golden:
+        return {"artifactLocation": {"uri": _uri(config_dir / golden, root)}, "region": {"startLine": line or 1}}
+    at = session_lines.get(session) or session_lines.get(session.split("@", 1)[0]) or 1  # an era: its session's line
+    return {"artifactLocation": {"uri": _uri(config_dir / report.config, root)}, "region": {"startLine": at}}
+
+
+def _uri(path: Path, root: Path) -> str:
+    """A file as a URI relative to `root` (forward slashes)."""
     try:
         return Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
     except ValueError:  # another drive (Windows): absolute is all there is
         return path.resolve().as_uri()
 
 
-def sarif_bytes(report: RunReport, *, config_dir: Path, root: Path) -> bytes:
+def sarif_bytes(report: RunReport, *, config_dir: Path, root: Path, session_lines: Mapping[str, int] | None = None) -> bytes:
     """The SARIF file: UTF-8 JSON whose strings hold nothing that acts or hides (`\\u` escapes, the same values)."""
-    text = json.dumps(sarif_log(report, config_dir=config_dir, root=root), indent=2, ensure_ascii=False)
-    return utf8(escape_controls(text, json=True) + "\n")
+    log = sarif_log(report, config_dir=config_dir, root=root, session_lines=session_lines)
+    return utf8(escape_controls(json.dumps(log, indent=2, ensure_ascii=False), json=True) + "\n")

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls
 from mcptape.report import surface_notes

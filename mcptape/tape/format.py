@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from mcptape import __version__
 from mcptape.jsonrpc import dumps
 from mcptape.mcp import meta_version
 from mcptape.tape.seal import Sealer
+from mcptape.version import __version__
 
 FORMAT_VERSION = 2
 # Format 3: format 2 whose message events may carry `session`, the HTTP session they crossed in (rec

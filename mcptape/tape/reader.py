@@ -38,13 +38,13 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from mcptape import __version__
 from mcptape.errors import TapeError
 from mcptape.jsonrpc import id_key
 from mcptape.sequences import common_prefix, common_suffix, equal_back
 from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C, in_session
 from mcptape.tape.format import READABLE_FORMATS, SESSIONS_FORMAT, Tape
 from mcptape.tape.seal import is_seal_line, sealed_verbatim
+from mcptape.version import __version__
 
 
 def written_verbatim(data: bytes) -> bool:

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcptape import environment
+import mcptape.environment as environment
 from mcptape.errors import ConfigError
 
 # Hop-by-hop headers (RFC 9110 7.6.1) are the connection's, not the message's: never forwarded.

@@ -27,8 +27,8 @@ def test_import_mcptape_loads_nothing_but_the_standard_library() -> None:
             "new = sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names); "
             "print(new); mcptape.RecordMode; print(sorted(m for m in sys.modules if m.startswith('mcptape')))")
     loaded, asked = fresh(code).splitlines()
-    assert loaded == "['mcptape']"
-    assert asked == "['mcptape', 'mcptape.api', 'mcptape.api.modes']"  # the control: a name loads its module
+    assert loaded == "['mcptape', 'mcptape.version']"  # the door and the one-line version fact
+    assert asked == "['mcptape', 'mcptape.api', 'mcptape.api.modes', 'mcptape.version']"  # the control: a name loads its module
 
 
 def test_the_shared_names_are_the_functions_whichever_comes_first() -> None:

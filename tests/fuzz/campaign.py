@@ -254,7 +254,7 @@ def tape_case(seed: int, work: Path) -> list[Outcome]:
     shutil.copyfile(TAPE, original)
     mutated = case / "mutated.tape.jsonl"
     mutated.write_bytes(mutate_lines(TAPE.read_bytes(), rng, keep_first=rng.random() < 0.8))
-    runs = [["show", "--json", "-", str(mutated)], ["show", str(mutated)], ["ls", "--json", "-", str(case)]]
+    runs = [["show", "--json", str(mutated)], ["show", str(mutated)], ["ls", "--json", str(case)]]
     outcomes = [run_mcptape("tape", seed, args, case) for args in runs]
     if outcomes[0].code == 3:  # unreadable past its seal: diff and play would stop at the same reader
         return outcomes

@@ -216,7 +216,7 @@ def mcptape(*args: str, cwd: Path, env: Mapping[str, str] | None = None, json_re
     report_path = cwd / f".report-{os.getpid()}-{id(args)}.json"
     if json_report:
         report_path.unlink(missing_ok=True)
-        extra = ("--json", str(report_path))
+        extra = (f"--json={report_path}",)
     proc = subprocess.run(mcptape_command(*args, *extra), cwd=cwd, env=run_env, capture_output=True,
                           text=True, timeout=timeout)
     report = None

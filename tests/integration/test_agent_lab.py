@@ -51,7 +51,7 @@ def _footer(path: Path) -> dict[str, Any]:
 
 
 def _show(path: Path) -> dict[str, Any]:
-    done = mcptape("show", str(path), "--json", "-", cwd=path.parent)
+    done = mcptape("show", str(path), "--json", cwd=path.parent)
     assert done.returncode == 0, done.stderr
     out: dict[str, Any] = json.loads(done.stdout)
     return out
@@ -71,7 +71,7 @@ def test_rec_over_stdio_records_each_answers_latency_and_show_and_ls_print_them(
     calls = {c["call"]: c for c in shown["timing"]["calls"]}
     assert calls["tools/call slow"]["latency_ms"] >= SLOW_MS  # a sleep of 200 ms: never less
     assert shown["timing"]["client_gaps"], "gaps between client messages"
-    listed = json.loads(mcptape("ls", str(tape), "--json", "-", cwd=tape.parent).stdout)
+    listed = json.loads(mcptape("ls", str(tape), "--json", cwd=tape.parent).stdout)
     assert listed[0]["timing"]["slowest"]["call"] == "tools/call slow"
     assert listed[0]["timing"]["total_ms"] >= SLOW_MS
     table = mcptape("show", str(tape), cwd=tape.parent).stdout.decode()
@@ -237,7 +237,7 @@ def test_the_sdk_client_sees_each_injected_fault_over_stdio(tape: Path, tmp_path
     from mcp import StdioServerParameters
 
     report = tmp_path / "report.json"
-    argv = mcptape_command("play", str(tape), "--report", str(report), *(["--fault", rule] if rule else []))
+    argv = mcptape_command("play", str(tape), f"--json={report}", *(["--fault", rule] if rule else []))
     assert anyio.run(_sdk_sees, StdioServerParameters(command=argv[0], args=argv[1:])) == seen
     injected = json.loads(report.read_text(encoding="utf-8"))["sessions"][0].get("injected", [])
     if rule is None:
@@ -304,7 +304,7 @@ def test_faults_drawn_with_a_seed_are_the_same_sequence_every_run(tape: Path, tm
                       "params": {"name": "add", "arguments": {"a": 2, "b": 3}}} for k in range(12)]
         stdin = "".join(json.dumps(r) + "\n" for r in requests).encode()
         done = mcptape("play", str(tape), "--allow-reuse", "--fault", "tool=add,p=0.5,error=-32000:flaky",
-                       "--fault-seed", str(seed), "--report", str(report), cwd=tmp_path, stdin=stdin)
+                       "--fault-seed", str(seed), f"--json={report}", cwd=tmp_path, stdin=stdin)
         answers = [json.loads(line) for line in done.stdout.decode().splitlines()]
         assert len(answers) == 13
         hits = [a["id"] for a in answers if "error" in a]
@@ -360,7 +360,7 @@ def test_a_forked_error_makes_a_scripted_agent_take_its_fallback_path(tape: Path
     assert agent(tape) == "sum 5"
     assert agent(fork) == "fallback after -32000: hello, tape"
     # Lineage: ls marks it, diff against the parent reads "fork at call N", not drift.
-    listed = json.loads(mcptape("ls", str(fork), "--json", "-", cwd=tmp_path).stdout)
+    listed = json.loads(mcptape("ls", str(fork), "--json", cwd=tmp_path).stdout)
     assert listed[0]["fork"]["at"] == at and listed[0]["fork"]["change"] == "error -32000: quota exceeded"
     diff = mcptape("diff", str(tape), str(fork), cwd=tmp_path)
     assert diff.returncode == 0 and f"fork at call {at} (tools/call add)".encode() in diff.stdout

@@ -143,7 +143,7 @@ def test_a_timed_out_session_exits_3_while_the_others_still_run(recorded: Path) 
     hang = "  - name: hangs\n    server: calc\n    steps:\n      - call: hang\n        timeout: 1\n"
     config = write_config(recorded.parent, extra_sessions=hang)
     report_path = recorded.parent / "report.json"
-    proc = ci(config, "--json", str(report_path))
+    proc = ci(config, f"--json={report_path}")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     report = RunReport.from_dict(json.loads(report_path.read_text(encoding="utf-8")))
     verdicts = {s.name: s.verdict for s in report.sessions}
@@ -174,7 +174,7 @@ def test_update_golden_is_refused_in_ci_unless_allowed(tmp_path: Path) -> None:
 
 def test_json_and_junit_reports_parse_back(recorded: Path) -> None:
     json_path, junit_path = recorded.parent / "out" / "r.json", recorded.parent / "out" / "r.xml"
-    proc = ci(recorded, "--json", str(json_path), "--junit", str(junit_path), variant="changed_result")
+    proc = ci(recorded, f"--json={json_path}", f"--junit={junit_path}", variant="changed_result")
     assert proc.returncode == 1
     data = json.loads(json_path.read_text(encoding="utf-8"))
     assert data["exit_code"] == 1 and data["result"] == "output"
@@ -208,7 +208,7 @@ def test_orphan_goldens_are_reported_and_out_dir_keeps_fresh_tapes(recorded: Pat
         (recorded.parent / "tapes" / "surface.tape.jsonl").read_bytes()
     )
     out = recorded.parent / "fresh-tapes"
-    proc = ci(recorded, "--out-dir", str(out), "--json", str(recorded.parent / "r.json"))
+    proc = ci(recorded, "--out-dir", str(out), f"--json={recorded.parent / 'r.json'}")
     assert proc.returncode == 0
     assert "old-session.tape.jsonl" in proc.stdout
     assert json.loads((recorded.parent / "r.json").read_text(encoding="utf-8"))["orphans"] == ["tapes/old-session.tape.jsonl"]
@@ -225,7 +225,7 @@ def test_session_and_shard_selection(recorded: Path) -> None:
     report_path = recorded.parent / "r.json"
 
     def names(*args: str) -> list[str]:
-        proc = ci(recorded, "--json", str(report_path), *args)
+        proc = ci(recorded, f"--json={report_path}", *args)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return [s["name"] for s in json.loads(report_path.read_text(encoding="utf-8"))["sessions"]]
 

@@ -89,7 +89,7 @@ def ci(repo: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, 
     subprocess.run([sys.executable, "build.py"], cwd=repo, check=True, timeout=60)
     report = repo.parent / "report.json"
     report.unlink(missing_ok=True)
-    done = subprocess.run(mcptape_command("ci", "--json", str(report), *args), cwd=repo,
+    done = subprocess.run(mcptape_command("ci", f"--json={report}", *args), cwd=repo,
                           env=user_env(PYTHONPATH=str(ROOT), **(env or {})), capture_output=True, text=True, timeout=300)
     data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
     return done.returncode, data, done.stdout + done.stderr
@@ -147,7 +147,7 @@ def test_head_minus_one_gives_1_for_a_result_2_for_a_removed_tool_0_for_a_timest
 def test_release_honesty_names_a_break_in_a_patch_release_and_fails_only_when_configured(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, {"version": "2.3.1"})
     commit(repo, "2.3.2 drops search", {"version": "2.3.2", "tools": ["add", "divide", "about", "ticket"]})
-    code, report, out = ci(repo, "--baseline", "HEAD~1", "--summary", str(tmp_path / "summary.md"))
+    code, report, out = ci(repo, "--baseline", "HEAD~1", f"--summary={tmp_path / 'summary.md'}")
     assert code == 2, out
     release = findings(report, "release")
     headline = "2.3.1 → 2.3.2 removes tool `search`: a breaking change in a patch release"
@@ -252,7 +252,7 @@ def test_latency_a_server_50ms_slower_is_reported_an_unchanged_one_is_not(tmp_pa
 def test_latency_needs_a_reference_and_enough_runs(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, {})
     code, _, out = ci(repo, "--latency", "10")
-    assert code == 3 and "--latency compares two live sides" in out
+    assert code == 3 and "--latency does not work in golden mode: --latency times both live sides" in out
     code, _, out = ci(repo, "--baseline", "HEAD", "--latency", "3")
     assert code == 3 and "at least 5 runs a side" in out
 
@@ -293,7 +293,7 @@ def test_two_implementations_the_javascript_port_against_the_python_calc(tmp_pat
 
     def run(*args: str) -> tuple[int, dict[str, Any], str]:
         report = tmp_path / "report.json"
-        done = subprocess.run(mcptape_command("ci", "--json", str(report), "--summary", str(tmp_path / "s.md"), *args),
+        done = subprocess.run(mcptape_command("ci", f"--json={report}", f"--summary={tmp_path / 's.md'}", *args),
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         return done.returncode, json.loads(report.read_text(encoding="utf-8")), done.stdout + done.stderr
 

@@ -109,7 +109,7 @@ def test_mixed_sessions_give_the_same_verdict_in_every_run(project: Path) -> Non
     outcomes = []
     for run in range(RUNS):
         report = project / f"report-{run}.json"
-        proc = ci(project, "--jobs", "4", "--json", str(report))
+        proc = ci(project, "--jobs", "4", f"--json={report}")
         outcomes.append((proc.returncode, verdicts(report) if report.exists() else None))
         assert proc.returncode == 3 and report.exists(), f"run {run + 1}:\n{proc.stdout}{proc.stderr}"
         assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr

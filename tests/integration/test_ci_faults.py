@@ -49,7 +49,7 @@ def test_a_full_disk_fails_the_sessions_whose_golden_cannot_be_written(recorded:
 
 def test_a_report_that_cannot_be_written_fails_the_run(recorded: Path, tmp_path: Path) -> None:  # noqa: F811
     report = tmp_path / "report.json"
-    proc = run(recorded.parent, "ci", "--json", str(report), full=True)
+    proc = run(recorded.parent, "ci", f"--json={report}", full=True)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert proc.stderr == (f"mcptape ci: {report}: cannot write the JSON report: File too large\n"
                            "  hint: check that the directory is a writable directory and the disk is not full\n")
@@ -57,10 +57,10 @@ def test_a_report_that_cannot_be_written_fails_the_run(recorded: Path, tmp_path:
 
 
 @pytest.mark.parametrize(("flag", "where", "message"), [
-    ("--json", "afile/report.json", "--json afile/report.json: afile is a file, not a directory"),
-    ("--json", "adir", "--json adir: is a directory"),
-    ("--junit", "afile/junit.xml", "--junit afile/junit.xml: afile is a file, not a directory"),
-    ("--summary", "afile/deeper/summary.md", "--summary afile/deeper/summary.md: afile is a file, not a directory"),
+    ("--json", "afile/report.json", "--json=afile/report.json: afile is a file, not a directory"),
+    ("--json", "adir", "--json=adir: adir is a directory"),
+    ("--junit", "afile/junit.xml", "--junit=afile/junit.xml: afile is a file, not a directory"),
+    ("--summary", "afile/deeper/summary.md", "--summary=afile/deeper/summary.md: afile is a file, not a directory"),
     ("--out-dir", "afile", "is a file, not a directory"),
     ("--out-dir", "afile/fresh", "afile is a file, not a directory"),
 ])
@@ -70,7 +70,7 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_server_star
     work = recorded.parent
     (work / "afile").write_text("in the way\n", encoding="utf-8")
     (work / "adir").mkdir()
-    proc = run(work, "ci", flag, where)
+    proc = run(work, "ci", *([flag, where] if flag == "--out-dir" else [f"{flag}={where}"]))
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert proc.stdout == ""  # refused at once: no session ran, no report
     assert message in proc.stderr.splitlines()[0]
@@ -92,7 +92,7 @@ def test_a_directory_where_a_golden_tape_should_be_fails_that_session(recorded: 
     golden.unlink()
     golden.mkdir()
     for args in (["ci"], ["ci", "--update-golden"]):
-        proc = run(recorded.parent, *args, "--json", "r.json")
+        proc = run(recorded.parent, *args, "--json=r.json")
         assert proc.returncode == 3, proc.stdout + proc.stderr
         sessions = {s["name"]: s for s in json.loads((recorded.parent / "r.json").read_text(encoding="utf-8"))["sessions"]}
         assert sessions["surface"]["verdict"] == "error" and "Is a directory" in sessions["surface"]["error"]
@@ -101,12 +101,12 @@ def test_a_directory_where_a_golden_tape_should_be_fails_that_session(recorded: 
 
 def test_merge_that_cannot_write_its_report_exits_3(recorded: Path) -> None:  # noqa: F811
     work = recorded.parent
-    assert run(work, "ci", "--json", "full.json").returncode == 0
+    assert run(work, "ci", "--json=full.json").returncode == 0
     (work / "afile").write_text("in the way\n", encoding="utf-8")
-    proc = run(work, "merge", "full.json", "--json", "afile/merged.json")
+    proc = run(work, "merge", "full.json", "--json=afile/merged.json")
     assert proc.returncode == 3, proc.stdout + proc.stderr
-    assert "afile/merged.json: cannot write the JSON report: " in proc.stderr
-    assert run(work, "merge", "full.json", "--json", "merged.json").returncode == 0  # the control
+    assert "--json=afile/merged.json: afile is a file, not a directory" in proc.stderr  # refused before merging
+    assert run(work, "merge", "full.json", "--json=merged.json").returncode == 0  # the control
 
 
 MALFORMED_REPORTS = {

@@ -74,7 +74,7 @@ def test_a_rotated_token_is_not_drift(tmp_path: Path) -> None:
     assert old not in golden and "<REDACTED:github-token#" in golden  # a tagged placeholder was recorded
 
     (tmp_path / "token.txt").write_text(new, encoding="utf-8")
-    proc = ci(config, "--json", str(tmp_path / "report.json"))
+    proc = ci(config, f"--json={tmp_path / 'report.json'}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert new not in proc.stdout and report(tmp_path / "report.json").sessions[0].verdict == "same"
 
@@ -122,7 +122,7 @@ def test_a_server_that_breaks_the_schema_fails_the_gate_and_its_known_violations
     broken = {"VARIANT": "bad_structured"}
     assert ci(config, "--update-golden").returncode == 0  # a golden of the clean server
 
-    proc = ci(config, "--json", str(tmp_path / "report.json"), env=broken)
+    proc = ci(config, f"--json={tmp_path / 'report.json'}", env=broken)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     run = report(tmp_path / "report.json")
     assert run.sessions[0].verdict == "structural"
@@ -134,7 +134,7 @@ def test_a_server_that_breaks_the_schema_fails_the_gate_and_its_known_violations
 
     # The project can decide conformance only informs: what is left is the changed output (exit 1).
     relaxed = write_nonconformant(tmp_path, "drift:\n  conformance: info\n")
-    proc = ci(relaxed, "--json", str(tmp_path / "relaxed.json"), env=broken)
+    proc = ci(relaxed, f"--json={tmp_path / 'relaxed.json'}", env=broken)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert conformance_paths(report(tmp_path / "relaxed.json")) == []
     config = write_nonconformant(tmp_path)
@@ -144,7 +144,7 @@ def test_a_server_that_breaks_the_schema_fails_the_gate_and_its_known_violations
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "conformance" in proc.stdout and "structuredContent" in proc.stdout
     # Against that golden the same violations are known: reported, not failing.
-    proc = ci(config, "--json", str(tmp_path / "report.json"), env=broken)
+    proc = ci(config, f"--json={tmp_path / 'report.json'}", env=broken)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     known = [f for s in report(tmp_path / "report.json").sessions if s.diff for d in s.diff.drifts
              for f in d.findings if f.category == "conformance"]
@@ -153,7 +153,7 @@ def test_a_server_that_breaks_the_schema_fails_the_gate_and_its_known_violations
 
 def test_without_a_golden_the_conformance_findings_are_in_the_report(tmp_path: Path) -> None:
     config = write_nonconformant(tmp_path)
-    proc = ci(config, "--json", str(tmp_path / "report.json"), env={"VARIANT": "no_input_schema"})
+    proc = ci(config, f"--json={tmp_path / 'report.json'}", env={"VARIANT": "no_input_schema"})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     paths = conformance_paths(report(tmp_path / "report.json"))
     assert any(p.endswith(":result.tools[0].inputSchema") for p in paths), paths

@@ -102,7 +102,7 @@ def test_a_run_compiles_the_configs_redactor_once_and_each_session_keeps_its_own
     config = calc_project(tmp_path)
     jobs: list[tuple[list[str], int]] = [
         (["-u"], 0),
-        (["--json", str(tmp_path / "gate.json")], 0),
+        ([f"--json={tmp_path / 'gate.json'}"], 0),
         (["--repeat", "2"], 0),
         (["--against", f"{sys.executable} {CALC_SERVER}", "--repeat", "2"], 0),
     ]
@@ -173,7 +173,7 @@ def test_update_golden_checks_conformance_and_orders_each_session_once(
     monkeypatch.setattr(mcptape.conformance.check, "check_tape_placed", counting_check)
     monkeypatch.setattr(session_module, "canonical_order", counting_order)
     write("Lyon")  # each session's request changes: both goldens are rewritten, compared with the old ones first
-    assert main(["ci", "-c", str(config), "-u", "--json", str(tmp_path / "update.json")]) == 0
+    assert main(["ci", "-c", str(config), "-u", f"--json={tmp_path / 'update.json'}"]) == 0
     out = capsys.readouterr().out
     sessions = json_report(tmp_path / "update.json")["sessions"]
     assert [s["verdict"] for s in sessions] == ["updated", "updated"]
@@ -222,12 +222,12 @@ def test_ci_and_merge_publish_a_run_the_same_way(
             return {"code": code, "summary": summary.read_text(encoding="utf-8"), "outputs": _outputs(lines),
                     "body": body, "terminal": capsys.readouterr().out}
 
-        whole = published(["ci", "-c", str(config), "--json", "whole.json", "--summary", "whole.md"], "ci")
+        whole = published(["ci", "-c", str(config), "--json=whole.json", "--summary=whole.md"], "ci")
         for i in (1, 2):
-            assert main(["ci", "-c", str(config), "--shard", f"{i}/2", "--json", f"shard-{i}.json"]) in (0, 1, 2)
+            assert main(["ci", "-c", str(config), "--shard", f"{i}/2", f"--json=shard-{i}.json"]) in (0, 1, 2)
         capsys.readouterr()
-        merged = published(["merge", "shard-1.json", "shard-2.json", "-c", str(config), "--json", "merged.json",
-                            "--summary", "merged.md"], "merge")
+        merged = published(["merge", "shard-1.json", "shard-2.json", "-c", str(config), "--json=merged.json",
+                            "--summary=merged.md"], "merge")
     finally:
         github.stop()
 

@@ -83,7 +83,7 @@ def diff(a: Path, b: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 
 
 def diff_json(a: Path, b: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    proc = diff(a, b, "--json", "-", *extra)
+    proc = diff(a, b, "--json", *extra)
     assert proc.stderr == ""
     return proc.returncode, json.loads(proc.stdout)
 

@@ -141,7 +141,7 @@ def test_diff_show_and_ls_of_deep_tapes(deep: Path) -> None:
     drift = run("diff", golden, changed, cwd=deep)
     assert drift.returncode == 1
     assert "(deep)" in out(drift) and "compared as JSON text" in out(drift) and "noted deep_json" in out(drift)
-    as_json = run("diff", "--json", "-", golden, changed, cwd=deep)
+    as_json = run("diff", "--json", golden, changed, cwd=deep)
     data = json.loads(as_json.stdout)
     assert as_json.returncode == 1 and data["verdict"] == "output" and len(data["notes"]) == 2
 
@@ -378,7 +378,7 @@ def hostile(tmp_path: Path) -> Path:
 
 def test_ci_shows_what_a_hostile_server_says_escaped(hostile: Path) -> None:
     env = {"VARIANT": "hostile_names", "TEXT": HOSTILE_TEXT}
-    proc = run("ci", "-c", "mcptape.yml", "--out-dir", "fresh", "--summary", "summary.md", cwd=hostile, env=env)
+    proc = run("ci", "-c", "mcptape.yml", "--out-dir", "fresh", "--summary=summary.md", cwd=hostile, env=env)
     assert proc.returncode == 2, out(proc)
     assert_inert(proc.stdout + proc.stderr)
     text = out(proc)
@@ -398,7 +398,7 @@ def test_every_report_file_and_the_golden_view_show_a_hidden_instruction_escaped
     env = {"VARIANT": "hostile_names", "TEXT": HOSTILE_TEXT}
     files = {"json": "report.json", "junit": "report.xml", "sarif": "report.sarif", "summary": "summary.md",
              "html": "report.html"}
-    proc = run("ci", "-c", "mcptape.yml", *[x for k, v in files.items() for x in (f"--{k}", v)], cwd=hostile, env=env)
+    proc = run("ci", "-c", "mcptape.yml", *[f"--{k}={v}" for k, v in files.items()], cwd=hostile, env=env)
     assert proc.returncode == 2, out(proc)
     assert_inert(proc.stdout + proc.stderr, shown=[*ESCAPED, SHOWN_TAG])  # the terminal
     title = re.escape(r"\x1b]0;pwned\x07title")  # JUnit names each drift by its headline: a tool's name
@@ -445,7 +445,7 @@ def test_diff_show_ls_play_and_errors_show_hostile_text_escaped(hostile: Path) -
     diff = run("diff", "tapes/hostile.tape.jsonl", fresh, cwd=hostile)
     assert diff.returncode == 2
     assert_inert(diff.stdout + diff.stderr)
-    as_json = run("diff", "--json", "-", "tapes/hostile.tape.jsonl", fresh, cwd=hostile)
+    as_json = run("diff", "--json", "tapes/hostile.tape.jsonl", fresh, cwd=hostile)
     assert_inert(as_json.stdout, shown=[re.escape(x) for x in ("\\u202eevil", "\\u009b31m", "\\u001b[2J")])  # valid JSON
     assert HOSTILE_TEXT in _strings(json.loads(as_json.stdout))  # the same value, once parsed
     show = run("show", "--full", fresh, cwd=hostile)
@@ -513,7 +513,7 @@ def test_under_github_actions_no_server_text_acts_as_a_workflow_command(tmp_path
     outside = run("diff", golden, fresh, cwd=tmp_path)
     assert live_commands(out(outside)) and all(line.startswith("::error::forged by a tool name")
                                                for line in live_commands(out(outside)))
-    for command in (["diff", golden, fresh], ["diff", "--json", "-", golden, fresh], ["show", "--full", fresh],
+    for command in (["diff", golden, fresh], ["diff", "--json", golden, fresh], ["show", "--full", fresh],
                     ["ls", "fresh"]):
         proc = run(*command, cwd=tmp_path, env=github)
         log = out(proc)

@@ -90,7 +90,7 @@ def test_a_lone_surrogate_in_an_answer_is_recorded_compared_and_reported(tmp_pat
     golden = tmp_path / "tapes" / "one.tape.jsonl"
     before = golden.read_bytes()
 
-    drifted = run("ci", "-c", str(config), "--json", "r.json", "--junit", "j.xml", "--summary", "s.md",
+    drifted = run("ci", "-c", str(config), "--json=r.json", "--junit=j.xml", "--summary=s.md",
                   "--out-dir", "fresh", cwd=tmp_path, env=surrogate)
     text = clean(drifted)
     assert drifted.returncode == 1, text  # output drift: the answer changed
@@ -114,9 +114,9 @@ def test_a_lone_surrogate_in_an_answer_is_recorded_compared_and_reported(tmp_pat
 
     old = tmp_path / "old.tape.jsonl"
     old.write_bytes(before)
-    for args, code in ((("show", str(golden)), 0), (("show", "--json", "-", str(golden)), 0),
-                       (("ls", str(golden.parent)), 0), (("ls", "--json", "-", str(golden.parent)), 0),
-                       (("diff", str(old), str(golden)), 1), (("diff", "--json", "-", str(old), str(golden)), 1),
+    for args, code in ((("show", str(golden)), 0), (("show", "--json", str(golden)), 0),
+                       (("ls", str(golden.parent)), 0), (("ls", "--json", str(golden.parent)), 0),
+                       (("diff", str(old), str(golden)), 1), (("diff", "--json", str(old), str(golden)), 1),
                        (("diff", str(fresh), str(golden)), 0)):
         proc = run(*args, cwd=tmp_path)
         assert proc.returncode == code, (args, clean(proc))
@@ -152,7 +152,7 @@ def test_a_non_object_initialize_result_fails_that_session_only(tmp_path: Path, 
     text = config.read_text(encoding="utf-8").replace(
         "sessions:\n", f"  good:\n    command: [{json.dumps(sys.executable)}, {json.dumps(str(WIRE_SERVER))}]\nsessions:\n")
     config.write_text(text, encoding="utf-8")
-    proc = run("ci", "-c", str(config), "-u", "--json", "r.json", cwd=tmp_path, env={"WIRE_INIT": init})
+    proc = run("ci", "-c", str(config), "-u", "--json=r.json", cwd=tmp_path, env={"WIRE_INIT": init})
     out = clean(proc)
     assert proc.returncode == 3, out
     report = json.loads((tmp_path / "r.json").read_bytes())
@@ -185,7 +185,7 @@ def test_an_unforeseen_failure_in_one_session_leaves_the_others_their_verdicts(
 
     monkeypatch.setattr(session_module, "_record", flaky)
     config = wire_config(tmp_path, TWO_SESSIONS.replace("server: good", "server: s"))
-    code = main(["ci", "-c", str(config), "-u", "--json", str(tmp_path / "r.json")])
+    code = main(["ci", "-c", str(config), "-u", f"--json={tmp_path / 'r.json'}"])
     assert code == 3
     report = json.loads((tmp_path / "r.json").read_bytes())
     verdicts = {s["name"]: s for s in report["sessions"]}
@@ -208,8 +208,8 @@ def test_json_to_stdout_under_github_actions_is_one_valid_inert_document(tmp_pat
     hostile = {"WIRE_ANSWER": json.dumps(FORGED), "GITHUB_ACTIONS": "true"}
     assert run("ci", "-c", str(config), "-u", cwd=tmp_path, env={"WIRE_ANSWER": json.dumps(FORGED)}).returncode == 0
     golden = tmp_path / "tapes" / "one.tape.jsonl"
-    for args in (("ci", "-c", str(config), "--json", "-"), ("show", "--json", "-", str(golden)),
-                 ("ls", "--json", "-", str(golden.parent)), ("diff", "--json", "-", str(old), str(golden))):
+    for args in (("ci", "-c", str(config), "--json"), ("show", "--json", str(golden)),
+                 ("ls", "--json", str(golden.parent)), ("diff", "--json", str(old), str(golden))):
         env = {**hostile, "WIRE_ANSWER": json.dumps("ok")} if args[0] == "ci" else hostile  # ci: a drift
         proc = run(*args, cwd=tmp_path, env=env)
         out = proc.stdout.decode("utf-8")

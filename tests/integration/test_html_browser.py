@@ -127,10 +127,10 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Pages:
     work = _example(base)
     out = base / "pages"
     out.mkdir()
-    assert _ci(work, "--html", str(out / "report.html"), "--json", str(out / "report.json"), "--out-dir", str(base / "fresh"),
+    assert _ci(work, f"--html={out / 'report.html'}", f"--json={out / 'report.json'}", "--out-dir", str(base / "fresh"),
                variant="changed_result") == 1
-    assert _ci(work, "--html", str(out / "hostile.html"), variant="hostile_html") == 2
-    merge = subprocess.run(mcptape_command("merge", str(out / "report.json"), "--html", str(out / "merged.html")),
+    assert _ci(work, f"--html={out / 'hostile.html'}", variant="hostile_html") == 2
+    merge = subprocess.run(mcptape_command("merge", str(out / "report.json"), f"--html={out / 'merged.html'}"),
                            cwd=work, env=user_env(PYTHONPATH=str(ROOT)), capture_output=True, timeout=180)
     assert merge.returncode == 1, merge.stderr
     report = RunReport.from_dict(json.loads((out / "report.json").read_text(encoding="utf-8")))
@@ -145,10 +145,10 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Pages:
                                         fresh_times=event_times(fresh))
     (out / "hundred.html").write_text(render_run(many, tapes), encoding="utf-8")
     _long_tape(base / "long.tape.jsonl", 5000)
-    show = subprocess.run(mcptape_command("show", "--html", str(out / "tape.html"), str(base / "long.tape.jsonl")),
+    show = subprocess.run(mcptape_command("show", f"--html={out / 'tape.html'}", str(base / "long.tape.jsonl")),
                           env=user_env(PYTHONPATH=str(ROOT)), capture_output=True, timeout=180)
     assert show.returncode == 0, show.stderr
-    diff = subprocess.run(mcptape_command("diff", "--html", str(out / "pair.html"), str(work / "tapes" / "arithmetic.tape.jsonl"),
+    diff = subprocess.run(mcptape_command("diff", f"--html={out / 'pair.html'}", str(work / "tapes" / "arithmetic.tape.jsonl"),
                                           str(base / "fresh" / "arithmetic.tape.jsonl")), env=user_env(PYTHONPATH=str(ROOT)),
                           capture_output=True, timeout=180)
     assert diff.returncode == 1, diff.stderr

@@ -351,8 +351,8 @@ def test_a_trial_run_that_fails_is_said_and_written_into_the_file(tmp_path: Path
     ok(mcptape(probed, "init", "--", sys.executable, "../explode.py"))
     assert re.search(r"# not run: init's call with these example arguments failed .*\n\s+# - call: explode\n",
                      (probed / "mcptape.yml").read_text(encoding="utf-8"))
-    # --safe calls nothing before the user says so: the read-only tool is written active, unchecked.
-    proc = ok(mcptape(tmp_path, "init", "--safe", "--", sys.executable, "explode.py"))
+    # --no-probe calls nothing before the user says so: the read-only tool is written active, unchecked.
+    proc = ok(mcptape(tmp_path, "init", "--no-probe", "--", sys.executable, "explode.py"))
     assert proc.stderr.count("warning: a trial run of the session failed") == 1
     assert "the trial run failed (see the warning)" in proc.stdout
     text = (tmp_path / "mcptape.yml").read_text(encoding="utf-8")

@@ -59,8 +59,8 @@ def test_unannotated_query_tools_are_probed_and_kept_and_the_write_tool_is_never
 
 
 def test_safe_mode_probes_nothing_and_the_summary_warns_that_the_gate_calls_nothing(tmp_path: Path) -> None:
-    proc = ok(mcptape(tmp_path, "init", "--safe", "--", sys.executable, str(LONGTAIL), "--kind", "query"))
-    assert "coverage: 0 of 5 tools called; 5 commented out (4 not annotated readOnlyHint, not probed (--safe), " \
+    proc = ok(mcptape(tmp_path, "init", "--no-probe", "--", sys.executable, str(LONGTAIL), "--kind", "query"))
+    assert "coverage: 0 of 5 tools called; 5 commented out (4 not annotated readOnlyHint, not probed (--no-probe), " \
            "1 may write)" in proc.stdout
     assert "WARNING: the gate calls no tool at all" in proc.stderr
     assert "probing" not in proc.stderr

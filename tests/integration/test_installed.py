@@ -69,16 +69,16 @@ def test_every_shipped_command_runs_installed(venv_bin: Path, example: Path, tmp
     version = installed(venv_bin, "--version", cwd=tmp_path)
     assert version.returncode == 0 and version.stdout.startswith("mcptape ")
 
-    clean = installed(venv_bin, "ci", "--json", str(tmp_path / "clean.json"), cwd=example)
+    clean = installed(venv_bin, "ci", f"--json={tmp_path / 'clean.json'}", cwd=example)
     assert clean.returncode == 0, clean.stdout + clean.stderr
-    drift = installed(venv_bin, "ci", "--out-dir", str(tmp_path / "fresh"), "--json", str(tmp_path / "drift.json"),
+    drift = installed(venv_bin, "ci", "--out-dir", str(tmp_path / "fresh"), f"--json={tmp_path / 'drift.json'}",
                       cwd=example, env=user_shell(MCPTAPE_FIXTURE_VARIANT="changed_result"))
     assert drift.returncode == 1, drift.stdout + drift.stderr
     assert "tools/call add" in drift.stdout
 
     golden = example / "tapes" / "arithmetic.tape.jsonl"
     assert installed(venv_bin, "diff", str(golden), str(golden), cwd=tmp_path).returncode == 0
-    diff = installed(venv_bin, "diff", str(golden), str(tmp_path / "fresh" / "arithmetic.tape.jsonl"), "--json", "-", cwd=tmp_path)
+    diff = installed(venv_bin, "diff", str(golden), str(tmp_path / "fresh" / "arithmetic.tape.jsonl"), "--json", cwd=tmp_path)
     assert diff.returncode == 1 and json.loads(diff.stdout)["verdict"] == "output"
 
     show = installed(venv_bin, "show", str(golden), cwd=tmp_path)

@@ -104,7 +104,7 @@ def recheck(project: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def changed(project: Path) -> subprocess.CompletedProcess[str]:
-    return mcptape("ci", "-c", "changed.yml", "-j", "3", "--out-dir", "changed", "--json", "changed.json", cwd=project)
+    return mcptape("ci", "-c", "changed.yml", "-j", "3", "--out-dir", "changed", "--json=changed.json", cwd=project)
 
 
 def test_each_version_choice_is_negotiated_recorded_in_the_header_and_rechecks_clean(
@@ -202,7 +202,7 @@ def test_play_serves_both_eras_to_the_sdk_client(
 
 
 def diff_json(project: Path, a: str, b: str, *extra: str) -> tuple[int, dict[str, Any]]:
-    done = mcptape("diff", "--json", "-", a, b, *extra, cwd=project)
+    done = mcptape("diff", "--json", a, b, *extra, cwd=project)
     return done.returncode, json.loads(done.stdout)
 
 

@@ -86,20 +86,20 @@ def test_one_session_line_gives_an_exact_golden_per_era_green_until_the_server_c
     legacy_methods = [json.loads(line).get("method") for line in legacy.read_text(encoding="utf-8").splitlines()]
     assert "initialize" in legacy_methods and "server/discover" not in legacy_methods  # recorded, not synthesized
 
-    green = mcptape("ci", "--json", "green.json", cwd=project)
+    green = mcptape("ci", "--json=green.json", cwd=project)
     assert green.returncode == 0, green.stdout + green.stderr
     report = json.loads((project / "green.json").read_text(encoding="utf-8"))
     assert {s["name"]: s["verdict"] for s in report["sessions"]} == {"arith@2026-07-28": "same", "arith@2025-11-25": "same"}
     assert "orphan" not in green.stdout  # the era goldens belong to the session
 
     # The same change (add returns a + b + 1) drifts in both eras, each under its era's name.
-    drift = mcptape("ci", "-c", "changed.yml", "--json", "changed.json", cwd=project)
+    drift = mcptape("ci", "-c", "changed.yml", "--json=changed.json", cwd=project)
     assert drift.returncode == 1, drift.stdout + drift.stderr
     report = json.loads((project / "changed.json").read_text(encoding="utf-8"))
     assert {s["name"]: s["verdict"] for s in report["sessions"]} == {"arith@2026-07-28": "output", "arith@2025-11-25": "output"}
     assert "── arith@2026-07-28 (output)" in drift.stdout and "── arith@2025-11-25 (output)" in drift.stdout
 
-    one = mcptape("ci", "--session", "arith@2025-11-25", "--json", "one.json", cwd=project)  # one era by its name
+    one = mcptape("ci", "--session", "arith@2025-11-25", "--json=one.json", cwd=project)  # one era by its name
     assert one.returncode == 0, one.stdout + one.stderr
     assert [s["name"] for s in json.loads((project / "one.json").read_text(encoding="utf-8"))["sessions"]] == ["arith@2025-11-25"]
 
@@ -107,7 +107,7 @@ def test_one_session_line_gives_an_exact_golden_per_era_green_until_the_server_c
 def test_a_server_that_does_not_speak_an_era_is_a_finding_and_its_other_era_still_gates(tmp_path: Path) -> None:
     project = tmp_path  # its own goldens: the module's project holds only the SDK 2.x session's
     write(project / "legacy.yml", "identical", legacy_only=True)
-    update = mcptape("ci", "-c", "legacy.yml", "--update-golden", "--session", "calc", "--json", "calc.json", cwd=project)
+    update = mcptape("ci", "-c", "legacy.yml", "--update-golden", "--session", "calc", "--json=calc.json", cwd=project)
     assert update.returncode == 2, update.stdout + update.stderr
     assert "Traceback" not in update.stderr
     verdicts = {s["name"]: s for s in json.loads((project / "calc.json").read_text(encoding="utf-8"))["sessions"]}

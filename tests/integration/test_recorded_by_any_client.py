@@ -135,7 +135,7 @@ def test_ci_through_rec_listen_is_the_same_as_ci_straight_to_the_server(recordin
 
 
 def test_a_changed_call_still_differs_among_client_recordings(recordings: Recordings) -> None:
-    run = diff(recordings.tape("sdk-stdio"), recordings.tape("sdk-stdio-changed"), "--json", "-")
+    run = diff(recordings.tape("sdk-stdio"), recordings.tape("sdk-stdio-changed"), "--json")
     assert run.returncode == 1, run.text()
     report = json.loads(run.stdout)
     changed = [d for d in report["drifts"] if (d["call"] or {}).get("name") == "echo"]
@@ -160,7 +160,7 @@ def test_rec_behind_fastmcp_is_the_same_as_ci(recordings: Recordings) -> None:
 def test_rec_behind_a_raw_client_is_the_same_as_ci(recordings: Recordings) -> None:
     # The raw client asks 2025-06-18, ci 2025-11-25: the server accepted each, so the same server.
     assert_same(diff(recordings.stdio_auto, recordings.tape("raw-stdio")))
-    report = json.loads(diff(recordings.stdio_auto, recordings.tape("raw-stdio"), "--json", "-").stdout)
+    report = json.loads(diff(recordings.stdio_auto, recordings.tape("raw-stdio"), "--json").stdout)
     [info] = [f for d in report["drifts"] for f in d["findings"] if f["kind"] == "client_protocol"]
     assert info["severity"] == "info" and '"2025-11-25" → "2025-06-18"' in info["message"], info
 

@@ -255,11 +255,11 @@ def test_ci_plain_env_values_are_configuration_not_secrets(tmp_path: Path) -> No
     golden = (tmp_path / "tapes" / "production-smoke.tape.jsonl").read_text(encoding="utf-8")
     assert golden.count('"result"') >= 2 and '"method":"tools/list"' in golden and "REDACTED" not in golden
     assert '"name":"production-smoke"' in golden
-    proc = run_ci(config, "--json", "r.json", "--junit", "r.xml")
+    proc = run_ci(config, "--json=r.json", "--junit=r.xml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # Positive control, same config: a removed tool is structural drift (exit 2), as it should be,
     # not output drift (1) because a "tools/list" value rewrote the method name.
-    proc = run_ci(config, "--json", "r.json", "--junit", "r.xml", VARIANT="removed_tool")
+    proc = run_ci(config, "--json=r.json", "--junit=r.xml", VARIANT="removed_tool")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "tools/list" in proc.stdout and "removed" in proc.stdout
 
@@ -285,7 +285,7 @@ def test_ci_a_real_secret_reaches_no_golden_report_or_terminal(tmp_path: Path) -
     assert proc.returncode == 0, proc.stdout + proc.stderr
     outputs = [proc.stdout, proc.stderr]
     # The gate run: output drift (the message changed), every report written, no exit 4.
-    proc = run_ci(config, "--json", "r.json", "--junit", "r.xml", "--summary", "s.md", "--out-dir", "fresh",
+    proc = run_ci(config, "--json=r.json", "--junit=r.xml", "--summary=s.md", "--out-dir", "fresh",
                   CALC_TOKEN=token, MSG="v2")  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
     config_text = config.read_text(encoding="utf-8")  # holds the literal URL password: the user wrote it
@@ -309,7 +309,7 @@ def test_ci_a_real_secret_reaches_no_golden_report_or_terminal(tmp_path: Path) -
     for doc in (outlet.document(render_summary(report), "summary"), outlet.document(render_comment(report, "mcptape.yml"), "comment")):
         assert "REDACTED:url-password" in doc and not leaks(doc, planted)
     # No drift: exit 0, and the JUnit report is written.
-    proc = run_ci(config, "--junit", "r0.xml", CALC_TOKEN=token, MSG="v1")
+    proc = run_ci(config, "--junit=r0.xml", CALC_TOKEN=token, MSG="v1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert 'failures="0"' in (tmp_path / "r0.xml").read_text(encoding="utf-8")
 
@@ -393,7 +393,7 @@ def test_the_words_mcptape_writes_are_its_own_text(tmp_path: Path) -> None:
                 "error_message", "description", "optional_param", "required_param", "notes")  # fmt: skip
     for variant in variants:
         out = tmp_path / variant
-        proc = run_ci(config, "--json", f"{out}.json", "--junit", f"{out}.xml", "--summary", f"{out}.md",
+        proc = run_ci(config, f"--json={out}.json", f"--junit={out}.xml", f"--summary={out}.md",
                       "--out-dir", str(out), VARIANT=variant)  # fmt: skip
         assert proc.returncode in (0, 1, 2), proc.stdout + proc.stderr
         written.append(proc.stdout + proc.stderr)
@@ -436,7 +436,7 @@ def test_ci_the_rule_corpus_in_every_form_and_channel_survives_nowhere(tmp_path:
     proc = run_ci(config, "--update-golden")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     outputs = [proc.stdout, proc.stderr]
-    proc = run_ci(config, "--json", "r.json", "--junit", "r.xml", "--summary", "s.md", "--out-dir", "fresh")
+    proc = run_ci(config, "--json=r.json", "--junit=r.xml", "--summary=s.md", "--out-dir", "fresh")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     config_text = config.read_text(encoding="utf-8")  # the user wrote the arguments: not an output
     outputs += [proc.stdout, proc.stderr, all_written(tmp_path).replace(config_text, "")]

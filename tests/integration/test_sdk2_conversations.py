@@ -119,11 +119,11 @@ def test_url_elicitation_is_answered_and_the_call_sent_again_in_both_eras(projec
 def test_volatile_values_do_not_drift_a_changed_question_or_url_does_in_both_eras(project: Path) -> None:
     # Every run the server stamps a new time and draws a new elicitationId (the goldens hold their
     # placeholders, above): the unchanged server is green.
-    same = mcptape("ci", "--json", "same.json", cwd=project)
+    same = mcptape("ci", "--json=same.json", cwd=project)
     assert same.returncode == 0, same.stdout + same.stderr
     assert set(verdicts(project / "same.json").values()) == {"same"}
 
-    question = mcptape("ci", "-c", "question.yml", "--json", "question.json", cwd=project)
+    question = mcptape("ci", "-c", "question.yml", "--json=question.json", cwd=project)
     assert question.returncode == 1, question.stdout + question.stderr
     got = verdicts(project / "question.json")
     assert {got[f"agent@{v}"] for v in ERAS} == {"output"}
@@ -135,7 +135,7 @@ def test_volatile_values_do_not_drift_a_changed_question_or_url_does_in_both_era
     assert ('agent@2026-07-28 · step 1 · tools/call agent · result.inputRequests["__main__:first_turn"].params.'
             'messages[0].content.text "What is 2+3?" → "What is 3+4?"') in question.stdout
 
-    signin = mcptape("ci", "-c", "signin.yml", "--json", "signin.json", cwd=project)
+    signin = mcptape("ci", "-c", "signin.yml", "--json=signin.json", cwd=project)
     assert signin.returncode == 1, signin.stdout + signin.stderr
     got = verdicts(project / "signin.json")
     assert {got[f"connect@{v}"] for v in ERAS} == {"output"}

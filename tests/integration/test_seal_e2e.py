@@ -34,13 +34,13 @@ def test_ci_refuses_a_tampered_golden_naming_its_line(tmp_path: Path) -> None:
     checked = verify(golden)
     assert checked.returncode == 3 and checked.stdout.startswith(f"{golden}:{number}: this line is not the one sealed")
 
-    refused = ci(config, "--json", "-")
+    refused = ci(config, "--json")
     assert refused.returncode == 3, refused.stdout + refused.stderr
     [session] = [s for s in json.loads(refused.stdout)["sessions"] if s["name"] == "arithmetic"]
     assert f"arithmetic.tape.jsonl:{number}: this line is not the one sealed" in session["error"]
     assert "--allow-edited" in session["error"]
 
-    allowed = ci(config, "--json", "-", "--allow-edited")  # read anyway: the edit is drift, and said
+    allowed = ci(config, "--json", "--allow-edited")  # read anyway: the edit is drift, and said
     assert allowed.returncode == 1, allowed.stdout + allowed.stderr
     [session] = [s for s in json.loads(allowed.stdout)["sessions"] if s["name"] == "arithmetic"]
     assert session["verdict"] == "output"

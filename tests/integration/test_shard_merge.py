@@ -116,12 +116,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     rec = run(["ci", "--update-golden"], work)
     assert rec.returncode == 0, rec.stdout + rec.stderr
     r = Runs(work)
-    full = run(["ci", "--json", "full.json"], work, DRIFT)
+    full = run(["ci", "--json=full.json"], work, DRIFT)
     r.full_exit = full.returncode
     r.full = json.loads((work / "full.json").read_text(encoding="utf-8"))
     for i in range(1, SHARDS + 1):
         path = work / f"report-{i}.json"
-        proc = run(["ci", "--shard", f"{i}/{SHARDS}", "--json", path.name], work, DRIFT)
+        proc = run(["ci", "--shard", f"{i}/{SHARDS}", f"--json={path.name}"], work, DRIFT)
         assert path.exists(), proc.stdout + proc.stderr
         r.shard_exits[i] = proc.returncode
         r.shard_paths[i] = path
@@ -154,7 +154,7 @@ def test_shards_split_by_sorted_name_deterministically_and_cover_every_session_o
         seen += names
     assert sorted(seen) == ordered
     # A shard run again picks the same sessions.
-    again = run(["ci", "--shard", f"3/{SHARDS}", "--json", "again.json"], runs.work, DRIFT)
+    again = run(["ci", "--shard", f"3/{SHARDS}", "--json=again.json"], runs.work, DRIFT)
     assert again.returncode == runs.shard_exits[3]
     names_again = [s["name"] for s in json.loads((runs.work / "again.json").read_text(encoding="utf-8"))["sessions"]]
     assert names_again == [s["name"] for s in json.loads(runs.shard_paths[3].read_text(encoding="utf-8"))["sessions"]]
@@ -165,7 +165,7 @@ def test_four_merged_shards_equal_one_unsharded_run(runs: Runs, tmp_path: Path) 
     merged_path = tmp_path / "merged.json"
     summary = tmp_path / "summary.md"
     # Out of order on purpose: the merge restores the config's session order.
-    proc = run(["merge", *reports(runs, 3, 1, 4, 2), "--json", str(merged_path), "--summary", str(summary)], runs.work)
+    proc = run(["merge", *reports(runs, 3, 1, 4, 2), f"--json={merged_path}", f"--summary={summary}"], runs.work)
     assert proc.returncode == runs.full_exit, proc.stdout + proc.stderr
     merged = json.loads(merged_path.read_text(encoding="utf-8"))
     assert comparable(merged) == comparable(runs.full)
@@ -209,7 +209,7 @@ def test_merge_job_posts_one_pr_comment_for_all_shards(runs: Runs, tmp_path: Pat
 
 
 def test_a_missing_shard_is_named_with_its_sessions(runs: Runs, tmp_path: Path) -> None:
-    proc = run(["merge", *reports(runs, 1, 2, 4), "--json", str(tmp_path / "m.json")], runs.work)
+    proc = run(["merge", *reports(runs, 1, 2, 4), f"--json={tmp_path / 'm.json'}"], runs.work)
     assert "shard 3/4 is missing" in proc.stderr
     shard3 = [s["name"] for s in json.loads(runs.shard_paths[3].read_text(encoding="utf-8"))["sessions"]]
     assert all(name in proc.stderr for name in shard3)
@@ -279,7 +279,7 @@ def copy_without_config(runs: Runs, tmp_path: Path) -> Iterator[Path]:
 
 def test_merge_without_the_config_still_gives_the_verdict(runs: Runs, copy_without_config: Path) -> None:
     files = [f"report-{i}.json" for i in range(1, SHARDS + 1)]
-    proc = run(["merge", *files, "--json", "m.json"], copy_without_config)
+    proc = run(["merge", *files, "--json=m.json"], copy_without_config)
     assert proc.returncode == runs.full_exit, proc.stdout + proc.stderr
     merged = json.loads((copy_without_config / "m.json").read_text(encoding="utf-8"))
     # Without the config the order is by name; the verdicts are the same.

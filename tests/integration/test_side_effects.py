@@ -66,7 +66,7 @@ def test_calc_writing_into_its_sandbox_is_a_side_effect_naming_file_and_step(tmp
     assert _side_effects(tmp_path / "tapes" / "notes.tape.jsonl") == []
 
     use("side_effect")  # the tool starts writing where it did not
-    proc = _ci(config, "--json", str(tmp_path / "r1.json"))
+    proc = _ci(config, f"--json={tmp_path / 'r1.json'}")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     [finding] = [f for f in _findings(tmp_path / "r1.json") if f["category"] == "side_effect"]
     assert finding["severity"] == "structural" and finding["kind"] == "added"
@@ -85,7 +85,7 @@ def test_calc_writing_into_its_sandbox_is_a_side_effect_naming_file_and_step(tmp
         assert again.returncode == 0, again.stdout + again.stderr
 
     use("side_effect_changed")
-    proc = _ci(config, "--json", str(tmp_path / "r2.json"))
+    proc = _ci(config, f"--json={tmp_path / 'r2.json'}")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     [finding] = [f for f in _findings(tmp_path / "r2.json") if f["category"] == "side_effect"]
     assert finding["kind"] == "changed" and "notes.txt" in finding["message"]
@@ -132,7 +132,7 @@ def test_server_filesystem_write_is_recorded_once_stable_and_a_changed_content_d
     assert list(files.iterdir()) == []
 
     config.write_text(FILESYSTEM.format(server=server, files=files, content="second!"), encoding="utf-8")
-    proc = _ci(config, "--json", str(tmp_path / "r.json"))
+    proc = _ci(config, f"--json={tmp_path / 'r.json'}")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     side = [f for f in _findings(tmp_path / "r.json") if f["category"] == "side_effect"]
     assert [f["kind"] for f in side] == ["changed"]

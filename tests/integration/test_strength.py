@@ -28,7 +28,7 @@ def test_ci_strength_puts_one_line_in_the_report_summary_and_json_and_a_minimum_
     project = _example(tmp_path)
     plain = ok(mcptape(project, "ci", "--summary", "plain.md"))
     assert "gate strength" not in plain.stdout  # off by default
-    proc = ok(mcptape(project, "ci", "--strength", "--summary", "summary.md", "--json", "report.json"))
+    proc = ok(mcptape(project, "ci", "--strength", "--summary=summary.md", "--json=report.json"))
     line = next(x for x in proc.stdout.splitlines() if x.startswith("gate strength "))
     assert "no session asks for" in line  # the example lists tools no session calls (crash, hang, ...)
     assert json.loads((project / "report.json").read_text(encoding="utf-8"))["strength"] == line

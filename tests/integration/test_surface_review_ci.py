@@ -33,7 +33,7 @@ def run(config: Path, variant: str | None, *extra: str) -> tuple[int, dict, str,
     out = config.parent / "out"
     # VARIANT for the configs here, MCPTAPE_FIXTURE_VARIANT for the bundled example's
     env = {"MCPTAPE_FIXTURE_VARIANT": variant} if variant else {}
-    proc = ci(config, "--json", str(out / "r.json"), "--summary", str(out / "s.md"), "--sarif", str(out / "r.sarif"),
+    proc = ci(config, f"--json={out / 'r.json'}", f"--summary={out / 's.md'}", f"--sarif={out / 'r.sarif'}",
               *extra, variant=variant, env=env)
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     return (proc.returncode, json.loads((out / "r.json").read_text(encoding="utf-8")),
@@ -119,7 +119,7 @@ def test_coverage_of_the_bundled_example(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "fixtures" / "servers", tmp_path / "servers", ignore=shutil.ignore_patterns("__pycache__"))
     config = work / "mcptape.yml"
     junit = config.parent / "out" / "r.xml"
-    code, report, summary, sarif = run(config, None, "--junit", str(junit))
+    code, report, summary, sarif = run(config, None, f"--junit={junit}")
     assert code == 0, summary
     coverage = next(line for line in summary.splitlines() if line.startswith("Coverage of"))
     assert "3 of 9 tools, 1 of 1 prompts, 1 of 1 resources called by a session" in coverage

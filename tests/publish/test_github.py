@@ -390,7 +390,7 @@ def test_comment_command_in_a_workflow_run_links_the_run_and_commit_that_wrote_t
     head = "c0ffee" + "0" * 34
     runner.event.write_text(json.dumps({"workflow_run": {"id": 555, "head_sha": head, "event": "pull_request"}}),
                             encoding="utf-8")
-    proc = run_comment(runner, "--body", str(report), "--pr", str(PR), "--key", "servers/calc/mcptape.yml")
+    proc = run_comment(runner, "--body", str(report), "--pr", str(PR), "--marker", "servers/calc/mcptape.yml")
     assert proc.returncode == 0, proc.stderr
     [c] = github.thread(REPO, PR)
     body = c["body"]

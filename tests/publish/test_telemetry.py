@@ -198,10 +198,10 @@ def test_a_clients_traceparent_is_no_drift(tmp_path: Path, capsys: pytest.Captur
         return path
 
     traced = variant("traced", {"traceparent": f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01", "tracestate": "k=v"})
-    assert main(["diff", str(GOLDEN), str(traced), "--json", "-"]) == 0
+    assert main(["diff", str(GOLDEN), str(traced), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["first_drift"] is None
     changed = variant("changed", {"traceparent": f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"}, b=4)  # the control
-    assert main(["diff", str(GOLDEN), str(changed), "--json", "-"]) == 1
+    assert main(["diff", str(GOLDEN), str(changed), "--json"]) == 1
     capsys.readouterr()
 
 

@@ -421,21 +421,21 @@ def test_show_and_diff_write_their_pages_and_refuse_a_page_on_stdout(tmp_path: P
     from mcptape import cli
 
     golden, fresh = _write_tape(tmp_path / "a.tape.jsonl", "5"), _write_tape(tmp_path / "b.tape.jsonl", "6")
-    assert cli.main(["show", "--html", str(tmp_path / "show.html"), str(golden)]) == 0
+    assert cli.main(["show", f"--html={tmp_path / 'show.html'}", str(golden)]) == 0
     assert capsys.readouterr().out == ""  # the page instead of the table
     assert 'id="tape-4"' in (tmp_path / "show.html").read_text(encoding="utf-8")
-    assert cli.main(["diff", "--html", str(tmp_path / "pair.html"), str(golden), str(fresh)]) == 1
+    assert cli.main(["diff", f"--html={tmp_path / 'pair.html'}", str(golden), str(fresh)]) == 1
     page = (tmp_path / "pair.html").read_text(encoding="utf-8")
     assert '<h1 id="verdict">output drift</h1>' in page and 'id="a-events"' in page and 'id="b-events"' in page
-    assert cli.main(["diff", "--html", str(tmp_path / "same.html"), str(golden), str(golden)]) == 0
+    assert cli.main(["diff", f"--html={tmp_path / 'same.html'}", str(golden), str(golden)]) == 0
     assert '<h1 id="verdict">no drift</h1>' in (tmp_path / "same.html").read_text(encoding="utf-8")
-    for argv in (["show", "--html", "-", str(golden)], ["diff", "--html", "-", str(golden), str(fresh)],
-                 ["ci", "--html", "-"], ["merge", "--html", "-", "report.json"]):
+    for argv in (["show", "--html", str(golden)], ["diff", "--html", str(golden), str(fresh)],
+                 ["ci", "--html"], ["merge", "report.json", "--html"]):
         assert cli.main(argv) == 3
-        assert "--html -: the page is written to a file" in capsys.readouterr().err
+        assert "--html alone would write the page to stdout" in capsys.readouterr().err
     assert not (tmp_path / "-").exists()
-    assert cli.main(["ci", "-c", str(tmp_path / "none.yml"), "--repeat", "3", "--html", str(tmp_path / "r.html")]) == 3
-    assert "--repeat writes no HTML report" in capsys.readouterr().err
+    assert cli.main(["ci", "-c", str(tmp_path / "none.yml"), "--repeat", "3", f"--html={tmp_path / 'r.html'}"]) == 3
+    assert "--html does not work in --repeat" in capsys.readouterr().err
 
 
 def test_a_secret_in_a_tape_keeps_its_page_from_being_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -445,9 +445,9 @@ def test_a_secret_in_a_tape_keeps_its_page_from_being_written(tmp_path: Path, ca
     token = next(p for p in corpus(seed=44) if p.kind == "github-token").values[0]
     tape_path = _write_tape(tmp_path / "leaky.tape.jsonl", f"token {token}")
     target = tmp_path / "leaky.html"
-    assert cli.main(["show", "--html", str(target), str(tape_path)]) == 4
+    assert cli.main(["show", f"--html={target}", str(tape_path)]) == 4
     assert not target.exists()
     err = capsys.readouterr().err
     assert "secret" in err and token not in err
-    assert cli.main(["diff", "--html", str(target), str(_write_tape(tmp_path / "ok.tape.jsonl", "5")), str(tape_path)]) == 4
+    assert cli.main(["diff", f"--html={target}", str(_write_tape(tmp_path / "ok.tape.jsonl", "5")), str(tape_path)]) == 4
     assert not target.exists()

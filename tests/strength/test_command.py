@@ -33,7 +33,7 @@ def _project(tmp_path: Path, extra: str = "", golden: bool = True) -> Path:
 
 def test_check_strength_reports_the_score_and_each_survivor_and_writes_json(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    proc = _run(project, "check", "--strength", "--json", "-")
+    proc = _run(project, "check", "--strength", "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)  # the JSON alone on stdout; `ok:` and the text went to stderr
     assert report["mcptape_strength"] == 1 and report["survived"] == 2 and report["score"] < 100
@@ -58,9 +58,10 @@ def test_what_strength_cannot_measure_or_was_not_asked_for_is_refused_with_exit_
     proc = _run(project, "check", "--strength")
     assert proc.returncode == 3 and "mcptape ci --update-golden" in proc.stderr
     for args, said in [(("check", "--seed", "2"), "--seed belongs to the strength report"),
-                       (("check", "--json", "x.json"), "--json belongs to the strength report"),
+                       (("check", "--json=x.json"), "--json belongs to the strength report"),
                        (("check", "--strength", "mcptape.yml", "mcptape.yml"), "--strength measures one config's gate"),
-                       (("check", "--strength", "--json", "mcptape.yml"), "that is the config or its golden tapes")]:
+                       (("check", "--strength", "--json=mcptape.yml"), "mcptape.yml is what this command reads"),
+                       (("check", "--strength", "--json=tapes/s.json"), "that is among the golden tapes")]:
         proc = _run(project, *args)
         assert proc.returncode == 3 and said in proc.stderr, (args, proc.stderr)
     assert not (project / "x.json").exists()

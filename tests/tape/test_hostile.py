@@ -81,7 +81,7 @@ def test_an_event_whose_kind_is_not_a_name_is_an_unreadable_tape(tmp_path: Path,
         proc = subprocess.run(mcptape_command(*command), input=b"", capture_output=True, timeout=60)
         assert proc.returncode == 3, (command, proc.stderr)
         assert f"{path}:5: an event whose kind is".encode() in proc.stderr, command
-    listed = subprocess.run(mcptape_command("ls", "--json", "-", str(tmp_path)), capture_output=True, timeout=60)
+    listed = subprocess.run(mcptape_command("ls", "--json", str(tmp_path)), capture_output=True, timeout=60)
     assert listed.returncode == 0 and b"an event whose kind is" in listed.stdout
 
 

@@ -139,14 +139,14 @@ def test_diff_refuses_an_edited_tape_unless_allowed_and_then_says_so(
 ) -> None:
     golden = _golden(tmp_path, "golden")
     recorded = _golden(tmp_path, "recorded", text="6")  # a real change, sealed: drift, no refusal
-    assert main(["diff", str(golden), str(recorded), "--json", "-"]) == 1
+    assert main(["diff", str(golden), str(recorded), "--json"]) == 1
     capsys.readouterr()
     edited = tmp_path / "edited.tape.jsonl"
     edited.write_bytes(golden.read_bytes().replace(b'"text":"5"', b'"text":"6"'))
-    assert main(["diff", str(golden), str(edited), "--json", "-"]) == 3
+    assert main(["diff", str(golden), str(edited), "--json"]) == 3
     err = capsys.readouterr().err
     assert f"{edited}:3: this line is not the one sealed" in err and "--allow-edited" in err
-    assert main(["diff", str(golden), str(edited), "--json", "-", "--allow-edited"]) == 1
+    assert main(["diff", str(golden), str(edited), "--json", "--allow-edited"]) == 1
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert notes == [f"--allow-edited: {edited}:3: this line is not the one sealed (changed, inserted or removed "
                      "after the tape was written); read anyway, its content not verified"]
