@@ -12,6 +12,7 @@ Sections, each from the benchmark that owns it (this runner measures nothing its
   http     bench_http.py     HTTP rec's added latency (no target; shown for completeness)
   action   bench_action.py   the Action from its first step to a verdict: install, restore, gate vs the servers
   strength bench_strength.py `check --strength`: linear in sessions and in calls; vs one `mcptape ci`
+  surface  bench_surface.py  `mcptape ci` against a server that now lists 1 000 / 10 000 tools: cost per tool
 
 Every figure is measured side by side with its baseline in the same run (medians of interleaved
 rounds; the latency benches keep the cores out of idle with low-priority spinners of their own).
@@ -314,6 +315,27 @@ def _strength_rows(r: dict[str, Any]) -> list[Row]:
     ]
 
 
+def _surface(quick: bool) -> dict[str, Any]:
+    from bench import bench_surface
+
+    return bench_surface.run(sizes=(200, 2000), rounds=1) if quick else bench_surface.run(sizes=(1000, 10_000), rounds=3)
+
+
+def _surface_rows(r: dict[str, Any]) -> list[Row]:
+    growth = r["per_tool_growth"]
+    sizes = sorted(r["wall_s"], key=int)
+    return [
+        (f"ci, {int(n):,} tools added".replace(",", " ").replace("ci ", "ci,", 1),
+         f"{r['wall_s'][n]:.2f} s ({r['per_tool_ms'][n]:.3f} ms a tool)",
+         "-", None) for n in sizes
+    ] + [(
+        "time a tool costs, largest / smallest size",
+        f"{growth:.2f}x for {r['size_ratio']:.0f}x the tools" if growth is not None else "n/a (below the fixed cost)",
+        "<= 2x (near linear)",
+        growth <= 2 if growth is not None else None,
+    )]
+
+
 SECTIONS = [
     Section("rec", "1. rec: added latency per round trip", _rec, _rec_rows),
     Section("replay", "2. play: throughput and first response", _replay, _replay_rows),
@@ -324,6 +346,7 @@ SECTIONS = [
     Section("http", "7. HTTP rec (no target)", _http, _http_rows),
     Section("action", "8. the Action's overhead, first step to verdict", _action, _action_rows),
     Section("strength", "9. the gate's strength, offline", _strength, _strength_rows),
+    Section("surface", "10. ci against a server listing many tools", _surface, _surface_rows),
 ]
 
 

@@ -9,9 +9,11 @@ depends on nothing but `re` (play must not import the redactor to match a record
                                        hash of the value, so one secret keeps one placeholder
     <REDACTED:env.CALC_TOKEN>          a known secret, named after its source (no tag)
     <HOME>  <USER>                     who recorded
+    <UUID>  <UUID#2>                   a tape's first, second, ... distinct UUID (normalize.py; the
+                                       number is a tag too: play serves each as its own id)
 
-The tag is not part of the value a placeholder stands for: a rotated secret is the same value
-(`strip_tags`, `untag`; diff). A recorded string holding placeholders is a pattern in which
+The tag is not part of the value a placeholder stands for: a rotated secret is the same value,
+a UUID numbered otherwise in another recording is the same volatile id (`strip_tags`, `untag`; diff). A recorded string holding placeholders is a pattern in which
 each placeholder stands for any non-empty run of characters (`placeholder_pattern`; replay).
 """
 
@@ -35,19 +37,45 @@ ESCAPED_PLACEHOLDER_RE = re.compile(
     rf"(?:&lt;|&#0*60;|&#[xX]0*3[cC];|\\u003[cC])(?:REDACTED:{KIND}(?:{TAG})?|HOME|USER)"
     r"(?:&gt;|&#0*62;|&#[xX]0*3[eE];|\\u003[eE])"
 )
-TAG_MARK = "<REDACTED:"  # what every placeholder that can carry a tag starts with
+TAG_MARK = "<REDACTED:"  # what every redaction placeholder that can carry a tag starts with
 _TAGGED = re.compile(rf"({TAG_MARK}{KIND}){TAG}>")
+UUID_MARK = "<UUID#"  # what a numbered UUID placeholder starts with
+_NUMBERED_UUID = re.compile(r"<UUID#[1-9][0-9]{0,8}>")
+
+
+class UuidNumbers:
+    """A re.sub replacement for UUIDs: each distinct one (case aside) its own placeholder, in order of
+    first appearance: `<UUID>` for the first (what every tape written before the numbers holds), then
+    `<UUID#2>`, `<UUID#3>`, ... (normalize.py keeps one per normalizer; play serves each as its own id)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, str] = {}
+
+    def __call__(self, m: re.Match[str]) -> str:
+        key = m.group(0).lower()
+        found = self._seen.get(key)
+        if found is None:
+            n = len(self._seen) + 1
+            found = self._seen[key] = "<UUID>" if n == 1 else f"<UUID#{n}>"
+        return found
+
+
+def has_tag(text: str) -> bool:
+    """A cheap test: False means `text` holds no tagged or numbered placeholder."""
+    return TAG_MARK in text or UUID_MARK in text
 
 
 def strip_tags(text: str) -> str:
-    """Text with placeholder tags removed (`<REDACTED:x#1a2b3c4d>` -> `<REDACTED:x>`), for comparisons
-    that must not call a rotated token drift."""
-    return _TAGGED.sub(r"\1>", text)
+    """Text with placeholder tags removed (`<REDACTED:x#1a2b3c4d>` -> `<REDACTED:x>`, `<UUID#2>` ->
+    `<UUID>`), for comparisons that must not call a rotated token or a renumbered id drift."""
+    if TAG_MARK in text:
+        text = _TAGGED.sub(r"\1>", text)
+    return _NUMBERED_UUID.sub("<UUID>", text) if UUID_MARK in text else text
 
 
 def untag(text: str) -> str:
-    """strip_tags for comparing and keying: only text holding a placeholder pays for the regex."""
-    return strip_tags(text) if TAG_MARK in text else text
+    """strip_tags for comparing and keying: only text holding a tagged placeholder pays for the regex."""
+    return strip_tags(text) if has_tag(text) else text
 
 
 def may_hold_placeholder(text: str) -> bool:

@@ -58,6 +58,7 @@ LAZY = {
     ("mcptape.publish.outlet", "mcptape.redact.policy"): "the known secrets of an error message, only when one is printed",
     ("mcptape.redact.rules", "betterleaks"): "the rule set's Go runtime: loaded on first use, never before rec forks",
     ("mcptape.logsafe", "secrets"): "only in a GitHub job, and logsafe is on the path of --version",
+    ("mcptape.logsafe", "unicodedata"): "only for a joiner or selector in text (an emoji's?): logsafe is on --version's path",
     ("mcptape.replay.nearmiss", "mcptape.redact.redactor"): "only a miss pays for the redactor (play's start-up)",
     ("mcptape.commands.play", "mcptape.replay.fallback"): "subprocess and the tape writer, for --fallback only",
     ("mcptape.commands.play", "mcptape.replay.faults"): "random (and its hashing), for --fault only",

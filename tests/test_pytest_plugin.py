@@ -259,8 +259,17 @@ def test_the_marker_plays_a_fork_spec_and_faults_and_leaves_the_tape_alone(proje
     project.makepyfile(test_agent=with_marker(f'tape="{TAPE}", pace="recorded"', "5"))
     run(project).assert_outcomes(passed=2)
     assert tape.read_bytes() == recorded
+    # A typo in pace= or faults= is the test's setup error naming the option, not "Connection closed"
+    # from the client when play exits 3 under it.
     project.makepyfile(test_agent=with_marker(f'tape="{TAPE}", pace="slowly"', "5"))
-    run(project).stdout.fnmatch_lines(["*--pace 'slowly'*"])
+    slow = run(project)
+    slow.assert_outcomes(passed=1, errors=1)
+    slow.stdout.fnmatch_lines(["*mcptape: --pace 'slowly': give `recorded`*"])
+    project.makepyfile(test_agent=with_marker(f'tape="{TAPE}", faults=["tool=add,eror=-32042:flaky"]', "fallback -32042"))
+    typo = run(project)
+    typo.assert_outcomes(passed=1, errors=1)
+    typo.stdout.fnmatch_lines(["*mcptape: --fault 'tool=add,eror=-32042:flaky': unknown item 'eror'*"])
+    assert "Connection closed" not in str(typo.stdout)
     project.makepyfile(test_agent=with_marker(spec, "fallback -32000"))
     refused = run(project, "--mcptape-record-mode=all")
     refused.stdout.fnmatch_lines(["*fork= plays a fork of a recorded tape*"])

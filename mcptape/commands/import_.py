@@ -5,10 +5,14 @@ The trace is what `--otel-payloads` exports (publish/telemetry.py): OTLP/JSON as
 exporter writes it (one ExportTraceServiceRequest per line, or one document; ids hex or base64,
 both read), a span per JSON-RPC exchange holding the request and its answer in `mcptape.request`
 and `mcptape.response`, notifications as `mcptape.notification` span events with `mcptape.message`,
-the session span named by `mcptape.session`. Messages are put back in the order they crossed the
-wire (a request at its span's start, its answer at its end), built into events by the one
-EventBuilder, and the tape is written as rec writes one: redacted by the built-in detectors and the
-secrets of the environment (redact/policy.py's rule), verified, sealed, written atomically.
+the session span named by `mcptape.session`, and the tape's other events (stderr, a server's exit,
+notes) as its `mcptape.event` events. Messages are put back in the order they crossed the wire (a
+request at its span's start, its answer at its end), built into events by the one EventBuilder, the
+other events after the message they followed; when each crossed the wire is the tape's timing footer
+(tape/timing.py), so `play --pace recorded` paces an imported tape as it paces the recording. The tape
+is written as rec writes one: redacted by the built-in detectors and the secrets of the environment
+(redact/policy.py's rule), verified, sealed, written atomically. A `rec --otel-payloads` session
+imported back diffs equal to the tape rec wrote.
 
 Exit codes: 0 the tape was written; 3 the file is not such a trace (no messages: exported
 without --otel-payloads?), or several sessions and no --session; 4 a secret survived redaction.
@@ -29,11 +33,20 @@ from mcptape.commands.grammar import Output, check_outputs
 from mcptape.commands.output import say
 from mcptape.errors import EXIT_OK, McptapeError
 from mcptape.publish.outlet import Outlet
-from mcptape.publish.telemetry import DIRECTION, MESSAGE, NOTIFICATION_EVENT, REQUEST, RESPONSE, SESSION
+from mcptape.publish.telemetry import (
+    DIRECTION,
+    MESSAGE,
+    NOTIFICATION_EVENT,
+    REQUEST,
+    RESPONSE,
+    SESSION,
+    TAPE_EVENT,
+)
 from mcptape.redact.policy import env_secrets
 from mcptape.redact.redactor import make_redactor
 from mcptape.tape.events import C2S, S2C, EventBuilder
 from mcptape.tape.format import TAPE_SUFFIX, make_header
+from mcptape.tape.timing import TIMING_KEY, timing_footer
 
 
 @dataclass(frozen=True)
@@ -64,14 +77,28 @@ def run(options: Options) -> int:
     check_outputs([Output("--out", str(out), artifact=True)], reads=[options.trace])
     attrs = session["attrs"] if session is not None else {}
     builder = EventBuilder()
-    events = []
-    for _, _, direction, message in sorted(messages, key=lambda m: (m[0], m[1])):
-        events.append(builder.line(direction, message.encode("utf-8", "surrogatepass")))
-        events.extend(builder.take_notes())
+    events: list[dict[str, Any]] = []
+    times: list[float | None] = []  # seconds since the first message, for the timing footer
+    # Relative in integer nanoseconds first: epoch seconds as floats keep a quarter of a microsecond,
+    # enough to flip a footer's 0.01 ms rounding against the recording's own.
+    start = min((at for at, *_ in messages), default=0)
+    for at, order, direction, text in sorted(messages, key=lambda m: (m[0], m[1])):
+        if order == _OTHER:
+            event = _tape_event(text, options.trace)
+            events.append(event)
+            times.append((at - start) / 1e9 if event["kind"] in _CROSSED_THE_WIRE else None)
+            continue
+        events.append(builder.line(direction, text.encode("utf-8", "surrogatepass")))
+        times.append((at - start) / 1e9)
+        notes = builder.take_notes()
+        events.extend(notes)
+        times.extend([None] * len(notes))
     header = make_header(name, transport="http" if attrs.get("network.transport") == "tcp" else "stdio",
                          protocol=attrs.get("mcp.protocol.version"), imported={"from": "otlp", "trace": Path(options.trace).name})
     outlet = Outlet(make_redactor(env_secrets(os.environ)))  # as rec: the environment's secrets and the detectors
-    outlet.write_tape(out, header, events, what="tape")  # SecretLeak -> exit 4: nothing written
+    timing = timing_footer(times) if all(at for at, *_ in messages) else None  # a span without times: no timing
+    footer = {TIMING_KEY: timing} if timing is not None else {}
+    outlet.write_tape(out, header, events, what="tape", **footer)  # SecretLeak -> exit 4: nothing written
     say(f"mcptape import: {len(events)} events -> {out}")
     return EXIT_OK
 
@@ -108,8 +135,26 @@ def _members(spans: list[dict[str, Any]], session: dict[str, Any] | None) -> lis
     return [s for s in spans if under(s)]
 
 
+_OTHER = 2  # the order of an event that is no message: after the messages of its moment
+_CROSSED_THE_WIRE = ("stderr", "garbage")  # other events that have a time in the footer (exit, note: none)
+_TAPE_EVENT_KINDS = ("stderr", "garbage", "exit", "note")
+
+
+def _tape_event(text: str, trace: str) -> dict[str, Any]:
+    """An exported tape event that is no message (telemetry.TAPE_EVENT), checked: the trace is untrusted."""
+    try:
+        event = json.loads(text)
+    except (ValueError, RecursionError):
+        event = None
+    if not isinstance(event, dict) or event.get("kind") not in _TAPE_EVENT_KINDS or "msg" in event:
+        raise McptapeError(f"{trace}: a `{TAPE_EVENT}` span event that is not a tape event: {text[:120]!r}",
+                           hint="import traces that mcptape exported with --otel-payloads")
+    return event
+
+
 def _messages(spans: list[dict[str, Any]]) -> list[tuple[int, int, str, str]]:
-    """(time, order, direction, message text) of every message the spans carry."""
+    """(time, order, direction, text) of every message the spans carry (order 0: a request or a
+    notification, 1: an answer), and of every other tape event (order _OTHER, the event's JSON)."""
     out: list[tuple[int, int, str, str]] = []
     for span in spans:
         attrs = span["attrs"]
@@ -126,6 +171,8 @@ def _messages(spans: list[dict[str, Any]]) -> list[tuple[int, int, str, str]]:
             if event.get("name") == NOTIFICATION_EVENT and isinstance(message, str):
                 direction = str(eattrs[DIRECTION]) if eattrs.get(DIRECTION) in (C2S, S2C) else S2C
                 out.append((_time(event, "timeUnixNano"), 0, direction, message))
+            elif event.get("name") == TAPE_EVENT and isinstance(eattrs.get(TAPE_EVENT), str):
+                out.append((_time(event, "timeUnixNano"), _OTHER, "", eattrs[TAPE_EVENT]))
     return out
 
 

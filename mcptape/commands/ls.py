@@ -5,13 +5,16 @@ carries timing (tape/timing.py; goldens never do); a fork (commands/fork.py) is 
 call it forked at.
 
 A table on stdout, or with `--json` (on stdout; `--json=FILE` into FILE) a JSON list with the same facts, one object
-per tape (`error` instead of the counts for one that cannot be read).
+per tape (`error` instead of the counts for one that cannot be read). A folder is a live thing: a
+tape that goes away between finding it and reading it (another job's cleanup, a dangling link) is a
+row that says so, and the rest are listed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,8 +50,7 @@ def _find_tapes(paths: list[str]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found.extend(sorted(x for x in p.rglob(f"*{TAPE_SUFFIX}") if ".git" not in x.parts
-                                and "node_modules" not in x.parts))
+            found.extend(sorted(_tapes_under(p)))
         elif p.exists():
             found.append(p)
         else:
@@ -56,9 +58,33 @@ def _find_tapes(paths: list[str]) -> list[Path]:
     return found
 
 
+def _tapes_under(directory: Path) -> list[Path]:
+    """The tapes under `directory`, skipping .git and node_modules. os.walk, not rglob: a folder that
+    vanishes during the walk is skipped (os.walk ignores the error), where rglob's scandir would end
+    the listing. Linked folders are followed, each real folder once (a link cycle ends there)."""
+    out: list[Path] = []
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(directory, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = [d for d in dirs if d not in (".git", "node_modules")]
+        out.extend(Path(root) / f for f in files if f.endswith(TAPE_SUFFIX))
+    return out
+
+
+def _size_of(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since it was found, or a dangling link: read_tape says which
+        return None
+
+
 def _listing(path: Path) -> dict[str, Any]:
     """One tape's row, as --json writes it."""
-    row: dict[str, Any] = {"path": str(path), "bytes": path.stat().st_size}
+    row: dict[str, Any] = {"path": str(path), "bytes": _size_of(path)}
     try:
         tape = read_tape(path)
     except TapeError as e:
@@ -104,7 +130,7 @@ def run(options: Options) -> int:
                          ("protocol", "left"), ("complete", "left"), ("time", "left"), ("size", "right")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for path in tapes:
-        size = _size(path.stat().st_size)
+        size = _size(_size_of(path))
         try:
             tape = read_tape(path)
         except TapeError as e:
@@ -117,7 +143,9 @@ def run(options: Options) -> int:
     return 0
 
 
-def _size(n: int) -> str:
+def _size(n: int | None) -> str:
+    if n is None:
+        return ""
     if n < 1024:
         return f"{n} B"
     if n < 1024 * 1024:

@@ -28,6 +28,7 @@ from mcptape.config.answers import SCRIPT_KEYS, is_matched_item
 from mcptape.config.auth import OAuthClientAuth
 from mcptape.config.interpolate import VAR_NAME
 from mcptape.config.locations import describe, suggest
+from mcptape.config.os_text import MAX_SESSION_NAME, OsPath, no_nul
 from mcptape.jsonpath import PATH_SCHEMA_PATTERN, SUPPORTED_PATHS, PathSegment, parse_json_path
 from mcptape.mcp import PROTOCOL_VERSIONS
 from mcptape.verdict.vocabulary import FINDING_KINDS, IGNORE_KEYS, Severity, drift_classes
@@ -124,6 +125,8 @@ def _stringify_values(v: Any) -> Any:
         return v
     out: dict[Any, Any] = {}
     for k, val in v.items():
+        no_nul(k, "the name", at=(k,))
+        no_nul(val, "the value", at=(k,))
         if isinstance(val, bool):
             raise _fail(
                 "YAML reads an unquoted yes/no/true/false/on/off as a boolean, not text; "
@@ -136,12 +139,15 @@ def _stringify_values(v: Any) -> Any:
 
 def _split_command(v: Any) -> Any:
     if isinstance(v, str):
+        no_nul(v, "the command")
         try:
             return shlex.split(v)
         except ValueError as e:  # unbalanced quotes
             raise _fail(
                 f"cannot split the command like a shell would ({e}); balance the quotes or write a list"
             ) from e
+    for i, arg in enumerate(v if isinstance(v, list) else []):
+        no_nul(arg, f"argument {i + 1} of the command", at=(i,))
     return v
 
 
@@ -173,7 +179,7 @@ class StdioServer(_Strict):
         description="the only variables the server gets besides PATH, HOME, LANG...; secret values (by name, "
         "shape, entropy or redact.env) are scrubbed from tapes and reports",
     )
-    cwd: str | None = Field(default=None, description="working directory, relative to the config file")
+    cwd: OsPath | None = Field(default=None, description="working directory, relative to the config file")
     protocol: Annotated[str | None, WithJsonSchema(_PROTOCOL_SCHEMA)] = Field(
         default=None, description="protocol version for this server (default: the client block's)"
     )
@@ -226,7 +232,7 @@ class HttpServer(_Strict):
     env: Annotated[dict[str, str], WithJsonSchema(_STRING_MAP_SCHEMA)] = Field(
         default_factory=dict, description="variables for the `start` command (secret values as for a stdio server)"
     )
-    cwd: str | None = Field(
+    cwd: OsPath | None = Field(
         default=None, description="working directory of `start`, relative to the config file"
     )
     auth: OAuthClientAuth | None = Field(
@@ -473,7 +479,8 @@ class ClientSettings(_Strict):
 class Session(_Strict):
     """One scripted client session against one server; its golden tape is `<golden_dir>/<name>`."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="also the golden tape's file name")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=MAX_SESSION_NAME,
+                      description="also the golden tape's file name")
     server: str = Field(description="a key of `servers`")
     steps: list[Step] = Field(description="what the client does, in order")
     client: ClientSettings | None = Field(default=None, description="overrides the top-level client block")
@@ -481,7 +488,7 @@ class Session(_Strict):
     step_timeout: float = Field(
         default=30.0, gt=0, description="seconds for one step (a step's `timeout` wins)"
     )
-    sandbox: list[str] = Field(default_factory=list, description="directories the server may write to")
+    sandbox: list[OsPath] = Field(default_factory=list, description="directories the server may write to")
 
     @field_validator("steps")
     @classmethod
@@ -701,7 +708,7 @@ class Config(_Strict):
     """The whole mcptape.yml."""
 
     version: Literal[1] = Field(default=1, description="format version of this file")
-    golden_dir: str = Field(
+    golden_dir: OsPath = Field(
         default="tapes", description="golden tapes, one per session; relative to this file"
     )
     servers: dict[str, Server] = Field(

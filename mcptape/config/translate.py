@@ -136,6 +136,9 @@ def _message_for(error: Mapping[str, Any], same_loc: Sequence[Mapping[str, Any]]
                 "(it names the golden tape file)"
             ),
         )
+    if kind == "string_too_long":  # a session's name: its golden tape's file name (os_text.MAX_SESSION_NAME)
+        return loc, loc, (f"the name is {len(str(value))} characters long; it is also the golden tape's file name, "
+                          f"which file systems keep short: at most {ctx.get('max_length')} characters. Shorten it")
     if kind == "value_error":
         return loc, loc, str(ctx.get("error", error.get("msg")))
     return loc, loc, f"{error.get('msg', 'invalid value')}, got {describe(value)}"

@@ -90,7 +90,15 @@ class _YamlTree:
                 return [self.build(item, (*loc, i)) for i, item in enumerate(node.value)]
             assert isinstance(node, yaml.MappingNode)
             explicit = {id(k) for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"}
-            self.loader.flatten_mapping(node)  # YAML merge keys (`<<: *base`): merged pairs come first
+            try:
+                self.loader.flatten_mapping(node)  # YAML merge keys (`<<: *base`): merged pairs come first
+            except yaml.MarkedYAMLError as e:  # `<<: x`: a merge key's value must be a mapping or a list of them
+                mark = e.problem_mark or node.start_mark
+                raise ConfigError(
+                    f"{self.display}:{mark.line + 1}: {field_name(loc)}: a merge key (`<<:`) takes an anchored "
+                    f"mapping (`<<: *base`) or a list of them, and this one holds something else (YAML: "
+                    f"{one_line(str(e.problem or e))}); merge a mapping or remove the `<<:` line"
+                ) from e
             out: dict[str, Any] = {}
             explicit_seen: set[Loc] = set()
             for key_node, value_node in node.value:

@@ -9,7 +9,7 @@ pair one for one — pairs them (align.py), runs the registered classifiers (cla
 pair that is not the same events on both sides (calls.Call.same_events: such calls cannot
 drift, which is what skipping the unchanged stretches relies on) and the session checks once,
 applies the project's DriftSettings, and groups what is left per call in fresh-tape order, the
-headline first (headline_rank). Drifts judged elsewhere on a fresh tape (`Placed`: the
+headline first (verdict.model.headline). Drifts judged elsewhere on a fresh tape (`Placed`: the
 conformance gate's, mcptape/conformance/gate.py, which sits above diff) join them, placed the same way.
 
 DriftSettings, as read here (config/models.py holds the model):
@@ -51,7 +51,7 @@ from mcptape.verdict.model import (
     Drift,
     Finding,
     SurfaceChanges,
-    headline_priority,
+    headline,
 )
 from mcptape.verdict.vocabulary import Severity
 
@@ -270,11 +270,12 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, more: Placed |
             placed.append((_prepared_index(more.tape, fresh, pos), last_step + 1, d))
 
     placed.sort(key=lambda t: (t[0], t[1]))
-    # The headline (drifts[0]) is the most severe drift; among equals a protocol change, then what
-    # a call of the session meets, before handshake metadata, and the client's own change last.
+    # The headline (verdict.model.headline) first, for readers of the JSON's drifts[0]; the rest stay
+    # in fresh-tape order, as a reviewer walks the session.
     real = [d for _, _, d in placed if d.severity != "info"]
-    if real:  # the rest stay in fresh-tape order, as a reviewer walks the session
-        real.insert(0, real.pop(min(range(len(real)), key=lambda i: headline_rank(real[i]))))
+    head = headline(real)
+    if head is not None:
+        real.insert(0, real.pop(next(i for i, d in enumerate(real) if d is head)))
     info = [d for _, _, d in placed if d.severity == "info"]
     worst = max((_RANK[d.severity] for d in real), default=0)
     verdict: Any = {0: "same", 1: "output", 2: "structural"}[worst]
@@ -285,20 +286,6 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, more: Placed |
         a=str(golden.path) if golden.path else golden.name,
         b=str(fresh.path) if fresh.path else fresh.name,
     )
-
-
-def headline_rank(drift: Drift) -> tuple[int, int]:
-    """Which drift heads the report: the least key (the first in fresh-tape order among equals).
-
-    First the worst severity (structural, then output); then what a reviewer most needs to read
-    (report.model.headline_priority of the drift's own headline finding): the protocol (version
-    or era: it explains what changes with it), a call that now fails, what callers lose (a tool
-    removed, a breaking schema), a changed answer, what callers may use or read (a tool added, a
-    changed hint or description), handshake metadata (serverInfo, capabilities, instructions),
-    and last what the client itself sent differently (request `params`: what mcptape.yml
-    scripted, such as the client capabilities declared in `initialize`).
-    """
-    return -_RANK[drift.severity], headline_priority(drift.headline_finding)
 
 
 def _call_drifts(

@@ -29,7 +29,7 @@ from typing import Any
 from mcptape.diff import classify
 from mcptape.diff.classify import SURFACE_LISTS, Pair, SurfaceNote
 from mcptape.diff.schema_change import effective_annotations
-from mcptape.diff.text_rules import Hit, addresses, name_problem, review_text, visible
+from mcptape.diff.text_rules import Hit, addresses, name_problem, review_text, skeletons, visible
 from mcptape.diff.values import fast_same, join
 from mcptape.jsonrpc import dumps
 from mcptape.verdict.model import Finding
@@ -233,6 +233,7 @@ def check_agent_text(pair: Pair) -> list[Finding]:
         renamed = renames(method, before, after)
         texts_before = {name: item_texts(method, item) for name, item in before.items()}
         known_before = surface_addresses(texts_before.values())
+        after_skeletons = skeletons(after)
         for name, item in after.items():
             old_name = name if name in before else renamed.get(name)
             old_item = before.get(old_name) if old_name is not None else None
@@ -240,7 +241,7 @@ def check_agent_text(pair: Pair) -> list[Finding]:
                 continue
             base = f"{join('result', list_key)}[{name}]"
             if old_name != name:  # a new name: is it one a reader mistakes for another?
-                problem = name_problem(name, [n for n in after if n != name])
+                problem = name_problem(name, after_skeletons)
                 if problem is not None:
                     out.append(pair.found("security", "homoglyph", base,
                                           f"{noun} `{visible(name)}`: {problem}", None, visible(name)))
@@ -367,8 +368,9 @@ def review_surface(lists: Mapping[str, Any], instructions: str | None = None) ->
     for method, result in lists.items():
         list_key, _, noun, _ = SURFACE_LISTS[method]
         items = _by_id(result if isinstance(result, dict) else {list_key: result}, method)
+        by_skeleton = skeletons(items)
         for name, item in items.items():
-            problem = name_problem(name, [n for n in items if n != name])
+            problem = name_problem(name, by_skeleton)
             if problem is not None:
                 out.append(SurfaceHit("homoglyph", noun, name, "name", f"{noun} `{visible(name)}`: {problem}",
                                       visible(name)))

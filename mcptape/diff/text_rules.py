@@ -27,9 +27,10 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from mcptape.logsafe import INVISIBLE_CHARS, emoji_part, escape_controls
 from mcptape.verdict.vocabulary import SECURITY_KINDS
 
 # The rules of this module, with their explanations (verdict.SECURITY_KINDS holds them with the rest).
@@ -57,12 +58,8 @@ _INSTRUCTION_PATTERNS = (
     r"\[/?INST\]|<\|im_start\|>|<\|im_end\|>|^\s*(?:system|assistant)\s*:",
 )
 _INSTRUCTION = re.compile("|".join(f"(?:{p})" for p in _INSTRUCTION_PATTERNS), _I)  # one scan, not one per pattern
-# Zero-width, bidi controls, invisible operators, BOM, Hangul fillers, Mongolian vowel separator,
-# variation selectors (incl. the supplementary ones "sneaky bits" encodes bytes with), Unicode tags.
-_INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069"
-    "\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
-)
+# What a reviewer cannot see: logsafe's one table of invisible characters, which every renderer escapes.
+_INVISIBLE = re.compile(f"[{INVISIBLE_CHARS}]")
 _INVISIBLE_RUN = re.compile(_INVISIBLE.pattern + "+")
 _WORD = re.compile(r"\w+")
 _URL = re.compile(r"\b(?:https?|wss?|ftp|file)://[^\s<>\"'`)\]]+", _I)
@@ -101,16 +98,9 @@ class Hit:
 
 
 def visible(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """`text` with every invisible or control character as a \\u escape, newlines as ⏎, clipped."""
-    def esc(ch: str) -> str:
-        code = ord(ch)
-        if ch == "\n":
-            return "⏎"
-        if code < 0x20 or 0x7F <= code < 0xA0 or _INVISIBLE.match(ch):
-            return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-        return ch
-
-    out = "".join(esc(ch) for ch in text)
+    """`text` on one line, every invisible or control character an escape (logsafe.escape_controls),
+    newlines as ⏎, clipped."""
+    out = escape_controls(text.replace("\n", "⏎"), lines=False)
     return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
@@ -172,11 +162,6 @@ def _invisible_note(run: str) -> str:
     return codes + (f", tags spelling {visible(tags, 60)!r}" if tags else "")
 
 
-def _emoji_part(text: str, i: int) -> bool:
-    """A zero-width joiner or text/emoji variation selector after a symbol: part of an emoji (⚠️, 👩‍💻)."""
-    return text[i] in "\u200d\ufe0e\ufe0f" and i > 0 and unicodedata.category(text[i - 1]) in ("So", "Sk", "Sm")
-
-
 def _looks_encoded(run: str) -> bool:
     """A base64 run, not an identifier or a path: mixed case and digits, few path separators."""
     body = run.rstrip("=")
@@ -190,7 +175,7 @@ def find_hits(text: str) -> list[tuple[str, int, int, str]]:
     hits.extend(("instruction", m.start(), m.end(), "") for m in _INSTRUCTION.finditer(text))
     if not text.isascii():  # invisible characters and other scripts are not ASCII: most texts skip both scans
         for m in _INVISIBLE_RUN.finditer(text):
-            if not (m.end() - m.start() == 1 and _emoji_part(text, m.start())):
+            if not (m.end() - m.start() == 1 and emoji_part(text, m.start())):
                 hits.append(("invisible", m.start(), m.end(), _invisible_note(m.group())))
         hits.extend(("homoglyph", m.start(), m.end(), "mixed scripts") for m in _WORD.finditer(text)
                     if not m.group().isascii() and _mixed_script(m.group()))
@@ -270,17 +255,25 @@ def _context(text: str, start: int, end: int) -> str:
     return visible(text[max(0, start - 12): end + 12])
 
 
-def name_problem(name: str, others: Iterable[str]) -> str | None:
-    """Why a tool/prompt name is a homoglyph risk: not ASCII, or reads like another listed name."""
+def name_problem(name: str, by_skeleton: Mapping[str, Sequence[str]]) -> str | None:
+    """Why a tool/prompt name is a homoglyph risk: not ASCII, or reads like another listed name
+    (`by_skeleton`: skeletons() of the listing the name is in)."""
     odd = list(dict.fromkeys(ch for ch in name if not " " < ch < "\x7f"))
     if odd:
         return f"name {visible(name)} holds characters outside printable ASCII: " \
             f"{', '.join(f'U+{ord(c):04X}' for c in odd[:5])}"
-    skeleton = confusable_skeleton(name)
-    for other in others:
-        if other != name and confusable_skeleton(other) == skeleton:
-            return f"name {visible(name)} reads like {visible(other)}"
-    return None
+    other = next((o for o in by_skeleton.get(confusable_skeleton(name), ()) if o != name), None)
+    return None if other is None else f"name {visible(name)} reads like {visible(other)}"
+
+
+def skeletons(names: Iterable[str]) -> dict[str, list[str]]:
+    """Each confusable_skeleton of a listing with its names, in listing order. Built once per listing:
+    comparing each name's skeleton with every other's was quadratic (a 10 000-tool list: 10^8 NFKC
+    normalizations, a minute of `ci`)."""
+    out: dict[str, list[str]] = {}
+    for name in names:
+        out.setdefault(confusable_skeleton(name), []).append(name)
+    return out
 
 
 _ASCII_LOOKALIKE = str.maketrans({"0": "o", "1": "l", "I": "l", "|": "l"})

@@ -9,8 +9,9 @@ Knows nothing about MCP; classify.py decides what each difference means.
 
 Redaction placeholders compare by kind, not by tag: `<REDACTED:github-token#1a2b3c4d>` and
 `<REDACTED:github-token#5e6f7a8b>` are the same value (a rotated secret is not drift; the tag is
-a keyed hash of the value), `<REDACTED:openai-key#...>` is another: placeholders.py's `untag` is that
-rule for strings; only strings holding `<REDACTED:` pay for it. Keys built from values (calls.py
+a keyed hash of the value), `<REDACTED:openai-key#...>` is another; so do numbered UUIDs (`<UUID#2>`
+is `<UUID>`: which id came first is not drift). placeholders.py's `untag` is that rule for strings;
+only strings holding `<REDACTED:` or `<UUID#` pay for it. Keys built from values (calls.py
 call keys, classify.py notification pools) are untagged the same way.
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 
 from mcptape.jsonrpc import MAX_DEPTH, deep_text, dumps, is_deep, loads_depth
 from mcptape.jsonvalue import json_equal
-from mcptape.placeholders import TAG_MARK, untag
+from mcptape.placeholders import has_tag, untag
 from mcptape.sequences import common_prefix
 
 MAX_DIFFS = 25
@@ -46,7 +47,7 @@ class Change:
 
 def same_text(a: str, b: str) -> bool:
     """Two unequal strings that are one value: they differ only in placeholder tags (module docstring)."""
-    return TAG_MARK in a and TAG_MARK in b and untag(a) == untag(b)
+    return (has_tag(a) or has_tag(b)) and untag(a) == untag(b)
 
 
 def same(a: Any, b: Any) -> bool:

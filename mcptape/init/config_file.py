@@ -35,6 +35,7 @@ from mcptape.init.server import LIST_STEPS, Surface, key_attr
 from mcptape.init.text import one_line
 from mcptape.init.trial import Trial
 from mcptape.publish.outlet import terminal
+from mcptape.logsafe import escape_controls
 
 MAX_RESOURCES = 10  # a server may list thousands; the first few show the shape, the comment says so
 GOLDEN_DIR = "tapes"  # the file's golden_dir, beside it
@@ -56,7 +57,8 @@ def yaml_scalar(value: Any) -> str:
     if isinstance(value, str):
         if _PLAIN.fullmatch(value) and not _NOT_PLAIN.fullmatch(value) and _reads_back(value):
             return value
-        text = json.dumps(value, ensure_ascii=False)
+        # logsafe's escapes (\\x, \\u, \\U) are YAML's too: what acts or hides first, then what YAML cannot hold.
+        text = escape_controls(json.dumps(value, ensure_ascii=False))
         return "".join(c if c.isprintable() or c == "\t" else
                        f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text)
     if isinstance(value, dict):

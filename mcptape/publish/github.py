@@ -214,12 +214,13 @@ def annotation_lines(report: RunReport, *, config_path: str, workspace: str, fai
     threshold = FAIL_ON_THRESHOLD.get(fail_on, 1)
     lines = []
     for s in report.sessions:
-        if s.verdict in ("output", "structural") and s.diff is not None and s.diff.first is not None:
+        head = s.diff.first if s.diff is not None else None
+        if s.verdict in ("output", "structural") and head is not None:
             kind = "structural drift" if s.verdict == "structural" else "output drift"
             lines.append(
                 command(
                     "error" if s.exit_code >= threshold else "warning",
-                    one_line(s.diff.first.one_line(s.name), 1000),
+                    one_line(head.one_line(s.name), 1000),
                     file=_golden_for_annotation(s, config_path, workspace),
                     line=s.first_golden_line(),
                     title=f"mcptape: {kind} in {s.name}",

@@ -21,7 +21,9 @@ conventions: span name `{mcp.method.name} {target}`):
 
 No payload leaves unless asked (`payloads=True`, `--otel-payloads`); then the request and its
 answer go as `mcptape.request` / `mcptape.response` (and a tools/call's arguments and result as
-gen_ai.tool.call.arguments / .result), notifications as span events with `mcptape.message`:
+gen_ai.tool.call.arguments / .result), notifications as span events with `mcptape.message`, and
+the tape's other events (a server's stderr lines, garbage, its exit, mcptape's notes) as the session
+span's `mcptape.event` events holding the event itself, so an import gives back the whole tape:
 redacted as the tapes are (the events are the redacted ones) and verified by the outlet, so a known
 secret that survived fails the run (exit 4) before anything is sent. commands/import_.py reads
 these attributes back into a tape.
@@ -43,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import mcptape.environment as environment
 from mcptape.errors import McptapeError
 from mcptape.jsonrpc import dumps, id_key
-from mcptape.tape.events import C2S, S2C, EventBuilder
+from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C, EventBuilder
 from mcptape.tape.reader import read_tape
 from mcptape.transports.base import Transport
 from mcptape.version import __version__
@@ -60,6 +62,7 @@ SCOPE = "mcptape"
 REQUEST, RESPONSE, MESSAGE, DIRECTION = "mcptape.request", "mcptape.response", "mcptape.message", "mcptape.dir"
 COMMAND, SESSION, STEP = "mcptape.command", "mcptape.session", "mcptape.step"
 NOTIFICATION_EVENT = "mcptape.notification"
+TAPE_EVENT = "mcptape.event"  # a span event (and its attribute): a tape event that is no message, with payloads
 # Which side mcptape plays decides the span kind of a client request: ci is the client, play the
 # server, rec the proxy that forwards it (a client of the server).
 ROLES = {"ci": "client", "rec": "client", "play": "server"}
@@ -283,10 +286,12 @@ class _SessionSpans:
         from opentelemetry import trace
         from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-        exchanges, notes = self._pair()
+        exchanges, notes, others = self._pair()
         # Every attribute first, payloads verified by the outlet: a leak raises before any span exists.
         attributes_of = [self._attributes(x) for x in exchanges]
         note_attributes = [self._note_attributes(ev) for _, ev in notes]
+        others = others if self.t.payloads else []  # a server's stderr is payload too
+        other_attributes = [{TAPE_EVENT: self.payload(ev)} for _, ev in others]
         meta = self.meta
         attributes = {COMMAND: meta.command, SESSION: meta.name, "network.transport": _network(meta.transport),
                       **({"mcp.protocol.version": meta.protocol} if meta.protocol else {}), **meta.attributes}
@@ -317,6 +322,8 @@ class _SessionSpans:
         for (at, ev), attrs in zip(notes, note_attributes, strict=True):
             target = steps[ev["step"]][0] if ev.get("step") in steps else session
             target.add_event(NOTIFICATION_EVENT, attributes=attrs, timestamp=at)
+        for (at, _), attrs in zip(others, other_attributes, strict=True):
+            session.add_event(TAPE_EVENT, attributes=attrs, timestamp=at)
         for span, last in steps.values():
             span.end(end_time=last)
         session.end(end_time=self.end)
@@ -332,11 +339,13 @@ class _SessionSpans:
             attrs[MESSAGE] = self.payload(ev["msg"])
         return attrs
 
-    def _pair(self) -> tuple[list[_Exchange], list[TimedEvent]]:
-        """Requests with their answers (by direction and id); notifications on their own."""
+    def _pair(self) -> tuple[list[_Exchange], list[TimedEvent], list[TimedEvent]]:
+        """Requests with their answers (by direction and id); notifications on their own; the
+        events that are no message (stderr, garbage, exit, notes)."""
         open_: dict[tuple[str, str], _Exchange] = {}
         exchanges: list[_Exchange] = []
         notes: list[TimedEvent] = []
+        others: list[TimedEvent] = []
         for at, ev in self.events:
             kind = ev.get("kind")
             if kind == "request" and "id" in ev:
@@ -350,7 +359,9 @@ class _SessionSpans:
                     found.answer, found.end = ev, at
             elif kind == "notification":
                 notes.append((at, ev))
-        return exchanges, notes
+            elif kind not in MESSAGE_KINDS:
+                others.append((at, ev))
+        return exchanges, notes, others
 
     def _kind(self, request: Event) -> Any:
         from opentelemetry.trace import SpanKind

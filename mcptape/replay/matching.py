@@ -3,7 +3,8 @@
 Pure functions over JSON values, found by name (CONTRIBUTING.md, as vcrpy's `register_matcher`) in
 the engine's own registry (`default_matchers`, ReplayEngine(matchers=...)): a matcher takes (recorded params, live params) and returns the reasons they differ, an empty list
 for a match. A recorded string holding redaction placeholders is a pattern (`placeholder_pattern`);
-a live value compared with one is never echoed (`hide_redacted`). The engine that uses them is
+a live value compared with one is never echoed (`hide_redacted`). One holding a golden's normalization
+placeholders (`<UUID#2>`, `<TIMESTAMP>`) also matches the value play serves for them (served_values.py). The engine that uses them is
 engine.py's.
 """
 
@@ -16,6 +17,7 @@ from mcptape.jsonrpc import dumps
 from mcptape.jsonvalue import json_equal
 from mcptape.mcp import strip_meta
 from mcptape.placeholders import fits, placeholder_pattern
+from mcptape.replay.served_values import serve_values
 
 Matcher = Callable[[Any, Any], list[str]]
 """(recorded params, live params) -> reasons they differ; an empty list is a match."""
@@ -136,7 +138,9 @@ def recorded_equal(recorded: Any, asked: Any) -> bool:
 
 
 def _fits_placeholders(recorded: str, asked: str) -> bool:
-    return bool(fits(recorded, asked))
+    # A normalization placeholder stands for the value play serves for it (served_values.py): a client
+    # that sends back the second id play gave it asks for what the tape recorded with `<UUID#2>`.
+    return bool(fits(recorded, asked)) or ("<" in recorded and serve_values(recorded) == asked)
 
 
 def match_params(recorded: Any, asked: Any) -> list[str]:

@@ -296,9 +296,14 @@ def _failed(answer: dict[str, Any]) -> bool:
 
 def session_view(s: SessionResult, tapes: SessionTapes | None) -> SessionView:
     sid = session_anchor(s.name)
-    drifts = s.diff.drifts if s.diff is not None else []
-    views = [drift_view(d, f"{sid}-drift-{k + 1}", tapes, side_by_side_rows=k == 0)
-             for k, d in enumerate(drifts[:LATER_DRIFTS + 1])]
+    # The headline (verdict/model.headline: the drift that decided the exit) first, the rest in the
+    # diff's order; a session with info notes alone has no first drift, only later ones.
+    head = s.diff.first if s.diff is not None else None
+    listed = s.diff.drifts if s.diff is not None else []
+    drifts = [head, *(d for d in listed if d is not head)] if head is not None else list(listed)
+    shown = 1 if head is not None else 0
+    views = [drift_view(d, f"{sid}-drift-{k + 1}", tapes, side_by_side_rows=k < shown)
+             for k, d in enumerate(drifts[:LATER_DRIFTS + shown])]
     line = None
     tape: Tape | None = None
     times = None
@@ -312,8 +317,9 @@ def session_view(s: SessionResult, tapes: SessionTapes | None) -> SessionView:
                 label = f"{d.drift.call.method} {d.drift.call.name}" if d.drift.call.name else d.drift.call.method
                 drifted.setdefault((d.drift.call.step, label), d.id)
         line = timeline(tape, times, drifted)
-    return SessionView(sid, s, plain_label(markdown.VERDICT_LABEL.get(s.verdict, s.verdict)), views[0] if views else None, views[1:],
-                       max(0, len(drifts) - 1 - LATER_DRIFTS), line, tapes.missing if tapes is not None else ())
+    return SessionView(sid, s, plain_label(markdown.VERDICT_LABEL.get(s.verdict, s.verdict)), views[0] if shown else None,
+                       views[shown:], max(0, len(drifts) - shown - LATER_DRIFTS), line,
+                       tapes.missing if tapes is not None else ())
 
 
 def _listed(tape: Tape | None, method: str) -> dict[str, Any] | None:

@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from mcptape.errors import McptapeError
-from mcptape.logsafe import utf8
+from mcptape.logsafe import escape_controls, utf8
 from mcptape.verdict.model import RunReport
 from mcptape.verdict.vocabulary import VERDICT_EXIT
 
 
 def report_bytes(report: RunReport) -> bytes:
-    """The JSON report as written: indented, raw UTF-8, a final newline."""
-    return utf8(json.dumps(report.to_dict(), indent=2, ensure_ascii=False)) + b"\n"
+    """The JSON report as written: indented, UTF-8, a final newline; what could act or hide in its
+    strings as `\\u` escapes (logsafe.escape_controls: the same values, and a reader of the file sees
+    them)."""
+    return utf8(escape_controls(json.dumps(report.to_dict(), indent=2, ensure_ascii=False), json=True)) + b"\n"
 
 
 def read_report(path: str, hint: str) -> tuple[RunReport, dict[str, Any]]:

@@ -12,7 +12,7 @@ what is cut says where the rest is (the job summary, the run's artifact).
 
 Both documents share one design, the summary with more room: a title naming the verdict and the
 config by its repository path; a small line with the counts, the commit it reflects and the run;
-the headline — what the first drift (diff/'s choice, report.first_drift) changes for a client, in
+the headline — what the drift that decided the exit (report.first_drift()) changes for a client, in
 our words around code spans (`in_words`), said once, with the sessions whose first drift is the
 same change (`causes`) each linked to its golden tape at the line; other changes as a list; then
 one collapsed <details> per session (a session sharing an earlier one's change names it instead of
@@ -343,16 +343,17 @@ class Cause:
 
 def causes(report: RunReport) -> list[Cause]:
     """Drifted sessions grouped by the change their first drift names. The headline's cause
-    (report.first_drift, diff/'s choice) comes first; the rest by severity, then first seen."""
+    (report.first_drift()) comes first; the rest by severity, then first seen."""
     by_key: dict[tuple[str, ...], Cause] = {}
     for s in report.sessions:
-        if s.verdict not in ("output", "structural") or s.diff is None or s.diff.first is None:
+        drift = s.diff.first if s.diff is not None else None
+        if s.verdict not in ("output", "structural") or drift is None:
             continue
-        key = _cause_key(s.diff.first)
+        key = _cause_key(drift)
         if key in by_key:
             by_key[key].sessions.append(s)
         else:
-            by_key[key] = Cause(s.diff.first, [s])
+            by_key[key] = Cause(drift, [s])
     first = report.first_drift()
     head = _cause_key(first[1]) if first is not None else None
     ordered = list(by_key.values())
@@ -473,23 +474,15 @@ def _surface_lines(report: RunReport, limits: Limits) -> tuple[list[str], list[s
                     + "".join(f"\n- {code_span(f.message, max_chars=240)} ({code_span(f'security.{f.kind}')})"
                               for _, f in found[1:limits.causes]))
     lines: list[str] = []
+
+    def span(name: str) -> str:
+        return code_span(name, max_chars=80)
+
     for cost in surface_notes.costs(report):
-        said = f"Context cost of {code_span(cost.server, max_chars=80)}: {surface_notes.group_number(cost.total)} bytes " \
-               "of tools and instructions for every agent that loads them"
-        if cost.delta:
-            parts = [f"{'new ' if k in cost.added else 'removed ' if k in cost.removed else ''}"
-                     f"{code_span(surface_notes.tool_label(k), max_chars=80)} {d:+}" for k, d in cost.changes[:5]]
-            said += f" ({cost.delta:+} bytes: {', '.join(parts)})"
-        lines.append(said)
+        lines.append(f"Context cost of {span(cost.server)}: {surface_notes.cost_words(cost, span)}")
     added = set(merged_surface(report).added)
     for cov in surface_notes.coverage(report):
-        counts = ", ".join(f"{len(cov.listed[k]) - len(cov.uncalled[k])} of {len(cov.listed[k])} {k}" for k in cov.listed)
-        names = [n for k in cov.uncalled for n in cov.uncalled[k]]
-        said = f"Coverage of {code_span(cov.server, max_chars=80)}: {counts} called by a session"
-        if names:
-            shown = ", ".join(code_span(n, max_chars=80) for n in names[:10])
-            said += f"; not called: {shown}" + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-        lines.append(said)
+        lines.append(f"Coverage of {span(cov.server)}: {surface_notes.coverage_words(cov, span)}")
         for name in cov.uncalled.get("tools", []):
             if name in added:
                 lines.append(f"New tool {code_span(name, max_chars=80)} is called by no session: add a "
@@ -516,15 +509,16 @@ def session_details(s: SessionResult, ctx: Context, limits: Limits, *, compact: 
         parts += [f"Golden tape: {f'[{label}]({url})' if url else label}", ""]
     if ctx.html_report and ctx.artifact:  # a page inside an artifact cannot be linked to: named, for who opens it
         parts += [f"In the HTML report: {code_span(f'{ctx.html_report}#{session_anchor(s.name)}', max_chars=200)}", ""]
-    if s.diff is not None and s.diff.first is not None:
+    head = s.diff.first if s.diff is not None else None
+    if s.diff is not None and head is not None:
         if compact:
             parts += [f"_Diff cut to stay under GitHub's size limit: see {limits.where_more}._", ""]
         else:
             if same_as is not None:
                 parts += [f"First drift: the same change as in {code_span(same_as.name, max_chars=80)}, above.", ""]
             else:
-                parts += [fenced(drift_diff(s.diff.first, limits), "diff"), ""]
-            later = s.diff.drifts[1:]
+                parts += [fenced(drift_diff(head, limits), "diff"), ""]
+            later = [d for d in s.diff.drifts if d is not head]
             if later:
                 parts += [f"Later drifted calls ({len(later)}):", ""]
                 parts += [f"- {code_span(d.one_line(), max_chars=200)}" for d in later[:10]]

@@ -7,6 +7,9 @@ per kind, with the explanation verdict.SECURITY_KINDS gives it. Other drift is n
 code-scanning alert: it is the PR comment's. A partial fingerprint (session, kind, path, the
 words) lets code scanning follow an alert across commits even when the tape's lines move.
 Where paths are relative to: the caller's `root` (the checkout, GITHUB_WORKSPACE in a job).
+Messages pass logsafe.escape_controls (code scanning shows them as they are, hidden characters
+and all). The run's property bag carries each server's context cost and coverage: not alerts,
+but what every report gives.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mcptape.logsafe import escape_controls, utf8
+from mcptape.report import surface_notes
 from mcptape.verdict.model import RunReport
 from mcptape.verdict.vocabulary import SECURITY_KINDS
 from mcptape.version import __version__
@@ -58,7 +63,7 @@ def sarif_log(report: RunReport, *, config_dir: Path, root: Path,
                     "ruleId": f"mcptape/security.{finding.kind}",
                     "ruleIndex": kinds.index(finding.kind),
                     "level": LEVEL[finding.severity],
-                    "message": {"text": f"{session.name}: {finding.message}"},
+                    "message": {"text": escape_controls(f"{session.name}: {finding.message}")},
                     "locations": [location],
                     "partialFingerprints": {"mcptapeFinding/v1": digest[:32]},
                 })
@@ -69,6 +74,8 @@ def sarif_log(report: RunReport, *, config_dir: Path, root: Path,
             "tool": {"driver": {"name": "mcptape", "version": __version__, "informationUri": INFORMATION_URI,
                                 "rules": rules}},
             "results": results,
+            # Not alerts: each server's context cost and coverage, for a reader of the log (SARIF's property bag).
+            "properties": {"mcptape": {"surface": surface_notes.surface_data(report)}},
         }],
     }
 
@@ -92,5 +99,6 @@ def _uri(path: Path, root: Path) -> str:
 
 
 def sarif_bytes(report: RunReport, *, config_dir: Path, root: Path, session_lines: Mapping[str, int] | None = None) -> bytes:
+    """The SARIF file: UTF-8 JSON whose strings hold nothing that acts or hides (`\\u` escapes, the same values)."""
     log = sarif_log(report, config_dir=config_dir, root=root, session_lines=session_lines)
-    return (json.dumps(log, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return utf8(escape_controls(json.dumps(log, indent=2, ensure_ascii=False), json=True) + "\n")

@@ -23,10 +23,12 @@ from rich.text import Text
 import mcptape.environment as environment
 from mcptape.jsonrpc import dumps
 from mcptape.logsafe import escape_controls
+from mcptape.report import surface_notes
 from mcptape.verdict.model import DiffResult, Drift, Finding, RunReport, SessionResult
 
 MAX_DETAILED_DRIFTS = 20
 MAX_FINDINGS_PER_DRIFT = 12
+MAX_SURFACE_ROWS = 20  # names per column of the tool-surface table; a table of 10 000 rows took rich 10 s
 _STYLE = {"structural": "bold red", "output": "yellow", "info": "dim", "same": "green", "updated": "cyan",
           "error": "bold magenta", "secret": "bold magenta"}
 
@@ -64,14 +66,15 @@ def _short(value: Any, limit: int = 100) -> str:
 
 
 def render_diff(result: DiffResult, console: Console, *, session: str | None = None) -> None:
-    """The first drifted call in one line, the tool-surface table, then details with context."""
+    """The headline drift (verdict/model.headline, DiffResult.first) in one line, the tool-surface table, then details with context."""
     verdict = result.verdict
-    if result.first is None or verdict == "same":
+    head = result.first
+    if head is None or verdict == "same":
         console.print(rich_text(("same", _STYLE["same"]), f" · {result.a} ↔ {result.b} · no drift"), soft_wrap=True)
         _render_info(result, console)
         return
     console.print(rich_text((verdict, _STYLE[verdict]), " drift · first drifted call:"), soft_wrap=True)
-    console.print(rich_text("  ", result.first.one_line(session)), soft_wrap=True)
+    console.print(rich_text("  ", head.one_line(session)), soft_wrap=True)
     if not result.surface.empty():
         console.print(surface_table(result))
     _render_details(result, console)
@@ -85,8 +88,11 @@ def surface_table(result: DiffResult) -> Any:
     for title, _ in columns:
         table.add_column(title)
     depth = max(len(names) for _, names in columns)
-    for i in range(depth):
+    for i in range(min(depth, MAX_SURFACE_ROWS)):
         table.add_row(*[rich_text(names[i]) if i < len(names) else "" for _, names in columns])
+    if depth > MAX_SURFACE_ROWS:
+        table.add_row(*[rich_text((f"… {len(names) - MAX_SURFACE_ROWS} more", "dim"))
+                        if len(names) > MAX_SURFACE_ROWS else "" for _, names in columns])
     return table
 
 
@@ -163,6 +169,8 @@ def render_run(report: RunReport, console: Console) -> None:
     for s in report.sessions:
         for note in s.notes:
             console.print(rich_text(f"note · {s.name}: {note}"), soft_wrap=True)
+    for line in surface_notes.plain_lines(report):  # context cost and coverage, per server
+        console.print(rich_text((line, "dim")), soft_wrap=True)
     if report.orphans:
         console.print(rich_text(("golden tapes with no session", "bold"), ": ", ", ".join(report.orphans)), soft_wrap=True)
     redacted = report.redaction_summary()
@@ -190,8 +198,9 @@ def _session_line(s: SessionResult) -> str:
         return "no drift"
     if s.verdict == "updated":
         return "golden tape written"
-    if s.diff is not None and s.diff.first is not None:
-        return s.diff.first.one_line()
+    head = s.diff.first if s.diff is not None else None
+    if head is not None:
+        return head.one_line()
     return s.error or ""
 
 

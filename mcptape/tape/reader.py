@@ -197,23 +197,27 @@ def fill_events(tape: Tape, numbers: Sequence[int], parsed: list[dict[str, Any]]
     tape.event_lines.extend(numbers[:end])
 
 
-# A `"msg":` key whose value is not an object: only lines holding one can carry a message
-# event that is not a JSON-RPC message (an edited or fuzzed tape); the others need no look.
-_ODD_MSG = re.compile(rb'"msg"\s*:\s*[^\s{]|"kind"\s*:\s*[^\s"]')
+# A `"msg":` key whose value is not an object, a `kind`, `method` or `dir` that is not a string:
+# only lines holding one can carry an event no reader can key on (an edited or fuzzed tape); the
+# others need no look.
+_ODD_MSG = re.compile(rb'"msg"\s*:\s*[^\s{]|"(?:kind|method|dir)"\s*:\s*[^\s"]')
 
 
 def check_messages(path: Path | None, events: Sequence[dict[str, Any]], numbers: Sequence[int]) -> None:
-    """A TapeError naming the first event whose `kind` is not a string or, for a message, whose
-    `msg` is not a JSON object.
+    """A TapeError naming the first event whose `kind`, `method` or `dir` is not a string or, for a
+    message, whose `msg` is not a JSON object.
 
     Play would send such a `msg` ("notadict", 7) to the client as the server's answer, and every
     reader would trip over it later: the tape is unreadable, said once, here, with its line.
     """
     for ev, number in zip(events, numbers, strict=False):
         kind = ev.get("kind") if type(ev) is dict else None
-        if kind is not None and not isinstance(kind, str):  # every reader keys on it (fuzz: tape seed 5054)
-            raise TapeError(f"{path}:{number}: an event whose kind is {_JSON_KIND.get(type(kind).__name__, 'odd')}, "
-                            "not a name", hint="the tape was edited or is corrupt; re-record it with `mcptape rec`")
+        for key in ("kind", "method", "dir"):  # every reader keys on them (fuzz: tape seed 5054; a method
+            value = ev.get(key) if type(ev) is dict else None  # that is an array: diff's pagination merge)
+            if value is not None and not isinstance(value, str):
+                raise TapeError(f"{path}:{number}: an event whose {key} is "
+                                f"{_JSON_KIND.get(type(value).__name__, 'odd')}, not a name",
+                                hint="the tape was edited or is corrupt; re-record it with `mcptape rec`")
         if isinstance(kind, str) and kind in MESSAGE_KINDS and not isinstance(ev.get("msg"), dict):
             shape = type(ev.get("msg")).__name__ if "msg" in ev else "missing"
             raise TapeError(

@@ -6,10 +6,15 @@ mcptape/verdict/vocabulary.py's, at the bottom, where config/ reads it too.
 diff/ fills DiffResult; ci.py wraps one per session in SessionResult and all of them in
 RunReport; report/terminal.py, report/markdown.py, report/junit.py and publish/github.py only read
 these. `to_dict`/`from_dict` are the JSON report format (`mcptape ci --json`, `mcptape merge`).
+The headline of a diff, a session and a run is one choice, `headline()`, which every report reads
+(DiffResult.first, SessionResult.first_drift_line, RunReport.first_drift); a run's surface summed
+per server (context cost, coverage: `surface_data`) is in the JSON report, and in every other
+report through report/surface_notes.py's words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +41,32 @@ def headline_priority(f: Finding) -> int:
     if rank > RANK_LOST and (f.path == "params" or f.path.startswith(("params.", "params["))):
         return RANK_CLIENT
     return rank
+
+
+_SEVERITY_ORDER = {"structural": 0, "output": 1, "info": 2}
+
+
+def headline_rank(drift: Drift) -> tuple[int, int]:
+    """Which drift heads a report: the least key (the first in the drifts' order among equals).
+
+    First the worst severity (structural, then output); then what a reviewer most needs to read
+    (headline_priority of the drift's own headline finding): the protocol (version or era: it
+    explains what changes with it), a call that now fails, what callers lose (a tool removed, a
+    breaking schema), a changed answer, what callers may use or read (a tool added, a changed
+    hint or description), handshake metadata (serverInfo, capabilities, instructions), and last
+    what the client itself sent differently (request `params`: what mcptape.yml scripted, such as
+    the client capabilities declared in `initialize`).
+    """
+    return _SEVERITY_ORDER[drift.severity], headline_priority(drift.headline_finding)
+
+
+def headline(drifts: Iterable[Drift]) -> Drift | None:
+    """The drift that heads a session, in every report and every mode: one that decided the exit
+    (of the worst severity that fails, by headline_rank), None when nothing fails. An info note (a
+    deprecation, a latency shift `fail_on` lets pass, a release note) never heads a session, and
+    where it comes in the drifts does not matter: a mode that adds drifts after diff (ci/baseline.py's
+    latency and release findings) is headed the same way as a diff."""
+    return min((d for d in drifts if d.severity != "info"), key=headline_rank, default=None)
 
 
 @dataclass
@@ -104,7 +135,8 @@ class Drift:
     def headline_finding(self) -> Finding:
         """The finding that names this drift: of its own severity, the one a reviewer most needs
         (headline_priority), the first of those."""
-        top = [f for f in self.findings if f.severity == self.severity] or self.findings
+        severity = self.severity  # once: a property, and a drift may hold 10 000 findings
+        top = [f for f in self.findings if f.severity == severity] or self.findings
         return min(top, key=headline_priority)
 
     def one_line(self, session: str | None = None) -> str:
@@ -133,7 +165,8 @@ class SurfaceChanges:
 
 @dataclass
 class DiffResult:
-    """The verdict of comparing a golden (A) with a fresh (B) tape. drifts[0] is the first drifted call."""
+    """The verdict of comparing a golden (A) with a fresh (B) tape: its drifts in fresh-tape order
+    (diff/ puts the headline first), the failing ones before the info notes."""
 
     verdict: Literal["same", "output", "structural"]
     drifts: list[Drift] = field(default_factory=list)
@@ -147,7 +180,9 @@ class DiffResult:
 
     @property
     def first(self) -> Drift | None:
-        return self.drifts[0] if self.drifts else None
+        """The first drifted call as every report names it: the headline, the drift that decided the
+        exit (headline()); None when nothing fails (info notes alone)."""
+        return headline(self.drifts)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -206,12 +241,14 @@ class Verdict:
 
     @property
     def first(self) -> Drift | None:
-        """The first drifted call, None when nothing drifted."""
+        """The first drifted call as every report names it: the headline (the drift that decided the
+        exit, headline()), None when nothing fails."""
         return self.result.first
 
     def first_drift(self) -> str | None:
         """The first drifted call in one line, as the report's headline reads."""
-        return self.result.first.one_line() if self.result.first is not None else None
+        head = self.result.first
+        return head.one_line() if head is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         if self.fork is not None:
@@ -265,26 +302,30 @@ class SessionResult:
         return VERDICT_EXIT[self.verdict]
 
     def first_golden_line(self) -> int | None:
-        """The golden tape's line of the first drift: of its headline finding, else of any of its findings."""
-        if self.diff is None or self.diff.first is None:
+        """The golden tape's line of the headline drift (DiffResult.first): of its headline finding, else
+        of any of its findings."""
+        drift = self.diff.first if self.diff is not None else None
+        if drift is None:
             return None
-        drift = self.diff.first
         return next((f.golden_line for f in (drift.headline_finding, *drift.findings) if f.golden_line is not None), None)
 
     def first_drift_line(self) -> str | None:
-        if self.diff is not None and self.diff.first is not None:
-            return self.diff.first.one_line(self.name)
-        return self.error
+        """The headline drift (DiffResult.first) in one line (`arith · step 3 · ... (output)`), else the
+        error, else None."""
+        drift = self.diff.first if self.diff is not None else None
+        return drift.one_line(self.name) if drift is not None else self.error
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["diff"] = self.diff.to_dict() if self.diff else None
         data["exit_code"] = self.exit_code
+        head = self.diff.first if self.diff is not None else None
+        data["headline"] = head.one_line(self.name) if head is not None else None  # derived: not read back
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionResult:
-        fields = {k: v for k, v in data.items() if k not in ("exit_code", "diff", "surface_facts")}
+        fields = {k: v for k, v in data.items() if k not in ("exit_code", "diff", "surface_facts", "headline")}
         facts = SurfaceFacts(**data["surface_facts"]) if data.get("surface_facts") else None
         return cls(diff=DiffResult.from_dict(data["diff"]) if data.get("diff") else None, surface_facts=facts, **fields)
 
@@ -332,10 +373,11 @@ class RunReport:
         return f"{count} secret value{'s' if count != 1 else ''} redacted: {parts}"
 
     def first_drift(self) -> tuple[SessionResult, Drift] | None:
-        for s in self.sessions:
-            if s.diff is not None and s.diff.first is not None:
-                return s, s.diff.first
-        return None
+        """The run's headline: of every session's (DiffResult.first), the one that ranks first
+        (headline_rank: a structural drift of a later session before an output drift of an earlier
+        one), the first session among equals. None when no session drifted."""
+        heads = [(s, d) for s in self.sessions if s.diff is not None and (d := s.diff.first) is not None]
+        return min(heads, key=lambda pair: headline_rank(pair[1]), default=None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -343,6 +385,7 @@ class RunReport:
             "config": self.config,
             "exit_code": self.exit_code,
             "result": self.result,
+            "headline": head[1].one_line(head[0].name) if (head := self.first_drift()) is not None else None,
             "updated_golden": self.updated_golden,
             "shard": self.shard,
             "compared": self.compared,
@@ -350,6 +393,7 @@ class RunReport:
             "strength": self.strength,
             "orphans": list(self.orphans),
             "sessions": [s.to_dict() for s in self.sessions],
+            "surface": surface_data(self),  # derived from the sessions' surface_facts: not read back
         }
 
     @classmethod
@@ -366,6 +410,101 @@ class RunReport:
         )
 
 
+# --- a run's surface per server (sessions of one server share its tool list): the JSON report's
+# `surface`, and what report/surface_notes.py puts in words.
+
+KINDS = ("tools", "prompts", "resources")
+
+
+@dataclass
+class ServerCost:
+    """The context cost of one server's listed tools and instructions, fresh and golden."""
+
+    server: str
+    total: int
+    golden_total: int | None  # None: no golden tape listed its tools
+    changes: list[tuple[str, int]] = field(default_factory=list)  # (tool or "instructions", delta), biggest first
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    @property
+    def delta(self) -> int:
+        return 0 if self.golden_total is None else self.total - self.golden_total
+
+
+@dataclass
+class ServerCoverage:
+    server: str
+    listed: dict[str, list[str]]  # kind -> names any session listed
+    uncalled: dict[str, list[str]]  # kind -> of those, the ones no session called
+
+
+def _facts(report: RunReport) -> list[tuple[SessionResult, str]]:
+    return [(s, s.surface_facts.server or "(server)") for s in report.sessions if s.surface_facts is not None]
+
+
+def costs(report: RunReport) -> list[ServerCost]:
+    """Per server, from its first session that listed tools (they all list the same tools)."""
+    out: dict[str, ServerCost] = {}
+    for s, server in _facts(report):
+        facts = s.surface_facts
+        assert facts is not None
+        if server in out or "tools" not in facts.listed:
+            continue
+        cost = ServerCost(server, facts.total(), facts.total(golden=True) if facts.golden_size is not None else None)
+        if facts.golden_size is not None:
+            g, f = facts.golden_size, facts.size
+            deltas = [(k, f.get(k, 0) - g.get(k, 0)) for k in dict.fromkeys([*f, *g]) if f.get(k, 0) != g.get(k, 0)]
+            cost.changes = sorted(deltas, key=lambda t: -abs(t[1]))
+            cost.added = [k for k in f if k not in g]
+            cost.removed = [k for k in g if k not in f]
+        out[server] = cost
+    return list(out.values())
+
+
+def coverage(report: RunReport) -> list[ServerCoverage]:
+    """Per server: what its sessions listed, and which of those no session of the run called."""
+    listed: dict[str, dict[str, dict[str, None]]] = {}
+    called: dict[str, dict[str, set[str]]] = {}
+    for s, server in _facts(report):
+        facts = s.surface_facts
+        assert facts is not None
+        for kind, names in facts.listed.items():
+            listed.setdefault(server, {}).setdefault(kind, {}).update(dict.fromkeys(names))
+        for kind, names in facts.called.items():
+            called.setdefault(server, {}).setdefault(kind, set()).update(names)
+    out = []
+    for server, kinds in listed.items():
+        done = called.get(server, {})
+        out.append(ServerCoverage(
+            server,
+            {k: list(kinds[k]) for k in KINDS if k in kinds},
+            {k: [n for n in kinds[k] if n not in done.get(k, set())] for k in KINDS if k in kinds},
+        ))
+    return out
+
+
+def tool_label(key: str) -> str:
+    """A SurfaceFacts.size key as a reader names it: the tool's name, or `instructions`."""
+    return key.removeprefix("tool:")
+
+
+def surface_data(report: RunReport) -> list[dict[str, Any]]:
+    """Per server, its context cost and coverage as plain data (the JSON report, SARIF's run properties)."""
+    out: dict[str, dict[str, Any]] = {}
+    for cost in costs(report):
+        out.setdefault(cost.server, {"server": cost.server})["context_cost"] = {
+            "unit": "bytes", "total": cost.total, "golden_total": cost.golden_total, "delta": cost.delta,
+            "changes": [{"item": tool_label(k), "delta": d} for k, d in cost.changes],
+        }
+    for cov in coverage(report):
+        out.setdefault(cov.server, {"server": cov.server})["coverage"] = {
+            k: {"listed": len(cov.listed[k]), "called": len(cov.listed[k]) - len(cov.uncalled[k]),
+                "not_called": cov.uncalled[k]} for k in cov.listed
+        }
+    return list(out.values())
+
+
 __all__ = [
     "EXIT_COULD_NOT_RUN",
     "CallRef",
@@ -377,4 +516,6 @@ __all__ = [
     "SurfaceChanges",
     "SurfaceFacts",
     "Verdict",
+    "headline",
+    "headline_rank",
 ]

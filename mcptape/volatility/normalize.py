@@ -20,9 +20,9 @@ through, in this order:
      `<REPO>`, `<HOME>`, `<DIR>`; any other `/tmp/<name>` -> `<TMP>`; the clock's dates ->
      `<TIMESTAMP>` (ISO-8601 date-times, JavaScript `Date.toString()`
      `Mon Jan 01 2025 00:00:00 GMT+0000 (Coordinated Universal Time)`, RFC 1123 / HTTP dates,
-     and integers of epoch milliseconds under a time-named key such as `createdAt`); 12-hour
-     clock readings `11:45:51 PM` -> `<TIME>`; UUIDs -> `<UUID>`; the memory address of a
-     Python repr (`<tzoffset object at 0x7f...>`) -> `<ADDRESS>`; and a weekday
+     and integers of epoch milliseconds under a time-named key such as `createdAt`); 12-hour clock
+     readings `11:45:51 PM` -> `<TIME>`; UUIDs -> `<UUID>`, `<UUID#2>`... (UuidNumbers); the memory
+     address of a Python repr (`<tzoffset object at 0x7f...>`) -> `<ADDRESS>`; and a weekday
      (`day_of_week`, `dayOfWeek`, `weekday`) beside a date that became `<TIMESTAMP>` -> `<DAY>`;
   5. on server stderr lines only (they are logs, and log prefixes carry the clock): slash dates
      `11/29/26` -> `<DATE>` and clock times `13:53:24` -> `<TIME>`.
@@ -84,21 +84,19 @@ from typing import Any
 
 from mcptape.jsonpath import parse_json_path
 from mcptape.jsonrpc import DEEP_KEY, MAX_DEPTH, canonical, expand_deep, id_key, is_deep, loads_depth
-from mcptape.placeholders import PATH_END, PATH_START
+from mcptape.placeholders import PATH_END, PATH_START, UuidNumbers
 
-FLOATING_NOTIFICATIONS = frozenset(
-    {
-        "notifications/message",
-        "notifications/tools/list_changed",
-        "notifications/resources/list_changed",
-        "notifications/prompts/list_changed",
-        "notifications/roots/list_changed",
-        "notifications/resources/updated",
-        # a task's status pushes race the client's polls of it (2025-11-25 tasks, the 2026 extension)
-        "notifications/tasks/status",
-        "notifications/tasks",
-    }
-)
+FLOATING_NOTIFICATIONS = frozenset({
+    "notifications/message",
+    "notifications/tools/list_changed",
+    "notifications/resources/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/roots/list_changed",
+    "notifications/resources/updated",
+    # a task's status pushes race the client's polls of it (2025-11-25 tasks, the 2026 extension)
+    "notifications/tasks/status",
+    "notifications/tasks",
+})
 FLOATING_SERVER_REQUESTS = frozenset({"roots/list", "ping"})
 
 _TIMESTAMP = re.compile(
@@ -298,6 +296,7 @@ class Normalizer:
         (`mcptape diff` of two rec tapes made last week judges their dates by then as well).
         """
         self.now = time.time() if now is None else now
+        self._uuids = UuidNumbers()  # each distinct UUID its own placeholder: play serves them as distinct ids
         self.moments = (self.now, *recorded)
         self.path_rules: list[_PathRule] = []
         self.regex_rules: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = []
@@ -379,7 +378,7 @@ class Normalizer:
             s = _TMP_DIR.sub("<TMP>", s)
         if "-" in s:
             s = _TIMESTAMP.sub(self._clock(_iso_seconds), s)
-            s = _UUID.sub("<UUID>", s)
+            s = _UUID.sub(self._uuids, s)
         if ":" in s:
             s = _JS_DATE.sub(self._clock(_js_seconds), s)
             s = _RFC1123.sub(self._clock(_rfc1123_seconds), s)

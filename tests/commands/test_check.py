@@ -38,10 +38,11 @@ BEYOND_THE_SCHEMA = {
     "unknown_server": "a session names a key of `servers`: a cross-reference",
     "yaml_nested_too_deep": "the loader's nesting bound, against a hostile file",
     "drift_ignore_typo_category": "a category may be a glob, so the schema cannot enumerate it",
+    "nul_in_command": "a NUL byte is a valid JSON string character; only what goes to the OS cannot hold one",
 }
 # Broken files that are not a YAML document at all: no schema sees them.
 NOT_YAML = {"bad_yaml_indent", "bad_yaml_unclosed_bracket", "custom_tag", "not_utf8", "two_documents", "nul_byte",
-            "python_tag", "python_tag_scalar"}
+            "python_tag", "python_tag_scalar", "merge_key_scalar"}
 
 
 def validator() -> jsonschema.protocols.Validator:

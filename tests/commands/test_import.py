@@ -82,3 +82,47 @@ def test_import_redacts_as_rec_does(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert secret not in text and "<REDACTED" in text
     assert read_tape(out).events[-1]["msg"]["result"]["content"][0]["text"].startswith("<REDACTED")
+
+
+def test_a_rec_session_imported_back_diffs_equal_to_the_recording_and_keeps_its_timing(tmp_path: Path) -> None:
+    """rec --otel-payloads, then import: the same tape for diff (the server's exit included), and the
+    same timing footer, so `play --pace recorded` and `show` read the same latencies off it."""
+    from tests.conftest import calc_command
+    from tests.integration.test_rec import RawClient, call, initialize, rec_command
+
+    recorded = tmp_path / "incident.tape.jsonl"
+    with OtlpReceiver() as receiver:
+        client = RawClient(rec_command(recorded, calc_command(), "--otel-payloads"),
+                           extra_env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"})
+        initialize(client)
+        call(client, 1, "add", a=2, b=3)
+        assert client.message()["id"] == 1
+        call(client, 2, "slow", ms=50)
+        assert client.message()["id"] == 2
+        client.close_stdin()
+        assert client.wait() == 0
+        documents = receiver.as_json()
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps(d) + "\n" for d in documents), encoding="utf-8")
+    imported = tmp_path / "imported.tape.jsonl"
+    done = _import(str(trace), "--out", str(imported))
+    assert done.returncode == 0, done.stderr
+
+    def diff(a: Path, b: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(mcptape_command("diff", str(a), str(b)), capture_output=True, text=True, timeout=60,
+                              env=user_env(PYTHONPATH=str(ROOT)))
+
+    same = diff(recorded, imported)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert [e["kind"] for e in read_tape(imported).events][-1] == "exit"  # the server's exit came back too
+    # The recording's times, to the footer's 0.01 ms (the trace carries nanoseconds from the same clock).
+    got, want = (read_tape(p).footer["timing"]["at"] for p in (imported, recorded))  # type: ignore[index]
+    assert len(got) == len(want) and all((a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 0.011)
+                                         for a, b in zip(got, want, strict=True)), (got, want)
+    # The control: the recording with one answer changed is not the same.
+    fork = tmp_path / "fork.tape.jsonl"
+    forked = subprocess.run(mcptape_command("fork", str(recorded), "--at", "2", "--result", '{"content": []}',
+                                            "-o", str(fork)), capture_output=True, text=True, timeout=60,
+                            env=user_env(PYTHONPATH=str(ROOT)))
+    assert forked.returncode == 0, forked.stderr
+    assert diff(fork, imported).returncode == 1

@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mcptape.config.load import load_config
-from mcptape.errors import ConfigError, TapeError
+from mcptape.config.os_text import MAX_SESSION_NAME
+from mcptape.diff.compare import diff_tapes
+from mcptape.errors import ConfigError, McptapeError, TapeError
 from mcptape.logsafe import escape_controls, inert_json, utf8
 from mcptape.tape.reader import read_tape
 
@@ -63,7 +65,11 @@ def test_reading_any_tape_is_a_tape_or_a_tape_error(tmp_path: Path, lines: list[
 
 yaml_bits = st.sampled_from(["version: 1\n", "servers:\n", "  calc:\n", "    command: [python, x.py]\n", "sessions:\n",
                              "  - name: a\n", "    server: calc\n", "    steps: [list_tools]\n", "&a ", "*a", "!!python/name:os.system ",
-                             "<<: *a\n", "{", "}", "[", "]", "- ", ": ", "\t", "\x00", "'", '"', "\n", "  ", "${X}", "?"])
+                             "<<: *a\n", "{", "}", "[", "]", "- ", ": ", "\t", "\x00", "'", '"', "\n", "  ", "${X}", "?",
+                             # what once passed check and crashed ci, or crashed both: a merge key holding a
+                             # scalar, a NUL escaped in a command, an env value or a cwd, a name no file can have
+                             "    <<: x\n", "<<: [1]\n", '    command: ["py\\0", x.py]\n', '    env: {A: "b\\0"}\n',
+                             '    cwd: "d\\0"\n', "  - name: " + "n" * 3000 + "\n"])
 
 
 @PROPERTY
@@ -72,9 +78,47 @@ def test_loading_any_config_is_a_config_or_a_config_error(tmp_path: Path, parts:
     path = tmp_path / "mcptape.yml"
     path.write_bytes("".join(parts).encode("utf-8", "surrogatepass"))
     try:
-        load_config(path, env={})
+        loaded = load_config(path, env={})
     except ConfigError as e:
         assert str(path) in e.message
+        return
+    # What a config that loads gives the OS can be given to it: ci would otherwise end in an internal error.
+    for server in loaded.config.servers.values():
+        argv = getattr(server, "command", None) or getattr(server, "start", None) or []
+        os_texts = [*argv, server.cwd or "", *server.env, *server.env.values()]
+        assert not any("\x00" in text for text in os_texts), server
+    assert all(len(session.name) <= MAX_SESSION_NAME for session in loaded.config.sessions)
+
+
+list_events = st.builds(
+    _event_line, st.sampled_from(["request", "response"]), st.sampled_from(["c2s", "s2c"]),
+    st.fixed_dictionaries({"jsonrpc": st.just("2.0"), "id": st.integers(0, 3)},
+                          optional={"method": st.sampled_from(["tools/list", "prompts/list"]) | json_values,
+                                    "params": st.fixed_dictionaries({}, optional={"cursor": json_values}) | json_values,
+                                    "result": st.fixed_dictionaries({"tools": st.lists(json_values, max_size=2)},
+                                                                    optional={"nextCursor": json_values}) | json_values}),
+    st.fixed_dictionaries({"id": st.integers(0, 3)}, optional={"method": st.sampled_from(["tools/list"]) | json_values}),
+)
+
+
+@settings(PROPERTY, max_examples=100)  # a diff costs more than a read: fewer cases, the same doors
+@given(golden=st.lists(list_events | raw_lines, max_size=5), fresh=st.lists(list_events | raw_lines, max_size=5))
+def test_diffing_any_two_readable_tapes_is_a_verdict(tmp_path: Path, golden: list[bytes], fresh: list[bytes]) -> None:
+    # What `diff --allow-edited` reads: tapes edited anyhow, past their seal. A list walk's pages are
+    # merged before calls pair (diff/pages.py): an edited `method` that is an array once crashed it.
+    tapes = []
+    for name, lines in (("golden", golden), ("fresh", fresh)):
+        path = tmp_path / f"{name}.tape.jsonl"
+        path.write_bytes(b"\n".join([HEADER, *lines]) + b"\n")
+        try:
+            tapes.append(read_tape(path))
+        except TapeError:
+            return
+    try:
+        result = diff_tapes(tapes[0], tapes[1])
+    except McptapeError:
+        return
+    assert result.verdict in ("same", "output", "structural")
 
 
 @PROPERTY

@@ -432,7 +432,7 @@ PLACEHOLDER_CONFIG = CONFIG_HEAD + """\
       - call: echo
         arguments: {{text: "2026-11-29T10:00:00Z"}}
       - call: echo
-        arguments: {{text: "id 123e4567-e89b-12d3-a456-426614174000"}}
+        arguments: {{text: "ids 123e4567-e89b-12d3-a456-426614174000 9f2c4567-e89b-42d3-a456-426614174001 123e4567-e89b-12d3-a456-426614174000"}}
 normalize:
   - pattern: "2026-11-29T10:00:00Z"
     replace: "<TIMESTAMP>"
@@ -445,14 +445,17 @@ def test_a_goldens_placeholders_reach_the_client_as_valid_values(tmp_path: Path)
     done = mcptape("ci", "--update-golden", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     golden = tmp_path / "tapes" / "stamped.tape.jsonl"
-    assert "<TIMESTAMP>" in golden.read_text(encoding="utf-8") and "<UUID>" in golden.read_text(encoding="utf-8")
+    assert "<TIMESTAMP>" in golden.read_text(encoding="utf-8") and "<UUID> <UUID#2> <UUID>" in golden.read_text(encoding="utf-8")
     steps: list[list[Any]] = [["call", "echo", {"text": "2026-11-29T10:00:00Z"}],
-             ["call", "echo", {"text": "id 123e4567-e89b-12d3-a456-426614174000"}]]
+             ["call", "echo", {"text": "ids 123e4567-e89b-12d3-a456-426614174000 9f2c4567-e89b-42d3-a456-426614174001 "
+                                       "123e4567-e89b-12d3-a456-426614174000"}]]
     for library in ("sdk", "fastmcp"):
         # The requests as recorded (the request's own date is a placeholder too): --ignore-arg lets them match.
         argv = mcptape_command("play", str(golden), "--ignore-arg", "text")
         got = [g["content"][0]["text"] for g in drive(library, "stdio", json.dumps(argv), steps)]
         assert datetime.fromisoformat(got[0]).year == 2025
-        assert got[1] == "id 00000000-0000-4000-8000-000000000000"
+        # Two ids that differed when recorded differ when played; the one said twice stays one.
+        assert got[1] == "ids 00000000-0000-4000-8000-000000000000 00000000-0000-4000-8000-000000000001 " \
+                         "00000000-0000-4000-8000-000000000000"
     kept = mcptape_command("play", str(golden), "--ignore-arg", "text", "--keep-placeholders")
     assert drive("sdk", "stdio", json.dumps(kept), steps)[0]["content"][0]["text"] == "<TIMESTAMP>"

@@ -153,7 +153,12 @@ def test_release_honesty_names_a_break_in_a_patch_release_and_fails_only_when_co
     headline = "2.3.1 → 2.3.2 removes tool `search`: a breaking change in a patch release"
     assert [(f["message"], f["kind"], f["severity"]) for f in release] == [(headline, "patch", "info")]
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
-    assert "2.3.1 → 2.3.2 removes tool `search`" in summary.split("\n\n")[2]  # the headline paragraph
+    # The drift that decided exit 2 heads the summary and the terminal; the release note is info
+    # (off the exit code here), so it is said below, never as the headline.
+    head = summary.split("\n\n")[2]  # the headline paragraph
+    assert '` search(query="x") ` now fails' in head and "release" not in head, summary
+    assert "2.3.1 → 2.3.2 removes tool `search`" in summary
+    assert '│ structural │ basic   │ step 3 · tools/call search {"query":"x"} · ' in out, out
     assert "How to accept it" not in summary  # there is no golden to accept
     assert "against ` HEAD~1 `" in summary
 

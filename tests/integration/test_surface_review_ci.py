@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -117,11 +118,26 @@ def test_coverage_of_the_bundled_example(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "fixtures" / "example", work, ignore=shutil.ignore_patterns("demo.py", "__pycache__"))
     shutil.copytree(ROOT / "fixtures" / "servers", tmp_path / "servers", ignore=shutil.ignore_patterns("__pycache__"))
     config = work / "mcptape.yml"
-    code, _, summary, _ = run(config, None)
+    junit = config.parent / "out" / "r.xml"
+    code, report, summary, sarif = run(config, None, f"--junit={junit}")
     assert code == 0, summary
     coverage = next(line for line in summary.splitlines() if line.startswith("Coverage of"))
     assert "3 of 9 tools, 1 of 1 prompts, 1 of 1 resources called by a session" in coverage
     assert "not called: ` crash `, ` garbage `, ` big `" in coverage
+    # Every report gives coverage and context cost, not the markdown alone: JSON and SARIF as data,
+    # JUnit as the suite's properties, the terminal as a line per server.
+    [server] = report["surface"]
+    assert server["coverage"]["tools"]["called"] == 3 and server["coverage"]["tools"]["listed"] == 9
+    assert server["coverage"]["tools"]["not_called"][:3] == ["crash", "garbage", "big"]
+    assert server["context_cost"]["total"] > 0 and server["context_cost"]["unit"] == "bytes"
+    assert sarif["runs"][0]["properties"]["mcptape"]["surface"] == report["surface"]
+    properties = {p.get("name"): p.get("value", "") for p in ET.parse(junit).iter("property")}
+    assert "3 of 9 tools, 1 of 1 prompts, 1 of 1 resources called by a session; not called: crash, garbage, big" \
+        in properties[f"mcptape.coverage.{server['server']}"]
+    assert "bytes of tools and instructions" in properties[f"mcptape.context_cost.{server['server']}"]
+    terminal = ci(config, variant=None).stdout
+    assert f"coverage of {server['server']}: 3 of 9 tools, 1 of 1 prompts, 1 of 1 resources called" in terminal
+    assert f"context cost of {server['server']}: " in terminal
     code, _, summary, _ = run(config, "added_tool")
     assert code == 2
     assert "New tool ` multiply ` is called by no session" in summary

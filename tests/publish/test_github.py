@@ -73,7 +73,8 @@ def drifted_report(result_text: str = "6", config: str = "mcptape.yml") -> RunRe
     )
     second = Drift(
         CallRef("tools/list", step=1),
-        [Finding("surface", "structural", "", "tool `multiply` added", None, "multiply", kind="added", golden_line=3)],
+        [Finding("surface", "structural", "result.tools[multiply]", "tool `multiply` added", None, "multiply", kind="added",
+                 golden_line=3)],
     )
     diff = DiffResult("structural", drifts=[first, second], surface=SurfaceChanges(added=["multiply"]))
     return RunReport(
@@ -201,12 +202,14 @@ def test_first_run_creates_one_comment_summary_annotation_and_outputs(runner: Ru
     body = comment["body"]
     assert body.split("\n", 1)[0] == MARKER
     assert "structural drift" in body
-    # The headline says in words what changed for a client, once; the run and the commit are linked,
-    # and the session links its golden tape at the drifted line of the PR's head commit.
-    assert body.count("now returns ` 6 `, was ` 5 `") == 1 and "` add(a=2, b=3) `" in body
+    # The headline says in words what changed for a client, once: the structural drift that decided
+    # the exit, though an output drift comes first in the session (that one is listed below it); the
+    # run and the commit are linked, and the session links its golden tape at the headline's line.
+    assert body.count("new tool ` multiply `: clients see it when they list") == 1
+    assert 'tools/call add {"a":2,"b":3} · result.content[0].text "5" → "6" (output)' in body
     assert "[workflow run](https://github.com/acme/calc-server/actions/runs/4242)" in body
     assert "at commit [` abc123 `](https://github.com/acme/calc-server/commit/abc123)" in body
-    assert "[` arith `](https://github.com/acme/calc-server/blob/abc123/tapes/arith.tape.jsonl#L7)" in body
+    assert "[` arith `](https://github.com/acme/calc-server/blob/abc123/tapes/arith.tape.jsonl#L3)" in body
     assert "mcptape ci -c mcptape.yml --update-golden\ngit add tapes/\n" in body
 
     summary = runner.summary.read_text(encoding="utf-8")
@@ -217,13 +220,13 @@ def test_first_run_creates_one_comment_summary_annotation_and_outputs(runner: Ru
     # The annotation points at the golden tape and the line of the first drifted event.
     ann = [line for line in proc.stdout.splitlines() if line.startswith("::error ")]
     assert len(ann) == 1
-    assert ann[0].startswith("::error file=tapes/arith.tape.jsonl,line=7,title=mcptape%3A structural drift in arith::")
-    assert "arith · step 3 · tools/call add" in ann[0]
+    assert ann[0].startswith("::error file=tapes/arith.tape.jsonl,line=3,title=mcptape%3A structural drift in arith::")
+    assert "arith · step 1 · tools/list" in ann[0]
 
     out = runner.outputs()
     assert out["result"] == "structural"
     assert out["exit-code"] == "2"
-    assert out["first-drift"].startswith("arith · step 3 · tools/call add")
+    assert out["first-drift"].startswith("arith · step 1 · tools/list")
     assert out["drifted-sessions"] == "arith"
     assert out["comment-url"] == comment["html_url"]
     assert Path(out["comment-body"]).read_text(encoding="utf-8") == body
@@ -337,7 +340,7 @@ def test_config_in_a_subdirectory_gets_its_own_comment_and_annotation_path(runne
     assert proc.returncode == 2
     firsts = sorted(c["body"].split("\n", 1)[0] for c in github.thread(REPO, PR))
     assert firsts == [MARKER, "<!-- mcptape:servers/calc/mcptape.yml -->"]
-    assert "::error file=servers/calc/tapes/arith.tape.jsonl,line=7," in proc.stdout
+    assert "::error file=servers/calc/tapes/arith.tape.jsonl,line=3," in proc.stdout
 
 
 # --- mcptape comment (second stage of the fork pattern) -----------------------------------------
@@ -393,7 +396,7 @@ def test_comment_command_in_a_workflow_run_links_the_run_and_commit_that_wrote_t
     body = c["body"]
     assert body.startswith("<!-- mcptape:servers/calc/mcptape.yml -->\n")
     assert "[workflow run](https://github.com/acme/calc-server/actions/runs/555)" in body  # not this job's run
-    assert f"(https://github.com/acme/calc-server/blob/{head}/servers/calc/tapes/arith.tape.jsonl#L7)" in body
+    assert f"(https://github.com/acme/calc-server/blob/{head}/servers/calc/tapes/arith.tape.jsonl#L3)" in body
     assert "mcptape ci -c servers/calc/mcptape.yml --update-golden\ngit add servers/calc/tapes/\n" in body  # from the root
 
 
@@ -444,7 +447,7 @@ def test_annotations_are_warnings_when_fail_on_lets_the_job_pass(runner: Runner,
     proc = runner.publish(drifted_report(), MCPTAPE_FAIL_ON=fail_on)  # structural drift: exit 2
     assert proc.returncode == 2, proc.stderr
     ann = [line for line in proc.stdout.splitlines() if line.startswith(("::error ", "::warning "))]
-    assert len(ann) == 1 and ann[0].startswith(f"::{level} file=tapes/arith.tape.jsonl,line=7,"), ann
+    assert len(ann) == 1 and ann[0].startswith(f"::{level} file=tapes/arith.tape.jsonl,line=3,"), ann
 
 
 def test_workflow_command_escaping() -> None:

@@ -207,6 +207,34 @@ def test_placeholders_go_out_as_fixed_valid_values_and_secrets_stay_redacted() -
     assert "<TIMESTAMP>" in kept
 
 
+def test_each_distinct_id_is_served_as_its_own_valid_id_and_a_client_can_send_it_back() -> None:
+    # What ci writes for a server that answered two different ids, then the first again (normalize.py).
+    from uuid import UUID
+
+    from mcptape.diff.values import same
+    from mcptape.volatility.normalize import Normalizer
+
+    first, second = "123e4567-e89b-12d3-a456-426614174000", "9f2c4567-e89b-42d3-a456-426614174001"
+    answer = {"made": [first, second], "again": first.upper()}
+    normalized = Normalizer().value(answer)
+    assert normalized == {"made": ["<UUID>", "<UUID#2>"], "again": "<UUID>"}
+    assert Normalizer().value({"made": [first, first]}) == {"made": ["<UUID>", "<UUID>"]}  # the control
+    assert same(normalized, {"made": ["<UUID>", "<UUID>"], "again": "<UUID>"})  # the number is not drift
+
+    tape = make_tape(("c2s", INIT), ("s2c", res(1, {"protocolVersion": "2025-06-18", "capabilities": {}})),
+                     ("c2s", call(2, "make")), ("s2c", res(2, {"structuredContent": normalized})),
+                     ("c2s", call(3, "get", id="<UUID#2>")), ("s2c", res(3, {"structuredContent": {"got": 2}})),
+                     ("c2s", call(4, "get", id="<UUID>")), ("s2c", res(4, {"structuredContent": {"got": 1}})))
+    lab = LabEngine(ReplayEngine(tape), LabOptions())
+    lab.handle(json.dumps(INIT))
+    made = json.loads(lab.handle(json.dumps(call(2, "make")))[0])["result"]["structuredContent"]
+    one, two = made["made"]
+    assert one != two and made["again"] == one and {UUID(one).version, UUID(two).version} == {4}
+    # The client sends each id back: each asks for what the tape recorded with that id.
+    assert json.loads(lab.handle(json.dumps(call(3, "get", id=two)))[0])["result"]["structuredContent"] == {"got": 2}
+    assert json.loads(lab.handle(json.dumps(call(4, "get", id=one)))[0])["result"]["structuredContent"] == {"got": 1}
+
+
 # --- forks -----------------------------------------------------------------------------------
 
 

@@ -113,6 +113,19 @@ def test_ls_lists_tapes_with_counts_and_completeness(tape_dir: Path) -> None:
     assert "notes.txt" not in proc.stdout
 
 
+def test_ls_lists_the_rest_when_a_tape_goes_away_between_finding_and_reading_it(tape_dir: Path) -> None:
+    # A dangling link is a tape found and then not there to read, as one another job removes mid-scan.
+    (tape_dir / "gone.tape.jsonl").symlink_to(tape_dir / "removed.tape.jsonl")
+    (tape_dir / "sub" / "loop").symlink_to(tape_dir)  # a link cycle: each folder is listed once
+    proc = subprocess.run(mcptape_command("ls"), capture_output=True, text=True, encoding="utf-8", timeout=60,
+                          cwd=tape_dir, env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if ".tape.jsonl" in line]
+    assert len(rows) == 3, proc.stdout
+    assert any("arith.tape.jsonl" in r and "yes" in r for r in rows)
+    assert any("gone.tape.jsonl" in r and "unreadable" in r and "No such file" in r for r in rows)
+
+
 def test_show_lists_every_message(tape_dir: Path) -> None:
     proc = run("show", str(tape_dir / "arith.tape.jsonl"))
     assert proc.returncode == 0, proc.stderr

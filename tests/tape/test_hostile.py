@@ -83,3 +83,20 @@ def test_an_event_whose_kind_is_not_a_name_is_an_unreadable_tape(tmp_path: Path,
         assert f"{path}:5: an event whose kind is".encode() in proc.stderr, command
     listed = subprocess.run(mcptape_command("ls", "--json", str(tmp_path)), capture_output=True, timeout=60)
     assert listed.returncode == 0 and b"an event whose kind is" in listed.stdout
+
+
+@pytest.mark.parametrize(("key", "value"), [("method", '["tools/list"]'), ("dir", '{"a":1}')])
+def test_an_event_whose_method_or_dir_is_not_a_name_is_an_unreadable_tape(tmp_path: Path, key: str, value: str) -> None:
+    # An edited tape read with --allow-edited: diff ended as "internal error in diff: unhashable type:
+    # 'list'" in its pagination merge; said here with the line, as for `kind`.
+    path = tmp_path / "odd.tape.jsonl"
+    _long_tape(path, 3)
+    lines = path.read_bytes().split(b"\n")
+    event = json.loads(lines[4])
+    lines[4] = lines[4].replace(f'"{key}":{json.dumps(event[key])}'.encode(), f'"{key}":{value}'.encode(), 1)
+    path.write_bytes(b"\n".join(lines))
+    for command in (("diff", str(path), str(path), "--allow-edited"), ("show", str(path)),
+                    ("play", str(path), "--allow-edited")):
+        proc = subprocess.run(mcptape_command(*command), input=b"", capture_output=True, timeout=60)
+        assert proc.returncode == 3, (command, proc.stderr)
+        assert f"{path}:5: an event whose {key} is".encode() in proc.stderr, command

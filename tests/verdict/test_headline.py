@@ -9,6 +9,7 @@ added, a changed hint or description), handshake metadata, and the client's own 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,8 +17,20 @@ import pytest
 
 from mcptape.conformance.gate import diff_checked
 from mcptape.diff.compare import diff_tapes
+from mcptape.publish.github import annotation_lines, run_outputs
+from mcptape.report.junit import junit_xml
+from mcptape.report.markdown import render_comment, render_summary
+from mcptape.report.terminal import render_run_text
 from mcptape.tape.format import Tape
-from mcptape.verdict.model import Finding, headline_priority
+from mcptape.verdict.model import (
+    CallRef,
+    DiffResult,
+    Drift,
+    Finding,
+    RunReport,
+    SessionResult,
+    headline_priority,
+)
 from tests.recording import ADD, INIT_RESULT, TapeBuilder
 
 MUL = dict(ADD, name="mul")
@@ -127,3 +140,49 @@ def test_a_known_conformance_violation_stays_known_when_the_revision_changed() -
     # Control: another broken rule under the new revision is new drift.
     worse = diff_checked(broken("2025-06-18", "not a list"), broken("2025-11-25", 7))
     assert worse.verdict == "structural"
+
+
+# --- every report heads a session with the drift that decided its exit (issue 40) ------------------
+
+NOTE = Finding("protocol", "info", "deprecated.logging", "the server relies on logging, deprecated in 2026-07-28",
+               None, "logging", "deprecated")
+SLOW = Finding("latency", "output", "", "50.0 ms slower per call (median 1.0 → 51.0 ms, Mann-Whitney p=0.0001)",
+               kind="regression")
+
+
+def baseline_report() -> RunReport:
+    """What `ci --baseline REF --latency N` with `fail_on: {latency: output}` reports: diff's info
+    note first, the latency drift ci/baseline.py adds after it; a green session with the note alone."""
+    note, slow = Drift(None, [NOTE]), Drift(CallRef("tools/call", "add", {"a": 2, "b": 3}, step=2), [SLOW])
+    drifted = SessionResult("basic", "output", diff=DiffResult("output", drifts=[note, slow]), golden="tapes/basic.tape.jsonl")
+    green = SessionResult("quiet", "same", diff=DiffResult("same", drifts=[Drift(None, [NOTE])]))
+    return RunReport(config="mcptape.yml", sessions=[green, drifted])
+
+
+def test_every_report_heads_with_the_drift_that_decided_the_exit_never_an_info_note() -> None:
+    report = baseline_report()
+    green, drifted = report.sessions
+    assert report.exit_code == 1 and report.first_drift() == (drifted, drifted.diff.drifts[1])  # type: ignore[union-attr]
+    assert green.diff is not None and green.diff.first is None and green.first_drift_line() is None
+
+    table = [line for line in render_run_text(report).splitlines() if line.startswith("│")]
+    assert any("quiet" in row and "no drift" in row for row in table), table
+    assert any("basic" in row and "ms slower per call" in row for row in table), table
+    assert not any("deprecated" in row for row in table), table
+
+    summary = render_summary(report)
+    assert "ms slower per call" in summary.split("\n\n")[2], summary  # the headline paragraph
+    quiet_row = next(line for line in summary.splitlines() if line.startswith("| ` quiet `"))
+    assert "deprecated" not in quiet_row, quiet_row  # the "first drifted call" column of a green session
+    comment = render_comment(report, "mcptape.yml")
+    assert "ms slower per call" in comment.split("\n\n")[3], comment
+
+    junit = junit_xml(report)
+    assert re.search(r'<failure message="basic · step 2 · tools/call add [^"]*ms slower per call', junit), junit
+    assert "deprecated" not in junit.split("<testcase")[1]  # the green session: no failure, no headline
+    [annotation] = annotation_lines(report, config_path="mcptape.yml", workspace=".")
+    assert "ms slower per call" in annotation
+    assert "ms slower per call" in run_outputs(report, report_path=None)["first-drift"]
+    data = report.to_dict()
+    assert "ms slower per call" in data["headline"] and data["sessions"][0]["headline"] is None
+    assert RunReport.from_dict(data).first_drift() is not None  # the derived field is not read back
