@@ -39,8 +39,12 @@ demo: install-python
 	$(BIN)/python fixtures/example/demo.py
 
 # The suite in parallel, a module per unit of work (tests/conftest.py); TEST_WORKERS=1 runs it in one process.
+# The suite starts thousands of `python -m mcptape` processes: compiled once here, as pip compiles an
+# installed package, none of them compiles the package again (where PYTHONDONTWRITEBYTECODE is set,
+# each would: a fifth of a `ci` run's CPU). compileall rewrites only what changed since.
 TEST_WORKERS ?= auto
 test: install
+	$(BIN)/python -m compileall -q mcptape tests fixtures/servers fixtures/example >/dev/null
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: install-python

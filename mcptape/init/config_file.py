@@ -34,8 +34,8 @@ from mcptape.init.scaffold import Hints, prompt_arguments
 from mcptape.init.server import LIST_STEPS, Surface, key_attr
 from mcptape.init.text import one_line
 from mcptape.init.trial import Trial
-from mcptape.publish.outlet import terminal
 from mcptape.logsafe import escape_controls
+from mcptape.publish.outlet import terminal
 
 MAX_RESOURCES = 10  # a server may list thousands; the first few show the shape, the comment says so
 GOLDEN_DIR = "tapes"  # the file's golden_dir, beside it
