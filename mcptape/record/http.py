@@ -40,7 +40,7 @@ from mcptape.publish.outlet import Outlet
 from mcptape.publish.outlet import say as outlet_say
 from mcptape.redact.policy import secret_reason
 from mcptape.redact.redactor import make_redactor
-from mcptape.tape.events import C2S, S2C, EventBuilder, deep_note, note_event
+from mcptape.tape.events import C2S, CORS_NOTE, S2C, EventBuilder, deep_note, note_event
 from mcptape.tape.format import TapeWriter, make_header
 from mcptape.tape.timing import timing_footer
 from mcptape.transports.http import new_client, parse_json_messages
@@ -144,10 +144,10 @@ class HttpRecorder:
             if depth:  # nested past jsonrpc.MAX_DEPTH: said in the tape, as stdio tapes say it
                 self._queue.put((deep_note(event, depth), None))
 
-    def note(self, detail: dict[str, Any], session: int | None = None) -> None:
+    def note(self, detail: dict[str, Any], session: int | None = None, *, what: str = "http") -> None:
         if session is not None:
             detail = {**detail, "session": session}
-        self._queue.put((note_event("http", detail), None))
+        self._queue.put((note_event(what, detail), None))
 
     def cors(self, preflight: bool, headers: httpx.Headers) -> None:
         """Note the upstream's CORS headers when they change (play sends them as recorded)."""
@@ -157,7 +157,7 @@ class HttpRecorder:
             if not found or self._cors.get(which) == found:
                 return
             self._cors[which] = found
-        self.note({"cors": which, "headers": dict(sorted(found.items()))})
+        self.note({"cors": which, "headers": dict(sorted(found.items()))}, what=CORS_NOTE)
 
     def refused(self, body: bytes, session: int | None) -> None:
         """The upstream refused this POST at the HTTP level: its requests were answered (by the

@@ -53,7 +53,7 @@ _OWN_TEXT = {
     "JSON report (verdict/model.py)": """mcptape_report config sessions session verdict exit_code drifts
         findings category severity path before after golden_line fresh_line call step orphans updated_golden
         shard redactions duration_s surface diff golden fresh notes worst_exit compared comparison surface_facts
-        golden_size listed called strength""",
+        golden_size listed called strength headline context_cost golden_total not_called""",
     "JUnit (report/junit.py)": """testsuites testsuite testcase failure failures errors skipped classname
         system-out time tests output_drift structural_drift secret_leak could_not_run encoding""",
     "terminal and markdown reports (report/)": """verdict first drifted call error no drift redaction redacted

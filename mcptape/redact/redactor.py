@@ -82,6 +82,10 @@ class Redactor:
         self.occurrences: dict[str, int] = {}
         self._seen: set[tuple[str, str]] = set()
         self._sink = Sink(self._record)
+        # A private key printed a line at a time goes on in the next line *of its own stream*: the
+        # server's stderr lines are one stream, the wire's messages another, and which of them the
+        # writer sees first between two lines of a key is timing. Each keeps its own open key.
+        self._open_keys: dict[bool, tuple[bool, int]] = {False: (False, 0), True: (False, 0)}
 
     @property
     def known(self) -> dict[str, str]:
@@ -141,9 +145,19 @@ class Redactor:
 
         Events holding nothing secret-like are returned as a shallow copy (nested values shared).
         """
-        if not self._scrubber.pem_open and not self._scrubber.could_match(dumps(event)):
+        stderr = event.get("kind") == "stderr"
+        if not self._open_keys[stderr][0] and not self._scrubber.could_match(dumps(event)):
             return dict(event)
-        return self._scrubber.event(event, self._sink)
+        return self._scrub_event(event, stderr)
+
+    def _scrub_event(self, event: Mapping[str, Any], stderr: bool) -> dict[str, Any]:
+        """The scrubber's walk of one event with its stream's open key (see `_open_keys`)."""
+        s = self._scrubber
+        s.pem_open, s.pem_pieces = self._open_keys[stderr]
+        try:
+            return s.event(event, self._sink)
+        finally:
+            self._open_keys[stderr] = (s.pem_open, s.pem_pieces)
 
     def redact_obj(self, obj: Any) -> Any:
         """A deep copy of a JSON-like value (dicts, lists, strings, ...) with secrets replaced."""
@@ -177,9 +191,10 @@ class Redactor:
         """
         if text is None:
             text = dumps(line)
-        if not self._scrubber.pem_open and not self._checker.could_match(text):
+        stderr = line.get("kind") == "stderr"
+        if not self._open_keys[stderr][0] and not self._checker.could_match(text):
             return (text + "\n").encode("utf-8")
-        data = serialize(self._scrubber.event(line, self._sink))
+        data = serialize(self._scrub_event(line, stderr))
         self.verify(data, where)
         return data
 

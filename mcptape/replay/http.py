@@ -32,6 +32,7 @@ from typing import Any
 from mcptape.jsonrpc import classify, id_key, loads
 from mcptape.replay.lab import Served
 from mcptape.replay.outgoing import Outgoing
+from mcptape.tape.events import CORS_NOTE
 from mcptape.tape.format import Tape
 from mcptape.transports.serve import (
     CheckedHandler,
@@ -296,7 +297,7 @@ def _recorded_cors(tape: Tape) -> dict[str, list[tuple[str, str]]]:
     """The first CORS headers rec --listen noted for answers and for preflights (record/http.py)."""
     found: dict[str, list[tuple[str, str]]] = {}
     for ev in tape.events:
-        detail = ev.get("detail") if ev.get("kind") == "note" and ev.get("what") == "http" else None
+        detail = ev.get("detail") if ev.get("kind") == "note" and ev.get("what") == CORS_NOTE else None
         if isinstance(detail, dict) and detail.get("cors") in ("answer", "preflight") and detail["cors"] not in found:
             headers = detail.get("headers")
             if isinstance(headers, dict):

@@ -104,7 +104,7 @@ def test_a_run_compiles_the_configs_redactor_once_and_each_session_keeps_its_own
         (["-u"], 0),
         ([f"--json={tmp_path / 'gate.json'}"], 0),
         (["--repeat", "2"], 0),
-        (["--against", f"{sys.executable} {CALC_SERVER}", "--repeat", "2"], 0),
+        (["--against", f"{sys.executable} {CALC_SERVER}", "--reference-runs", "2"], 0),
     ]
     for args, code in jobs:
         compilations.clear()

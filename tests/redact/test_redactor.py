@@ -248,6 +248,27 @@ def test_pem_key_printed_line_by_line_on_stderr_is_redacted_whole() -> None:
     assert all(PLACEHOLDER_RE.fullmatch(ev["text"]) for ev in out[1:-1])
 
 
+
+def test_a_key_on_stderr_goes_on_across_the_wire_messages_the_writer_sees_between_its_lines() -> None:
+    """rec's writer sees stderr lines and wire messages in the order they arrive, which is timing:
+    a message between two lines of a key printed on stderr neither ends nor continues it."""
+    pem = next(p for p in PLANTED if p.kind == "private-key")
+    lines = FORMS["stderr"](pem.carrier)
+    answer = {"kind": "response", "dir": "s2c", "id": 1,
+              "msg": {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "answered: 3 lines, 42 bytes (ok)."}]}}}
+    events: list[dict[str, Any]] = []
+    for line in lines:
+        events += [line, answer]  # a message between every two stderr lines of the key
+    r = make_redactor()
+    out = [r.redact_event(ev) for ev in events]
+    assert not leaks(dumps(out), [pem])
+    assert all(ev == answer for ev in out[1::2])  # the messages are untouched
+    # the control: with one open key for both streams (as before), the first message ends the key
+    shared = make_redactor()
+    scrub = shared._scrub_event
+    shared._scrub_event = lambda event, stderr: scrub(event, False)  # type: ignore[method-assign]
+    assert leaks(dumps([shared.redact_event(ev) for ev in events]), [pem])
+
 def test_placeholders_name_the_kind_and_known_values_their_source() -> None:
     r = make_redactor()
     gh = next(p for p in PLANTED if p.values[0].startswith("ghp_"))
