@@ -76,6 +76,9 @@ LAZY = {
     ("mcptape.pytest_plugin", "mcptape.environment"): "the plugin loads in every pytest run: no mcptape module until a test asks",
     ("mcptape.replay.matching", "mcptape.volatility.normalize"): "the JSON path evaluator (dataclasses), for --ignore-arg only",
     ("mcptape.commands.play", "mcptape.publish.telemetry"): "the trace export, for --otel only",
+    ("mcptape.commands.run_report", "mcptape.report.html"): "jinja2, for ci/merge --html only",
+    ("mcptape.live.launch", "mcptape.transports.http"): "httpx, for a `url:` server only (most runs start stdio servers)",
+    ("mcptape.live.launch", "mcptape.transports.oauth"): "the OAuth client (httpx, PyJWT), for a `url:` server only",
     **{("mcptape.publish.telemetry", m): "the otel extra (OpenTelemetry SDK, OTLP exporter), only under --otel"
        for m in ("opentelemetry", "opentelemetry.trace", "opentelemetry.trace.propagation.tracecontext",
                  "opentelemetry.sdk.resources", "opentelemetry.sdk.trace", "opentelemetry.sdk.trace.export",

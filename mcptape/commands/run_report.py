@@ -28,7 +28,6 @@ from mcptape.errors import EXIT_SECRET, McptapeError, SecretLeak, TapeError
 from mcptape.logsafe import utf8
 from mcptape.publish.github import command, post, prepare_run, render_context
 from mcptape.publish.outlet import Outlet, Release
-from mcptape.report.html import render_run
 from mcptape.report.html_views import SessionTapes
 from mcptape.report.json_report import report_bytes
 from mcptape.report.junit import junit_xml
@@ -90,6 +89,8 @@ def leave(report: RunReport, files: ReportFiles, outlet: Outlet, *, name: str, c
         outlet.verified(text, "terminal report")
         release = _files(report, files, outlet, config_dir, session_lines or {})
         if files.html:
+            from mcptape.report.html import render_run  # jinja2, for --html only
+
             page = render_run(report, session_tapes(report, config_dir, fresh or {}), context=_context(config_path))
             release.add(files.html, utf8(page), what="HTML report")
         said = [outlet.verified(f"mcptape {name}: warning: {w}", "warning") for w in warnings]

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcptape.config.models import HttpServer, StdioServer
 from mcptape.errors import ServerError
 from mcptape.live.sandbox import PrivateHome
 from mcptape.transports.base import Transport
-from mcptape.transports.http import HttpTransport, SseTransport, StartedServer, StreamableHttpTransport
-from mcptape.transports.oauth import ClientCredentials, OAuthClient
 from mcptape.transports.stdio import StdioTransport, minimal_env
+
+if TYPE_CHECKING:
+    from mcptape.transports.http import HttpTransport, StartedServer
 
 
 def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str],
@@ -89,6 +91,10 @@ def open_http_transport(server: HttpServer, *, base_dir: Path, env: dict[str, st
                         learned: dict[str, str] | None = None) -> HttpTransport:
     """Start the server if it has `start:`, wait until its port answers, and open its transport
     (with the OAuth client of its `auth:`, whose tokens go to `learned`)."""
+    # httpx and the OAuth client load here, for a `url:` server: a stdio run (most of them) starts without.
+    from mcptape.transports.http import SseTransport, StartedServer, StreamableHttpTransport
+    from mcptape.transports.oauth import ClientCredentials, OAuthClient
+
     started: StartedServer | None = None
     if server.start:
         cwd = Path(base_dir) / server.cwd if server.cwd else Path(base_dir)
