@@ -354,7 +354,8 @@ def compare_all(ctx: RunContext, ref: Reference, sessions: Sequence[Session], *,
     # sessions competing for the cores would be noise in each other's timings.
     workers = 1 if latency_runs else jobs
     return run_in_pool(workers, lambda s: compare_session(ctx, ref, s, runs=runs, latency_runs=latency_runs),
-                       sessions, "baseline")
+                       sessions, "baseline", servers=[server for s in sessions for server in
+                                                      (ref.server_for(s), ctx.loaded.config.servers[s.server])])
 
 
 def reference_report(ctx: RunContext, sessions: Sequence[Session], *, baseline: str | None, against: str | None,

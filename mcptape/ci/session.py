@@ -16,7 +16,8 @@ later gate run checks again.
 Sessions run in worker threads (run_in_pool), so everything the session pipeline imports is
 imported here, at module level, in the main thread, before any worker starts (see the imports
 below), but for the conformance check, which the main thread imports while the sessions' servers
-start (conformance/gate.py): a first import racing in two threads can hand one of them a partially initialized module. Files are
+start (conformance/gate.py), and the HTTP transports, imported before the workers start where a
+session's server is a `url:` one (run_in_pool): a first import racing in two threads can hand one of them a partially initialized module. Files are
 verified and written through the outlet (publish/outlet.py; its OSErrors are WriteErrors, exit 3); a golden
 or fresh tape that cannot be written fails its session, one a secret survived in is not written.
 """
@@ -26,7 +27,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import InitVar, dataclass, field
 from functools import cached_property
@@ -54,7 +55,7 @@ from mcptape.errors import (
     WriteError,
 )
 from mcptape.live.client import Recording, SchemaBreak, record_session
-from mcptape.live.launch import open_transport
+from mcptape.live.launch import load_transports, open_transport
 from mcptape.live.refusal import refused_everything
 from mcptape.live.sandbox import Sandbox
 from mcptape.publish.outlet import Outlet, Release, config_redactor
@@ -614,9 +615,12 @@ Item = TypeVar("Item")
 Outcome = TypeVar("Outcome")
 
 
-def run_in_pool(jobs: int, work: Callable[[Item], Outcome], items: Sequence[Item], name: str) -> list[Outcome]:
-    """`work` over `items` on `jobs` worker threads, results in order. While the workers start their
-    servers, the main thread imports the conformance check they need once they have recorded."""
+def run_in_pool(jobs: int, work: Callable[[Item], Outcome], items: Sequence[Item], name: str, *,
+                servers: Iterable[StdioServer | HttpServer]) -> list[Outcome]:
+    """`work` over `items` on `jobs` worker threads, results in order. Before they start, the main
+    thread imports the HTTP transports if one of `servers` (those the workers open) needs them; while
+    the workers start their servers, the conformance check they need once they have recorded."""
+    load_transports(servers)
     conformance.will_load()
     rules.preload()  # the secret rule set: workers redact their first message at once (~0.1 s)
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix=name) as pool:

@@ -34,7 +34,7 @@ from mcptape.commands.output import check_html, say
 from mcptape.commands.run_report import FreshTape, ReportFiles, leave
 from mcptape.commands.strength import gate_strength
 from mcptape.config.load import LoadedConfig, load_config
-from mcptape.config.models import Session
+from mcptape.config.models import HttpServer, Session, StdioServer
 from mcptape.config.semantics import check_config, outside_repository
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_SECRET, McptapeError, SecretLeak, UsageError
 from mcptape.publish.outlet import Outlet
@@ -308,7 +308,8 @@ def _out_dir(options: Options, loaded: LoadedConfig) -> Path | None:
 def _golden(options: Options, ctx: RunContext, sessions: Sequence[Session]
             ) -> tuple[RunReport, list[str], dict[str, FreshTape]]:
     """Golden mode's run: the report, the lines -u adds, and the fresh tapes in hand (the HTML page's)."""
-    outcomes = run_in_pool(options.jobs_for(sessions), lambda s: run_session(ctx, s), sessions, "session")
+    outcomes = run_in_pool(options.jobs_for(sessions), lambda s: run_session(ctx, s), sessions, "session",
+                           servers=_servers(ctx, sessions))
     report = RunReport(config=os.path.basename(ctx.loaded.path), sessions=[o.result for o in outcomes],
                        orphans=orphan_goldens(ctx), updated_golden=ctx.update, shard=options.shard)
     fresh = {o.result.name: FreshTape(o.fresh_bytes, o.fresh_timing) for o in outcomes if o.fresh_bytes is not None}
@@ -324,6 +325,11 @@ def _finish(options: Options, ctx: RunContext, report: RunReport, extra: Sequenc
     left = leave(report, files, Outlet(ctx.redactor.fork()), name="ci", config_path=str(ctx.loaded.path),
                  config_dir=ctx.loaded.base_dir, extra="".join(extra), session_lines=lines, fresh=fresh)
     return worst_exit([report.exit_code, left])
+
+
+def _servers(ctx: RunContext, sessions: Sequence[Session]) -> list[StdioServer | HttpServer]:
+    """The servers the sessions' workers open (run_in_pool imports what they need first)."""
+    return [ctx.loaded.config.servers[s.server] for s in sessions]
 
 
 def _update_lines(outcomes: Sequence[SessionOutcome]) -> list[str]:
@@ -343,7 +349,8 @@ def _repeat(options: Options, ctx: RunContext, sessions: Sequence[Session]) -> i
     """Repeat mode: each selected session N times live; the volatile values and the normalize rules
     that fix them, on the terminal (ci/repeat.py: exit 0 stable, 1 volatile, 3 a run failed)."""
     runs = int(options.repeat or 0)
-    results = run_in_pool(options.jobs_for(sessions), lambda s: repeat_session(ctx, s, runs), sessions, "repeat")
+    results = run_in_pool(options.jobs_for(sessions), lambda s: repeat_session(ctx, s, runs), sessions, "repeat",
+                          servers=_servers(ctx, sessions))
     text, exit_code = analyse_repeats(results, runs)
     try:
         Outlet(ctx.redactor.fork()).show(text, "--repeat report", escape=True)

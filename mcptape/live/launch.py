@@ -8,7 +8,7 @@ and transports/http.py's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,15 @@ from mcptape.transports.stdio import StdioTransport, minimal_env
 
 if TYPE_CHECKING:
     from mcptape.transports.http import HttpTransport, StartedServer
+
+
+def load_transports(servers: Iterable[StdioServer | HttpServer]) -> None:
+    """Import the HTTP transports and the OAuth client if any of `servers` is a `url:` server. ci
+    calls it in the main thread before its workers open transports: a first import racing in two
+    threads can hand one of them a partially initialized module (ci/session.py)."""
+    if any(isinstance(server, HttpServer) for server in servers):
+        import mcptape.transports.http  # noqa: F401
+        import mcptape.transports.oauth  # noqa: F401
 
 
 def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Mapping[str, str],

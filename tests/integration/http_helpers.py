@@ -99,6 +99,8 @@ def mcptape_listening(*args: str, path: str = "/mcp", timeout: float = 30.0) -> 
         stderr=subprocess.PIPE,
         cwd=ROOT,
         start_new_session=True,
+        # A process that does not stop on SIGINT gets SIGABRT below: its threads' stacks, on stderr.
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
     lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
     err_chunks: list[bytes] = []
@@ -126,9 +128,9 @@ def mcptape_listening(*args: str, path: str = "/mcp", timeout: float = 30.0) -> 
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
         try:
-            lst.returncode = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            lst.returncode = stop_group(proc, signal.SIGKILL)
+            lst.returncode = proc.wait(30)
+        except subprocess.TimeoutExpired:  # where it hangs is what a failing test should show
+            lst.returncode = stop_group(proc, signal.SIGABRT)
         reader.join(5)
         lst.stderr = b"".join(err_chunks).decode("utf-8", "replace")
 
