@@ -41,6 +41,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("xdist_group") is None:
             module = item.nodeid.split("::", 1)[0]
             item.add_marker(pytest.mark.xdist_group(SHARED_RUNNER_MODULES.get(module, module)))
+
+
 FIXTURES = ROOT / "fixtures"
 CALC_SERVER = FIXTURES / "servers" / "calc_server.py"
 NODE_MODULES = FIXTURES / "node" / "node_modules" / "@modelcontextprotocol"

@@ -83,11 +83,15 @@ def test_a_pydantic_ai_agent_recorded_against_a_reference_server_replays_the_sam
     with mcptape.record(tape, everything()) as endpoint:
         live = asyncio.run(agent.ask(endpoint, TestModel(call_tools=["echo"])))
     assert "Echo:" in live
-    said, reports = replayed(str(tape), agent.ask, TestModel(call_tools=["echo"]))
+    # The server announces tools/list_changed right after initialize. Whether pydantic-ai's toolset
+    # lists its tools again depends on whether its handler of that notification runs before or after
+    # the list's answer is cached (asyncio's task order), when recording as when replaying: a second
+    # tools/list gets the recorded list again (allow_reuse), as it got the same list live.
+    said, reports = replayed(str(tape), agent.ask, TestModel(call_tools=["echo"]), allow_reuse=True)
     assert said == live and [r.problems() for r in reports] == [[]] and reports[0].answered >= 3
     # The control: an agent that asks what was not recorded gets no answer from the tape.
     with pytest.raises(mcptape.ReplayMiss) as missed:
-        replayed(str(tape), _swallowing(agent.ask), TestModel(call_tools=["get-sum"]))
+        replayed(str(tape), _swallowing(agent.ask), TestModel(call_tools=["get-sum"]), allow_reuse=True)
     assert "tools/call get-sum" in missed.value.misses[0]
 
 
