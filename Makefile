@@ -45,7 +45,7 @@ demo: install-python
 TEST_WORKERS ?= auto
 test: install
 	$(BIN)/python -m compileall -q mcptape tests fixtures/servers fixtures/example >/dev/null
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 lint: install-python
 	$(BIN)/ruff check mcptape tests bench

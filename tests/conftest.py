@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,10 +24,10 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.pop(name, None)
 
 
-# The suite runs in parallel (`make test`: pytest-xdist, `--dist loadgroup`). A test module is one unit
-# of work, so its module-scoped fixtures (a server recorded once, a release installed once) are built by
-# one worker, not by each; the modules that share one RUNNER_TEMP and its installed venv
-# (tests/action_runner.py's shared_runner_temp) share a worker, so the venv is built once for them.
+# The suite runs in parallel (`make test`: pytest-xdist). A test module is one unit of work, so its
+# module-scoped fixtures (a server recorded once, a release installed once) are built by one worker,
+# once, not by each worker it would be split over; the modules that share one RUNNER_TEMP and its
+# installed venv (tests/action_runner.py's shared_runner_temp) are one unit, so the venv is built once.
 # Every test stays safe beside any other: its own tmp_path, OS-chosen ports, no shared HOME.
 SHARED_RUNNER_MODULES = {
     "tests/test_github_action.py": "action-workflow", "tests/test_github_action_baseline.py": "action-workflow",
@@ -35,12 +36,24 @@ SHARED_RUNNER_MODULES = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            module = item.nodeid.split("::", 1)[0]
-            item.add_marker(pytest.mark.xdist_group(SHARED_RUNNER_MODULES.get(module, module)))
+def unit_of_work(nodeid: str) -> str:
+    """The unit of work a test belongs to: its module, or the group of modules sharing a runner."""
+    module = nodeid.split("::", 1)[0]
+    return SHARED_RUNNER_MODULES.get(module, module)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, which a run without it does not know
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling (a unit's tests to one worker, the largest units first), with our
+    units. Not `--dist loadgroup`'s markers: under pytest 9.2 xdist 3.8 reads them off `item._nodeid`,
+    which pytest no longer reads back, so every group silently became per-test scheduling."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of_work(nodeid)
+
+    return UnitScheduling(config, log)
 
 
 FIXTURES = ROOT / "fixtures"
