@@ -8,14 +8,14 @@ and transports/http.py's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcptape.config.models import HttpServer, StdioServer
 from mcptape.errors import ServerError
 from mcptape.live.sandbox import PrivateHome
-from mcptape.transports.base import Transport
+from mcptape.transports.base import Transport, Wrapped
 from mcptape.transports.stdio import StdioTransport, minimal_env
 
 if TYPE_CHECKING:
@@ -47,33 +47,12 @@ def open_transport(server: StdioServer | HttpServer, *, base_dir: Path, env: Map
         raise
 
 
-class _HomeRemoved:
+class _HomeRemoved(Wrapped):
     """A transport whose private HOME goes when it closes (everything else is the transport's)."""
 
     def __init__(self, inner: Transport, home: PrivateHome) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._home = home
-
-    @property
-    def stderr_lines(self) -> Sequence[bytes]:
-        return self._inner.stderr_lines
-
-    @property
-    def stderr_left_out(self) -> Sequence[int]:
-        return self._inner.stderr_left_out
-
-    @property
-    def spawned(self) -> bool:
-        return self._inner.spawned
-
-    def send(self, line: bytes) -> None:
-        self._inner.send(line)
-
-    def receive(self, timeout: float | None = None) -> bytes | None:
-        return self._inner.receive(timeout)
-
-    def stderr_tail(self) -> str:
-        return self._inner.stderr_tail()
 
     def close(self) -> int | None:
         try:

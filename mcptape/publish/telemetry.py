@@ -47,7 +47,7 @@ from mcptape.errors import McptapeError
 from mcptape.jsonrpc import dumps, id_key
 from mcptape.tape.events import C2S, MESSAGE_KINDS, S2C, EventBuilder
 from mcptape.tape.reader import read_tape
-from mcptape.transports.base import Transport
+from mcptape.transports.base import Transport, Wrapped
 from mcptape.version import __version__
 
 if TYPE_CHECKING:
@@ -122,12 +122,12 @@ class WireClock:
         return out
 
 
-class TimedTransport:
+class TimedTransport(Wrapped):
     """A transport (transports/base.py) that tells a WireClock when each line crossed it: ci's
     client talks through it when its session is traced. Everything else is the inner transport's."""
 
     def __init__(self, inner: Transport, clock: WireClock) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._clock = clock
 
     def send(self, line: bytes) -> None:
@@ -139,24 +139,6 @@ class TimedTransport:
         if line is not None:
             self._clock.saw(S2C, line)
         return line
-
-    def close(self) -> int | None:
-        return self._inner.close()
-
-    def stderr_tail(self) -> str:
-        return self._inner.stderr_tail()
-
-    @property
-    def stderr_lines(self) -> Sequence[bytes]:
-        return self._inner.stderr_lines
-
-    @property
-    def stderr_left_out(self) -> Sequence[int]:
-        return self._inner.stderr_left_out
-
-    @property
-    def spawned(self) -> bool:
-        return self._inner.spawned
 
 
 class WireLog:

@@ -15,7 +15,7 @@ whole messages, one JSON-RPC line each, without their newline.
                           an empty stderr_tail then says nothing about it, and messages must not say
                           it was silent)
 
-Every attribute here is one the client reads: a wrapper (a private HOME, the OpenTelemetry clock)
+Every attribute here is one the client reads: a wrapper (`Wrapped`: a private HOME, the OpenTelemetry clock)
 passes each on by name, so the type checker sees the whole interface, never a getattr.
 """
 
@@ -44,3 +44,35 @@ class Transport(Protocol):
     def close(self) -> int | None: ...
 
     def stderr_tail(self) -> str: ...
+
+
+class Wrapped:
+    """A transport around another that adds to some of its methods (ci's timing, a private HOME
+    removed on close): everything it does not override is the inner transport's, named once here."""
+
+    def __init__(self, inner: Transport) -> None:
+        self._inner = inner
+
+    @property
+    def stderr_lines(self) -> Sequence[bytes]:
+        return self._inner.stderr_lines
+
+    @property
+    def stderr_left_out(self) -> Sequence[int]:
+        return self._inner.stderr_left_out
+
+    @property
+    def spawned(self) -> bool:
+        return self._inner.spawned
+
+    def send(self, line: bytes) -> None:
+        self._inner.send(line)
+
+    def receive(self, timeout: float | None = None) -> bytes | None:
+        return self._inner.receive(timeout)
+
+    def close(self) -> int | None:
+        return self._inner.close()
+
+    def stderr_tail(self) -> str:
+        return self._inner.stderr_tail()
