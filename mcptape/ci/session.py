@@ -15,11 +15,12 @@ later gate run checks again.
 
 Sessions run in worker threads (run_in_pool), so everything the session pipeline imports is
 imported here, at module level, in the main thread, before any worker starts (see the imports
-below), but for the conformance check, which the main thread imports while the sessions' servers
-start (conformance/gate.py), and the HTTP transports, imported before the workers start where a
-session's server is a `url:` one (run_in_pool): a first import racing in two threads can hand one of them a partially initialized module. Files are
-verified and written through the outlet (publish/outlet.py; its OSErrors are WriteErrors, exit 3); a golden
-or fresh tape that cannot be written fails its session, one a secret survived in is not written.
+below), but for two: the conformance check, which the main thread imports while the sessions'
+servers start (conformance/gate.py), and the HTTP transports, which it imports before the workers
+start where a session's server is a `url:` one (run_in_pool). A first import racing in two threads
+can hand one of them a partially initialized module. Files are verified and written through the
+outlet (publish/outlet.py; its OSErrors are WriteErrors, exit 3); a golden or fresh tape that cannot
+be written fails its session, one a secret survived in is not written.
 """
 
 from __future__ import annotations
