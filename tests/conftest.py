@@ -36,14 +36,6 @@ SHARED_RUNNER_MODULES = {
 }
 
 
-# Units of tens of seconds (real servers, installs, many processes), started before the rest: the
-# scheduler hands out units in order, and one of these last would leave the other workers idle for it.
-# A hint only: a unit missing here or listed needlessly costs time, never a result.
-SLOW_UNITS = ("tests/integration/", "action-workflow", "action-installed", "tests/test_pytest_plugin.py",
-              "tests/test_action_install.py", "tests/fuzz/", "tests/test_readme.py", "tests/test_doors.py",
-              "tests/redact/test_rule_examples.py")
-
-
 def unit_of_work(nodeid: str) -> str:
     """The unit of work a test belongs to: its module, or the group of modules sharing a runner."""
     module = nodeid.split("::", 1)[0]
@@ -52,24 +44,14 @@ def unit_of_work(nodeid: str) -> str:
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, which a run without it does not know
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's scope scheduling (a unit's tests to one worker, the slow units first), with our
+    """xdist's scope scheduling (a unit's tests to one worker, the largest units first), with our
     units. Not `--dist loadgroup`'s markers: under pytest 9.2 xdist 3.8 reads them off `item._nodeid`,
     which pytest no longer reads back, so every group silently became per-test scheduling."""
     from xdist.scheduler import LoadScopeScheduling
 
     class UnitScheduling(LoadScopeScheduling):
-        ordered = False
-
         def _split_scope(self, nodeid: str) -> str:
             return unit_of_work(nodeid)
-
-        def _assign_work_unit(self, node: Any) -> None:
-            if not self.ordered:  # the first call: the queue is whole (largest units first), slow ones go before
-                self.ordered = True
-                units = sorted(self.workqueue.items(), key=lambda unit: not unit[0].startswith(SLOW_UNITS))
-                self.workqueue.clear()
-                self.workqueue.update(units)
-            super()._assign_work_unit(node)
 
     return UnitScheduling(config, log)
 
