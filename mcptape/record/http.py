@@ -363,25 +363,39 @@ class ProxyHandler(CheckedHandler):
 
     def _relay_body(self, resp: httpx.Response, out: ChunkedBody | None, session: int | None) -> bool:
         """Forward the body as it comes and record the messages in it (an SSE stream's events, a
-        JSON body's messages); False if either side dropped the connection."""
+        JSON body's messages); False if either side dropped the connection.
+
+        A message is recorded before the chunk that completes it goes on: a client that reads a
+        server's request (sampling, elicitation) or an answer can send its reply at once on another
+        connection, whose handler records it, and the tape must hold what came first first. An SSE
+        event is whole in the chunk that ends it; a JSON body is whole at its end, so its last chunk
+        is held until its messages are recorded. Recording only parses and queues (the writer thread
+        redacts and writes), so the wire waits for a parse, not for the disk."""
         srv = self.server
         ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
         sse = SseParser() if ctype == "text/event-stream" else None
         collected: list[bytes] = []
+        held = b""  # a JSON body's latest chunk, forwarded once another came or the body was recorded
+
+        def forward(chunk: bytes) -> None:
+            if out is not None:
+                out.write(chunk)
+            else:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+
         try:
             for chunk in resp.iter_raw():
-                # Forward first, then parse: the recorder never delays the wire.
-                if out is not None:
-                    out.write(chunk)
-                else:
-                    self.wfile.write(chunk)
-                    self.wfile.flush()
                 if sse is not None:
                     for ev in sse.feed(chunk):
                         if ev.event == "message" and ev.data.strip():  # not a priming event (no data)
                             srv.recorder.messages_from(S2C, ev.data, session, sse=True)
                 elif ctype == "application/json":
                     collected.append(chunk)
+                    forward(held)
+                    held = chunk
+                    continue
+                forward(chunk)
         except httpx.HTTPError as e:
             # The upstream dropped mid-answer: drop the client's connection too (no final
             # chunk), so the client sees exactly what it would have seen without us.
@@ -395,6 +409,11 @@ class ProxyHandler(CheckedHandler):
         if collected:
             for line in parse_json_messages(b"".join(collected)):
                 srv.recorder.messages_from(S2C, line.decode("utf-8", "replace"), session)
+        try:
+            forward(held)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            return False
         return True
 
     def _send_plain(self, status: int, text: str) -> None:
