@@ -53,13 +53,10 @@ from mcptape.verdict.model import (
     SurfaceChanges,
     headline,
 )
-from mcptape.verdict.vocabulary import Severity
+from mcptape.verdict.vocabulary import SEVERITY_EXIT, Severity
 
 if TYPE_CHECKING:
     from mcptape.config.models import DriftSettings
-
-_RANK = {"info": 0, "output": 1, "structural": 2}
-
 
 def _glob(pattern: str, *, subtree: bool = False) -> re.Pattern[str]:
     parts = []
@@ -277,8 +274,8 @@ def _diff(golden: Tape, fresh: Tape, drift: DriftSettings | None, more: Placed |
     if head is not None:
         real.insert(0, real.pop(next(i for i, d in enumerate(real) if d is head)))
     info = [d for _, _, d in placed if d.severity == "info"]
-    worst = max((_RANK[d.severity] for d in real), default=0)
-    verdict: Any = {0: "same", 1: "output", 2: "structural"}[worst]
+    worst: Severity = max((d.severity for d in real), key=SEVERITY_EXIT.__getitem__, default="info")
+    verdict: Any = "same" if worst == "info" else worst
     return DiffResult(
         verdict=verdict,
         drifts=real + info,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mcptape.diff.compare import Policy  # the one place fail_on and ignore are applied
 from mcptape.tape.format import Tape
 from mcptape.verdict.model import DiffResult, Drift, Finding, SurfaceFacts
+from mcptape.verdict.vocabulary import SEVERITY_EXIT, VERDICT_EXIT
 
 if TYPE_CHECKING:
     from mcptape.config.models import DriftSettings
@@ -103,8 +104,6 @@ def add_budget_drift(diff: DiffResult, facts: SurfaceFacts, drift: DriftSettings
     if found is None:
         return
     diff.drifts.append(found)
-    rank = {"same": 0, "output": 1, "structural": 2}
-    severity = {"info": "same", "output": "output", "structural": "structural"}[found.severity]
-    if rank[severity] > rank[diff.verdict]:
-        diff.verdict = severity  # type: ignore[assignment]
+    if SEVERITY_EXIT[found.severity] > VERDICT_EXIT[diff.verdict]:
+        diff.verdict = found.severity  # type: ignore[assignment]
         diff.drifts.insert(0, diff.drifts.pop())  # the worst drift heads the report

@@ -40,7 +40,7 @@ from mcptape.report.anchors import session_anchor
 from mcptape.report.md_safe import MARKER_RE, clip, code_span, comment_marker, fenced, html_text, one_line
 from mcptape.tape.view import view_path
 from mcptape.verdict.model import CallRef, Drift, Finding, RunReport, SessionResult, SurfaceChanges
-from mcptape.verdict.vocabulary import DEFAULT_PHRASE, drift_kind
+from mcptape.verdict.vocabulary import DEFAULT_PHRASE, SEVERITY_EXIT, drift_kind
 
 # GitHub rejects a comment body of 65,536 characters or more and a step summary over 1 MiB.
 # Both are capped with a margin: the redaction pass may change lengths a little afterwards.
@@ -357,8 +357,7 @@ def causes(report: RunReport) -> list[Cause]:
     first = report.first_drift()
     head = _cause_key(first[1]) if first is not None else None
     ordered = list(by_key.values())
-    rank = {"structural": 0, "output": 1}
-    ordered.sort(key=lambda c: (_cause_key(c.drift) != head, rank.get(c.severity, 2)))
+    ordered.sort(key=lambda c: (_cause_key(c.drift) != head, -SEVERITY_EXIT[c.severity]))
     return ordered
 
 

@@ -24,6 +24,7 @@ from mcptape.verdict.vocabulary import (
     RANK_CLIENT,
     RANK_FAILS,
     RANK_LOST,
+    SEVERITY_EXIT,
     VERDICT_EXIT,
     Severity,
     drift_kind,
@@ -43,9 +44,6 @@ def headline_priority(f: Finding) -> int:
     return rank
 
 
-_SEVERITY_ORDER = {"structural": 0, "output": 1, "info": 2}
-
-
 def headline_rank(drift: Drift) -> tuple[int, int]:
     """Which drift heads a report: the least key (the first in the drifts' order among equals).
 
@@ -57,7 +55,7 @@ def headline_rank(drift: Drift) -> tuple[int, int]:
     what the client itself sent differently (request `params`: what mcptape.yml scripted, such as
     the client capabilities declared in `initialize`).
     """
-    return _SEVERITY_ORDER[drift.severity], headline_priority(drift.headline_finding)
+    return -SEVERITY_EXIT[drift.severity], headline_priority(drift.headline_finding)
 
 
 def headline(drifts: Iterable[Drift]) -> Drift | None:

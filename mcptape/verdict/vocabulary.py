@@ -14,6 +14,7 @@ from typing import Literal
 from mcptape.errors import EXIT_COULD_NOT_RUN, EXIT_OK, EXIT_OUTPUT_DRIFT, EXIT_SECRET, EXIT_STRUCTURAL_DRIFT
 
 Severity = Literal["structural", "output", "info"]
+# A severity's exit code, which also orders severities wherever one is worse than another (higher, worse).
 SEVERITY_EXIT: dict[str, int] = {"structural": EXIT_STRUCTURAL_DRIFT, "output": EXIT_OUTPUT_DRIFT, "info": EXIT_OK}
 
 # Session verdicts, worst last; `exit_code` orders them for "the worst verdict wins".
