@@ -262,42 +262,35 @@ def run_session(ctx: RunContext, session: Session) -> SessionOutcome:
     result = SessionResult(name=session.name, verdict="error", golden=_rel(ctx, golden_path(ctx, session)))
     redactor = ctx.redactor.fork()  # this session's: its counts are the session's
     learned: dict[str, str] = {}  # secrets the session learns as it runs (an OAuth token, launch.py)
+
+    def failed(verdict: str, message: str, note: str | None = None) -> SessionOutcome:
+        """The outcome of a session that could not be judged: `message` scrubbed, with what it learned too."""
+        result.verdict = verdict  # type: ignore[assignment]
+        result.error = (redactor.with_known(learned) if learned else redactor).redact_text(message)
+        result.duration_s = round(time.monotonic() - started, 3)
+        if note is not None:
+            result.notes.append(note)
+        return SessionOutcome(result)
+
     try:
         return _run(ctx, session, result, Outlet(redactor), learned)
     except _Failed as e:
-        redactor = redactor.with_known(learned) if learned else redactor
-        result.verdict = e.verdict  # type: ignore[assignment]
-        result.error = redactor.redact_text(str(e))
-        result.duration_s = round(time.monotonic() - started, 3)
-        if e.note is not None:
-            result.notes.append(e.note)
-        return SessionOutcome(result)
+        return failed(e.verdict, str(e), e.note)
     except SecretLeak as e:
         # A secret a check found, at whatever stage (the fresh tape, a view, the golden, a trace's
         # payload): the session's verdict is `secret` (exit 4) and nothing of it was written, its
         # files leaving as one release once all are verified (_run). Never an internal error,
         # with MCPTAPE_DEBUG or without.
-        redactor = redactor.with_known(learned) if learned else redactor
-        result.verdict = "secret"
-        result.error = redactor.redact_text(str(e))
         result.diff, result.fresh = None, None
-        result.duration_s = round(time.monotonic() - started, 3)
-        result.notes.append(f"nothing of session {session.name} was written: a secret survived redaction")
-        return SessionOutcome(result)
+        return failed("secret", str(e), f"nothing of session {session.name} was written: a secret survived redaction")
     except Exception as e:  # noqa: BLE001 - a session is the gate's unit (below)
         # A bug met by one session's data (a server answering what no check foresaw) must not take
         # the verdicts of the other sessions with it: this session could not run (exit 3), said
         # as an internal error so it is reported and found (tests/fuzz looks for exactly that).
         if environment.flag("MCPTAPE_DEBUG"):
             raise  # the traceback, as cli.py prints it
-        redactor = redactor.with_known(learned) if learned else redactor
-        result.verdict = "error"
-        result.error = redactor.redact_text(
-            f"internal error while running session {session.name}: {type(e).__name__}: {e} "
-            "(a bug in mcptape: please report it; MCPTAPE_DEBUG=1 shows the traceback)"
-        )
-        result.duration_s = round(time.monotonic() - started, 3)
-        return SessionOutcome(result)
+        return failed("error", f"internal error while running session {session.name}: {type(e).__name__}: {e} "
+                               "(a bug in mcptape: please report it; MCPTAPE_DEBUG=1 shows the traceback)")
 
 
 def _run(ctx: RunContext, session: Session, result: SessionResult, outlet: Outlet,
