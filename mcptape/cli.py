@@ -524,6 +524,9 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     finally:
         if not exiting:  # in-process callers (tests) get their hook back; a process keeps ours to the end
             threading.excepthook = previous_hook
+            from mcptape.publish.outlet import wire_process
+
+            wire_process(False)  # and a `play` does not leave the next command's messages unchecked
     if crashed:
         code = max(code, EXIT_COULD_NOT_RUN)
     return code

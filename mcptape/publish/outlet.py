@@ -86,9 +86,10 @@ def set_command_line(argv: Sequence[str]) -> None:
 _MESSAGE_RULES = [True]
 
 
-def wire_process() -> None:
-    """This process speaks the MCP wire (rec, play): its messages are checked without the rule set."""
-    _MESSAGE_RULES[0] = False
+def wire_process(speaks: bool = True) -> None:
+    """This process speaks the MCP wire (rec, play): its messages are checked without the rule set.
+    `speaks=False` ends that where the process goes on to other commands (cli.main, in-process)."""
+    _MESSAGE_RULES[0] = not speaks
 
 
 @functools.lru_cache(maxsize=8)

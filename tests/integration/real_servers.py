@@ -31,7 +31,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, mcptape_command, node_server, user_env
+from tests.conftest import FIXTURES, ROOT, node_server, user_env
+from tests.in_process import run_mcptape
 
 NODE_DIR = FIXTURES / "node"
 CACHE = ROOT / ".mcptape-test-cache"
@@ -217,8 +218,7 @@ def mcptape(*args: str, cwd: Path, env: Mapping[str, str] | None = None, json_re
     if json_report:
         report_path.unlink(missing_ok=True)
         extra = (f"--json={report_path}",)
-    proc = subprocess.run(mcptape_command(*args, *extra), cwd=cwd, env=run_env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = run_mcptape([*args, *extra], cwd=cwd, env=run_env, timeout=timeout)
     report = None
     if json_report and report_path.exists():
         report = json.loads(report_path.read_text(encoding="utf-8"))

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from mcptape.verdict.model import RunReport
-from tests.conftest import CALC_SERVER, ROOT, mcptape_command, user_env
+from tests.conftest import CALC_SERVER, ROOT, user_env
+from tests.in_process import run_mcptape
 
 CONFIG = """\
 version: 1
@@ -50,14 +51,7 @@ def ci(config: Path, *args: str, variant: str | None = None, env: dict[str, str]
     if variant:
         run_env["VARIANT"] = variant
     run_env.update(env or {})
-    return subprocess.run(
-        mcptape_command("ci", "-c", str(config), *args),
-        capture_output=True,
-        text=True,
-        env=run_env,
-        cwd=config.parent,
-        timeout=120,
-    )
+    return run_mcptape(["ci", "-c", str(config), *args], env=run_env, cwd=config.parent, timeout=120)
 
 
 def goldens(directory: Path) -> dict[str, bytes]:

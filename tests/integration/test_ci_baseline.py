@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, mcptape_command, user_env
+from tests.conftest import FIXTURES, ROOT, user_env
+from tests.in_process import run_mcptape
 
 SERVERS = FIXTURES / "servers"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
@@ -89,8 +90,8 @@ def ci(repo: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, 
     subprocess.run([sys.executable, "build.py"], cwd=repo, check=True, timeout=60)
     report = repo.parent / "report.json"
     report.unlink(missing_ok=True)
-    done = subprocess.run(mcptape_command("ci", f"--json={report}", *args), cwd=repo,
-                          env=user_env(PYTHONPATH=str(ROOT), **(env or {})), capture_output=True, text=True, timeout=300)
+    done = run_mcptape(["ci", f"--json={report}", *args], cwd=repo, env=user_env(PYTHONPATH=str(ROOT), **(env or {})),
+                       timeout=300)
     data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
     return done.returncode, data, done.stdout + done.stderr
 
@@ -293,8 +294,8 @@ def test_two_implementations_the_javascript_port_against_the_python_calc(tmp_pat
 
     def run(*args: str) -> tuple[int, dict[str, Any], str]:
         report = tmp_path / "report.json"
-        done = subprocess.run(mcptape_command("ci", f"--json={report}", f"--summary={tmp_path / 's.md'}", *args),
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        done = run_mcptape(["ci", f"--json={report}", f"--summary={tmp_path / 's.md'}", *args], cwd=tmp_path, env=env,
+                           timeout=300)
         return done.returncode, json.loads(report.read_text(encoding="utf-8")), done.stdout + done.stderr
 
     code, report, out = run("--against", "py")
@@ -313,8 +314,7 @@ def test_two_implementations_the_javascript_port_against_the_python_calc(tmp_pat
 def test_auto_uses_the_goldens_when_the_repository_has_them_else_the_merge_base(tmp_path: Path) -> None:
     repo = make_repo(tmp_path, {})
     subprocess.run([sys.executable, "build.py"], cwd=repo, check=True, timeout=60)
-    done = subprocess.run(mcptape_command("ci", "--update-golden"), cwd=repo, env=user_env(PYTHONPATH=str(ROOT)),
-                          capture_output=True, text=True, timeout=300)
+    done = run_mcptape(["ci", "--update-golden"], cwd=repo, env=user_env(PYTHONPATH=str(ROOT)), timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     (repo / "mcptape.yml").write_text((repo / "mcptape.yml").read_text(encoding="utf-8")
                                       + "normalize:\n  - path: $..ticket\n  - path: $..issued\n", encoding="utf-8")

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, mcptape_command, node_server, user_env
+from tests.conftest import FIXTURES, ROOT, node_server, user_env
+from tests.in_process import run_mcptape
 from tests.integration.real_servers import GIT_ENV
 from tests.integration.test_ci_baseline import commit, git
 
@@ -159,8 +160,8 @@ def test_unchanged_servers_give_no_false_drift_in_5_runs_and_a_real_change_is_se
 
     def ci(*args: str) -> tuple[int, dict[str, str], str]:
         report = tmp_path / "report.json"
-        done = subprocess.run(mcptape_command("ci", f"--json={report}", "--jobs", "3", *args), cwd=project,
-                              env=user_env(PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=600)
+        done = run_mcptape(["ci", f"--json={report}", "--jobs", "3", *args], cwd=project,
+                           env=user_env(PYTHONPATH=str(ROOT)), timeout=600)
         data = json.loads(report.read_text(encoding="utf-8"))
         return done.returncode, {s["name"]: s["verdict"] for s in data["sessions"]}, done.stdout + done.stderr
 

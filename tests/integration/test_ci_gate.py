@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 from mcptape.verdict.model import RunReport
-from tests.conftest import FIXTURES, ROOT, mcptape_command
+from tests.conftest import FIXTURES, ROOT
+from tests.in_process import run_mcptape
 
 SECRET_ECHO = FIXTURES / "servers" / "secret_echo_server.py"
 NONCONFORMANT = FIXTURES / "servers" / "nonconformant_server.py"
@@ -28,8 +29,7 @@ def ci(config: Path, *args: str, env: dict[str, str] | None = None) -> subproces
     run_env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "VARIANT")}
     run_env["PYTHONPATH"] = str(ROOT)
     run_env.update(env or {})
-    return subprocess.run(mcptape_command("ci", "-c", str(config), *args), capture_output=True, text=True,
-                          env=run_env, cwd=config.parent, timeout=180)
+    return run_mcptape(["ci", "-c", str(config), *args], env=run_env, cwd=config.parent, timeout=180)
 
 
 def report(path: Path) -> RunReport:

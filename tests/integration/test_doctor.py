@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, mcptape_command, node_server, user_env
+from tests.conftest import ROOT, node_server, user_env
+from tests.in_process import run_mcptape
 
 pytestmark = pytest.mark.node
 
@@ -75,10 +76,7 @@ def _already_normalized(report: str) -> list[str]:
 
 def _ci(config: Path, *args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
     env = user_env(PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        mcptape_command("ci", "-c", str(config), "--jobs", "3", *args),
-        capture_output=True, text=True, env=env, cwd=config.parent, timeout=timeout,
-    )
+    return run_mcptape(["ci", "-c", str(config), "--jobs", "3", *args], env=env, cwd=config.parent, timeout=timeout)
 
 
 def test_repeat_finds_volatile_paths_and_its_rules_give_zero_false_drift(tmp_path: Path) -> None:

@@ -24,7 +24,8 @@ import yaml
 
 from mcptape.config.json_schema import SCHEMA_ID
 from mcptape.config.load import load_config
-from tests.conftest import FIXTURES, calc_command, mcptape_command, node_server, user_env
+from tests.conftest import FIXTURES, calc_command, node_server, user_env
+from tests.in_process import run_mcptape
 from tests.integration.http_helpers import LOOPBACK, background, calc_http_cmd, free_port
 from tests.integration.real_servers import GIT_ENV
 
@@ -33,8 +34,7 @@ TIMEOUT = 240
 
 
 def mcptape(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcptape_command(*args), cwd=cwd, env=env or user_env(), capture_output=True, text=True,
-                          timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    return run_mcptape(args, cwd=cwd, env=env or user_env(), timeout=TIMEOUT)
 
 
 def ok(proc: subprocess.CompletedProcess[str], code: int = 0) -> subprocess.CompletedProcess[str]:

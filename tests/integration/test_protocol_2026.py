@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURES, ROOT, mcptape_command, node_server, user_env
+from tests.in_process import run_mcptape
 
 SDK2 = FIXTURES / "servers" / "sdk2_server.py"
 TIMEOUT = 120
@@ -74,7 +75,7 @@ ENV = user_env(PYTHONPATH=str(ROOT))  # mcptape runs from the checkout, in the p
 
 
 def mcptape(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcptape_command(*args), cwd=cwd, env=ENV, capture_output=True, text=True, timeout=TIMEOUT)
+    return run_mcptape(args, cwd=cwd, env=ENV, timeout=TIMEOUT)
 
 
 def events(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -264,8 +265,7 @@ sessions:
 
     def ci(*args: str, run: int) -> subprocess.CompletedProcess[str]:
         env = {**ENV, "MEMORY_FILE": str(tmp_path / f"memory-{run}.json")}
-        return subprocess.run(mcptape_command("ci", *args), cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=TIMEOUT)
+        return run_mcptape(["ci", *args], cwd=tmp_path, env=env, timeout=TIMEOUT)
 
     update = ci("--update-golden", run=1)
     assert update.returncode == 0, update.stdout + update.stderr

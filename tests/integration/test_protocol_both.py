@@ -23,6 +23,7 @@ from mcptape.errors import RequestRefused
 from mcptape.live.client import _with_stderr
 from mcptape.replay.era_pair import client_era, era_tapes
 from tests.conftest import CALC_SERVER, FIXTURES, ROOT, mcptape_command, user_env
+from tests.in_process import run_mcptape
 
 SDK2 = FIXTURES / "servers" / "sdk2_server.py"
 ENV = user_env(PYTHONPATH=str(ROOT))
@@ -55,7 +56,7 @@ LEGACY_ONLY = """\
 
 
 def mcptape(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcptape_command(*args), cwd=cwd, env=ENV, capture_output=True, text=True, timeout=120)
+    return run_mcptape(args, cwd=cwd, env=ENV, timeout=120)
 
 
 def write(path: Path, variant: str, *, legacy_only: bool = False) -> None:

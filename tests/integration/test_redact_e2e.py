@@ -39,6 +39,7 @@ from mcptape.tape.reader import read_tape
 from mcptape.transports.stdio import StdioTransport, minimal_env
 from tests import leak_matrix
 from tests.conftest import FIXTURES, ROOT, mcptape_command
+from tests.in_process import run_mcptape
 from tests.redact_corpus import KNOWN_SOURCE, USER_PATTERN, Planted, corpus, leaks, rule_corpus
 
 SERVER = [sys.executable, str(FIXTURES / "servers" / "secret_echo_server.py")]
@@ -236,10 +237,7 @@ def ci_config(directory: Path, servers: str, sessions: str, extra: str = "") -> 
 def run_ci(config: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     run_env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "VARIANT", "MSG")}
     run_env.update(PYTHONPATH=str(ROOT), **env)
-    return subprocess.run(
-        mcptape_command("ci", "-c", str(config), *args),
-        capture_output=True, text=True, env=run_env, cwd=config.parent, timeout=WAIT,
-    )  # fmt: skip
+    return run_mcptape(["ci", "-c", str(config), *args], env=run_env, cwd=config.parent, timeout=WAIT)
 
 
 def calc_server_block(env: dict[str, str]) -> str:

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, mcptape_command, user_env
+from tests.conftest import FIXTURES, ROOT, user_env
+from tests.in_process import run_mcptape
 
 ASKING = FIXTURES / "servers" / "sdk2_asking_server.py"
 ENV = user_env(PYTHONPATH=str(ROOT))
@@ -53,7 +54,7 @@ ERAS = ("2026-07-28", "2025-11-25")
 
 
 def mcptape(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcptape_command(*args), cwd=cwd, env=ENV, capture_output=True, text=True, timeout=180)
+    return run_mcptape(args, cwd=cwd, env=ENV, timeout=180)
 
 
 def write(path: Path, *args: str) -> None:

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CALC_SERVER, ROOT, mcptape_command, user_env
+from tests.conftest import CALC_SERVER, ROOT, user_env
 from tests.github_fake import ACTIONS_BOT, FakeGitHub, Token
+from tests.in_process import run_mcptape
 
 TIMEOUT = 120
 SHARDS = 4
@@ -87,7 +88,7 @@ DRIFT = {"VARIANT_B": "changed_result", "VARIANT_C": "removed_tool"}
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     run_env = {k: v for k, v in user_env(PYTHONPATH=str(ROOT)).items() if k not in ("VARIANT_B", "VARIANT_C")}
     run_env.update(env or {})
-    return subprocess.run(mcptape_command(*args), capture_output=True, text=True, env=run_env, cwd=cwd, timeout=TIMEOUT)
+    return run_mcptape(args, env=run_env, cwd=cwd, timeout=TIMEOUT)
 
 
 def comparable(report: dict[str, Any]) -> dict[str, Any]:

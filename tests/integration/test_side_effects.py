@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, calc_command, mcptape_command, node_server, user_env
+from tests.conftest import ROOT, calc_command, node_server, user_env
+from tests.in_process import run_mcptape
 
 CALC = """\
 version: 1
@@ -39,8 +40,7 @@ sessions:
 
 def _ci(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = user_env(PYTHONPATH=str(ROOT))
-    return subprocess.run(mcptape_command("ci", "-c", str(config), *args), capture_output=True, text=True,
-                          env=env, cwd=config.parent, timeout=120)
+    return run_mcptape(["ci", "-c", str(config), *args], env=env, cwd=config.parent, timeout=120)
 
 
 def _side_effects(tape: Path) -> list[dict]:
