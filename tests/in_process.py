@@ -1,17 +1,18 @@
-"""`mcptape ci`, `init` and `check` run inside the test's own process, as `python -m mcptape` runs them.
+"""mcptape's commands run inside the test's own process, as `python -m mcptape` runs them.
 
-A test of what these commands judge, write and say runs them here: `mcptape.cli.main` with the
+A test of what a command judges, writes and says runs it here: `mcptape.cli.main` with the
 command's own stdout and stderr (real files), working directory, environment and an empty stdin,
-its exit code as the console script takes it. The servers they start are real processes over
-real pipes and sockets, as always. What this saves is a new interpreter's imports for each run
-(mcp_types' models, pydantic, the rule set: about 0.5 s of CPU of the 0.7 s a small `ci` costs,
-and the suite runs hundreds).
+its exit code as the console script takes it. The servers `ci`, `init` and `check` start are real
+processes over real pipes and sockets, as always. What this saves is a new interpreter's imports
+for each run (mcp_types' models, pydantic, the rule set: about 0.5 s of CPU of the 0.7 s a small
+`ci` costs, and the suite runs hundreds). tests/test_in_process.py holds it to a process's word.
 
 The process door itself stays tested with real processes: the installed console script
-(tests/integration/test_installed.py, the Action's own steps), signals and kills
-(test_golden_kill, test_ci_concurrency), memory and a full disk (test_hostile_faults,
-test_ci_faults), deep and hostile input (test_hostile). `rec` and `play` always run as
-processes here: they speak the MCP wire on their own stdio. So does a command given stdin.
+(tests/integration/test_installed.py, the Action's own steps, the README's commands), signals and
+kills (test_golden_kill, test_ci_concurrency), peak memory (test_hostile_faults), a full disk
+(test_ci_faults), hostile tapes (tests/tape/test_hostile.py), the fuzz campaign. `rec` and `play`
+always run as processes here: they speak the MCP wire on their own stdio. So does any command
+given stdin.
 
 A worker runs its tests one after another (pytest-xdist), so swapping the process's environment
 and working directory for the call is safe; a run that outlives `timeout` ends the worker with
@@ -34,7 +35,7 @@ from typing import Any
 
 from tests.conftest import mcptape_command
 
-IN_PROCESS = frozenset({"ci", "init", "check"})
+IN_PROCESS = frozenset({"ci", "init", "check", "merge", "comment", "diff", "show", "ls"})
 
 
 def run_mcptape(args: Sequence[str], *, cwd: Path | str, env: Mapping[str, str] | None = None,

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, mcptape_command, user_env
+from tests.in_process import run_mcptape
 from tests.integration.test_ci import recorded, recorded_once, write_config  # noqa: F401  (fixtures)
 
 FULL_AT = 200  # bytes a file may grow to before the "disk" is full: more than a config, less than a tape
@@ -25,8 +26,11 @@ def run(cwd: Path, *args: str, full: bool = False) -> subprocess.CompletedProces
     def fill_the_disk() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (FULL_AT, FULL_AT))  # Python ignores SIGXFSZ: EFBIG
 
-    proc = subprocess.run(mcptape_command(*args), cwd=cwd, env=user_env(PYTHONPATH=str(ROOT)), capture_output=True,
-                          text=True, timeout=120, preexec_fn=fill_the_disk if full else None)
+    if full:  # a process of its own, whose file size limit is the full disk
+        proc = subprocess.run(mcptape_command(*args), cwd=cwd, env=user_env(PYTHONPATH=str(ROOT)), capture_output=True,
+                              text=True, timeout=120, preexec_fn=fill_the_disk)
+    else:
+        proc = run_mcptape(args, cwd=cwd, env=user_env(PYTHONPATH=str(ROOT)), timeout=120)
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     return proc
 

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CALC_SERVER, ROOT, calc_command, mcptape_command, user_env
+from tests.in_process import run_mcptape
 from tests.integration.test_rec import RawClient, call, initialize, rec_command, wait_for_bytes
 from tests.test_logsafe import live_commands
 
@@ -62,12 +63,11 @@ def write_config(directory: Path, sessions: str) -> Path:
 
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    """A real `python -m mcptape` process as a developer's shell runs it; bytes, to see every control byte."""
+    """`mcptape ARGS` as a developer's shell runs it (tests/in_process.py); bytes, to see every control byte."""
     run_env = user_env(PYTHONPATH=str(ROOT))
     run_env.pop("VARIANT", None)
     run_env.update(env or {})
-    proc = subprocess.run(mcptape_command(*args), cwd=cwd, env=run_env, input=stdin, capture_output=True,
-                          timeout=WAIT)
+    proc = run_mcptape(args, cwd=cwd, env=run_env, input=stdin, timeout=WAIT, text=False)
     for stream in (proc.stdout, proc.stderr):
         assert b"Traceback" not in stream and b"RecursionError" not in stream, stream.decode(errors="replace")
     return proc
