@@ -53,6 +53,10 @@ CONNECT_TIMEOUT = 10.0
 # Resuming an SSE stream the server closed before its answer (StreamableHttpTransport._resume): the wait
 # when the server gave no `retry` (the SDKs' default), and how many resumptions in a row may bring nothing.
 RESUME_DELAY = 1.0
+# How long the sender waits for the GET stream's answer before the first message after
+# `notifications/initialized` goes out (_open_get_stream). Servers answer its headers at once;
+# one that holds them until it has an event costs a session this much, once.
+GET_STREAM_WAIT = 2.0
 MAX_FRUITLESS = 3
 OUTPUT_TAIL_LINES = 40
 ERROR_BODY_CHARS = 500
@@ -453,6 +457,7 @@ class StreamableHttpTransport(_HttpTransportBase):
         self.protocol: str | None = None
         self._initialize_id: str | None = None  # json.dumps of the initialize request's id
         self._get_opened = False
+        self._get_answered = threading.Event()  # the GET stream's headers came (or it failed)
         super().__init__(url, headers, started=started, auth=auth)
 
     def _deliver(self, data: bytes) -> None:
@@ -556,10 +561,16 @@ class StreamableHttpTransport(_HttpTransportBase):
         )
 
     def _open_get_stream(self) -> None:
+        """Open the GET stream and wait (GET_STREAM_WAIT at most) for its answer before the sender
+        goes on: the stream is there before the session's first request, as on an idle machine.
+        Not waiting, a loaded one sent the GET after the first `tools/call`, and a server that
+        answers a call on whichever stream is open (the conformance suite's sse-retry) then
+        answered it on the GET stream instead of the call's own resumed one."""
         if self._get_opened:
             return
         self._get_opened = True
         self._spawn(self._get_stream, "http-get-sse")
+        self._get_answered.wait(GET_STREAM_WAIT)
 
     def _get_stream(self) -> None:
         headers = self._headers()
@@ -573,6 +584,8 @@ class StreamableHttpTransport(_HttpTransportBase):
             resp = self._client.send(request, stream=True)
         except httpx.HTTPError:
             return  # optional stream: the session works without it
+        finally:
+            self._get_answered.set()
         self._track(resp, True)
         ctype = resp.headers.get("content-type", "")
         if resp.status_code != 200 or not ctype.startswith("text/event-stream"):

@@ -268,3 +268,69 @@ def test_sse_parser_keeps_the_servers_retry_and_the_last_event_id_of_a_priming_e
     assert (parser.last_event_id, parser.retry, parser.dispatched) == ("s1::1", 500, 1)
     assert parser.feed(b"id: s1::2\ndata: {}\n\n")[0].data == "{}"
     assert (parser.last_event_id, parser.retry, parser.dispatched) == ("s1::2", 500, 2)  # retry holds
+
+
+def test_the_get_stream_is_answered_before_the_first_message_after_initialized_goes_out() -> None:
+    # A server slow to answer the GET (a loaded machine): the client's next request still comes
+    # after the GET stream is open, so what the server sends from then on has a stream to go on.
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from mcptape.transports.http import StreamableHttpTransport
+
+    seen: list[str] = []
+    done = threading.Event()
+
+    class Server(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(f"POST {msg['method']}")
+            if "id" not in msg:
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}
+            body = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result if msg["method"] == "initialize" else {}})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Mcp-Session-Id", "s1")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def do_GET(self) -> None:
+            time.sleep(0.5)
+            seen.append("GET answered")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.flush()
+            done.wait(10)
+
+        def do_DELETE(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Server)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    transport = StreamableHttpTransport(f"http://127.0.0.1:{server.server_address[1]}/mcp", {})
+    try:
+        transport.send(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}')
+        assert transport.receive(10) is not None
+        transport.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        transport.send(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
+        assert transport.receive(10) is not None
+    finally:
+        done.set()
+        transport.close()
+        server.shutdown()
+    assert seen == ["POST initialize", "POST notifications/initialized", "GET answered", "POST tools/list"]
