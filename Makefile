@@ -42,7 +42,11 @@ demo: install-python
 # The suite starts thousands of `python -m mcptape` processes: compiled once here, as pip compiles an
 # installed package, none of them compiles the package again (where PYTHONDONTWRITEBYTECODE is set,
 # each would: a fifth of a `ci` run's CPU). compileall rewrites only what changed since.
-TEST_WORKERS ?= auto
+# One worker more than there are cores: a sixth of the suite's time is spent waiting on purpose
+# (server-everything's task polls, a slow-to-start server's timeout, the fuzz campaign's hung
+# servers), and a waiting worker leaves its core to the others. On the 2-core machine: 2 workers
+# 537-557 s, 3 workers 487-499 s.
+TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)' 2>/dev/null || echo auto)
 test: install
 	$(BIN)/python -m compileall -q mcptape tests fixtures/servers fixtures/example >/dev/null
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
