@@ -25,7 +25,8 @@ def test_a_module_runs_whole_on_one_worker() -> None:
     # Two modules of several tests each, on two workers: each module's tests all on one worker. Split
     # by test (what a scheduling that lost its units does), a module lands on both nearly always.
     modules = ["tests/verdict/test_drift_table.py", "tests/tape/test_seal.py"]
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadscope",
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",  # 0.6 s a process
+                          "-n", "2", "--dist", "loadscope",
                           "-v", *modules], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     workers: dict[str, set[str]] = {}

@@ -161,3 +161,16 @@ def test_trigger_groups_read_at_their_gate_or_searched_alike(monkeypatch) -> Non
         monkeypatch.setattr(detectors, "_AT_GATE_COST", cost)
         assert [[g.found_in(low) for g in groups] for low in texts] == expected
     assert 100 < sum(map(any, expected)) < 2900
+
+
+def test_prune_agrees_with_its_definition() -> None:
+    # _prune keeps the triggers no other one starts; it looks up each one's prefixes instead of
+    # comparing every pair. Random sets over a small alphabet, so prefixes are frequent.
+    draw = random.Random(7)
+    for _ in range(300):
+        triggers = {"".join(draw.choice("ab-k") for _ in range(draw.randint(0, 6))) for _ in range(draw.randint(0, 30))}
+        by_definition = sorted(t for t in triggers if not any(o != t and t.startswith(o) for o in triggers))
+        assert detectors._prune(triggers) == by_definition, triggers
+    triggers = make_redactor(known={"token": "s3cr3t-value-123"})._scrubber.triggers
+    assert "s3cr3t-value-123" in triggers
+    assert not [(o, t) for o in triggers for t in triggers if o != t and t.startswith(o)]
