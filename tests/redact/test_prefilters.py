@@ -171,6 +171,6 @@ def test_prune_agrees_with_its_definition() -> None:
         triggers = {"".join(draw.choice("ab-k") for _ in range(draw.randint(0, 6))) for _ in range(draw.randint(0, 30))}
         by_definition = sorted(t for t in triggers if not any(o != t and t.startswith(o) for o in triggers))
         assert detectors._prune(triggers) == by_definition, triggers
-    triggers = make_redactor(known={"token": "s3cr3t-value-123"})._scrubber.triggers
-    assert "s3cr3t-value-123" in triggers
-    assert not [(o, t) for o in triggers for t in triggers if o != t and t.startswith(o)]
+    kept = make_redactor(known={"token": "s3cr3t-value-123"})._scrubber.triggers
+    assert "s3cr3t-value-123" in kept
+    assert not [(o, t) for o in kept for t in kept if o != t and t.startswith(o)]
