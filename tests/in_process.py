@@ -6,6 +6,7 @@ its exit code as the console script takes it. The servers `ci`, `init` and `chec
 processes over real pipes and sockets, as always. What this saves is a new interpreter's imports
 for each run (mcp_types' models, pydantic, the rule set: about 0.5 s of CPU of the 0.7 s a small
 `ci` costs, and the suite runs hundreds). tests/test_in_process.py holds it to a process's word.
+tests/test_doors.py's sweep runs every command through `run_main` as well.
 
 The process door itself stays tested with real processes: the installed console script
 (tests/integration/test_installed.py, the Action's own steps, the README's commands), signals and
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +49,26 @@ def run_mcptape(args: Sequence[str], *, cwd: Path | str, env: Mapping[str, str] 
     if not argv or argv[0] not in IN_PROCESS or input:
         return subprocess.run(mcptape_command(*argv), cwd=cwd, env=None if env is None else dict(env), input=input,
                               capture_output=True, text=text, timeout=timeout)
-    code, out, err = _main(argv, Path(cwd), env, timeout)
+    ran = run_main(argv, Path(cwd), env, timeout)
+    # What a process would have dropped at its end, an in-process run must not leave behind.
+    assert not ran.left_gc_off, f"mcptape {' '.join(argv)} left the garbage collector off"
     if text:
-        return subprocess.CompletedProcess(argv, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
-    return subprocess.CompletedProcess(argv, code, out, err)
+        return subprocess.CompletedProcess(argv, ran.code, ran.out.decode("utf-8", "replace"),
+                                           ran.err.decode("utf-8", "replace"))
+    return subprocess.CompletedProcess(argv, ran.code, ran.out, ran.err)
 
 
-def _main(argv: list[str], cwd: Path, env: Mapping[str, str] | None, timeout: float) -> tuple[int, bytes, bytes]:
+@dataclass
+class MainRun:
+    code: int
+    out: bytes
+    err: bytes
+    left_gc_off: bool  # the run left the garbage collector off (turned back on here)
+
+
+def run_main(argv: list[str], cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 600) -> MainRun:
+    """`mcptape.cli.main(argv)` in `cwd` with `env` (None: this process's), its streams real files
+    (play reads and writes file descriptors) and stdin empty; the process's own given back after."""
     from mcptape.cli import main
 
     with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file, \
@@ -88,6 +103,7 @@ def _main(argv: list[str], cwd: Path, env: Mapping[str, str] | None, timeout: fl
             said.append(f.read())
         for stream in (out, err, stdin):
             stream.detach()
-    # What a process would have dropped at its end, an in-process run must not leave behind.
-    assert gc.isenabled(), f"mcptape {' '.join(argv)} left the garbage collector off"
-    return code, said[0], said[1]
+    left_gc_off = not gc.isenabled()
+    if left_gc_off:
+        gc.enable()
+    return MainRun(code, said[0], said[1], left_gc_off)

@@ -27,16 +27,12 @@ or fail at once, which is the contract too.
 from __future__ import annotations
 
 import argparse
-import gc
 import hashlib
-import io
 import itertools
 import json
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -45,10 +41,11 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.cli import build_parser, main
+from mcptape.cli import build_parser
 from mcptape.commands.grammar import Deprecated
 from mcptape.publish.telemetry import REQUEST, RESPONSE, SESSION
 from tests.conftest import CALC_SERVER, FIXTURES, ROOT, mcptape_command, user_env
+from tests.in_process import run_main
 from tests.otlp_receiver import OtlpReceiver
 
 GOLDEN = FIXTURES / "example" / "tapes" / "arithmetic.tape.jsonl"
@@ -414,35 +411,10 @@ def _run(argv: list[str], work: Path) -> Run:
 
 
 def _in_process(argv: list[str], work: Path, before: dict[str, str]) -> Run:
-    """`main(argv)` in `work`, its streams real files (play reads and writes file descriptors), stdin empty."""
-    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file, \
-            open(os.devnull, "rb") as null:  # noqa: SIM115 - three streams, one block
-        out = io.TextIOWrapper(out_file, encoding="utf-8", write_through=True)
-        err = io.TextIOWrapper(err_file, encoding="utf-8", write_through=True)
-        stdin = io.TextIOWrapper(null, encoding="utf-8")
-        saved = sys.stdin, sys.stdout, sys.stderr, os.getcwd()
-        os.chdir(work)
-        sys.stdin, sys.stdout, sys.stderr = stdin, out, err
-        try:
-            try:
-                code = main(argv)
-            except SystemExit as e:  # argparse: --help, or a usage error (exit 3)
-                code = e.code if isinstance(e.code, int) else 3
-        finally:
-            sys.stdin, sys.stdout, sys.stderr = saved[:3]
-            os.chdir(saved[3])
-            out.flush()
-            err.flush()
-        said: list[str] = []
-        for f in (out_file, err_file):
-            f.seek(0)
-            said.append(f.read().decode("utf-8", "replace"))
-        out.detach()
-        err.detach()
-        stdin.detach()
-    run = Run(argv, code, said[0], said[1], work, before)
-    if not gc.isenabled():
-        gc.enable()
+    """`main(argv)` in `work` (tests/in_process.py), stdin empty."""
+    ran = run_main(argv, work)
+    run = Run(argv, ran.code, ran.out.decode("utf-8", "replace"), ran.err.decode("utf-8", "replace"), work, before)
+    if ran.left_gc_off:
         run.leftover = "the garbage collector off"
     return run
 
