@@ -1,9 +1,10 @@
 """The reference MCP servers as issue 18's tests run them: current and older published releases.
 
 Owns where each server comes from and how a workspace for them is laid out; the tests own
-what they assert. Everything here drives mcptape as a user does: `python -m mcptape ...` in a
-real process, reading its exit code, its stdout and its JSON report (never mcptape's modules,
-so these tests hold whatever shape the package takes inside).
+what they assert. Everything here drives mcptape as a user does, through its command line
+(`mcptape ...`, run as `python -m mcptape` runs it: tests/in_process.py), reading its exit code,
+its stdout and its JSON report (never mcptape's inner modules, so these tests hold whatever shape
+the package takes inside).
 
 Releases, side by side:
 - npm: `fixtures/node/package.json` installs the current release of each server under its own
@@ -211,7 +212,7 @@ class Run:
 
 def mcptape(*args: str, cwd: Path, env: Mapping[str, str] | None = None, json_report: bool = False,
             timeout: float = TIMEOUT) -> Run:
-    """Run `python -m mcptape ARGS` from the checkout, as a developer's shell (not CI mode) would."""
+    """Run `mcptape ARGS` from the checkout, as a developer's shell (not CI mode) would (tests/in_process.py)."""
     run_env = user_env(PYTHONPATH=str(ROOT), **dict(env or {}))
     extra: tuple[str, ...] = ()
     report_path = cwd / f".report-{os.getpid()}-{id(args)}.json"

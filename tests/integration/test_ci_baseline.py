@@ -2,7 +2,7 @@
 
 Each test makes a git repository holding fixtures/servers/release_server.py (its behaviour is the
 committed behaviour.json) and an mcptape.yml, commits changes the way a pull request would, and
-runs `python -m mcptape ci --baseline ...` in a real process, reading the exit code and the JSON
+runs `mcptape ci --baseline ...` (tests/in_process.py), reading the exit code and the JSON
 report. Two implementations: calc_server.py (Python) against its JavaScript port calc_port.mjs.
 """
 

@@ -2,7 +2,8 @@
 
 On our annotated fixture (fixtures/servers/notes_server.py: a destructive tool, an unannotated
 one, one annotated read-only but named like a change) and on the five reference servers, each in
-its own workspace, with real processes (`python -m mcptape`). Each server's test is one chain of
+its own workspace, with real server processes; mcptape's commands run as `python -m mcptape` runs
+them, in the test's process (tests/in_process.py). Each server's test is one chain of
 commands: init (which runs the session twice itself), record, gate, change the server's world,
 gate again.
 """

@@ -1,7 +1,7 @@
 """`protocol: both` (issue 29, item 7): one session line, a golden per era, each diffed and each
 served to its era's client by play (mcptape/ci/eras.py, mcptape/replay/era_pair.py).
 
-Real processes: `python -m mcptape ci` against fixtures/servers/sdk2_server.py (the official SDK
+Real servers: `mcptape ci` (tests/in_process.py) against fixtures/servers/sdk2_server.py (the official SDK
 2.x `MCPServer`, which speaks 2026-07-28 and answers `initialize` 2025-11-25) and the legacy-only
 fixtures/servers/calc_server.py; `mcptape play` driven by the official SDK's `Client`.
 """
